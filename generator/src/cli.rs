@@ -1,0 +1,215 @@
+//! The `gen` command line. `run` takes the arguments and the two output
+//! streams and returns the exit code, so tests drive it in-process exactly as
+//! the binary does.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::{Args, Parser, Subcommand};
+use runtime::Platform;
+
+use crate::plan::{self, Selection};
+use crate::{fixtures, list, render, spec, write};
+
+const ABOUT: &str = "Renders hwmatrix's test cells (model × platform) from model-specs/ into the generated crate.";
+
+const LONG_ABOUT: &str = "\
+Renders hwmatrix's test cells (model × platform) from model-specs/ into the
+generated crate: per model a module with its adapters and one test module per
+platform. The output reflects exactly the selection: `gen --category vision`
+leaves only the vision models in generated/, and `gen --all` brings all back.
+
+All specs are validated before anything is written; any error (with its file,
+line and column) writes nothing and exits 1.";
+
+const AFTER_HELP: &str = "\
+Examples:
+  gen --all                         render every model on every platform
+  gen --category text_encoders      only the text encoders
+  gen --model bert --platform cuda  one cell
+  gen --all --check                 exit 1 if generated/ differs from the specs (CI)
+  gen list                          models, categories, platforms and cell counts
+  gen fixtures --model bert         build the ONNX fixture and references of bert
+
+Then: cargo test -p generated [--features cuda] [bert::cpu::]";
+
+#[derive(Debug, Parser)]
+#[command(name = "gen", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub select: SelectArgs,
+
+    /// The generated crate to write into (its src/ is gen's)
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Write nothing; exit 1 listing drifted, missing and stale files
+    #[arg(long)]
+    pub check: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List models, categories and platforms, with cell status counts
+    List,
+    /// Build fixtures (ONNX model + reference inputs/outputs) with the Python exporter; cached
+    Fixtures {
+        /// Fixture root (default: $HWMATRIX_FIXTURES, else ~/.cache/hwmatrix/fixtures)
+        #[arg(long, value_name = "DIR")]
+        fixtures: Option<PathBuf>,
+        /// The exporter venv's Python (default: $HWMATRIX_PYTHON, else ~/.cache/hwmatrix/venv/bin/python)
+        #[arg(long, value_name = "FILE")]
+        python: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct SelectArgs {
+    /// Every model and platform (the default when nothing is selected)
+    #[arg(long, global = true)]
+    pub all: bool,
+    /// Only models of this category (repeatable)
+    #[arg(long, value_name = "NAME", global = true)]
+    pub category: Vec<String>,
+    /// Only this model_type (repeatable)
+    #[arg(long, value_name = "MODEL_TYPE", global = true)]
+    pub model: Vec<String>,
+    /// Only this platform (repeatable): cpu, cuda, rocm, mps, openvino, qnn, webnn, webgpu
+    #[arg(long, value_name = "NAME", global = true, value_parser = parse_platform)]
+    pub platform: Vec<Platform>,
+    /// The specs folder (default: model-specs/ of the workspace)
+    #[arg(long, value_name = "DIR", global = true)]
+    pub specs: Option<PathBuf>,
+}
+
+fn parse_platform(name: &str) -> Result<Platform, String> {
+    Platform::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Platform::ALL.iter().map(|p| p.name()).collect();
+        format!("unknown platform; use one of {}", names.join(", "))
+    })
+}
+
+/// The workspace root: the nearest ancestor of the current folder with
+/// model-specs/hardware.yaml, else the workspace gen was built in.
+pub fn workspace_root() -> PathBuf {
+    let built_in = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| cwd.ancestors().find(|d| d.join("model-specs/hardware.yaml").is_file()).map(Path::to_path_buf))
+        .unwrap_or(built_in)
+}
+
+pub fn run<I, T>(args: I, out: &mut dyn Write, err: &mut dyn Write) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = e.exit_code();
+            let text = e.render().ansi().to_string();
+            let _ = if code == 0 { write!(out, "{text}") } else { write!(err, "{text}") };
+            return code;
+        }
+    };
+    match execute(&cli, out, err) {
+        Ok(code) => code,
+        Err(message) => {
+            let _ = writeln!(err, "{message}");
+            1
+        }
+    }
+}
+
+fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
+    let root = workspace_root();
+    let specs_dir = cli.select.specs.clone().unwrap_or_else(|| root.join("model-specs"));
+    let specs = spec::load(&specs_dir).map_err(|e| e.to_string())?;
+    let selection = Selection {
+        models: cli.select.model.clone(),
+        categories: cli.select.category.clone(),
+        platforms: cli.select.platform.clone(),
+    };
+    let plan = plan::plan(&specs, &selection).map_err(|e| format!("error: {e}"))?;
+    match &cli.command {
+        Some(Command::List) => {
+            let _ = write!(out, "{}", list::render(&plan));
+            Ok(0)
+        }
+        Some(Command::Fixtures { fixtures: dir, python }) => {
+            let dir = dir.clone().unwrap_or_else(runtime::paths::fixtures_dir);
+            let python = python.clone().unwrap_or_else(runtime::paths::python);
+            let started = Instant::now();
+            let summary = fixtures::build(&plan, &dir, &python, err)?;
+            let _ = writeln!(
+                out,
+                "fixtures in {}: {} built, {} cached, {} known issues skipped, {} failed ({:.1} s)",
+                dir.display(),
+                summary.built,
+                summary.cached,
+                summary.skipped_known_issue,
+                summary.failed.len(),
+                started.elapsed().as_secs_f64()
+            );
+            for (model, error) in &summary.failed {
+                let _ = writeln!(err, "error: the exporter failed on {model}: {error}\n  help: fix the spec's tiny_config or inputs, or record the error as `export.known_issue` in its spec");
+            }
+            Ok(if summary.failed.is_empty() { 0 } else { 1 })
+        }
+        None => generate(cli, &plan, &root, out),
+    }
+}
+
+fn generate(cli: &Cli, plan: &plan::Plan, root: &Path, out: &mut dyn Write) -> Result<i32, String> {
+    let out_dir = cli.out.clone().unwrap_or_else(|| root.join("generated"));
+    if !out_dir.join("Cargo.toml").is_file() {
+        return Err(format!(
+            "error: {} is not the generated crate (it has no Cargo.toml)\n  help: pass --out with the folder of the `generated` crate",
+            out_dir.display()
+        ));
+    }
+    let files = render::render(plan)?;
+    let changes = write::diff(&out_dir, &files)?;
+    let cells: usize = plan.models.iter().map(|m| m.cells.len()).sum();
+    if cli.check {
+        if changes.is_clean() {
+            let _ = writeln!(out, "{}: up to date ({} files, {cells} cells)", out_dir.display(), files.len());
+            return Ok(0);
+        }
+        for (label, paths) in [("drifted", &changes.drifted), ("missing", &changes.missing), ("stale", &changes.stale)] {
+            for p in paths {
+                let _ = writeln!(out, "{label}: {}", out_dir.join(p).display());
+            }
+        }
+        let _ = writeln!(
+            out,
+            "{} is out of date with the specs: {} drifted, {} missing, {} stale; run `cargo run -p generator --bin gen -- --all`",
+            out_dir.display(),
+            changes.drifted.len(),
+            changes.missing.len(),
+            changes.stale.len()
+        );
+        return Ok(1);
+    }
+    if changes.is_clean() {
+        let _ = writeln!(out, "nothing to do: {} files already up to date ({cells} cells)", files.len());
+        return Ok(0);
+    }
+    write::apply(&out_dir, &files, &changes)?;
+    let _ = writeln!(
+        out,
+        "{}: {} written, {} removed, {} unchanged ({} models, {cells} cells)",
+        out_dir.display(),
+        changes.drifted.len() + changes.missing.len(),
+        changes.stale.len(),
+        changes.unchanged,
+        plan.models.len()
+    );
+    Ok(0)
+}

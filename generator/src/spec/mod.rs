@@ -1,0 +1,317 @@
+//! Loading and validating model-specs/. All files are read and checked before
+//! anything is generated; every problem found is reported, each with its
+//! file, line, column and fix.
+
+mod error;
+mod types;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use runtime::Platform;
+use serde::de::DeserializeOwned;
+
+pub use error::{SpecError, SpecErrors, locate_key, locate_value};
+pub use types::*;
+
+/// Everything in a specs folder, validated.
+#[derive(Debug)]
+pub struct Specs {
+    pub root: PathBuf,
+    pub hardware: HardwareFile,
+    pub architectures: ArchitecturesFile,
+    pub categories: CategoriesFile,
+    /// Sorted by category, then model_type.
+    pub models: Vec<LoadedModel>,
+}
+
+#[derive(Debug)]
+pub struct LoadedModel {
+    pub spec: ModelSpec,
+    /// The file as read (for errors).
+    pub path: PathBuf,
+    /// `<specs folder name>/models/<category>/<model_type>.yaml`: machine-independent, for banners.
+    pub display_path: String,
+}
+
+impl Specs {
+    pub fn model(&self, model_type: &str) -> Option<&LoadedModel> {
+        self.models.iter().find(|m| m.spec.model_type == model_type)
+    }
+}
+
+pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
+    let mut errors = Vec::new();
+    if !root.is_dir() {
+        return Err(SpecErrors(vec![SpecError::new(
+            root,
+            (1, 1),
+            "the specs folder does not exist",
+            "pass --specs with the folder that holds hardware.yaml, architectures.yaml, categories.yaml and models/",
+        )]));
+    }
+    let hardware: Option<(HardwareFile, String)> = parse_file(&root.join("hardware.yaml"), &mut errors);
+    let architectures: Option<(ArchitecturesFile, String)> = parse_file(&root.join("architectures.yaml"), &mut errors);
+    let categories: Option<(CategoriesFile, String)> = parse_file(&root.join("categories.yaml"), &mut errors);
+
+    if let Some((hw, src)) = &hardware {
+        let path = root.join("hardware.yaml");
+        for platform in Platform::ALL {
+            match hw.platforms.get(&platform) {
+                None => errors.push(SpecError::new(
+                    &path,
+                    locate_key(src, "platforms", 0).unwrap_or((1, 1)),
+                    format!("platform `{platform}` is missing"),
+                    "hardware.yaml must describe all 8 platforms: cpu, cuda, rocm, mps, openvino, qnn, webnn, webgpu",
+                )),
+                Some(p) if p.feature != platform.name() => errors.push(SpecError::new(
+                    &path,
+                    locate_value(src, "feature", &p.feature).unwrap_or((1, 1)),
+                    format!("platform `{platform}` has feature `{}`", p.feature),
+                    format!("the cargo feature of a platform is its name: `feature: {platform}`"),
+                )),
+                Some(p) if p.engines.is_empty() => errors.push(SpecError::new(
+                    &path,
+                    locate_key(src, platform.name(), 2).unwrap_or((1, 1)),
+                    format!("platform `{platform}` lists no engine"),
+                    "list at least one of onnxruntime, libtorch, wgpu, browser",
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    if let Some((archs, src)) = &architectures {
+        for (name, arch) in &archs.architectures {
+            let missing: Vec<&str> = Platform::ALL.iter().filter(|p| !arch.platforms.contains_key(p)).map(|p| p.name()).collect();
+            if !missing.is_empty() {
+                errors.push(SpecError::new(
+                    &root.join("architectures.yaml"),
+                    locate_key(src, name, 2).unwrap_or((1, 1)),
+                    format!("architecture `{name}` has no entry for {}", missing.join(", ")),
+                    "give every architecture an entry for each of the 8 platforms",
+                ));
+            }
+        }
+    }
+
+    let mut models = Vec::new();
+    let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for path in model_files(&root.join("models"), &mut errors) {
+        let Some((spec, source)) = parse_file::<ModelSpec>(&path, &mut errors) else { continue };
+        let before = errors.len();
+        validate_model(
+            &spec,
+            &path,
+            &source,
+            categories.as_ref().map(|c| &c.0),
+            architectures.as_ref().map(|a| &a.0),
+            &mut errors,
+        );
+        if let Some(first) = seen.get(&spec.model_type) {
+            errors.push(SpecError::new(
+                &path,
+                locate_key(&source, "model_type", 0).unwrap_or((1, 1)),
+                format!("duplicate model_type `{}`: {} already defines it", spec.model_type, first.display()),
+                "each model_type has exactly one spec; remove or merge one of the two files",
+            ));
+        } else {
+            seen.insert(spec.model_type.clone(), path.clone());
+        }
+        if errors.len() == before {
+            let relative = path.strip_prefix(root).unwrap_or(&path);
+            let folder = root.file_name().and_then(|n| n.to_str()).unwrap_or("model-specs");
+            let display_path = format!("{folder}/{}", relative.to_string_lossy().replace('\\', "/"));
+            models.push(LoadedModel { spec, path, display_path });
+        }
+    }
+
+    match (hardware, architectures, categories) {
+        (Some((hardware, _)), Some((architectures, _)), Some((categories, _))) if errors.is_empty() => {
+            models.sort_by(|a, b| (&a.spec.category, &a.spec.model_type).cmp(&(&b.spec.category, &b.spec.model_type)));
+            Ok(Specs { root: root.to_path_buf(), hardware, architectures, categories, models })
+        }
+        _ => Err(SpecErrors(errors)),
+    }
+}
+
+/// `models/**/*.yaml`, sorted so that errors and output are deterministic.
+fn model_files(dir: &Path, errors: &mut Vec<SpecError>) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) => {
+                errors.push(SpecError::new(&dir, (1, 1), format!("cannot read the folder: {e}"), "create models/<category>/ with one YAML file per model"));
+                continue;
+            }
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+fn parse_file<T: DeserializeOwned>(path: &Path, errors: &mut Vec<SpecError>) -> Option<(T, String)> {
+    let source = match std::fs::read_to_string(path) {
+        Ok(s) => s,
+        Err(e) => {
+            errors.push(SpecError::new(path, (1, 1), format!("cannot read the file: {e}"), "create it; model-specs/README.md describes each file"));
+            return None;
+        }
+    };
+    match serde_yaml::from_str::<T>(&source) {
+        Ok(value) => Some((value, source)),
+        Err(e) => {
+            errors.push(SpecError::from_yaml(path, &e));
+            None
+        }
+    }
+}
+
+/// A model_type becomes a module and a folder name: it must be a plain Rust
+/// identifier, which also keeps it from escaping the output folder.
+pub fn check_model_type(model_type: &str) -> Result<(), String> {
+    if model_type.contains(['/', '\\']) || model_type.contains("..") {
+        return Err(format!("model_type `{model_type}` could escape the output folder"));
+    }
+    let plain = model_type.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && model_type.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !plain || syn::parse_str::<syn::Ident>(model_type).is_err() {
+        return Err(format!("model_type `{model_type}` is not a valid Rust identifier"));
+    }
+    Ok(())
+}
+
+fn validate_model(
+    spec: &ModelSpec,
+    path: &Path,
+    src: &str,
+    categories: Option<&CategoriesFile>,
+    architectures: Option<&ArchitecturesFile>,
+    errors: &mut Vec<SpecError>,
+) {
+    let at = |key: &str| locate_key(src, key, 0).unwrap_or((1, 1));
+    let mut error = |pos: (usize, usize), message: String, help: String| errors.push(SpecError::new(path, pos, message, help));
+
+    if let Err(message) = check_model_type(&spec.model_type) {
+        error(
+            at("model_type"),
+            message,
+            "use lowercase letters, digits and underscores, starting with a letter (transformers' model_type with `-` written as `_`), and not a Rust keyword".into(),
+        );
+    } else if path.file_stem().and_then(|s| s.to_str()) != Some(spec.model_type.as_str()) {
+        error(
+            at("model_type"),
+            format!("model_type `{}` does not match the file name {}", spec.model_type, path.display()),
+            format!("name the file {}.yaml", spec.model_type),
+        );
+    }
+    if let Some(categories) = categories {
+        if !categories.categories.contains_key(&spec.category) {
+            let known: Vec<&str> = categories.categories.keys().map(String::as_str).collect();
+            error(at("category"), format!("unknown category `{}`", spec.category), format!("use one of: {}", known.join(", ")));
+        } else if path.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()) != Some(spec.category.as_str()) {
+            error(
+                at("category"),
+                format!("category `{}` does not match the folder {}", spec.category, path.parent().unwrap_or(path).display()),
+                format!("move the file to models/{}/", spec.category),
+            );
+        }
+    }
+    if let Some(architectures) = architectures
+        && !architectures.architectures.contains_key(&spec.architecture)
+    {
+        let known: Vec<&str> = architectures.architectures.keys().map(String::as_str).collect();
+        error(at("architecture"), format!("unknown architecture type `{}`", spec.architecture), format!("use one of: {}", known.join(", ")));
+    }
+    for (key, tensors) in [("inputs", &spec.inputs), ("outputs", &spec.outputs)] {
+        if tensors.is_empty() {
+            error(at(key), format!("`{key}` is empty"), format!("declare the model's {key} with name, dtype and axes"));
+        }
+        let mut names = BTreeSet::new();
+        for t in tensors.iter() {
+            if !names.insert(t.name.as_str()) {
+                error(locate_value(src, "name", &t.name).unwrap_or(at(key)), format!("{key} declares `{}` twice", t.name), "give each tensor one entry".into());
+            }
+            if t.axes.is_empty() {
+                error(locate_value(src, "name", &t.name).unwrap_or(at(key)), format!("`{}` has no axes", t.name), "list its named axes, e.g. [batch, sequence]".into());
+            }
+        }
+    }
+    if spec.shapes.len() != 2 {
+        error(
+            at("shapes"),
+            format!("`shapes` has {} entries", spec.shapes.len()),
+            "give exactly two: the export shape and a second shape that differs on a dynamic axis".into(),
+        );
+    } else {
+        let input_axes: BTreeSet<&str> = spec.inputs.iter().flat_map(|t| t.axes.iter().map(String::as_str)).collect();
+        for (i, shape) in spec.shapes.iter().enumerate() {
+            let missing: Vec<&str> = input_axes.iter().copied().filter(|a| !shape.contains_key(*a)).collect();
+            let extra: Vec<&str> = shape.keys().map(String::as_str).filter(|a| !input_axes.contains(a)).collect();
+            if !missing.is_empty() {
+                error(at("shapes"), format!("shape {} does not size the input axes {}", i + 1, missing.join(", ")), "size every input axis in both shapes".into());
+            }
+            if !extra.is_empty() {
+                error(
+                    at("shapes"),
+                    format!("shape {} sizes {} which no input has", i + 1, extra.join(", ")),
+                    "remove them; output-only axes are sized from the fixture".into(),
+                );
+            }
+        }
+        if spec.shapes[0] == spec.shapes[1] {
+            error(at("shapes"), "the two shapes are equal, so dynamic_shapes could not fail".into(), "change a dynamic axis (batch, sequence...) in the second".into());
+        }
+    }
+    check_tolerance(&spec.tolerance, at("tolerance"), &mut error);
+    for (platform, o) in &spec.platforms {
+        let pos = locate_key(src, platform.name(), 2).unwrap_or(at("platforms"));
+        if o.status.is_some() && o.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+            error(pos, format!("the `{platform}` override sets a status without a reason"), "add `reason:` with the specific cause (the real error, or the seed that says so)".into());
+        }
+        if let Some(t) = &o.tolerance {
+            check_tolerance(t, pos, &mut error);
+            if t.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+                error(pos, format!("the `{platform}` tolerance override has no reason"), "add `reason:` inside `tolerance:` saying why this platform needs it".into());
+            }
+        }
+        if o.status.is_none() && o.tolerance.is_none() {
+            error(pos, format!("the `{platform}` override changes nothing"), "set `status:` with `reason:`, or `tolerance:`, or remove it".into());
+        }
+    }
+    if spec.export.known_issue.as_deref().is_some_and(|r| r.trim().is_empty()) {
+        error(at("export"), "`export.known_issue` is empty".into(), "write the exporter's real error there, or remove the field".into());
+    }
+}
+
+fn check_tolerance(t: &ToleranceSpec, pos: (usize, usize), error: &mut impl FnMut((usize, usize), String, String)) {
+    if !(t.abs.is_finite() && t.abs >= 0.0 && t.rel.is_finite() && t.rel >= 0.0) {
+        error(pos, format!("tolerance abs {} rel {} is not a pair of finite non-negative numbers", t.abs, t.rel), "use e.g. {abs: 1.0e-4, rel: 1.0e-3}".into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_type_rules() {
+        assert!(check_model_type("bert").is_ok());
+        assert!(check_model_type("llava_next").is_ok());
+        assert!(check_model_type("xlm-roberta").unwrap_err().contains("identifier"));
+        assert!(check_model_type("../evil").unwrap_err().contains("escape"));
+        assert!(check_model_type("a/b").unwrap_err().contains("escape"));
+        assert!(check_model_type("type").unwrap_err().contains("identifier"));
+        assert!(check_model_type("Bert").is_err());
+        assert!(check_model_type("").is_err());
+    }
+}

@@ -1,0 +1,283 @@
+//! The typed form of model-specs/. Every struct rejects unknown fields, so a
+//! typo is an error with a position, never a silently ignored setting.
+
+use std::collections::BTreeMap;
+
+use runtime::{DType, Platform};
+use serde::{Deserialize, Serialize};
+
+// ---- hardware.yaml ---------------------------------------------------------
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HardwareFile {
+    pub platforms: BTreeMap<Platform, PlatformSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlatformSpec {
+    pub display_name: String,
+    /// In order of preference; the first one serves the platform's cells.
+    pub engines: Vec<EngineName>,
+    pub feature: String,
+    pub precisions: Vec<Precision>,
+    pub runner: String,
+    /// What must be present; quoted in ignore reasons and failures.
+    pub requires: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineName {
+    Onnxruntime,
+    Libtorch,
+    Wgpu,
+    Browser,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    Fp32,
+    Fp16,
+    Bf16,
+    Int8,
+    Int4,
+    Int2,
+}
+
+// ---- architectures.yaml ----------------------------------------------------
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchitecturesFile {
+    pub architectures: BTreeMap<String, ArchitectureSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchitectureSpec {
+    #[serde(default)]
+    pub examples: Vec<String>,
+    pub platforms: BTreeMap<Platform, Expectation>,
+}
+
+/// What the seeds expect of an architecture type on a platform.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expectation {
+    pub support: Support,
+    pub performance: Performance,
+    #[serde(default)]
+    pub memory: Option<MemoryClass>,
+    pub notes: String,
+    #[serde(default)]
+    pub optimizations: Vec<String>,
+    pub source: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Support {
+    Yes,
+    Limited,
+    No,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Performance {
+    Excellent,
+    Good,
+    Moderate,
+    Baseline,
+    Poor,
+    Varies,
+    Unknown,
+    None,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemoryClass {
+    Low,
+    LowMedium,
+    Medium,
+    MediumHigh,
+    High,
+    VeryHigh,
+}
+
+// ---- categories.yaml -------------------------------------------------------
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CategoriesFile {
+    pub categories: BTreeMap<String, CategorySpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CategorySpec {
+    pub display_name: String,
+    pub expected_architectures: u32,
+    #[serde(default)]
+    pub seed_coverage: BTreeMap<Platform, u32>,
+}
+
+// ---- models/<category>/<model_type>.yaml ----------------------------------
+
+/// One architecture. Serialize is for the exporter, which receives the
+/// validated spec as JSON.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    pub model_type: String,
+    pub category: String,
+    pub architecture: String,
+    pub modality: Modality,
+    pub task: String,
+    pub priority: Priority,
+    pub checkpoints: Checkpoints,
+    pub export: Export,
+    pub tiny_config: BTreeMap<String, serde_yaml::Value>,
+    pub inputs: Vec<TensorSpec>,
+    pub outputs: Vec<TensorSpec>,
+    pub shapes: Vec<BTreeMap<String, u32>>,
+    pub tolerance: ToleranceSpec,
+    #[serde(default)]
+    pub platforms: BTreeMap<Platform, PlatformOverride>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web_quantization: Option<WebQuantization>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Modality {
+    Text,
+    Vision,
+    Audio,
+    Video,
+    Multimodal,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Priority {
+    High,
+    Medium,
+    Low,
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoints {
+    pub reference: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub small: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Export {
+    /// The transformers class built from `tiny_config`.
+    pub class: String,
+    #[serde(default)]
+    pub exporter: ExporterChoice,
+    /// The real exporter error when the architecture cannot be exported yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known_issue: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExporterChoice {
+    #[default]
+    Auto,
+    Legacy,
+    Dynamo,
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorSpec {
+    pub name: String,
+    pub dtype: DType,
+    pub axes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fill: Option<Fill>,
+}
+
+/// How the exporter fills an input (see runtime/exporter/export.py).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fill {
+    Tokens,
+    Mask,
+    Zeros,
+    Normal,
+    Uniform,
+    DecoderTokens,
+    ImageTextTokens,
+    ImageSize,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToleranceSpec {
+    pub abs: f64,
+    pub rel: f64,
+    /// Required on per-platform overrides: why this platform needs another tolerance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlatformOverride {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<OverrideStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<ToleranceSpec>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OverrideStatus {
+    Run,
+    Unsupported,
+    KnownIssue,
+}
+
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebQuantization {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webgpu: Option<BTreeMap<QuantFormat, Quality>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webnn: Option<BTreeMap<QuantFormat, Quality>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuantFormat {
+    Fp16,
+    Int8,
+    Int4,
+    Int4Mixed,
+    Int2,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Quality {
+    Excellent,
+    VeryGood,
+    Good,
+    Limited,
+    NotRecommended,
+    NotSupported,
+}

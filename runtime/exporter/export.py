@@ -1,0 +1,296 @@
+"""Build one hwmatrix fixture: a real transformers architecture with tiny random
+weights, exported to ONNX, with reference inputs and outputs for two shapes.
+
+`gen fixtures` runs this once per model that needs a (re)build and passes the
+job as JSON on stdin:
+
+    {"spec": <the model's spec, as loaded and validated by gen>,
+     "out_dir": "<$HWMATRIX_FIXTURES>/<model_type>", "cache_key": "...", "seed": 0}
+
+It writes the fixture contract of DESIGN.md into a temporary folder next to
+out_dir and renames it into place only when everything succeeded, so a
+half-built fixture never exists. On failure it exits 1 and the last line of
+stderr is the real error, which gen stores in `<out_dir>.error.txt`.
+
+For working on a spec without gen: `python export.py --spec-yaml FILE --out DIR`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import sys
+import traceback
+from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
+
+EXPORTER_VERSION = 1
+
+
+def normalized_vocab_size(config) -> int:
+    """The text vocabulary, wherever this architecture keeps it (cf. optimum's NormalizedConfig)."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    return int(getattr(text, "vocab_size"))
+
+
+def image_token_count(config) -> int:
+    """How many image placeholder tokens a LLaVA-style prompt needs for one image.
+
+    LLaVA: one feature per patch (plus CLS with the "full" strategy). LLaVA-NeXT (a config with
+    `image_grid_pinpoints`, "anyres"): that base image, then the unpadded tile grid with one newline
+    feature per row, counted as LlavaNextProcessor._get_number_of_features does for an image of
+    image_size x image_size, the size the `image-size` fill gives."""
+    vision = config.vision_config
+    side = vision.image_size // vision.patch_size
+    strategy = getattr(config, "vision_feature_select_strategy", "default")
+    base = side * side + (1 if strategy == "full" else 0)
+    pinpoints = getattr(config, "image_grid_pinpoints", None)
+    if not pinpoints:
+        return base
+    from transformers.image_processing_utils import select_best_resolution
+
+    size = vision.image_size
+    best_height, best_width = select_best_resolution([size, size], pinpoints)
+    height, width = side * (best_height // size), side * (best_width // size)
+    if width > height:  # the square original is padded left and right
+        width -= (width - height) // 2 * 2
+    elif height > width:  # padded top and bottom
+        height -= (height - width) // 2 * 2
+    return base + height * width + height
+
+
+def make_input(spec_input: dict, dims: list[int], config, gen: torch.Generator) -> torch.Tensor:
+    """One input tensor, filled the way its spec says (`fill`), with a seeded generator."""
+    fill = spec_input.get("fill") or ("normal" if spec_input["dtype"].startswith("float") else "tokens")
+    dtype = {"float32": torch.float32, "int64": torch.int64, "int32": torch.int32, "bool": torch.bool}[spec_input["dtype"]]
+    if fill == "tokens":
+        # Stay clear of the ids an architecture reserves at the top of the vocabulary.
+        high = min(normalized_vocab_size(config), 1000)
+        return torch.randint(3, high, dims, generator=gen, dtype=dtype)
+    if fill == "mask":
+        return torch.ones(dims, dtype=dtype)
+    if fill == "zeros":
+        return torch.zeros(dims, dtype=dtype)
+    if fill == "normal":
+        return torch.randn(dims, generator=gen, dtype=torch.float32).to(dtype)
+    if fill == "uniform":
+        return torch.rand(dims, generator=gen, dtype=torch.float32).to(dtype)
+    if fill == "decoder-tokens":
+        start = getattr(config, "decoder_start_token_id", None)
+        ids = torch.randint(3, min(normalized_vocab_size(config), 1000), dims, generator=gen, dtype=dtype)
+        if start is not None:
+            ids[..., 0] = start
+        return ids
+    if fill == "image-text-tokens":
+        image_token = config.image_token_id
+        count = image_token_count(config)
+        batch, sequence = dims
+        if sequence <= count:
+            raise ValueError(f"sequence {sequence} must exceed the {count} image tokens this config needs")
+        high = min(normalized_vocab_size(config), 1000)
+        ids = torch.randint(3, high, dims, generator=gen, dtype=dtype)
+        ids[ids == image_token] = 3
+        ids[:, 1 : 1 + count] = image_token
+        return ids
+    if fill == "image-size":
+        # LLaVA-NeXT's image_sizes: (height, width) of each original image.
+        size = config.vision_config.image_size
+        return torch.full(dims, size, dtype=dtype)
+    raise ValueError(f"unknown fill {fill!r}")
+
+
+def build_inputs(spec: dict, shape: dict, config, seed: int) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    return {
+        inp["name"]: make_input(inp, [int(shape[axis]) for axis in inp["axes"]], config, gen)
+        for inp in spec["inputs"]
+    }
+
+
+class NamedOutputs(torch.nn.Module):
+    """Calls the model with keyword inputs and returns the spec's outputs, in order, as a tuple."""
+
+    def __init__(self, model, input_names, output_names):
+        super().__init__()
+        self.model = model
+        self.input_names = input_names
+        self.output_names = output_names
+
+    def forward(self, *args):
+        out = self.model(**dict(zip(self.input_names, args)), return_dict=True)
+        missing = [n for n in self.output_names if out.get(n) is None]
+        if missing:
+            raise KeyError(f"model output has no {missing}; it has {list(out.keys())}")
+        return tuple(out[n] for n in self.output_names)
+
+
+def build_model(spec: dict, seed: int):
+    torch.manual_seed(seed)
+    config = transformers.AutoConfig.for_model(spec["model_type"], **(spec.get("tiny_config") or {}))
+    cls = getattr(transformers, spec["export"]["class"])
+    model = cls._from_config(config, attn_implementation="eager")
+    model.eval()
+    return model, config
+
+
+def dynamic_axes(spec: dict) -> dict[str, dict[int, str]]:
+    """Axes whose size differs between the two shapes are exported as dynamic."""
+    first, second = spec["shapes"]
+    varying = {axis for axis in first if first[axis] != second.get(axis)}
+    result = {}
+    for tensor in spec["inputs"] + spec["outputs"]:
+        axes = {i: a for i, a in enumerate(tensor["axes"]) if a in varying}
+        if axes:
+            result[tensor["name"]] = axes
+    return result
+
+
+def save_npy_dir(folder: Path, tensors: dict[str, torch.Tensor]) -> list[dict]:
+    folder.mkdir(parents=True)
+    described = []
+    for name, tensor in tensors.items():
+        array = tensor.detach().cpu().contiguous().numpy()
+        np.save(folder / f"{name}.npy", array, allow_pickle=False)
+        described.append({"name": name, "dtype": str(array.dtype), "shape": list(array.shape)})
+    return described
+
+
+def export(job: dict) -> None:
+    spec = job["spec"]
+    seed = int(job.get("seed", 0))
+    out_dir = Path(job["out_dir"])
+    tmp = out_dir.with_name(out_dir.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+
+    model, config = build_model(spec, seed)
+    input_names = [i["name"] for i in spec["inputs"]]
+    output_names = [o["name"] for o in spec["outputs"]]
+    wrapper = NamedOutputs(model, input_names, output_names).eval()
+
+    shapes_meta = []
+    for index, shape in enumerate(spec["shapes"]):
+        inputs = build_inputs(spec, shape, config, seed + index)
+        with torch.no_grad():
+            outputs = wrapper(*inputs.values())
+        suffix = "" if index == 0 else str(index + 1)
+        shapes_meta.append({
+            "axes": {k: int(v) for k, v in sorted(shape.items())},
+            "inputs": save_npy_dir(tmp / f"inputs{suffix}", inputs),
+            "outputs": save_npy_dir(tmp / f"outputs{suffix}", dict(zip(output_names, outputs))),
+        })
+        if index == 0:
+            example = tuple(inputs.values())
+
+    exporter, errors = export_onnx(wrapper, example, input_names, output_names, dynamic_axes(spec), tmp / "model.onnx", spec)
+    meta = {
+        "model_type": spec["model_type"],
+        "source": "tiny-random",
+        "class": spec["export"]["class"],
+        "seed": seed,
+        "cache_key": job.get("cache_key"),
+        "exporter": {"name": exporter, "version": EXPORTER_VERSION, "fallback_errors": errors},
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "numpy": np.__version__},
+        "config": json.loads(config.to_json_string(use_diff=True)),
+        "inputs": shapes_meta[0]["inputs"],
+        "outputs": shapes_meta[0]["outputs"],
+        "shapes": shapes_meta,
+    }
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tmp.rename(out_dir)
+
+
+@contextlib.contextmanager
+def _env(name: str, value: str):
+    """Sets one environment variable for the duration of a block."""
+    saved = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = saved
+
+
+def _error_line(error: BaseException) -> str:
+    """One line for an exporter error: its first line, plus that of its root cause when chained.
+
+    torch.onnx's dynamo errors open with a generic "Failed to ... This is step N/3" line and
+    keep the real reason (e.g. a missing ONNX function) in the chained cause."""
+    def first_line(e: BaseException) -> str:
+        lines = [l.strip() for l in str(e).splitlines() if l.strip()]
+        return f"{type(e).__name__}: " + re.sub(r"\s*Next steps:$", "", lines[0] if lines else "")
+
+    root = error
+    while root.__cause__ is not None and root.__cause__ is not root:
+        root = root.__cause__
+    line = first_line(error)
+    if root is not error:
+        line += f" (cause: {first_line(root)})"
+    return re.sub(r"\x1b\[[0-9;]*m", "", line)[:500]
+
+
+def export_onnx(wrapper, example, input_names, output_names, axes, path: Path, spec: dict):
+    """Legacy TorchScript-based export first (fast), the dynamo exporter when it fails.
+
+    Returns the exporter that succeeded and the errors of those that did not."""
+    order = {"auto": ["legacy", "dynamo"], "legacy": ["legacy"], "dynamo": ["dynamo"]}[spec["export"].get("exporter", "auto")]
+    errors = {}
+    for name in order:
+        try:
+            if name == "legacy":
+                torch.onnx.export(wrapper, example, str(path), dynamo=False, input_names=input_names,
+                                  output_names=output_names, dynamic_axes=axes, opset_version=17)
+            else:
+                dims = {}
+                for i, inp in enumerate(input_names):
+                    dims[inp] = {axis: torch.export.Dim.AUTO for axis in axes.get(inp, {})}
+                # The wrapper's forward takes *args: its one parameter gets the tuple of per-input shapes.
+                # transformers' input-consistency checks (torch_compilable_check) trace to
+                # aten._is_all_true, which has no ONNX translation; they guard inputs only, so they
+                # are switched off while tracing (the references above were computed with them on).
+                with _env("TRANSFORMERS_DISABLE_TORCH_CHECK", "1"):
+                    program = torch.onnx.export(wrapper, example, dynamo=True, input_names=input_names,
+                                                output_names=output_names, dynamic_shapes=(tuple(dims.values()),),
+                                                opset_version=18, external_data=False)
+                program.save(str(path), external_data=False)
+            return name, errors
+        except Exception as error:  # noqa: BLE001 - every exporter error is reported, none swallowed
+            errors[name] = _error_line(error)
+            path.unlink(missing_ok=True)
+    raise RuntimeError("; ".join(f"{k} exporter: {v}" for k, v in errors.items()))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--spec-yaml", help="export straight from a model spec file (for spec work without gen)")
+    parser.add_argument("--out", help="output folder with --spec-yaml")
+    args = parser.parse_args()
+    if args.spec_yaml:
+        import yaml
+
+        job = {"spec": yaml.safe_load(open(args.spec_yaml)), "out_dir": args.out, "seed": 0}
+    else:
+        job = json.load(sys.stdin)
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    try:
+        export(job)
+    except Exception as error:  # noqa: BLE001
+        traceback.print_exc()
+        print(f"{type(error).__name__}: {error}".splitlines()[0][:800], file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+//! Comparison of engine outputs with references, and of shapes with the
+//! axes a spec declares.
+
+use std::collections::BTreeMap;
+
+use crate::cell::{TensorDecl, Tolerance};
+use crate::tensor::{Data, Tensor};
+
+/// How far an output is from its reference.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Deviation {
+    pub max_abs: f64,
+    pub max_rel: f64,
+    /// Elements outside the tolerance.
+    pub violations: usize,
+    /// The flat index of the worst violation (largest excess over the bound).
+    pub worst: Option<usize>,
+}
+
+/// Elementwise comparison with numpy's allclose rule; integers must be equal.
+pub fn deviation(actual: &Tensor, expected: &Tensor, tol: Tolerance) -> Result<Deviation, String> {
+    if actual.shape != expected.shape {
+        return Err(format!("shape {:?} differs from the reference {:?}", actual.shape, expected.shape));
+    }
+    let pairs: Vec<(f64, f64)> = match (&actual.data, &expected.data) {
+        (Data::Float32(a), Data::Float32(e)) => a.iter().zip(e).map(|(a, e)| (*a as f64, *e as f64)).collect(),
+        (Data::Int64(a), Data::Int64(e)) => a.iter().zip(e).map(|(a, e)| (*a as f64, *e as f64)).collect(),
+        (Data::Int32(a), Data::Int32(e)) => a.iter().zip(e).map(|(a, e)| (*a as f64, *e as f64)).collect(),
+        (Data::Bool(a), Data::Bool(e)) => a.iter().zip(e).map(|(a, e)| (*a as u8 as f64, *e as u8 as f64)).collect(),
+        _ => return Err(format!("dtype {} differs from the reference {}", actual.dtype(), expected.dtype())),
+    };
+    let exact = !matches!(expected.data, Data::Float32(_));
+    let mut dev = Deviation::default();
+    let mut worst_excess = 0.0;
+    for (i, (a, e)) in pairs.into_iter().enumerate() {
+        let diff = (a - e).abs();
+        dev.max_abs = dev.max_abs.max(diff);
+        if e != 0.0 {
+            dev.max_rel = dev.max_rel.max(diff / e.abs());
+        }
+        let bound = if exact { 0.0 } else { tol.abs + tol.rel * e.abs() };
+        // NaN never passes: `diff > bound` is false for NaN, so test the negation.
+        if !(diff <= bound) {
+            dev.violations += 1;
+            let excess = if diff.is_nan() { f64::INFINITY } else { diff - bound };
+            if dev.worst.is_none() || excess > worst_excess {
+                worst_excess = excess;
+                dev.worst = Some(i);
+            }
+        }
+    }
+    Ok(dev)
+}
+
+/// Binds every named axis of the declared tensors to the sizes meta.json gives
+/// (input axes from the shape's `axes`, the rest from the reference outputs),
+/// so output shapes are checked against the spec's axes and the fixture, never
+/// against numbers written into generated code.
+pub fn bind_axes(
+    input_axes: &BTreeMap<String, usize>,
+    declared: &[TensorDecl],
+    reference_shapes: &BTreeMap<String, Vec<usize>>,
+) -> Result<BTreeMap<String, usize>, String> {
+    let mut sizes = input_axes.clone();
+    for decl in declared {
+        let shape = reference_shapes
+            .get(decl.name)
+            .ok_or_else(|| format!("the fixture has no reference output {:?}", decl.name))?;
+        if shape.len() != decl.axes.len() {
+            return Err(format!(
+                "reference output {} has rank {} ({shape:?}), the spec declares {} axes {:?}",
+                decl.name,
+                shape.len(),
+                decl.axes.len(),
+                decl.axes
+            ));
+        }
+        for (axis, &size) in decl.axes.iter().zip(shape) {
+            match sizes.get(*axis) {
+                Some(&bound) if bound != size => {
+                    return Err(format!(
+                        "axis {axis:?} is {bound} elsewhere but {size} in reference output {} {shape:?}",
+                        decl.name
+                    ));
+                }
+                _ => {
+                    sizes.insert(axis.to_string(), size);
+                }
+            }
+        }
+    }
+    Ok(sizes)
+}
+
+/// The shape a declared tensor must have under an axis binding.
+pub fn expected_shape(decl: &TensorDecl, sizes: &BTreeMap<String, usize>) -> Vec<usize> {
+    decl.axes.iter().map(|a| sizes[*a]).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::DType;
+
+    fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
+        Tensor { shape: shape.to_vec(), data: Data::Float32(v.to_vec()) }
+    }
+
+    const TOL: Tolerance = Tolerance { abs: 1e-4, rel: 1e-3 };
+
+    #[test]
+    fn within_tolerance_passes_and_outside_fails() {
+        let e = f32s(&[3], &[1.0, -2.0, 100.0]);
+        let ok = deviation(&f32s(&[3], &[1.00005, -2.0, 100.05]), &e, TOL).unwrap();
+        assert_eq!(ok.violations, 0);
+        let bad = deviation(&f32s(&[3], &[1.0, -2.01, 100.0]), &e, TOL).unwrap();
+        assert_eq!((bad.violations, bad.worst), (1, Some(1)));
+        assert!((bad.max_abs - 0.01).abs() < 1e-6);
+    }
+
+    #[test]
+    fn nan_is_a_violation() {
+        let dev = deviation(&f32s(&[2], &[f32::NAN, 0.0]), &f32s(&[2], &[0.0, 0.0]), TOL).unwrap();
+        assert_eq!((dev.violations, dev.worst), (1, Some(0)));
+    }
+
+    #[test]
+    fn shape_and_dtype_mismatch_are_errors() {
+        assert!(deviation(&f32s(&[2], &[0.0, 0.0]), &f32s(&[1, 2], &[0.0, 0.0]), TOL).is_err());
+        let ints = Tensor { shape: vec![2], data: Data::Int64(vec![0, 0]) };
+        assert!(deviation(&f32s(&[2], &[0.0, 0.0]), &ints, TOL).is_err());
+    }
+
+    #[test]
+    fn binds_output_axes_and_catches_conflicts() {
+        let decl = [TensorDecl { name: "h", dtype: DType::Float32, axes: &["batch", "sequence", "hidden"] }];
+        let inputs = BTreeMap::from([("batch".to_string(), 2), ("sequence".to_string(), 5)]);
+        let good = BTreeMap::from([("h".to_string(), vec![2, 5, 32])]);
+        let sizes = bind_axes(&inputs, &decl, &good).unwrap();
+        assert_eq!(expected_shape(&decl[0], &sizes), vec![2, 5, 32]);
+        let conflicting = BTreeMap::from([("h".to_string(), vec![2, 6, 32])]);
+        assert!(bind_axes(&inputs, &decl, &conflicting).unwrap_err().contains("sequence"));
+        let wrong_rank = BTreeMap::from([("h".to_string(), vec![2, 5])]);
+        assert!(bind_axes(&inputs, &decl, &wrong_rank).unwrap_err().contains("rank"));
+    }
+}
