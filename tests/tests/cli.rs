@@ -1,0 +1,166 @@
+//! Every kind of bad spec, tried on a copy of model-specs/: gen exits
+//! non-zero, names the file and line (and column), says how to fix it, and
+//! leaves the output folder untouched.
+
+use std::path::{Path, PathBuf};
+
+use hwmatrix_tests::{Scratch, copy_tree, run_gen, tree, workspace};
+
+struct Workspace {
+    _scratch: Scratch,
+    specs: PathBuf,
+    out: PathBuf,
+}
+
+/// A copy of model-specs/ and of generated/, to break and to protect.
+fn copy_workspace(label: &str) -> Workspace {
+    let scratch = Scratch::new(label);
+    let specs = scratch.path().join("model-specs");
+    let out = scratch.path().join("generated");
+    copy_tree(&workspace().join("model-specs"), &specs);
+    copy_tree(&workspace().join("generated"), &out);
+    Workspace { _scratch: scratch, specs, out }
+}
+
+/// Runs gen on the broken copy and checks the error contract; returns stderr.
+fn expect_spec_error(ws: &Workspace, file: &Path, line: usize, fragment: &str) -> String {
+    let before = tree(&ws.out);
+    let run = run_gen(&["--all", "--specs", ws.specs.to_str().unwrap(), "--out", ws.out.to_str().unwrap()]);
+    assert_ne!(run.code, 0, "gen accepted a bad spec; stdout: {}", run.stdout);
+    let location = format!("{}:{line}:", file.display());
+    assert!(run.stderr.contains(&location), "expected {location} in:\n{}", run.stderr);
+    assert!(run.stderr.contains(fragment), "expected {fragment:?} in:\n{}", run.stderr);
+    assert!(run.stderr.contains("help: "), "no fix suggested:\n{}", run.stderr);
+    assert!(run.stderr.contains("nothing was written"), "{}", run.stderr);
+    assert!(before == tree(&ws.out), "gen changed the output folder on bad input");
+    run.stderr
+}
+
+fn bert(ws: &Workspace) -> PathBuf {
+    ws.specs.join("models/text_encoders/bert.yaml")
+}
+
+/// Replaces the first line starting with `prefix` and returns its 1-based number.
+fn replace_line(file: &Path, prefix: &str, with: &str) -> usize {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let index = lines.iter().position(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no line {prefix:?} in {}", file.display()));
+    lines[index] = with.to_string();
+    std::fs::write(file, lines.join("\n") + "\n").unwrap();
+    index + 1
+}
+
+#[test]
+fn unknown_field() {
+    let ws = copy_workspace("unknown-field");
+    let line = replace_line(&bert(&ws), "task:", "tsak: feature-extraction");
+    let err = expect_spec_error(&ws, &bert(&ws), line, "unknown field `tsak`");
+    assert!(err.contains("expected one of"), "{err}");
+}
+
+#[test]
+fn wrong_type() {
+    let ws = copy_workspace("wrong-type");
+    let line = replace_line(&bert(&ws), "inputs:", "inputs: 3");
+    expect_spec_error(&ws, &bert(&ws), line, "invalid type");
+}
+
+#[test]
+fn unknown_platform() {
+    let ws = copy_workspace("unknown-platform");
+    let text = std::fs::read_to_string(bert(&ws)).unwrap();
+    let line = text.lines().count() + 2;
+    std::fs::write(bert(&ws), text + "platforms:\n  tpu:\n    status: unsupported\n    reason: \"no TPU\"\n").unwrap();
+    expect_spec_error(&ws, &bert(&ws), line, "unknown variant `tpu`");
+}
+
+#[test]
+fn unknown_category() {
+    let ws = copy_workspace("unknown-category");
+    let line = replace_line(&bert(&ws), "category:", "category: text_encoderz");
+    expect_spec_error(&ws, &bert(&ws), line, "unknown category `text_encoderz`");
+}
+
+#[test]
+fn unknown_architecture_type() {
+    let ws = copy_workspace("unknown-architecture");
+    let line = replace_line(&bert(&ws), "architecture:", "architecture: encoder-ony");
+    expect_spec_error(&ws, &bert(&ws), line, "unknown architecture type `encoder-ony`");
+}
+
+#[test]
+fn duplicate_model_type() {
+    let ws = copy_workspace("duplicate");
+    let copy = ws.specs.join("models/vision/bert.yaml");
+    std::fs::copy(bert(&ws), &copy).unwrap();
+    replace_line(&copy, "category:", "category: vision");
+    let line = std::fs::read_to_string(&copy).unwrap().lines().position(|l| l.starts_with("model_type:")).unwrap() + 1;
+    expect_spec_error(&ws, &copy, line, "duplicate model_type `bert`");
+}
+
+#[test]
+fn model_type_not_a_rust_identifier() {
+    let ws = copy_workspace("bad-ident");
+    let file = ws.specs.join("models/text_encoders/xlm-roberta.yaml");
+    std::fs::rename(bert(&ws), &file).unwrap();
+    let line = replace_line(&file, "model_type:", "model_type: xlm-roberta");
+    expect_spec_error(&ws, &file, line, "not a valid Rust identifier");
+}
+
+#[test]
+fn model_type_escaping_the_output_folder() {
+    let ws = copy_workspace("escape");
+    let line = replace_line(&bert(&ws), "model_type:", "model_type: ../../etc/evil");
+    expect_spec_error(&ws, &bert(&ws), line, "could escape the output folder");
+}
+
+#[test]
+fn missing_required_field() {
+    let ws = copy_workspace("missing-field");
+    let text = std::fs::read_to_string(bert(&ws)).unwrap();
+    let without: String = text.lines().filter(|l| !l.starts_with("task:")).map(|l| format!("{l}\n")).collect();
+    std::fs::write(bert(&ws), without).unwrap();
+    // serde_yaml reports a missing field at the start of the mapping: the first key's line.
+    let first_key = text.lines().position(|l| l.starts_with("model_type:")).unwrap() + 1;
+    expect_spec_error(&ws, &bert(&ws), first_key, "missing field `task`");
+}
+
+#[test]
+fn override_status_without_reason() {
+    let ws = copy_workspace("no-reason");
+    let text = std::fs::read_to_string(bert(&ws)).unwrap();
+    let line = text.lines().count() + 2;
+    std::fs::write(bert(&ws), text + "platforms:\n  qnn:\n    status: unsupported\n").unwrap();
+    expect_spec_error(&ws, &bert(&ws), line, "without a reason");
+}
+
+#[test]
+fn errors_in_several_files_are_all_reported() {
+    let ws = copy_workspace("several");
+    replace_line(&bert(&ws), "category:", "category: nope");
+    let vit = ws.specs.join("models/vision/vit.yaml");
+    replace_line(&vit, "architecture:", "architecture: nope");
+    let run = run_gen(&["--all", "--specs", ws.specs.to_str().unwrap(), "--out", ws.out.to_str().unwrap()]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("bert.yaml:") && run.stderr.contains("vit.yaml:"), "{}", run.stderr);
+    assert!(run.stderr.contains("2 errors in the specs"), "{}", run.stderr);
+}
+
+#[test]
+fn unknown_selection_is_an_error() {
+    let run = run_gen(&["--model", "bertt", "--check"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("no spec for model `bertt`"), "{}", run.stderr);
+    let run = run_gen(&["--platform", "tpu"]);
+    assert_eq!(run.code, 2, "clap usage error");
+    assert!(run.stderr.contains("unknown platform"), "{}", run.stderr);
+}
+
+#[test]
+fn help_explains_the_commands() {
+    let run = run_gen(&["--help"]);
+    assert_eq!(run.code, 0);
+    for word in ["--category", "--model", "--platform", "--check", "--specs", "--out", "list", "fixtures", "Examples:"] {
+        assert!(run.stdout.contains(word), "--help lacks {word}:\n{}", run.stdout);
+    }
+}
