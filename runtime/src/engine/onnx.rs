@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ort::ep;
 use ort::session::Session as OrtSession;
@@ -65,7 +66,11 @@ impl OnnxSession {
         let library = library_path().map(|p| p.display().to_string()).unwrap_or_default();
         let profile_dir = std::env::temp_dir().join(format!("hwmatrix-ort-profiles-{}", std::process::id()));
         std::fs::create_dir_all(&profile_dir).map_err(|e| format!("{}: {e}", profile_dir.display()))?;
-        let prefix = profile_dir.join(model.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("model"));
+        // ORT names a profile `<prefix>_<time in ms>.json`: a per-session counter
+        // keeps sessions opened in the same millisecond (parallel tests) apart.
+        static SESSIONS: AtomicUsize = AtomicUsize::new(0);
+        let model_name = model.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("model");
+        let prefix = profile_dir.join(format!("{model_name}-{}", SESSIONS.fetch_add(1, Ordering::Relaxed)));
         let mut builder = OrtSession::builder(env)
             .map_err(|e| e.to_string())?
             .with_intra_threads(1)

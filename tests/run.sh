@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what the tests need, then runs all of them. On a fresh machine this
+# is the one command; warm, it only rebuilds what changed.
+#
+#   1. the exporter's Python venv (torch, transformers, onnxruntime) in the cache
+#   2. generated/ checked against model-specs/ (gen --all --check)
+#   3. the fixtures (ONNX + PyTorch references), cached by spec and exporter
+#   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells
+#
+# Caches live outside the checkout (HWMATRIX_CACHE, default ~/.cache/hwmatrix):
+# venv/, fixtures/ and the cargo target folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cache="${HWMATRIX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hwmatrix}"
+export HWMATRIX_CACHE="$cache"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$cache/target}"
+venv="$cache/venv"
+requirements=runtime/exporter/requirements.txt
+step() { printf '\n==> %s\n' "$*"; }
+started=$SECONDS
+
+step "Python venv for the fixture exporter ($venv)"
+stamp="$venv/.requirements.sha256"
+want=$(sha256sum "$requirements" | cut -d' ' -f1)
+if [[ ! -x "$venv/bin/python" || "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
+  python3 -m venv "$venv"
+  # torch is the CUDA build (~2.7 GB download); pip's cache keeps it for next time.
+  "$venv/bin/pip" install --disable-pip-version-check --progress-bar off -r "$requirements"
+  echo "$want" > "$stamp"
+else
+  echo "up to date"
+fi
+
+step "generated/ is up to date with model-specs/"
+cargo run --quiet --locked -p generator --bin gen -- --all --check
+
+step "fixtures ($cache/fixtures)"
+cargo run --quiet --locked -p generator --bin gen -- fixtures
+
+step "cargo test --workspace (cpu cells run for real)"
+cargo test --locked --workspace
+
+echo
+echo "all tests passed in $((SECONDS - started)) s"
