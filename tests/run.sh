@@ -39,7 +39,11 @@ step "fixtures ($cache/fixtures)"
 cargo run --quiet --locked -p generator --bin gen -- fixtures
 
 step "cargo test --workspace (cpu cells run for real)"
-cargo test --locked --workspace
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --locked --workspace 2>&1 | tee "$log"
 
-echo
-echo "all tests passed in $((SECONDS - started)) s"
+# One closing line for the whole run, summed over every test binary.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed/) p += $(i-1); if ($(i) ~ /^failed/) f += $(i-1); if ($(i) ~ /^ignored/) g += $(i-1) } }
+     END { printf "\nhwmatrix: %d passed, %d failed, %d skipped\n", p, f, g }' "$log"
+echo "(in $((SECONDS - started)) s)"
