@@ -18,6 +18,7 @@ pub struct Deviation {
 }
 
 /// Elementwise comparison with numpy's allclose rule; integers must be equal.
+#[allow(clippy::neg_cmp_op_on_partial_ord)] // `!(diff <= bound)` is what makes NaN fail
 pub fn deviation(actual: &Tensor, expected: &Tensor, tol: Tolerance) -> Result<Deviation, String> {
     if actual.shape != expected.shape {
         return Err(format!("shape {:?} differs from the reference {:?}", actual.shape, expected.shape));

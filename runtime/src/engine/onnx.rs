@@ -42,8 +42,8 @@ pub fn library_path() -> Result<PathBuf, String> {
     })
 }
 
-/// One environment per process: `ort` can load one library per process.
-fn environment() -> Result<&'static ort::environment::Environment, String> {
+/// One environment per process (`ort` can load one library per process), with the library it loaded.
+fn environment() -> Result<(&'static ort::environment::Environment, &'static Path), String> {
     static ENV: OnceLock<Result<(ort::environment::Environment, PathBuf), String>> = OnceLock::new();
     let env = ENV.get_or_init(|| {
         let path = library_path()?;
@@ -51,7 +51,7 @@ fn environment() -> Result<&'static ort::environment::Environment, String> {
         let env = builder.with_name("hwmatrix").build().map_err(|e| format!("ONNX Runtime environment: {e}"))?;
         Ok((env, path))
     });
-    env.as_ref().map(|(env, _)| env).map_err(Clone::clone)
+    env.as_ref().map(|(env, path)| (env, path.as_path())).map_err(Clone::clone)
 }
 
 pub struct OnnxSession {
@@ -62,8 +62,8 @@ pub struct OnnxSession {
 
 impl OnnxSession {
     pub fn open(provider: ExecutionProvider, model: &Path) -> Result<OnnxSession, String> {
-        let env = environment()?;
-        let library = library_path().map(|p| p.display().to_string()).unwrap_or_default();
+        let (env, library) = environment()?;
+        let library = library.display().to_string();
         let profile_dir = std::env::temp_dir().join(format!("hwmatrix-ort-profiles-{}", std::process::id()));
         std::fs::create_dir_all(&profile_dir).map_err(|e| format!("{}: {e}", profile_dir.display()))?;
         // ORT names a profile `<prefix>_<time in ms>.json`: a per-session counter
