@@ -50,6 +50,14 @@ fn replace_line(file: &Path, prefix: &str, with: &str) -> usize {
     index + 1
 }
 
+/// Appends a `platforms:` block to the file and returns the line number of its first entry.
+fn append_platforms_block(file: &Path, entry: &str) -> usize {
+    let text = std::fs::read_to_string(file).unwrap();
+    let line = text.lines().count() + 2;
+    std::fs::write(file, format!("{text}platforms:\n{entry}")).unwrap();
+    line
+}
+
 #[test]
 fn unknown_field() {
     let ws = copy_workspace("unknown-field");
@@ -68,9 +76,7 @@ fn wrong_type() {
 #[test]
 fn unknown_platform() {
     let ws = copy_workspace("unknown-platform");
-    let text = std::fs::read_to_string(bert(&ws)).unwrap();
-    let line = text.lines().count() + 2;
-    std::fs::write(bert(&ws), text + "platforms:\n  tpu:\n    status: unsupported\n    reason: \"no TPU\"\n").unwrap();
+    let line = append_platforms_block(&bert(&ws), "  tpu:\n    status: unsupported\n    reason: \"no TPU\"\n");
     expect_spec_error(&ws, &bert(&ws), line, "unknown variant `tpu`");
 }
 
@@ -128,9 +134,7 @@ fn missing_required_field() {
 #[test]
 fn override_status_without_reason() {
     let ws = copy_workspace("no-reason");
-    let text = std::fs::read_to_string(bert(&ws)).unwrap();
-    let line = text.lines().count() + 2;
-    std::fs::write(bert(&ws), text + "platforms:\n  qnn:\n    status: unsupported\n").unwrap();
+    let line = append_platforms_block(&bert(&ws), "  qnn:\n    status: unsupported\n");
     expect_spec_error(&ws, &bert(&ws), line, "without a reason");
 }
 
