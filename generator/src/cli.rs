@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
-use runtime::Platform;
+use hwmatrix_cell::Platform;
 
 use crate::plan::{self, Selection};
 use crate::{fixtures, list, render, spec, write};
@@ -70,8 +70,8 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct SelectArgs {
-    /// Every model and platform (the default when nothing is selected)
-    #[arg(long, global = true)]
+    /// Every model and platform (also what no selection means); cannot be combined with a selection
+    #[arg(long, global = true, conflicts_with_all = ["category", "model", "platform"])]
     pub all: bool,
     /// Only models of this category (repeatable)
     #[arg(long, value_name = "NAME", global = true)]
@@ -94,14 +94,10 @@ fn parse_platform(name: &str) -> Result<Platform, String> {
     })
 }
 
-/// The workspace root: the nearest ancestor of the current folder with
-/// model-specs/hardware.yaml, else the workspace gen was built in.
+/// The checkout gen runs in (the nearest ancestor of the current folder with
+/// model-specs/hardware.yaml), else the one it was built in.
 pub fn workspace_root() -> PathBuf {
-    let built_in = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
-    std::env::current_dir()
-        .ok()
-        .and_then(|cwd| cwd.ancestors().find(|d| d.join("model-specs/hardware.yaml").is_file()).map(Path::to_path_buf))
-        .unwrap_or(built_in)
+    hwmatrix_cell::paths::checkout_root().unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/..")))
 }
 
 pub fn run<I, T>(args: I, out: &mut dyn Write, err: &mut dyn Write) -> i32
@@ -143,8 +139,8 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
             Ok(0)
         }
         Some(Command::Fixtures { fixtures: dir, python }) => {
-            let dir = dir.clone().unwrap_or_else(runtime::paths::fixtures_dir);
-            let python = python.clone().unwrap_or_else(runtime::paths::python);
+            let dir = dir.clone().unwrap_or_else(hwmatrix_cell::paths::fixtures_dir);
+            let python = python.clone().unwrap_or_else(hwmatrix_cell::paths::python);
             let started = Instant::now();
             let summary = fixtures::build(&plan, &dir, &python, err)?;
             let _ = writeln!(

@@ -7,18 +7,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use sha2::{Digest, Sha256};
+use hwmatrix_cell::fixture_key::{self, SEED};
 
 use crate::plan::Plan;
-use crate::spec::LoadedModel;
 
 /// The exporter and its requirements, next to the runtime that reads its output.
 pub fn exporter_dir() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../runtime/exporter"))
 }
-
-/// The seed every fixture is built with.
-const SEED: u64 = 0;
 
 #[derive(Debug, Default)]
 pub struct Summary {
@@ -32,8 +28,9 @@ pub struct Summary {
 pub fn build(plan: &Plan, root: &Path, python: &Path, log: &mut dyn Write) -> Result<Summary, String> {
     let dir = exporter_dir();
     let script = dir.join("export.py");
-    let exporter_source = std::fs::read(&script).map_err(|e| format!("cannot read the exporter {}: {e}", script.display()))?;
-    let requirements = std::fs::read(dir.join("requirements.txt")).map_err(|e| format!("cannot read {}/requirements.txt: {e}", dir.display()))?;
+    if !script.is_file() {
+        return Err(format!("no exporter at {}", script.display()));
+    }
     if !python.exists() {
         return Err(format!(
             "no Python for the exporter at {}: run `bash tests/run.sh` once (it creates the venv), or set HWMATRIX_PYTHON",
@@ -52,7 +49,7 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, log: &mut dyn Write) -> Re
             let _ = writeln!(log, "{progress}: skipped, known issue: {issue}");
             continue;
         }
-        let key = cache_key(model, &exporter_source, &requirements)?;
+        let key = fixture_key::fixture_key(&model.digest());
         let out_dir = root.join(name);
         if cached_key(&out_dir).as_deref() == Some(key.as_str()) {
             summary.cached += 1;
@@ -61,13 +58,15 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, log: &mut dyn Write) -> Re
         }
         let started = Instant::now();
         let _ = writeln!(log, "{progress}: exporting...");
+        // The spec goes to the exporter exactly as its digest was taken.
+        let spec: serde_json::Value = serde_json::from_slice(&model.exporter_json()).map_err(|e| e.to_string())?;
         let job = serde_json::json!({
-            "spec": &model.spec,
+            "spec": spec,
             "out_dir": out_dir,
             "cache_key": key,
             "seed": SEED,
         });
-        let error_path = runtime::fixture::error_file(root, name);
+        let error_path = hwmatrix_cell::paths::export_error_file(root, name);
         match run_exporter(python, &script, &job) {
             Ok(()) => {
                 let _ = std::fs::remove_file(&error_path);
@@ -82,17 +81,6 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, log: &mut dyn Write) -> Re
         }
     }
     Ok(summary)
-}
-
-/// sha256 over the spec as the exporter receives it, the exporter and its requirements.
-pub fn cache_key(model: &LoadedModel, exporter: &[u8], requirements: &[u8]) -> Result<String, String> {
-    let spec = serde_json::to_vec(&model.spec).map_err(|e| e.to_string())?;
-    let mut hasher = Sha256::new();
-    for part in [&spec[..], exporter, requirements, &SEED.to_le_bytes()] {
-        hasher.update((part.len() as u64).to_le_bytes());
-        hasher.update(part);
-    }
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 fn cached_key(out_dir: &Path) -> Option<String> {

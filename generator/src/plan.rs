@@ -1,12 +1,11 @@
-//! The planner: which models and platforms a run covers, and the status of
-//! each cell (model × platform), resolved once from the specs.
+//! The planner: which models and platforms a run covers, and the planned
+//! status of each cell (model × platform), resolved once from the specs.
 
-use std::collections::BTreeSet;
-use std::fmt;
+use std::collections::{BTreeMap, BTreeSet};
 
-use runtime::Platform;
+use hwmatrix_cell::{Basis, Planned, Platform};
 
-use crate::spec::{EngineName, LoadedModel, OverrideStatus, Specs, Support, ToleranceSpec};
+use crate::spec::{EngineSpec, LoadedModel, OverrideStatus, Specs, Support, ToleranceSpec};
 
 /// What the user asked for; an empty list means "all".
 #[derive(Clone, Debug, Default)]
@@ -16,46 +15,14 @@ pub struct Selection {
     pub platforms: Vec<Platform>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Status {
-    /// Expected to work: the tests run it for real.
-    Run,
-    /// The spec says the platform cannot run it, with why.
-    Unsupported(String),
-    /// Expected to fail today, with the real error.
-    KnownIssue(String),
-}
-
-impl Status {
-    pub fn label(&self) -> &'static str {
-        match self {
-            Status::Run => "run",
-            Status::Unsupported(_) => "unsupported",
-            Status::KnownIssue(_) => "known-issue",
-        }
-    }
-
-    pub fn reason(&self) -> Option<&str> {
-        match self {
-            Status::Run => None,
-            Status::Unsupported(r) | Status::KnownIssue(r) => Some(r),
-        }
-    }
-}
-
-impl fmt::Display for Status {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.label())
-    }
-}
-
 #[derive(Debug)]
 pub struct CellPlan {
     pub platform: Platform,
-    pub status: Status,
-    /// The first engine of the platform that this version of the runtime has.
-    pub engine: EngineName,
-    pub tolerance: ToleranceSpec,
+    pub planned: Planned<String>,
+    /// The spec's tolerance for this platform, when it overrides the model's.
+    pub tolerance_override: Option<ToleranceSpec>,
+    /// Operators allowed to run off the platform's provider, with why.
+    pub fallback_ops: BTreeMap<String, String>,
 }
 
 #[derive(Debug)]
@@ -64,18 +31,22 @@ pub struct ModelPlan<'a> {
     pub cells: Vec<CellPlan>,
 }
 
+/// The engine a platform's cells use: the first one in hardware.yaml that the
+/// runtime has built, else the first listed (its cells are then `no-engine`).
+#[derive(Debug)]
+pub struct PlatformPlan {
+    pub platform: Platform,
+    pub engine: EngineSpec,
+    /// Set when none of the platform's engines is built.
+    pub no_engine: Option<String>,
+}
+
 #[derive(Debug)]
 pub struct Plan<'a> {
     pub specs: &'a Specs,
     pub models: Vec<ModelPlan<'a>>,
-    pub platforms: Vec<Platform>,
+    pub platforms: Vec<PlatformPlan>,
 }
-
-/// Engines the runtime has a cell engine variant for; the others listed in
-/// hardware.yaml (libtorch, wgpu) are skipped when choosing a platform's
-/// engine. The browser variant exists but fails with "not built yet" until
-/// its engine lands, so a webnn/webgpu cell never passes without running.
-const IMPLEMENTED_ENGINES: [EngineName; 2] = [EngineName::Onnxruntime, EngineName::Browser];
 
 pub fn plan<'a>(specs: &'a Specs, selection: &Selection) -> Result<Plan<'a>, String> {
     for model in &selection.models {
@@ -90,57 +61,77 @@ pub fn plan<'a>(specs: &'a Specs, selection: &Selection) -> Result<Plan<'a>, Str
             return Err(format!("unknown category `{category}`; categories: {}", known.join(", ")));
         }
     }
-    let platforms: Vec<Platform> = if selection.platforms.is_empty() {
-        Platform::ALL.to_vec()
-    } else {
-        let chosen: BTreeSet<Platform> = selection.platforms.iter().copied().collect();
-        chosen.into_iter().collect()
-    };
+    let chosen: BTreeSet<Platform> =
+        if selection.platforms.is_empty() { Platform::ALL.into_iter().collect() } else { selection.platforms.iter().copied().collect() };
+    let platforms: Vec<PlatformPlan> = chosen.into_iter().map(|p| plan_platform(specs, p)).collect();
     let models = specs
         .models
         .iter()
         .filter(|m| selection.models.is_empty() || selection.models.contains(&m.spec.model_type))
         .filter(|m| selection.categories.is_empty() || selection.categories.contains(&m.spec.category))
-        .map(|model| {
-            let cells = platforms.iter().map(|&platform| plan_cell(specs, model, platform)).collect::<Result<_, _>>()?;
-            Ok(ModelPlan { model, cells })
-        })
-        .collect::<Result<Vec<_>, String>>()?;
+        .map(|model| ModelPlan { model, cells: platforms.iter().map(|p| plan_cell(specs, model, p)).collect() })
+        .collect::<Vec<_>>();
     if models.is_empty() {
         return Err("the selection matches no model".into());
     }
     Ok(Plan { specs, models, platforms })
 }
 
-fn plan_cell(specs: &Specs, model: &LoadedModel, platform: Platform) -> Result<CellPlan, String> {
+fn plan_platform(specs: &Specs, platform: Platform) -> PlatformPlan {
+    let engines = &specs.hardware.platforms[&platform].engines;
+    match engines.iter().find(|e| e.kind().is_built()) {
+        Some(engine) => PlatformPlan { platform, engine: engine.clone(), no_engine: None },
+        None => {
+            let listed: Vec<&str> = engines.iter().map(|e| e.kind().name()).collect();
+            PlatformPlan {
+                platform,
+                // The loader guarantees every platform lists at least one engine.
+                engine: engines[0].clone(),
+                no_engine: Some(format!("none of {platform}'s engines in hardware.yaml ({}) is built into the runtime yet", listed.join(", "))),
+            }
+        }
+    }
+}
+
+fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan) -> CellPlan {
     let spec = &model.spec;
-    let hardware = &specs.hardware.platforms[&platform];
-    let engine = hardware
-        .engines
-        .iter()
-        .copied()
-        .find(|e| IMPLEMENTED_ENGINES.contains(e))
-        .filter(|e| *e != EngineName::Onnxruntime || crate::render::adapter::provider(platform).is_some())
-        .ok_or_else(|| format!("hardware.yaml: platform {platform} lists no engine the runtime implements ({IMPLEMENTED_ENGINES:?})"))?;
-    let over = spec.platforms.get(&platform);
-    let expectation = &specs.architectures.architectures[&spec.architecture].platforms[&platform];
-    let status = if let Some(error) = &spec.export.known_issue {
-        Status::KnownIssue(format!("{} cannot be exported to ONNX yet: {error}", spec.model_type))
+    let name = platform.platform;
+    let over = spec.platforms.get(&name);
+    let expectation = &specs.architectures.architectures[&spec.architecture].platforms[&name];
+    let planned = if let Some(error) = &spec.export.known_issue {
+        Planned::KnownIssue { reason: format!("{} cannot be exported to ONNX yet: {error}", spec.model_type), basis: Basis::Spec }
     } else if let Some(o) = over.filter(|o| o.status.is_some()) {
         let reason = o.reason.clone().unwrap_or_default();
         match o.status.expect("filtered") {
-            OverrideStatus::Run => Status::Run,
-            OverrideStatus::Unsupported => Status::Unsupported(reason),
-            OverrideStatus::KnownIssue => Status::KnownIssue(reason),
+            OverrideStatus::Run => run_or_no_engine(platform),
+            OverrideStatus::Unsupported => Planned::Unsupported { reason, basis: Basis::Spec },
+            OverrideStatus::KnownIssue => Planned::KnownIssue { reason, basis: Basis::Spec },
         }
     } else if expectation.support == Support::No {
-        Status::Unsupported(format!(
-            "architectures.yaml expects no {} support on {platform}: {} ({})",
-            spec.architecture, expectation.notes, expectation.source
-        ))
+        Planned::Unsupported {
+            reason: format!("architectures.yaml expects no {} support on {name}: {} ({})", spec.architecture, expectation.notes, expectation.source),
+            basis: Basis::SeedExpectation,
+        }
     } else {
-        Status::Run
+        run_or_no_engine(platform)
     };
-    let tolerance = over.and_then(|o| o.tolerance.clone()).unwrap_or_else(|| spec.tolerance.clone());
-    Ok(CellPlan { platform, status, engine, tolerance })
+    CellPlan {
+        platform: name,
+        planned,
+        tolerance_override: over.and_then(|o| o.tolerance.clone()),
+        fallback_ops: over.map(|o| o.fallback_ops.clone()).unwrap_or_default(),
+    }
+}
+
+fn run_or_no_engine(platform: &PlatformPlan) -> Planned<String> {
+    match &platform.no_engine {
+        None => Planned::Run,
+        Some(reason) => Planned::NoEngine { reason: reason.clone() },
+    }
+}
+
+impl Plan<'_> {
+    pub fn platform(&self, platform: Platform) -> &PlatformPlan {
+        self.platforms.iter().find(|p| p.platform == platform).expect("cells only have planned platforms")
+    }
 }

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import transformers
 
-EXPORTER_VERSION = 1
+EXPORTER_VERSION = 2
 
 
 def normalized_vocab_size(config) -> int:
@@ -66,8 +66,37 @@ def image_token_count(config) -> int:
     return base + height * width + height
 
 
-def make_input(spec_input: dict, dims: list[int], config, gen: torch.Generator) -> torch.Tensor:
-    """One input tensor, filled the way its spec says (`fill`), with a seeded generator."""
+def padding_mask(dims: list[int], keep_prefix: int = 1) -> torch.Tensor:
+    """A 0/1 mask of shape [batch, *positions] that pads some rows at the end (right padding).
+
+    Row 0 stays all ones; rows 1..batch-1 (row 0 too when batch is 1, so that something is
+    masked) keep a prefix and are zero after it along every non-batch axis: for a sequence mask
+    the last positions, for a spatial mask ([batch, height, width], DETR's pixel_mask) the bottom
+    rows and right columns. The j-th of the n padded rows pads floor(free * j / (3 * n))
+    positions of an axis of size `size`, where free = size - keep_prefix: at most a third of what
+    may be padded, a different amount for each padded row, and never the first `keep_prefix`
+    positions (so no row is empty and no query attends to nothing). Deterministic: no randomness.
+    E.g. [2, 13] -> row 0: 13 ones; row 1: 9 ones, 4 zeros. [3, 13] -> 13, 11, 9 ones."""
+    batch, positions = dims[0], dims[1:]
+    mask = torch.ones(dims, dtype=torch.int64)
+    padded = list(range(1, batch)) if batch > 1 else [0]
+    for j, row in enumerate(padded, start=1):
+        for axis, size in enumerate(positions, start=1):
+            free = max(0, size - max(1, keep_prefix))
+            pad = free * j // (3 * len(padded))
+            if pad:
+                mask[row].narrow(axis - 1, size - pad, pad).zero_()
+    return mask
+
+
+def make_input(spec_input: dict, dims: list[int], config, gen: torch.Generator, shape_index: int = 0,
+               keep_prefix: int = 1) -> torch.Tensor:
+    """One input tensor, filled the way its spec says (`fill`), with a seeded generator.
+
+    `mask` is all ones in the first shape (the one the ONNX graph is traced with) and padded by
+    `padding_mask` in the second, so a graph that traced masking away fails the second shape.
+    `keep_prefix` is how many leading positions a padded mask must keep (the image placeholders
+    of an `image-text-tokens` prompt)."""
     fill = spec_input.get("fill") or ("normal" if spec_input["dtype"].startswith("float") else "tokens")
     dtype = {"float32": torch.float32, "int64": torch.int64, "int32": torch.int32, "bool": torch.bool}[spec_input["dtype"]]
     if fill == "tokens":
@@ -75,7 +104,9 @@ def make_input(spec_input: dict, dims: list[int], config, gen: torch.Generator) 
         high = min(normalized_vocab_size(config), 1000)
         return torch.randint(3, high, dims, generator=gen, dtype=dtype)
     if fill == "mask":
-        return torch.ones(dims, dtype=dtype)
+        if shape_index == 0:
+            return torch.ones(dims, dtype=dtype)
+        return padding_mask(dims, keep_prefix).to(dtype)
     if fill == "zeros":
         return torch.zeros(dims, dtype=dtype)
     if fill == "normal":
@@ -106,10 +137,14 @@ def make_input(spec_input: dict, dims: list[int], config, gen: torch.Generator) 
     raise ValueError(f"unknown fill {fill!r}")
 
 
-def build_inputs(spec: dict, shape: dict, config, seed: int) -> dict[str, torch.Tensor]:
+def build_inputs(spec: dict, shape: dict, config, seed: int, shape_index: int) -> dict[str, torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
+    # Padding never covers position 0 nor a prompt's image placeholders (positions 1..1+count).
+    keep_prefix = 1
+    if any(inp.get("fill") == "image-text-tokens" for inp in spec["inputs"]):
+        keep_prefix = 1 + image_token_count(config)
     return {
-        inp["name"]: make_input(inp, [int(shape[axis]) for axis in inp["axes"]], config, gen)
+        inp["name"]: make_input(inp, [int(shape[axis]) for axis in inp["axes"]], config, gen, shape_index, keep_prefix)
         for inp in spec["inputs"]
     }
 
@@ -177,7 +212,7 @@ def export(job: dict) -> None:
 
     shapes_meta = []
     for index, shape in enumerate(spec["shapes"]):
-        inputs = build_inputs(spec, shape, config, seed + index)
+        inputs = build_inputs(spec, shape, config, seed + index, index)
         with torch.no_grad():
             outputs = wrapper(*inputs.values())
         suffix = "" if index == 0 else str(index + 1)

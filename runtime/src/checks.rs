@@ -1,17 +1,21 @@
-//! The checks every cell runs, written once. A generated test is one call
-//! to one of these; each really runs the model, asserts, and records.
+//! The checks every cell runs, written once. A generated test is one call to
+//! one of these; each really runs the model, asserts, and records what it
+//! measured, also when it fails.
 
 use std::collections::BTreeMap;
-use std::fmt;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use crate::cell::Cell;
 use crate::compare::{self, Deviation};
-use crate::engine::{self, Session};
+use crate::engine::{self, Mode};
+use crate::error::{CheckError, ErrorKind};
 use crate::fixture::{Fixture, Shape};
-use crate::platform::Availability;
-use crate::record::{self, Record, Status};
+use crate::placement;
+use crate::platform::{self, Availability};
+use crate::record::{self, DeviationRecord, FixtureRecord, Memory, Outcome, OutputDeviation, Record, Timing, Worst};
 use crate::tensor::Tensor;
+use crate::{Basis, Cell, Engine};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Check {
@@ -24,23 +28,20 @@ pub enum Check {
 }
 
 impl Check {
+    pub const ALL: [Check; 3] = [Check::Runs, Check::MatchesReference, Check::DynamicShapes];
+
     pub fn name(self) -> &'static str {
         match self {
-            Check::Runs => "runs",
-            Check::MatchesReference => "matches_reference",
-            Check::DynamicShapes => "dynamic_shapes",
+            Check::Runs => crate::CHECKS[0],
+            Check::MatchesReference => crate::CHECKS[1],
+            Check::DynamicShapes => crate::CHECKS[2],
         }
     }
 }
 
-impl fmt::Display for Check {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Timed runs after the warm-up run, for the latency in records.
-const TIMED_RUNS: usize = 5;
+/// Runs after the warm-up run, for the latency in records.
+const TIMED_RUNS: usize = 10;
+const WARMUP_RUNS: usize = 1;
 
 pub fn runs(cell: &Cell) {
     execute(cell, Check::Runs)
@@ -54,147 +55,308 @@ pub fn dynamic_shapes(cell: &Cell) {
     execute(cell, Check::DynamicShapes)
 }
 
-/// What a passed check measured.
+/// What a check measured, whether it passed or not.
 #[derive(Default)]
 struct Evidence {
-    provider: Option<String>,
+    providers: Option<placement::ProviderEvidence>,
+    deviation: Option<DeviationRecord>,
+    timing: Option<Timing>,
+    memory: Option<Memory>,
+    fixture: Option<FixtureRecord>,
     library: Option<String>,
-    deviation: Option<Deviation>,
-    latency_ms: Option<f64>,
 }
+
+/// Checks of this process in progress, so a timing can say what ran beside it.
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+struct InFlight;
+
+impl InFlight {
+    fn enter() -> InFlight {
+        IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+        InFlight
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Timed sections never overlap within a process: with tests running in
+/// parallel, two timings would otherwise share the cores they measure.
+static TIMING: Mutex<()> = Mutex::new(());
 
 /// Runs one check, writes its record, and panics (fails the test) on failure.
 pub fn execute(cell: &Cell, check: Check) {
+    let _in_flight = InFlight::enter();
     let mut evidence = Evidence::default();
     let outcome = perform(cell, check, &mut evidence);
+    let (kind, reason) = match &outcome {
+        Ok(()) => (None, None),
+        Err(e) => (Some(e.kind), Some(e.message.clone())),
+    };
     let record = Record {
+        status: if outcome.is_ok() { Outcome::Passed } else { Outcome::Failed },
+        basis: Basis::Measured,
+        reason,
+        error_kind: kind,
+        providers: evidence.providers,
+        deviation: evidence.deviation,
+        timing: evidence.timing,
+        memory: evidence.memory,
+        fixture: evidence.fixture,
+        library: evidence.library,
+        ..blank_record(cell, check.name())
+    };
+    if let Err(e) = record::append(&record) {
+        panic!("{}::{}: cannot write its result record ({:?}): {e}", cell.id(), check.name(), ErrorKind::RecordWrite);
+    }
+    if let Err(e) = outcome {
+        panic!("{}::{} failed ({}): {}", cell.id(), check.name(), kind_name(e.kind), e.message);
+    }
+}
+
+/// A record of `cell`'s `check` with the identifying fields filled and nothing measured.
+pub(crate) fn blank_record(cell: &Cell, check: &str) -> Record {
+    Record {
         run_id: record::run_id().to_string(),
         time: record::now_rfc3339(),
         host: record::host(),
         model: cell.model.model_type.to_string(),
         category: cell.model.category.to_string(),
-        platform: cell.platform.to_string(),
-        engine: cell.engine.name().to_string(),
-        provider_verified: evidence.provider,
+        platform: cell.platform.platform.to_string(),
+        engine: cell.platform.engine.describe(),
         check: check.to_string(),
-        status: if outcome.is_ok() { Status::Passed } else { Status::Failed },
-        reason: outcome.as_ref().err().cloned(),
-        max_abs_error: evidence.deviation.map(|d| d.max_abs),
-        max_rel_error: evidence.deviation.map(|d| d.max_rel),
-        latency_ms: evidence.latency_ms,
-        timed_runs: evidence.latency_ms.map(|_| TIMED_RUNS),
-        peak_rss_kb: record::peak_rss_kb(),
-        library: evidence.library,
+        status: Outcome::Failed,
+        basis: Basis::Measured,
+        reason: None,
+        error_kind: None,
+        providers: None,
+        deviation: None,
+        timing: None,
+        memory: None,
+        fixture: None,
+        library: None,
         runtime_version: env!("CARGO_PKG_VERSION"),
-    };
-    if let Err(e) = record::append(&record) {
-        panic!("{}::{check}: cannot write its result record: {e}", cell.id());
-    }
-    if let Err(message) = outcome {
-        panic!("{}::{check} failed: {message}", cell.id());
     }
 }
 
-fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), String> {
-    if let Availability::Absent(missing) = cell.platform.detect() {
-        return Err(format!(
-            "platform {} is not present on this machine: {missing}. Its cargo feature is on, so this fails instead of skipping",
-            cell.platform
+fn kind_name(kind: ErrorKind) -> String {
+    serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| format!("{kind:?}"))
+}
+
+fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), CheckError> {
+    if let Availability::Absent(missing) = platform::detect(cell.platform.platform) {
+        return Err(CheckError::new(
+            ErrorKind::PlatformAbsent,
+            format!(
+                "platform {} is not present on this machine: {missing}. Its cargo feature `{}` is on, so this fails instead of skipping (it needs {})",
+                cell.platform.platform, cell.platform.feature, cell.platform.requires
+            ),
         ));
     }
-    let fixture = Fixture::open(cell.model.model_type)?;
-    let mut session = engine::open(cell, &fixture)?;
-    evidence.library = Some(session.library());
+    let fixture = Fixture::open(cell.model)?;
+    evidence.fixture = Some(FixtureRecord {
+        dir: fixture.dir.display().to_string(),
+        source: fixture.meta.source.clone(),
+        cache_key: fixture.meta.cache_key.clone(),
+    });
     let shape = match check {
         Check::Runs | Check::MatchesReference => Shape::Export,
         Check::DynamicShapes => Shape::Second,
     };
     let inputs = fixture.inputs(shape)?;
+
+    // One profiled run: its outputs are compared, its profile says where it ran.
+    let mut session = engine::open(cell, &fixture, Mode::Profiled)?;
+    evidence.library = Some(session.library());
     let outputs = session.run(&inputs)?;
-    check_declared(cell, &fixture, shape, &outputs)?;
+    let placement = session.placement();
+    drop(session);
+
+    // Every verdict is measured before the first failure is reported, so a
+    // failed record keeps all the evidence there is.
+    let mut verdicts = vec![verify_placement(cell, placement, evidence), check_declared(cell, &fixture, shape, &outputs)];
     if check != Check::Runs {
-        evidence.latency_ms = Some(median_latency_ms(session.as_mut(), &inputs)?);
-        evidence.deviation = Some(check_reference(cell, &fixture, shape, &outputs)?);
+        verdicts.push(check_reference(cell, &fixture, shape, &outputs, evidence));
+        verdicts.push(time(cell, &fixture, &inputs, evidence));
     }
-    evidence.provider = Some(session.verify_backend()?);
-    Ok(())
+    let mut failures = verdicts.into_iter().filter_map(Result::err);
+    match failures.next() {
+        None => Ok(()),
+        Some(first) => {
+            let more: Vec<String> = failures.map(|e| format!("{}: {}", kind_name(e.kind), e.message)).collect();
+            let message = if more.is_empty() { first.message } else { format!("{}; also {}", first.message, more.join("; also ")) };
+            Err(CheckError::new(first.kind, message))
+        }
+    }
+}
+
+/// Every node on the requested provider, or off it only where the spec allows.
+fn verify_placement(cell: &Cell, placement: Result<engine::Placement, CheckError>, evidence: &mut Evidence) -> Result<(), CheckError> {
+    let placement = placement?;
+    let (requested, options) = match cell.platform.engine {
+        Engine::OnnxRuntime { provider, options } => (provider.ort_name(), options),
+        other => (other.kind().name(), &[][..]),
+    };
+    let judged = placement::judge(requested, options, &placement.ops, cell.allowed_fallback);
+    evidence.memory = Some(Memory {
+        arena_held_bytes: placement.arena_held_bytes,
+        arena_in_use_peak_bytes: placement.arena_in_use_peak_bytes,
+        rss_growth_kb_session_open: None,
+    });
+    let result = if judged.verified {
+        Ok(())
+    } else {
+        Err(CheckError::new(
+            ErrorKind::ProviderFallback,
+            format!(
+                "not every node ran on {requested}: {} ran elsewhere ({}); list an operator under `platforms.{}.fallback_ops` in {} only if it may run off {requested}, with the reason",
+                judged.disallowed().join(", "),
+                judged.summary(),
+                cell.platform.platform,
+                cell.model.spec_path
+            ),
+        ))
+    };
+    evidence.providers = Some(judged);
+    result
 }
 
 /// Output names, dtypes and shapes as the spec declares them, and all finite.
-fn check_declared(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(String, Tensor)]) -> Result<(), String> {
+fn check_declared(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(String, Tensor)]) -> Result<(), CheckError> {
+    let mismatch = |message: String| CheckError::new(ErrorKind::OutputMismatch, message);
     let declared = cell.model.outputs;
     let got: Vec<&str> = outputs.iter().map(|(n, _)| n.as_str()).collect();
     let want: Vec<&str> = declared.iter().map(|d| d.name).collect();
     if got.len() != want.len() || !want.iter().all(|w| got.contains(w)) {
-        return Err(format!("the model's outputs are {got:?}, the spec declares {want:?}"));
+        return Err(mismatch(format!("the model's outputs are {got:?}, the spec declares {want:?}")));
     }
     let meta = fixture.shape(shape);
     let reference_shapes: BTreeMap<String, Vec<usize>> = meta.outputs.iter().map(|t| (t.name.clone(), t.shape.clone())).collect();
-    let sizes = compare::bind_axes(&meta.axes, declared, &reference_shapes)?;
+    let sizes = compare::bind_axes(&meta.axes, declared, &reference_shapes).map_err(|e| CheckError::new(ErrorKind::FixtureInvalid, e))?;
     for decl in declared {
         let (_, tensor) = outputs.iter().find(|(n, _)| n == decl.name).expect("presence checked above");
         if tensor.dtype() != decl.dtype {
-            return Err(format!("output {} is {}, the spec declares {}", decl.name, tensor.dtype(), decl.dtype));
+            return Err(mismatch(format!("output {} is {}, the spec declares {}", decl.name, tensor.dtype(), decl.dtype)));
         }
         let expected = compare::expected_shape(decl, &sizes);
         if tensor.shape != expected {
             let axes: Vec<String> = decl.axes.iter().map(|a| format!("{a}={}", sizes[*a])).collect();
-            return Err(format!("output {} has shape {:?}, expected {expected:?} ({})", decl.name, tensor.shape, axes.join(", ")));
+            return Err(mismatch(format!("output {} has shape {:?}, expected {expected:?} ({})", decl.name, tensor.shape, axes.join(", "))));
         }
         if let Some(i) = tensor.first_non_finite() {
-            return Err(format!("output {} has a non-finite value at flat index {i}", decl.name));
+            return Err(CheckError::new(ErrorKind::NonFinite, format!("output {} has a non-finite value at flat index {i}", decl.name)));
         }
     }
     Ok(())
 }
 
-/// Every declared output within tolerance of the PyTorch reference; returns the worst deviation.
-fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(String, Tensor)]) -> Result<Deviation, String> {
+/// Every reference output within tolerance, and informative: a reference
+/// that a constant would match cannot catch a wrong model.
+fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(String, Tensor)], evidence: &mut Evidence) -> Result<(), CheckError> {
+    let tolerance = cell.tolerance();
     let references = fixture.outputs(shape)?;
-    let mut worst = Deviation::default();
-    let mut failures = Vec::new();
+    let mut record = DeviationRecord { tolerance, max_abs: 0.0, max_rel: 0.0, outputs: Vec::new() };
+    let mut out_of_tolerance = Vec::new();
+    let mut not_informative = Vec::new();
     for (name, expected) in &references {
-        let (_, actual) = outputs
+        let actual = outputs
             .iter()
             .find(|(n, _)| n == name)
-            .ok_or_else(|| format!("the model has no output {name} that the reference has"))?;
-        let dev = compare::deviation(actual, expected, cell.tolerance).map_err(|e| format!("output {name}: {e}"))?;
-        worst.max_abs = worst.max_abs.max(dev.max_abs);
-        worst.max_rel = worst.max_rel.max(dev.max_rel);
-        if let Some(i) = dev.worst {
-            failures.push(format!(
-                "output {name}: {} of {} elements outside abs {} + rel {} (max abs error {:.3e}; worst at flat index {i}: got {}, expected {})",
+            .map(|(_, t)| t)
+            .ok_or_else(|| CheckError::new(ErrorKind::OutputMismatch, format!("the model has no output {name} that the reference has")))?;
+        let dev: Deviation =
+            compare::deviation(actual, expected, tolerance).map_err(|e| CheckError::new(ErrorKind::OutputMismatch, format!("output {name}: {e}")))?;
+        let spread = compare::spread(expected, tolerance);
+        let worst = dev.worst.map(|i| Worst { index: i, expected: expected.value(i), got: actual.value(i) });
+        if let Some(w) = &worst {
+            out_of_tolerance.push(format!(
+                "output {name}: {} of {} elements outside abs {} + rel {} (max abs error {:.3e}; worst at flat index {}: got {}, expected {})",
                 dev.violations,
                 expected.len(),
-                cell.tolerance.abs,
-                cell.tolerance.rel,
+                tolerance.abs,
+                tolerance.rel,
                 dev.max_abs,
-                element(actual, i),
-                element(expected, i),
+                w.index,
+                w.got,
+                w.expected,
             ));
         }
+        if spread.constant_would_pass {
+            not_informative.push(format!(
+                "output {name} ({} elements) varies by at most {:.3e} around its mean {:.6}, so that constant would pass",
+                expected.len(),
+                spread.max_from_mean,
+                spread.mean
+            ));
+        }
+        record.max_abs = record.max_abs.max(dev.max_abs);
+        record.max_rel = record.max_rel.max(dev.max_rel);
+        record.outputs.push(OutputDeviation {
+            output: name.clone(),
+            elements: expected.len(),
+            violations: dev.violations,
+            max_abs: dev.max_abs,
+            max_rel: dev.max_rel,
+            worst,
+            reference: spread,
+        });
     }
-    if failures.is_empty() { Ok(worst) } else { Err(failures.join("; ")) }
+    evidence.deviation = Some(record);
+    if !out_of_tolerance.is_empty() {
+        return Err(CheckError::new(ErrorKind::OutOfTolerance, out_of_tolerance.join("; ")));
+    }
+    if !not_informative.is_empty() {
+        return Err(CheckError::new(
+            ErrorKind::ReferenceNotInformative,
+            format!(
+                "reference is not informative: {} (tolerance abs {} + rel {}); fix the fixture in {} (more batch, a better init, other inputs) and rebuild it",
+                not_informative.join("; "),
+                tolerance.abs,
+                tolerance.rel,
+                cell.model.spec_path
+            ),
+        ));
+    }
+    Ok(())
 }
 
-fn element(t: &Tensor, i: usize) -> String {
-    use crate::tensor::Data;
-    match &t.data {
-        Data::Float32(v) => v[i].to_string(),
-        Data::Int64(v) => v[i].to_string(),
-        Data::Int32(v) => v[i].to_string(),
-        Data::Bool(v) => v[i].to_string(),
+/// Latency on a session opened without profiling, one timed section at a
+/// time per process, with the conditions it was taken under.
+fn time(cell: &Cell, fixture: &Fixture, inputs: &[(String, Tensor)], evidence: &mut Evidence) -> Result<(), CheckError> {
+    let _exclusive = TIMING.lock().unwrap_or_else(|e| e.into_inner());
+    let rss_before = record::rss_kb();
+    let mut session = engine::open(cell, fixture, Mode::Timed)?;
+    let others_before = IN_FLIGHT.load(Ordering::SeqCst).saturating_sub(1);
+    for _ in 0..WARMUP_RUNS {
+        session.run(inputs)?;
     }
-}
-
-/// Median wall time of TIMED_RUNS runs (the run already done was the warm-up).
-fn median_latency_ms(session: &mut dyn Session, inputs: &[(String, Tensor)]) -> Result<f64, String> {
     let mut times = Vec::with_capacity(TIMED_RUNS);
     for _ in 0..TIMED_RUNS {
         let start = Instant::now();
         session.run(inputs)?;
         times.push(start.elapsed().as_secs_f64() * 1e3);
     }
+    let others_after = IN_FLIGHT.load(Ordering::SeqCst).saturating_sub(1);
+    let rss_after = record::rss_kb();
     times.sort_by(f64::total_cmp);
-    Ok(times[TIMED_RUNS / 2])
+    evidence.timing = Some(Timing {
+        median_ms: times[TIMED_RUNS / 2],
+        min_ms: times[0],
+        max_ms: times[TIMED_RUNS - 1],
+        runs: TIMED_RUNS,
+        warmup_runs: WARMUP_RUNS,
+        profiling: false,
+        threads: session.threads(),
+        other_checks_in_flight: others_before.max(others_after),
+        test_threads: std::env::var("RUST_TEST_THREADS").ok(),
+    });
+    if let (Some(before), Some(after)) = (rss_before, rss_after) {
+        let memory = evidence.memory.get_or_insert(Memory { arena_held_bytes: None, arena_in_use_peak_bytes: None, rss_growth_kb_session_open: None });
+        memory.rss_growth_kb_session_open = Some(after as i64 - before as i64);
+    }
+    Ok(())
 }

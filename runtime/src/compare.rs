@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::cell::{TensorDecl, Tolerance};
+use crate::{TensorDecl, Tolerance};
 use crate::tensor::{Data, Tensor};
 
 /// How far an output is from its reference.
@@ -23,17 +23,13 @@ pub fn deviation(actual: &Tensor, expected: &Tensor, tol: Tolerance) -> Result<D
     if actual.shape != expected.shape {
         return Err(format!("shape {:?} differs from the reference {:?}", actual.shape, expected.shape));
     }
-    let pairs: Vec<(f64, f64)> = match (&actual.data, &expected.data) {
-        (Data::Float32(a), Data::Float32(e)) => a.iter().zip(e).map(|(a, e)| (*a as f64, *e as f64)).collect(),
-        (Data::Int64(a), Data::Int64(e)) => a.iter().zip(e).map(|(a, e)| (*a as f64, *e as f64)).collect(),
-        (Data::Int32(a), Data::Int32(e)) => a.iter().zip(e).map(|(a, e)| (*a as f64, *e as f64)).collect(),
-        (Data::Bool(a), Data::Bool(e)) => a.iter().zip(e).map(|(a, e)| (*a as u8 as f64, *e as u8 as f64)).collect(),
-        _ => return Err(format!("dtype {} differs from the reference {}", actual.dtype(), expected.dtype())),
-    };
+    if actual.dtype() != expected.dtype() {
+        return Err(format!("dtype {} differs from the reference {}", actual.dtype(), expected.dtype()));
+    }
     let exact = !matches!(expected.data, Data::Float32(_));
     let mut dev = Deviation::default();
     let mut worst_excess = 0.0;
-    for (i, (a, e)) in pairs.into_iter().enumerate() {
+    for (i, (a, e)) in actual.values().into_iter().zip(expected.values()).enumerate() {
         let diff = (a - e).abs();
         dev.max_abs = dev.max_abs.max(diff);
         if e != 0.0 {
@@ -51,6 +47,32 @@ pub fn deviation(actual: &Tensor, expected: &Tensor, tol: Tolerance) -> Result<D
         }
     }
     Ok(dev)
+}
+
+/// How much a reference varies, measured against the check's own rule: if
+/// the constant tensor holding the reference's mean would pass, the reference
+/// cannot tell a working model from a broken one.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Spread {
+    pub mean: f64,
+    /// The largest |e - mean| over the reference's elements.
+    pub max_from_mean: f64,
+    /// Whether the constant `mean` would pass within the tolerance.
+    pub constant_would_pass: bool,
+}
+
+pub fn spread(expected: &Tensor, tol: Tolerance) -> Spread {
+    let values = expected.values();
+    let mean = if values.is_empty() { 0.0 } else { values.iter().sum::<f64>() / values.len() as f64 };
+    // Integers compare exactly, so for them the constant is the value itself.
+    let exact = !matches!(expected.data, Data::Float32(_));
+    let constant = if exact { values.first().copied().unwrap_or(0.0) } else { mean };
+    let constant_would_pass = values.iter().all(|&e| {
+        let bound = if exact { 0.0 } else { tol.abs + tol.rel * e.abs() };
+        (constant - e).abs() <= bound
+    });
+    let max_from_mean = values.iter().map(|e| (e - mean).abs()).fold(0.0, f64::max);
+    Spread { mean, max_from_mean, constant_would_pass }
 }
 
 /// Binds every named axis of the declared tensors to the sizes meta.json gives
@@ -123,6 +145,21 @@ mod tests {
     fn nan_is_a_violation() {
         let dev = deviation(&f32s(&[2], &[f32::NAN, 0.0]), &f32s(&[2], &[0.0, 0.0]), TOL).unwrap();
         assert_eq!((dev.violations, dev.worst), (1, Some(0)));
+    }
+
+    #[test]
+    fn a_constant_reference_is_not_informative() {
+        // DETR's boxes before the fix: about 0.5 ± 2.4e-4, so 0.5 itself passes.
+        let flat = f32s(&[4], &[0.50024, 0.49976, 0.5001, 0.4999]);
+        assert!(spread(&flat, TOL).constant_would_pass);
+        let varied = f32s(&[4], &[0.1, 0.9, 0.5, 0.3]);
+        let s = spread(&varied, TOL);
+        assert!(!s.constant_would_pass);
+        assert!((s.max_from_mean - 0.45).abs() < 1e-6);
+        // A single element always equals its mean.
+        assert!(spread(&f32s(&[1, 1], &[3.7]), TOL).constant_would_pass);
+        let ints = Tensor { shape: vec![3], data: Data::Int64(vec![4, 4, 5]) };
+        assert!(!spread(&ints, TOL).constant_would_pass);
     }
 
     #[test]

@@ -7,9 +7,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::error::{CheckError, ErrorKind};
+use crate::fixture_key::fixture_key;
 use crate::npy;
 use crate::paths;
 use crate::tensor::Tensor;
+use crate::ModelDecl;
 
 #[derive(Debug, Deserialize)]
 pub struct Meta {
@@ -17,6 +20,10 @@ pub struct Meta {
     pub source: String,
     #[serde(default)]
     pub seed: Option<u64>,
+    /// The key `gen fixtures` built it under ([`crate::fixture_key`]); tools
+    /// that make fixtures from real checkpoints may leave it out.
+    #[serde(default)]
+    pub cache_key: Option<String>,
     #[serde(default)]
     pub versions: BTreeMap<String, String>,
     /// One entry per shape; the first is the export shape.
@@ -70,33 +77,61 @@ pub struct Fixture {
 }
 
 impl Fixture {
-    /// Opens `<HWMATRIX_FIXTURES>/<model_type>`. A missing fixture names the
-    /// command that builds it, and the exporter's own error when it failed.
-    pub fn open(model_type: &str) -> Result<Fixture, String> {
-        Fixture::open_in(&paths::fixtures_dir(), model_type)
+    /// Opens the fixture of a model under `HWMATRIX_FIXTURES` and checks that
+    /// it was built from this model's spec with this checkout's exporter.
+    pub fn open(model: &ModelDecl) -> Result<Fixture, CheckError> {
+        let fixture = Fixture::open_in(&paths::fixtures_dir(), model.model_type)?;
+        fixture.check_fresh(model)?;
+        Ok(fixture)
     }
 
-    pub fn open_in(root: &Path, model_type: &str) -> Result<Fixture, String> {
+    /// A fixture our exporter built (source `tiny-random`) must carry the key
+    /// of the spec it is used for; one built from an older spec or exporter
+    /// fails with the command that rebuilds it, never silently.
+    pub fn check_fresh(&self, model: &ModelDecl) -> Result<(), CheckError> {
+        if self.meta.source != "tiny-random" {
+            return Ok(());
+        }
+        let want = fixture_key(model.spec_digest);
+        if self.meta.cache_key.as_deref() == Some(want.as_str()) {
+            return Ok(());
+        }
+        Err(CheckError::new(
+            ErrorKind::FixtureStale,
+            format!(
+                "the fixture {} is stale: it was built under key {}, but {} and this checkout's exporter give {}; rebuild it with `cargo run -p generator --bin gen -- fixtures --model {}`",
+                self.dir.display(),
+                self.meta.cache_key.as_deref().unwrap_or("(none)"),
+                model.spec_path,
+                &want[..12],
+                model.model_type
+            ),
+        ))
+    }
+
+    pub fn open_in(root: &Path, model_type: &str) -> Result<Fixture, CheckError> {
         let dir = root.join(model_type);
         let meta_path = dir.join("meta.json");
+        let invalid = |message: String| CheckError::new(ErrorKind::FixtureInvalid, message);
         let text = match std::fs::read_to_string(&meta_path) {
             Ok(text) => text,
             Err(_) => {
-                let exporter_error = std::fs::read_to_string(error_file(root, model_type))
-                    .map(|e| format!("\nthe exporter failed on it: {}", e.trim()))
-                    .unwrap_or_default();
-                return Err(format!(
-                    "no fixture for {model_type}: {} does not exist; build it with `cargo run -p generator --bin gen -- fixtures --model {model_type}`{exporter_error}",
-                    meta_path.display()
-                ));
+                let build = format!("build it with `cargo run -p generator --bin gen -- fixtures --model {model_type}`");
+                return Err(match std::fs::read_to_string(paths::export_error_file(root, model_type)) {
+                    Ok(error) => CheckError::new(
+                        ErrorKind::ExportFailed,
+                        format!("no fixture for {model_type}: the exporter failed on it: {}; fix the spec and {build}", error.trim()),
+                    ),
+                    Err(_) => CheckError::new(ErrorKind::FixtureMissing, format!("no fixture for {model_type}: {} does not exist; {build}", meta_path.display())),
+                });
             }
         };
-        let meta: Meta = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", meta_path.display()))?;
+        let meta: Meta = serde_json::from_str(&text).map_err(|e| invalid(format!("{}: {e}", meta_path.display())))?;
         if meta.model_type != model_type {
-            return Err(format!("{}: model_type is {:?}, expected {model_type:?}", meta_path.display(), meta.model_type));
+            return Err(invalid(format!("{}: model_type is {:?}, expected {model_type:?}", meta_path.display(), meta.model_type)));
         }
         if meta.shapes.len() != 2 {
-            return Err(format!("{}: {} shapes, the contract has 2", meta_path.display(), meta.shapes.len()));
+            return Err(invalid(format!("{}: {} shapes, the contract has 2", meta_path.display(), meta.shapes.len())));
         }
         Ok(Fixture { dir, meta })
     }
@@ -110,30 +145,26 @@ impl Fixture {
     }
 
     /// The inputs of one shape, in the order meta.json lists them.
-    pub fn inputs(&self, shape: Shape) -> Result<Vec<(String, Tensor)>, String> {
+    pub fn inputs(&self, shape: Shape) -> Result<Vec<(String, Tensor)>, CheckError> {
         self.load(&format!("inputs{}", shape.suffix()), &self.shape(shape).inputs)
     }
 
     /// The PyTorch float32 reference outputs of one shape.
-    pub fn outputs(&self, shape: Shape) -> Result<Vec<(String, Tensor)>, String> {
+    pub fn outputs(&self, shape: Shape) -> Result<Vec<(String, Tensor)>, CheckError> {
         self.load(&format!("outputs{}", shape.suffix()), &self.shape(shape).outputs)
     }
 
-    fn load(&self, folder: &str, tensors: &[TensorMeta]) -> Result<Vec<(String, Tensor)>, String> {
+    fn load(&self, folder: &str, tensors: &[TensorMeta]) -> Result<Vec<(String, Tensor)>, CheckError> {
+        let invalid = |message: String| CheckError::new(ErrorKind::FixtureInvalid, message);
         tensors
             .iter()
             .map(|t| {
-                let tensor = npy::read(&self.dir.join(folder).join(format!("{}.npy", t.name)))?;
+                let tensor = npy::read(&self.dir.join(folder).join(format!("{}.npy", t.name))).map_err(invalid)?;
                 if tensor.shape != t.shape {
-                    return Err(format!("{folder}/{}.npy has shape {:?}, meta.json says {:?}", t.name, tensor.shape, t.shape));
+                    return Err(invalid(format!("{folder}/{}.npy has shape {:?}, meta.json says {:?}", t.name, tensor.shape, t.shape)));
                 }
                 Ok((t.name.clone(), tensor))
             })
             .collect()
     }
-}
-
-/// Where `gen fixtures` keeps the exporter's error for a model it could not export.
-pub fn error_file(root: &Path, model_type: &str) -> PathBuf {
-    root.join(format!("{model_type}.error.txt"))
 }

@@ -1,111 +1,12 @@
-//! The 8 hardware platforms and how to tell whether one is present here.
+//! Whether a platform is present on this machine.
 //!
-//! Every variant compiles everywhere (candle's way); detection looks at what the
-//! machine really has and says what is missing, so a test that asked for an
-//! absent platform can fail with that message instead of passing.
+//! Every platform compiles everywhere (candle's way); detection looks at what
+//! the machine really has and says what is missing, so a test that asked for
+//! an absent platform fails with that message instead of passing.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Platform {
-    Cpu,
-    Cuda,
-    Rocm,
-    Mps,
-    Openvino,
-    Qnn,
-    Webnn,
-    Webgpu,
-}
-
-impl Platform {
-    pub const ALL: [Platform; 8] = [
-        Platform::Cpu,
-        Platform::Cuda,
-        Platform::Rocm,
-        Platform::Mps,
-        Platform::Openvino,
-        Platform::Qnn,
-        Platform::Webnn,
-        Platform::Webgpu,
-    ];
-
-    /// The lowercase name used in specs, test paths, cargo features and records.
-    pub fn name(self) -> &'static str {
-        match self {
-            Platform::Cpu => "cpu",
-            Platform::Cuda => "cuda",
-            Platform::Rocm => "rocm",
-            Platform::Mps => "mps",
-            Platform::Openvino => "openvino",
-            Platform::Qnn => "qnn",
-            Platform::Webnn => "webnn",
-            Platform::Webgpu => "webgpu",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Platform> {
-        Platform::ALL.into_iter().find(|p| p.name() == name)
-    }
-
-    /// Looks for the hardware and system pieces this platform needs, without
-    /// loading any engine. `Absent` names what is missing.
-    pub fn detect(self) -> Availability {
-        match self {
-            Platform::Cpu => Availability::Present("host CPU".into()),
-            Platform::Cuda => first_existing(&["/dev/nvidiactl", "/dev/nvidia0"])
-                .map(|dev| Availability::Present(format!("NVIDIA device {}", dev.display())))
-                .unwrap_or_else(|| {
-                    Availability::Absent("no NVIDIA GPU: /dev/nvidiactl and /dev/nvidia0 do not exist (is the driver loaded?)".into())
-                }),
-            Platform::Rocm => first_existing(&["/dev/kfd"])
-                .map(|_| Availability::Present("AMD ROCm device /dev/kfd".into()))
-                .unwrap_or_else(|| Availability::Absent("no AMD GPU: /dev/kfd does not exist (is the amdgpu driver with ROCm loaded?)".into())),
-            Platform::Mps => {
-                if cfg!(all(target_os = "macos", target_arch = "aarch64")) {
-                    Availability::Present("Apple Silicon (Metal)".into())
-                } else {
-                    Availability::Absent(format!(
-                        "MPS needs an Apple Silicon Mac; this is {}-{}",
-                        std::env::consts::OS,
-                        std::env::consts::ARCH
-                    ))
-                }
-            }
-            // OpenVINO's CPU device is any x86-64 CPU; what can be missing is the
-            // onnxruntime-openvino library, which the engine reports when it loads.
-            Platform::Openvino => {
-                if cfg!(target_arch = "x86_64") {
-                    Availability::Present("x86-64 CPU for OpenVINO's CPU device".into())
-                } else {
-                    Availability::Absent(format!("OpenVINO's CPU device needs x86-64, this is {}", std::env::consts::ARCH))
-                }
-            }
-            Platform::Qnn => first_existing(&["/dev/fastrpc-cdsp", "/dev/adsprpc-smd", "/dev/fastrpc-adsp"])
-                .map(|dev| Availability::Present(format!("Qualcomm DSP {}", dev.display())))
-                .unwrap_or_else(|| {
-                    Availability::Absent("no Qualcomm Hexagon NPU: none of /dev/fastrpc-cdsp, /dev/adsprpc-smd, /dev/fastrpc-adsp exists".into())
-                }),
-            Platform::Webnn | Platform::Webgpu => match find_chromium() {
-                Some(path) => Availability::Present(format!("Chromium at {}", path.display())),
-                None => Availability::Absent(
-                    "no Chromium: set HWMATRIX_CHROMIUM or install one (Debian package chromium, or npm @sparticuz/chromium for WebNN)"
-                        .into(),
-                ),
-            },
-        }
-    }
-}
-
-impl fmt::Display for Platform {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+use crate::Platform;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Availability {
@@ -113,6 +14,47 @@ pub enum Availability {
     Present(String),
     /// Absent, with what is missing and how to get it.
     Absent(String),
+}
+
+/// Looks for the hardware and system pieces a platform needs, without loading
+/// any engine. `Absent` names what is missing.
+pub fn detect(platform: Platform) -> Availability {
+    match platform {
+        Platform::Cpu => Availability::Present("host CPU".into()),
+        Platform::Cuda => first_existing(&["/dev/nvidiactl", "/dev/nvidia0"])
+            .map(|dev| Availability::Present(format!("NVIDIA device {}", dev.display())))
+            .unwrap_or_else(|| Availability::Absent("no NVIDIA GPU: /dev/nvidiactl and /dev/nvidia0 do not exist (is the driver loaded?)".into())),
+        Platform::Rocm => first_existing(&["/dev/kfd"])
+            .map(|_| Availability::Present("AMD ROCm device /dev/kfd".into()))
+            .unwrap_or_else(|| Availability::Absent("no AMD GPU: /dev/kfd does not exist (is the amdgpu driver with ROCm loaded?)".into())),
+        Platform::Mps => {
+            if cfg!(all(target_os = "macos", target_arch = "aarch64")) {
+                Availability::Present("Apple Silicon (Metal)".into())
+            } else {
+                Availability::Absent(format!("MPS needs an Apple Silicon Mac; this is {}-{}", std::env::consts::OS, std::env::consts::ARCH))
+            }
+        }
+        // OpenVINO's CPU device is any x86-64 CPU; what can be missing is the
+        // onnxruntime-openvino library, which the engine reports when it loads.
+        Platform::Openvino => {
+            if cfg!(target_arch = "x86_64") {
+                Availability::Present("x86-64 CPU for OpenVINO's CPU device".into())
+            } else {
+                Availability::Absent(format!("OpenVINO's CPU device needs x86-64, this is {}", std::env::consts::ARCH))
+            }
+        }
+        Platform::Qnn => first_existing(&["/dev/fastrpc-cdsp", "/dev/adsprpc-smd", "/dev/fastrpc-adsp"])
+            .map(|dev| Availability::Present(format!("Qualcomm DSP {}", dev.display())))
+            .unwrap_or_else(|| {
+                Availability::Absent("no Qualcomm Hexagon NPU: none of /dev/fastrpc-cdsp, /dev/adsprpc-smd, /dev/fastrpc-adsp exists".into())
+            }),
+        Platform::Webnn | Platform::Webgpu => match find_chromium() {
+            Some(path) => Availability::Present(format!("Chromium at {}", path.display())),
+            None => Availability::Absent(
+                "no Chromium: set HWMATRIX_CHROMIUM or install one (Debian package chromium, or npm @sparticuz/chromium for WebNN)".into(),
+            ),
+        },
+    }
 }
 
 fn first_existing(paths: &[&str]) -> Option<PathBuf> {
@@ -139,15 +81,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip() {
-        for platform in Platform::ALL {
-            assert_eq!(Platform::from_name(platform.name()), Some(platform));
-        }
-        assert_eq!(Platform::from_name("tpu"), None);
-    }
-
-    #[test]
     fn cpu_is_always_present() {
-        assert!(matches!(Platform::Cpu.detect(), Availability::Present(_)));
+        assert!(matches!(detect(Platform::Cpu), Availability::Present(_)));
     }
 }

@@ -1,5 +1,6 @@
-//! Result records: one JSON line per executed check. Records from many
-//! machines merge by concatenation; reports are computed from them only.
+//! Result records: one JSON line per check of a cell, run or not. Records
+//! from many machines merge by concatenation; reports are computed from them
+//! only. A failed check keeps everything it measured before it failed.
 
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
@@ -7,15 +8,25 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use crate::Basis;
+use crate::compare::Spread;
+use crate::engine::Threads;
+use crate::error::ErrorKind;
 use crate::paths;
+use crate::placement::ProviderEvidence;
+use crate::Tolerance;
 
+/// What happened to one check of one cell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Status {
+pub enum Outcome {
     Passed,
     Failed,
+    /// Not run: its platform's cargo feature is off.
     Ignored,
+    /// Not run: the platform cannot run this model (see `basis`).
     Unsupported,
+    /// Not run: expected to fail today (see `basis`).
     KnownIssue,
 }
 
@@ -28,29 +39,97 @@ pub struct Record {
     pub model: String,
     pub category: String,
     pub platform: String,
+    /// The engine and its settings, e.g. `onnxruntime, CUDAExecutionProvider`.
     pub engine: String,
-    /// What the engine itself reported about where the nodes ran (None when it never got that far).
-    pub provider_verified: Option<String>,
     pub check: String,
-    pub status: Status,
+    pub status: Outcome,
+    /// `measured` for checks that ran; otherwise where the status comes from.
+    pub basis: Basis,
     pub reason: Option<String>,
-    pub max_abs_error: Option<f64>,
-    pub max_rel_error: Option<f64>,
-    /// Median of the timed runs, after a warm-up run.
-    pub latency_ms: Option<f64>,
-    pub timed_runs: Option<usize>,
-    /// The test process's peak resident set (VmHWM), shared by tests running in it.
-    pub peak_rss_kb: Option<u64>,
+    pub error_kind: Option<ErrorKind>,
+    /// Where the operators ran, from the engine's own account.
+    pub providers: Option<ProviderEvidence>,
+    /// The comparison with the reference, per output.
+    pub deviation: Option<DeviationRecord>,
+    pub timing: Option<Timing>,
+    pub memory: Option<Memory>,
+    pub fixture: Option<FixtureRecord>,
     pub library: Option<String>,
     pub runtime_version: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DeviationRecord {
+    pub tolerance: Tolerance,
+    /// The largest absolute and relative errors over all outputs.
+    pub max_abs: f64,
+    pub max_rel: f64,
+    pub outputs: Vec<OutputDeviation>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct OutputDeviation {
+    pub output: String,
+    pub elements: usize,
+    pub violations: usize,
+    pub max_abs: f64,
+    pub max_rel: f64,
+    /// The element furthest outside the tolerance, if any is.
+    pub worst: Option<Worst>,
+    /// How much the reference varies: a constant that would pass makes the check vacuous.
+    pub reference: Spread,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Worst {
+    pub index: usize,
+    pub expected: f64,
+    pub got: f64,
+}
+
+/// A latency and the conditions it was taken under. Test timings are
+/// indications; `gen bench` is where latency is measured properly.
+#[derive(Debug, Serialize)]
+pub struct Timing {
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub runs: usize,
+    pub warmup_runs: usize,
+    /// Always false: timed sessions are opened without ORT's profiler.
+    pub profiling: bool,
+    pub threads: Threads,
+    /// Other checks of this test process that were in progress during the
+    /// timed runs (timed sections themselves never overlap; see `checks`).
+    pub other_checks_in_flight: usize,
+    /// `RUST_TEST_THREADS`, when set.
+    pub test_threads: Option<String>,
+}
+
+/// Memory that belongs to this check, named for what it is. The true peak of
+/// one cell needs one cell per process, which is the benchmark's job.
+#[derive(Debug, Serialize)]
+pub struct Memory {
+    /// ORT's CPU arena: bytes held and peak bytes in use during the profiled run (from its profile).
+    pub arena_held_bytes: Option<u64>,
+    pub arena_in_use_peak_bytes: Option<u64>,
+    /// Growth of the process's resident set from before the timed session was
+    /// created to after its runs, with the session open (memory freed by
+    /// earlier checks may be reused, so this can understate).
+    pub rss_growth_kb_session_open: Option<i64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FixtureRecord {
+    pub dir: String,
+    pub source: String,
+    pub cache_key: Option<String>,
 }
 
 /// `HWMATRIX_RUN_ID`, else `<unix seconds>-<pid>` fixed for this process.
 pub fn run_id() -> &'static str {
     static ID: OnceLock<String> = OnceLock::new();
-    ID.get_or_init(|| {
-        std::env::var("HWMATRIX_RUN_ID").unwrap_or_else(|_| format!("{}-{}", unix_seconds(), std::process::id()))
-    })
+    ID.get_or_init(|| std::env::var("HWMATRIX_RUN_ID").unwrap_or_else(|_| format!("{}-{}", unix_seconds(), std::process::id())))
 }
 
 pub fn host() -> String {
@@ -67,7 +146,7 @@ pub fn host() -> String {
 pub fn append(record: &Record) -> Result<(), String> {
     static LOCK: Mutex<()> = Mutex::new(());
     let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = paths::results_dir();
+    let dir = paths::results_dir()?;
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let path = dir.join(format!("{}.jsonl", record.host));
     let mut line = serde_json::to_string(record).map_err(|e| e.to_string())?;
@@ -80,9 +159,10 @@ pub fn append(record: &Record) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
-pub fn peak_rss_kb() -> Option<u64> {
+/// The process's current resident set (VmRSS), in KiB.
+pub fn rss_kb() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 

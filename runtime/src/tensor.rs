@@ -1,35 +1,6 @@
 //! Host tensors: what fixtures hold and what engines return, in one plain form.
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
-
-/// Element types a spec may declare. Names follow numpy/ONNX (`float32`, `int64`...).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DType {
-    Float32,
-    Int64,
-    Int32,
-    Bool,
-}
-
-impl DType {
-    pub fn name(self) -> &'static str {
-        match self {
-            DType::Float32 => "float32",
-            DType::Int64 => "int64",
-            DType::Int32 => "int32",
-            DType::Bool => "bool",
-        }
-    }
-}
-
-impl fmt::Display for DType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use crate::DType;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Data {
@@ -66,6 +37,21 @@ impl Tensor {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Element `i` as f64 (bools as 0/1), for comparisons and messages.
+    pub fn value(&self, i: usize) -> f64 {
+        match &self.data {
+            Data::Float32(v) => v[i] as f64,
+            Data::Int64(v) => v[i] as f64,
+            Data::Int32(v) => v[i] as f64,
+            Data::Bool(v) => u8::from(v[i]) as f64,
+        }
+    }
+
+    /// Every element as f64.
+    pub fn values(&self) -> Vec<f64> {
+        (0..self.len()).map(|i| self.value(i)).collect()
     }
 
     /// The index of the first NaN or infinity, if any (integers are always finite).

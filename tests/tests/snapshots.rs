@@ -16,7 +16,7 @@ fn render_test_specs() -> Vec<(std::path::PathBuf, Vec<u8>)> {
     tree(&out.join("src"))
 }
 
-/// One snapshot per model folder (its mod.rs, adapter.rs and 8 test modules), one for the index files.
+/// One snapshot per model folder (its mod.rs, cells.rs and 8 test modules), one for the index files.
 #[test]
 fn rendered_cells() {
     let files = render_test_specs();
@@ -54,8 +54,9 @@ fn selection_renders_only_the_selected_cells() {
         paths,
         [
             "lib.rs",
+            "platforms.rs",
             "text_encoders/mod.rs",
-            "text_encoders/textish/adapter.rs",
+            "text_encoders/textish/cells.rs",
             "text_encoders/textish/cuda.rs",
             "text_encoders/textish/mod.rs",
         ]

@@ -2,14 +2,14 @@
 //! parsed with syn and formatted with prettyplease, then gets its banner;
 //! the result is a pure function of the specs and the selection.
 
-pub mod adapter;
-pub mod tests;
+pub mod cells;
+pub mod test_module;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{format_ident, quote};
 
 use crate::plan::Plan;
 
@@ -29,29 +29,59 @@ pub fn render(plan: &Plan) -> Result<Files, String> {
     let index_source = format!("{specs_folder}/ (index)");
 
     let mut categories: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut all_cells = Vec::new();
     for model_plan in &plan.models {
         let spec = &model_plan.model.spec;
         categories.entry(&spec.category).or_default().push(&spec.model_type);
         let dir = PathBuf::from("src").join(&spec.category).join(&spec.model_type);
         let source = &model_plan.model.display_path;
-        files.insert(dir.join("mod.rs"), format_tokens(adapter::model_module(model_plan), source)?);
-        files.insert(dir.join("adapter.rs"), format_tokens(adapter::adapters(model_plan), source)?);
+        files.insert(dir.join("mod.rs"), format_tokens(cells::model_module(model_plan), source)?);
+        files.insert(dir.join("cells.rs"), format_tokens(cells::cells(model_plan, &plan.platforms), source)?);
         for cell in &model_plan.cells {
             let hardware = &plan.specs.hardware.platforms[&cell.platform];
-            let code = tests::render(model_plan.model, cell, hardware, &adapter::engine_doc(cell))?;
+            let engine_doc = cells::engine_doc(&plan.platform(cell.platform).engine);
+            let code = test_module::render(model_plan.model, cell, hardware, &engine_doc)?;
             files.insert(dir.join(format!("{}.rs", cell.platform)), format_source(&code, source)?);
+            let (category, model, name) =
+                (format_ident!("{}", spec.category), format_ident!("{}", spec.model_type), format_ident!("{}", cell.platform.name().to_uppercase()));
+            all_cells.push(quote!(&#category::#model::cells::#name));
         }
     }
 
-    let category_mods = categories.keys().map(|c| quote::format_ident!("{}", c));
+    let hardware_source = format!("{specs_folder}/hardware.yaml");
+    let hardware = |p| &plan.specs.hardware.platforms[&p];
+    files.insert(PathBuf::from("src/platforms.rs"), format_tokens(cells::platforms(&plan.platforms, &hardware), &hardware_source)?);
+
+    let category_mods = categories.keys().map(|c| format_ident!("{}", c));
     let doc = format!(
         " The hwmatrix cells: {} models × {} platforms, rendered by `gen` from {specs_folder}/.",
         plan.models.len(),
         plan.platforms.len()
     );
-    files.insert(PathBuf::from("src/lib.rs"), format_tokens(quote! { #![doc = #doc] #(pub mod #category_mods;)* }, &index_source)?);
+    let lib = quote! {
+        #![doc = #doc]
+        pub mod platforms;
+        #(pub mod #category_mods;)*
+
+        /// Every cell of this crate, in spec order.
+        pub static CELLS: &[&runtime::Cell] = &[ #(#all_cells),* ];
+
+        /// Cells that do not run in this build (unsupported, known issue, or
+        /// their platform's feature off) leave a record each, with its reason,
+        /// so a report can tell "not tried" from "no evidence".
+        #[cfg(test)]
+        mod ledger {
+            #[test]
+            fn cells_that_do_not_run_are_recorded() {
+                let written = runtime::ledger::record_cells_not_run(super::CELLS, |cell| super::platforms::feature_on(cell.platform.platform))
+                    .unwrap_or_else(|e| panic!("{e}"));
+                runtime::ledger::assert_recorded(written);
+            }
+        }
+    };
+    files.insert(PathBuf::from("src/lib.rs"), format_tokens(lib, &index_source)?);
     for (category, models) in &categories {
-        let mods = models.iter().map(|m| quote::format_ident!("{}", m));
+        let mods = models.iter().map(|m| format_ident!("{}", m));
         let doc = format!(" Category {category}.");
         let tokens = quote! { #![doc = #doc] #(pub mod #mods;)* };
         files.insert(PathBuf::from("src").join(category).join("mod.rs"), format_tokens(tokens, &index_source)?);

@@ -8,7 +8,7 @@ mod types;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use runtime::Platform;
+use hwmatrix_cell::Platform;
 use serde::de::DeserializeOwned;
 
 pub use error::{SpecError, SpecErrors, locate_key, locate_value};
@@ -32,6 +32,19 @@ pub struct LoadedModel {
     pub path: PathBuf,
     /// `<specs folder name>/models/<category>/<model_type>.yaml`: machine-independent, for banners.
     pub display_path: String,
+}
+
+impl LoadedModel {
+    /// The spec as the exporter receives it (JSON).
+    pub fn exporter_json(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.spec).expect("a validated spec serializes")
+    }
+
+    /// Its digest, which generated code carries so the runtime can refuse a
+    /// fixture built from another spec ([`hwmatrix_cell::fixture_key`]).
+    pub fn digest(&self) -> String {
+        hwmatrix_cell::fixture_key::spec_digest(&self.exporter_json())
+    }
 }
 
 impl Specs {
@@ -284,8 +297,20 @@ fn validate_model(
                 error(pos, format!("the `{platform}` tolerance override has no reason"), "add `reason:` inside `tolerance:` saying why this platform needs it".into());
             }
         }
-        if o.status.is_none() && o.tolerance.is_none() {
-            error(pos, format!("the `{platform}` override changes nothing"), "set `status:` with `reason:`, or `tolerance:`, or remove it".into());
+        for (op, reason) in &o.fallback_ops {
+            if reason.trim().is_empty() {
+                error(
+                    locate_key(src, op, 6).unwrap_or(pos),
+                    format!("the `{platform}` fallback of `{op}` has no reason"),
+                    format!("say why `{op}` may run off {platform}'s provider (e.g. \"ORT places shape computations on CPU by design\")"),
+                );
+            }
+        }
+        if platform == &Platform::Cpu && !o.fallback_ops.is_empty() {
+            error(pos, "`fallback_ops` on cpu: there is nothing to fall back to".into(), "remove it; cpu cells run every node on the CPU provider".into());
+        }
+        if o.status.is_none() && o.tolerance.is_none() && o.fallback_ops.is_empty() {
+            error(pos, format!("the `{platform}` override changes nothing"), "set `status:` with `reason:`, `tolerance:`, or `fallback_ops:`, or remove it".into());
         }
     }
     if spec.export.known_issue.as_deref().is_some_and(|r| r.trim().is_empty()) {

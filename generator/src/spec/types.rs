@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use runtime::{DType, Platform};
+use hwmatrix_cell::{BrowserBackend, DType, EngineKind, ExecutionProvider, Platform};
 use serde::{Deserialize, Serialize};
 
 // ---- hardware.yaml ---------------------------------------------------------
@@ -18,8 +18,11 @@ pub struct HardwareFile {
 #[serde(deny_unknown_fields)]
 pub struct PlatformSpec {
     pub display_name: String,
-    /// In order of preference; the first one serves the platform's cells.
-    pub engines: Vec<EngineName>,
+    /// In order of preference; the first one the runtime has built serves
+    /// the platform's cells. The one place that says which engine, provider
+    /// and options a platform uses. Written as one-key maps (`- wgpu: {}`).
+    #[serde(with = "serde_yaml::with::singleton_map_recursive")]
+    pub engines: Vec<EngineSpec>,
     pub feature: String,
     pub precisions: Vec<Precision>,
     pub runner: String,
@@ -27,13 +30,34 @@ pub struct PlatformSpec {
     pub requires: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EngineName {
-    Onnxruntime,
-    Libtorch,
-    Wgpu,
-    Browser,
+/// An engine and its settings, e.g. `- onnxruntime: {provider: CUDAExecutionProvider}`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum EngineSpec {
+    Onnxruntime {
+        provider: ExecutionProvider,
+        /// Provider options passed to ONNX Runtime as they are (key: value).
+        #[serde(default)]
+        options: BTreeMap<String, String>,
+    },
+    Libtorch {
+        device: String,
+    },
+    Wgpu {},
+    Browser {
+        backend: BrowserBackend,
+    },
+}
+
+impl EngineSpec {
+    pub fn kind(&self) -> EngineKind {
+        match self {
+            EngineSpec::Onnxruntime { .. } => EngineKind::Onnxruntime,
+            EngineSpec::Libtorch { .. } => EngineKind::Libtorch,
+            EngineSpec::Wgpu {} => EngineKind::Wgpu,
+            EngineSpec::Browser { .. } => EngineKind::Browser,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -242,6 +266,10 @@ pub struct PlatformOverride {
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerance: Option<ToleranceSpec>,
+    /// Operators allowed to run off this platform's provider (ONNX op type →
+    /// why). Every other node must run on the provider.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fallback_ops: BTreeMap<String, String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]

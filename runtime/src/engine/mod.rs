@@ -1,34 +1,69 @@
-//! Engines run a fixture's model on a platform. Each one registers its backend
-//! strictly (no silent fallback) and reports which backend really ran it.
+//! Engines run a fixture's model on a platform. Each registers its backend
+//! strictly (no silent fallback) and gives its own account of where every
+//! operator ran, which [`crate::placement`] turns into a verdict.
 
 pub mod onnx;
 
-use crate::cell::{Cell, Engine};
+use crate::error::{CheckError, ErrorKind};
 use crate::fixture::Fixture;
+use crate::placement::OpPlacement;
 use crate::tensor::Tensor;
+use crate::{Cell, Engine};
+
+/// How a session is opened: profiled (to see where operators ran) or plain
+/// (to time it: ORT's profiler makes a tiny model's run about 9× slower).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Profiled,
+    Timed,
+}
+
+/// The engine settings a timing was taken under, for records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Threads {
+    pub intra_op: usize,
+    pub inter_op: usize,
+}
 
 /// A loaded model, ready to run on the cell's platform.
 pub trait Session {
     /// Runs the model on named inputs; returns every output the model has, by name.
-    fn run(&mut self, inputs: &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, String>;
+    fn run(&mut self, inputs: &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, CheckError>;
 
-    /// Verifies that the work ran on the backend the cell asked for, from the
-    /// engine's own account (ONNX Runtime: its profile), and says what ran where.
-    fn verify_backend(&mut self) -> Result<String, String>;
+    /// Where each operator of the runs so far executed, from the engine's own
+    /// account (ONNX Runtime: its profile). Only for [`Mode::Profiled`] sessions.
+    fn placement(&mut self) -> Result<Placement, CheckError>;
 
-    /// Name and version of the library that ran it, for result records.
+    /// Name and version (or path) of the library that ran it, for records.
     fn library(&self) -> String;
+
+    fn threads(&self) -> Threads;
+}
+
+/// What a profiled run tells: per-operator placement and the engine's own memory figures.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Placement {
+    pub ops: Vec<OpPlacement>,
+    /// Bytes ORT's CPU arena held at the end of the run (from its profile).
+    pub arena_held_bytes: Option<u64>,
+    /// Peak bytes in use in that arena during the run.
+    pub arena_in_use_peak_bytes: Option<u64>,
 }
 
 /// Opens the fixture's model with the cell's engine.
-pub fn open(cell: &Cell, fixture: &Fixture) -> Result<Box<dyn Session>, String> {
-    match cell.engine {
-        Engine::OnnxRuntime(provider) => Ok(Box::new(onnx::OnnxSession::open(provider, &fixture.model_onnx())?)),
-        Engine::Browser(backend) => Err(format!(
-            "the browser engine ({backend:?} through onnxruntime-web in headless Chromium) is not built yet, so {} cannot run; \
-             build without the `{}` feature until it lands",
-            cell.id(),
-            cell.platform
+pub fn open(cell: &Cell, fixture: &Fixture, mode: Mode) -> Result<Box<dyn Session>, CheckError> {
+    match cell.platform.engine {
+        Engine::OnnxRuntime { provider, options } => Ok(Box::new(onnx::OnnxSession::open(provider, options, &fixture.model_onnx(), mode)?)),
+        engine => Err(CheckError::new(
+            ErrorKind::EngineNotBuilt,
+            format!(
+                "{} cannot run: its engine ({}) is not built into this runtime yet, and hardware.yaml lists no other engine for {} that is; \
+                 build without the `{}` feature until it lands",
+                cell.id(),
+                engine.describe(),
+                cell.platform.platform,
+                cell.platform.feature
+            ),
         )),
     }
 }

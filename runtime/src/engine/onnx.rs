@@ -3,29 +3,41 @@
 //!
 //! ORT silently falls back to its CPU provider when an execution provider
 //! fails to register, and `is_available()` only means "compiled in". So every
-//! provider is registered with `error_on_failure()`, and after a run the
-//! session profile is read to see which provider executed the nodes.
+//! provider is registered with `error_on_failure()`, and a profiled session's
+//! profile says which provider executed each node.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ort::ep;
+use ort::ep::{self, ArbitrarilyConfigurableExecutionProvider};
 use ort::session::Session as OrtSession;
 use ort::value::{DynValue, Tensor as OrtTensor, TensorElementType, ValueType};
 
-use crate::cell::ExecutionProvider;
+use super::{Mode, Placement, Threads};
+use crate::ExecutionProvider;
+use crate::error::{CheckError, ErrorKind, Kind};
 use crate::paths;
+use crate::placement::OpPlacement;
 use crate::tensor::{Data, Tensor};
+
+/// Every session runs on one thread, so timings compare across machines and
+/// with Python's onnxruntime under the same setting.
+const THREADS: Threads = Threads { intra_op: 1, inter_op: 1 };
 
 /// The ONNX Runtime library to load: `ORT_DYLIB_PATH` (ort's own variable),
 /// else the CPU library of the project venv's `onnxruntime` wheel.
-pub fn library_path() -> Result<PathBuf, String> {
+pub fn library_path() -> Result<PathBuf, CheckError> {
     if let Some(path) = std::env::var_os("ORT_DYLIB_PATH") {
         return Ok(PathBuf::from(path));
     }
-    let venv = paths::python();
-    let lib_dir = venv.parent().and_then(Path::parent).map(|v| v.join("lib")).ok_or("bad HWMATRIX_PYTHON path")?;
+    let python = paths::python();
+    let lib_dir = python
+        .parent()
+        .and_then(Path::parent)
+        .map(|v| v.join("lib"))
+        .ok_or_else(|| CheckError::new(ErrorKind::LibraryMissing, format!("bad HWMATRIX_PYTHON path {}", python.display())))?;
     let found = std::fs::read_dir(&lib_dir)
         .into_iter()
         .flatten()
@@ -35,20 +47,23 @@ pub fn library_path() -> Result<PathBuf, String> {
         .map(|entry| entry.path())
         .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libonnxruntime.so.")));
     found.ok_or_else(|| {
-        format!(
-            "no ONNX Runtime library: set ORT_DYLIB_PATH to a libonnxruntime.so, or install the onnxruntime wheel into the venv under {} (`bash tests/run.sh` does)",
-            lib_dir.display()
+        CheckError::new(
+            ErrorKind::LibraryMissing,
+            format!(
+                "no ONNX Runtime library: set ORT_DYLIB_PATH to a libonnxruntime.so, or install the onnxruntime wheel into the venv under {} (`bash tests/run.sh` does)",
+                lib_dir.display()
+            ),
         )
     })
 }
 
 /// One environment per process (`ort` can load one library per process), with the library it loaded.
-fn environment() -> Result<(&'static ort::environment::Environment, &'static Path), String> {
-    static ENV: OnceLock<Result<(ort::environment::Environment, PathBuf), String>> = OnceLock::new();
+fn environment() -> Result<(&'static ort::environment::Environment, &'static Path), CheckError> {
+    static ENV: OnceLock<Result<(ort::environment::Environment, PathBuf), CheckError>> = OnceLock::new();
     let env = ENV.get_or_init(|| {
         let path = library_path()?;
-        let builder = ort::init_from(&path).map_err(|e| format!("cannot load ONNX Runtime from {}: {e}", path.display()))?;
-        let env = builder.with_name("hwmatrix").build().map_err(|e| format!("ONNX Runtime environment: {e}"))?;
+        let builder = ort::init_from(&path).map_err(|e| CheckError::new(ErrorKind::LibraryMissing, format!("cannot load ONNX Runtime from {}: {e}", path.display())))?;
+        let env = builder.with_name("hwmatrix").build().kind(ErrorKind::LibraryMissing)?;
         Ok((env, path))
     });
     env.as_ref().map(|(env, path)| (env, path.as_path())).map_err(Clone::clone)
@@ -56,107 +71,142 @@ fn environment() -> Result<(&'static ort::environment::Environment, &'static Pat
 
 pub struct OnnxSession {
     session: OrtSession,
-    provider: ExecutionProvider,
     library: String,
+    mode: Mode,
 }
 
 impl OnnxSession {
-    pub fn open(provider: ExecutionProvider, model: &Path) -> Result<OnnxSession, String> {
+    pub fn open(provider: ExecutionProvider, options: &[(&str, &str)], model: &Path, mode: Mode) -> Result<OnnxSession, CheckError> {
         let (env, library) = environment()?;
         let library = library.display().to_string();
-        let profile_dir = std::env::temp_dir().join(format!("hwmatrix-ort-profiles-{}", std::process::id()));
-        std::fs::create_dir_all(&profile_dir).map_err(|e| format!("{}: {e}", profile_dir.display()))?;
-        // ORT names a profile `<prefix>_<time in ms>.json`: a per-session counter
-        // keeps sessions opened in the same millisecond (parallel tests) apart.
-        static SESSIONS: AtomicUsize = AtomicUsize::new(0);
-        let model_name = model.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("model");
-        let prefix = profile_dir.join(format!("{model_name}-{}", SESSIONS.fetch_add(1, Ordering::Relaxed)));
-        let mut builder = OrtSession::builder(env)
-            .map_err(|e| e.to_string())?
-            .with_intra_threads(1)
-            .map_err(|e| e.to_string())?
-            .with_profiling(&prefix)
-            .map_err(|e| e.to_string())?;
-        if let Some(dispatch) = dispatch(provider) {
-            let name = dispatch.name();
-            builder = builder
-                .with_execution_providers([dispatch.error_on_failure()])
-                .map_err(|e| format!("{name} failed to register in {library} (no CPU fallback is allowed): {e}"))?;
+        fn setup(e: impl std::fmt::Display) -> CheckError {
+            CheckError::new(ErrorKind::ModelLoad, format!("ONNX Runtime session options: {e}"))
         }
-        let session = builder.commit_from_file(model).map_err(|e| format!("cannot load {}: {e}", model.display()))?;
-        Ok(OnnxSession { session, provider, library })
+        let mut builder = OrtSession::builder(env)
+            .map_err(setup)?
+            .with_intra_threads(THREADS.intra_op)
+            .map_err(setup)?
+            .with_inter_threads(THREADS.inter_op)
+            .map_err(setup)?;
+        if mode == Mode::Profiled {
+            builder = builder.with_profiling(profile_prefix(model)?).map_err(setup)?;
+        }
+        if let Some(dispatch) = dispatch(provider, options)? {
+            let name = dispatch.name();
+            builder = builder.with_execution_providers([dispatch.error_on_failure()]).map_err(|e| {
+                CheckError::new(ErrorKind::ProviderRegistration, format!("{name} failed to register in {library} (no CPU fallback is allowed): {e}"))
+            })?;
+        }
+        let session = builder
+            .commit_from_file(model)
+            .map_err(|e| CheckError::new(ErrorKind::ModelLoad, format!("cannot load {}: {e}", model.display())))?;
+        Ok(OnnxSession { session, library, mode })
     }
 }
 
-/// The strict registration of each provider; CPU needs none (it is always there).
-fn dispatch(provider: ExecutionProvider) -> Option<ep::ExecutionProviderDispatch> {
-    Some(match provider {
-        ExecutionProvider::Cpu => return None,
-        ExecutionProvider::Cuda => ep::CUDA::default().build(),
-        ExecutionProvider::MiGraphX => ep::MIGraphX::default().build(),
-        ExecutionProvider::CoreMl => ep::CoreML::default().build(),
-        // Device `CPU` keeps float32; `AUTO:CPU` would lower precision.
-        ExecutionProvider::OpenVino => ep::OpenVINO::default().with_device_type("CPU").build(),
-        ExecutionProvider::Qnn => ep::QNN::default().build(),
-    })
+/// ORT names a profile `<prefix>_<time in ms>.json`: a per-session counter
+/// keeps sessions opened in the same millisecond (parallel tests) apart.
+fn profile_prefix(model: &Path) -> Result<PathBuf, CheckError> {
+    static SESSIONS: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!("hwmatrix-ort-profiles-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| CheckError::new(ErrorKind::ProviderUnverified, format!("{}: {e}", dir.display())))?;
+    let model_name = model.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("model");
+    Ok(dir.join(format!("{model_name}-{}", SESSIONS.fetch_add(1, Ordering::Relaxed))))
+}
+
+/// The strict registration of each provider, with hardware.yaml's options;
+/// CPU needs none (it is always there).
+fn dispatch(provider: ExecutionProvider, options: &[(&str, &str)]) -> Result<Option<ep::ExecutionProviderDispatch>, CheckError> {
+    fn configured<E: ArbitrarilyConfigurableExecutionProvider>(mut ep: E, options: &[(&str, &str)]) -> E {
+        for (key, value) in options {
+            ep = ep.with_arbitrary_config(key, value);
+        }
+        ep
+    }
+    let no_options = |name: &str| {
+        if options.is_empty() {
+            Ok(())
+        } else {
+            Err(CheckError::new(
+                ErrorKind::ProviderRegistration,
+                format!("hardware.yaml gives {name} options {options:?}, but ort cannot pass free-form options to it; remove them"),
+            ))
+        }
+    };
+    Ok(Some(match provider {
+        ExecutionProvider::Cpu => {
+            no_options("CPUExecutionProvider")?;
+            return Ok(None);
+        }
+        ExecutionProvider::Cuda => configured(ep::CUDA::default(), options).build(),
+        ExecutionProvider::TensorRt => configured(ep::TensorRT::default(), options).build(),
+        ExecutionProvider::MiGraphX => {
+            no_options("MIGraphXExecutionProvider")?;
+            ep::MIGraphX::default().build()
+        }
+        ExecutionProvider::CoreMl => configured(ep::CoreML::default(), options).build(),
+        ExecutionProvider::OpenVino => configured(ep::OpenVINO::default(), options).build(),
+        ExecutionProvider::Qnn => configured(ep::QNN::default(), options).build(),
+    }))
 }
 
 impl super::Session for OnnxSession {
-    fn run(&mut self, inputs: &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, String> {
-        let values: Vec<(String, DynValue)> = inputs
-            .iter()
-            .map(|(name, t)| to_ort(t).map(|v| (name.clone(), v)))
-            .collect::<Result<_, _>>()?;
-        let outputs = self.session.run(values).map_err(|e| format!("ONNX Runtime run failed: {e}"))?;
+    fn run(&mut self, inputs: &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, CheckError> {
+        let values: Vec<(String, DynValue)> = inputs.iter().map(|(name, t)| to_ort(t).map(|v| (name.clone(), v))).collect::<Result<_, _>>()?;
+        let outputs = self.session.run(values).map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("ONNX Runtime run failed: {e}")))?;
         outputs.iter().map(|(name, value)| from_ort(&value).map(|t| (name.to_string(), t))).collect()
     }
 
-    fn verify_backend(&mut self) -> Result<String, String> {
-        let profile = self.session.end_profiling().map_err(|e| format!("cannot end profiling: {e}"))?;
-        let text = std::fs::read_to_string(&profile).map_err(|e| format!("cannot read ORT profile {profile}: {e}"))?;
+    fn placement(&mut self) -> Result<Placement, CheckError> {
+        if self.mode != Mode::Profiled {
+            return Err(CheckError::new(ErrorKind::ProviderUnverified, "placement asked of a session opened without profiling"));
+        }
+        let unverified = |message: String| CheckError::new(ErrorKind::ProviderUnverified, message);
+        let profile = self.session.end_profiling().map_err(|e| unverified(format!("cannot end profiling: {e}")))?;
+        let text = std::fs::read_to_string(&profile).map_err(|e| unverified(format!("cannot read ORT profile {profile}: {e}")))?;
         let _ = std::fs::remove_file(&profile);
-        let counts = node_providers(&text)?;
-        let expected = self.provider.ort_name();
-        let total: usize = counts.iter().map(|(_, n)| n).sum();
-        let on_expected = counts.iter().find(|(p, _)| p == expected).map(|(_, n)| *n).unwrap_or(0);
-        let summary = counts.iter().map(|(p, n)| format!("{p}: {n}")).collect::<Vec<_>>().join(", ");
-        if total == 0 {
-            return Err("the ORT profile records no node executions, so the provider cannot be verified".into());
-        }
-        // CPU cells must run entirely on CPU; an accelerator cell must run real
-        // work on its provider (ORT places shape ops on CPU by design).
-        let ok = match self.provider {
-            ExecutionProvider::Cpu => on_expected == total,
-            _ => on_expected > 0,
-        };
-        if ok {
-            Ok(format!("{expected} ran {on_expected} of {total} node executions ({summary})"))
-        } else {
-            Err(format!("{expected} ran {on_expected} of {total} node executions ({summary}): the model did not run on the requested provider"))
-        }
+        parse_profile(&text).map_err(unverified)
     }
 
     fn library(&self) -> String {
         format!("onnxruntime ({})", self.library)
     }
+
+    fn threads(&self) -> Threads {
+        THREADS
+    }
 }
 
-/// (provider, node executions) from an ORT profile (Chrome trace JSON), sorted.
-pub fn node_providers(profile_json: &str) -> Result<Vec<(String, usize)>, String> {
+/// Per-operator placement and arena figures from an ORT profile (Chrome trace
+/// JSON). Each node's `*_kernel_time` event names its provider and op; the
+/// fence events around it carry neither and are skipped.
+pub fn parse_profile(profile_json: &str) -> Result<Placement, String> {
     let events: Vec<serde_json::Value> = serde_json::from_str(profile_json).map_err(|e| format!("ORT profile is not JSON: {e}"))?;
-    let mut counts = std::collections::BTreeMap::<String, usize>::new();
-    for event in &events {
-        if event.get("cat").and_then(|c| c.as_str()) != Some("Node") {
-            continue;
+    let mut ops: BTreeMap<(String, String), (usize, u64)> = BTreeMap::new();
+    let mut placement = Placement::default();
+    for event in events.iter().filter(|e| e.get("cat").and_then(|c| c.as_str()) == Some("Node")) {
+        let args = |key: &str| event.pointer(&format!("/args/{key}")).and_then(|v| v.as_str());
+        let Some(provider) = args("provider") else { continue };
+        let op = args("op_name").unwrap_or("?").to_string();
+        let entry = ops.entry((op, provider.to_string())).or_default();
+        entry.0 += 1;
+        entry.1 += event.get("dur").and_then(|d| d.as_u64()).unwrap_or(0);
+        let number = |key: &str| args(key).and_then(|v| v.parse::<u64>().ok());
+        if let Some(held) = number("mem_arena_held") {
+            placement.arena_held_bytes = Some(placement.arena_held_bytes.unwrap_or(0).max(held));
         }
-        if let Some(provider) = event.pointer("/args/provider").and_then(|p| p.as_str()) {
-            *counts.entry(provider.to_string()).or_default() += 1;
+        if let Some(peak) = number("mem_in_use_peak") {
+            placement.arena_in_use_peak_bytes = Some(placement.arena_in_use_peak_bytes.unwrap_or(0).max(peak));
         }
     }
-    Ok(counts.into_iter().collect())
+    if ops.is_empty() {
+        return Err("the ORT profile records no node executions, so the provider cannot be verified".into());
+    }
+    placement.ops = ops.into_iter().map(|((op, provider), (nodes, kernel_us))| OpPlacement { op, provider, nodes, kernel_us }).collect();
+    Ok(placement)
 }
 
-fn to_ort(tensor: &Tensor) -> Result<DynValue, String> {
+fn to_ort(tensor: &Tensor) -> Result<DynValue, CheckError> {
     let shape: Vec<i64> = tensor.shape.iter().map(|&d| d as i64).collect();
     let value = match &tensor.data {
         Data::Float32(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
@@ -164,16 +214,17 @@ fn to_ort(tensor: &Tensor) -> Result<DynValue, String> {
         Data::Int32(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
         Data::Bool(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
     };
-    value.map_err(|e| format!("cannot build input tensor: {e}"))
+    value.map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("cannot build input tensor: {e}")))
 }
 
-fn from_ort(value: &ort::value::DynValueRef<'_>) -> Result<Tensor, String> {
+fn from_ort(value: &ort::value::DynValueRef<'_>) -> Result<Tensor, CheckError> {
+    let mismatch = |message: String| CheckError::new(ErrorKind::OutputMismatch, message);
     let ty = match value.dtype() {
         ValueType::Tensor { ty, .. } => *ty,
-        other => return Err(format!("output is not a tensor but {other:?}")),
+        other => return Err(mismatch(format!("output is not a tensor but {other:?}"))),
     };
-    fn extract<T: ort::value::PrimitiveTensorElementType + Clone>(value: &ort::value::DynValueRef<'_>) -> Result<(Vec<usize>, Vec<T>), String> {
-        let (shape, data) = value.try_extract_tensor::<T>().map_err(|e| e.to_string())?;
+    fn extract<T: ort::value::PrimitiveTensorElementType + Clone>(value: &ort::value::DynValueRef<'_>) -> Result<(Vec<usize>, Vec<T>), CheckError> {
+        let (shape, data) = value.try_extract_tensor::<T>().kind(ErrorKind::RunFailed)?;
         Ok((shape.iter().map(|&d| d as usize).collect(), data.to_vec()))
     }
     let (shape, data) = match ty {
@@ -181,7 +232,7 @@ fn from_ort(value: &ort::value::DynValueRef<'_>) -> Result<Tensor, String> {
         TensorElementType::Int64 => extract::<i64>(value).map(|(s, d)| (s, Data::Int64(d)))?,
         TensorElementType::Int32 => extract::<i32>(value).map(|(s, d)| (s, Data::Int32(d)))?,
         TensorElementType::Bool => extract::<bool>(value).map(|(s, d)| (s, Data::Bool(d)))?,
-        other => return Err(format!("output element type {other:?} is not one hwmatrix compares (float32, int64, int32, bool)")),
+        other => return Err(mismatch(format!("output element type {other:?} is not one hwmatrix compares (float32, int64, int32, bool)"))),
     };
     Ok(Tensor { shape, data })
 }
@@ -191,17 +242,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn counts_node_providers_from_a_profile() {
+    fn reads_placement_and_arena_from_a_profile() {
         let profile = r#"[
           {"cat":"Session","name":"model_run","args":{}},
-          {"cat":"Node","name":"MatMul_kernel_time","args":{"provider":"CPUExecutionProvider"}},
-          {"cat":"Node","name":"Add_kernel_time","args":{"provider":"CUDAExecutionProvider"}},
-          {"cat":"Node","name":"Gelu_kernel_time","args":{"provider":"CUDAExecutionProvider"}}
+          {"cat":"Node","name":"MatMul_fence_before","dur":0,"args":{"op_name":"MatMul"}},
+          {"cat":"Node","name":"MatMul_kernel_time","dur":40,"args":{"provider":"CPUExecutionProvider","op_name":"MatMul","mem_arena_held":"2048","mem_in_use_peak":"700"}},
+          {"cat":"Node","name":"Add_kernel_time","dur":5,"args":{"provider":"CUDAExecutionProvider","op_name":"Add","mem_arena_held":"1024","mem_in_use_peak":"900"}},
+          {"cat":"Node","name":"Add2_kernel_time","dur":6,"args":{"provider":"CUDAExecutionProvider","op_name":"Add"}}
         ]"#;
+        let placement = parse_profile(profile).unwrap();
         assert_eq!(
-            node_providers(profile).unwrap(),
-            vec![("CPUExecutionProvider".to_string(), 1), ("CUDAExecutionProvider".to_string(), 2)]
+            placement.ops,
+            vec![
+                OpPlacement { op: "Add".into(), provider: "CUDAExecutionProvider".into(), nodes: 2, kernel_us: 11 },
+                OpPlacement { op: "MatMul".into(), provider: "CPUExecutionProvider".into(), nodes: 1, kernel_us: 40 },
+            ]
         );
-        assert!(node_providers("not json").is_err());
+        assert_eq!((placement.arena_held_bytes, placement.arena_in_use_peak_bytes), (Some(2048), Some(900)));
+        assert!(parse_profile("not json").is_err());
+        assert!(parse_profile(r#"[{"cat":"Session","args":{}}]"#).is_err());
     }
 }

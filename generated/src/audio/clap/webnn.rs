@@ -2,22 +2,7 @@
 //! clap on webnn: unsupported (architectures.yaml expects no multimodal support on webnn: LLaVA: not supported at any precision; XCLIP: 16-bit and 8-bit limited (seed 002). LLaVA, FLAVA, XCLIP too large (seed 004). Multimodal family N/A and LLaVA not fully supported on WebNN (seed 000) (seeds 000, 002, 004 (LLaVA, FLAVA, XCLIP families mapped to multimodal))).
 //!
 //! Engine: onnxruntime-web in headless Chromium, webnn. Select this cell with `cargo test -p generated clap::webnn::`.
-use super::adapter::WEBNN as CELL;
-/// The export shape loads and runs; output names, dtypes and shapes as declared; all finite.
-#[test]
-#[ignore = "unsupported: architectures.yaml expects no multimodal support on webnn: LLaVA: not supported at any precision; XCLIP: 16-bit and 8-bit limited (seed 002). LLaVA, FLAVA, XCLIP too large (seed 004). Multimodal family N/A and LLaVA not fully supported on WebNN (seed 000) (seeds 000, 002, 004 (LLaVA, FLAVA, XCLIP families mapped to multimodal))"]
-fn runs() {
-    runtime::checks::runs(&CELL);
-}
-/// Outputs within tolerance of the PyTorch float32 reference.
-#[test]
-#[ignore = "unsupported: architectures.yaml expects no multimodal support on webnn: LLaVA: not supported at any precision; XCLIP: 16-bit and 8-bit limited (seed 002). LLaVA, FLAVA, XCLIP too large (seed 004). Multimodal family N/A and LLaVA not fully supported on WebNN (seed 000) (seeds 000, 002, 004 (LLaVA, FLAVA, XCLIP families mapped to multimodal))"]
-fn matches_reference() {
-    runtime::checks::matches_reference(&CELL);
-}
-/// The second input shape runs and matches its reference too.
-#[test]
-#[ignore = "unsupported: architectures.yaml expects no multimodal support on webnn: LLaVA: not supported at any precision; XCLIP: 16-bit and 8-bit limited (seed 002). LLaVA, FLAVA, XCLIP too large (seed 004). Multimodal family N/A and LLaVA not fully supported on WebNN (seed 000) (seeds 000, 002, 004 (LLaVA, FLAVA, XCLIP families mapped to multimodal))"]
-fn dynamic_shapes() {
-    runtime::checks::dynamic_shapes(&CELL);
-}
+runtime::cell_tests!(
+    super::cells::WEBNN, ignore =
+    "unsupported: architectures.yaml expects no multimodal support on webnn: LLaVA: not supported at any precision; XCLIP: 16-bit and 8-bit limited (seed 002). LLaVA, FLAVA, XCLIP too large (seed 004). Multimodal family N/A and LLaVA not fully supported on WebNN (seed 000) (seeds 000, 002, 004 (LLaVA, FLAVA, XCLIP families mapped to multimodal))"
+);

@@ -2,31 +2,7 @@
 //! xclip on cpu: run.
 //!
 //! Engine: onnxruntime, CPUExecutionProvider. Select this cell with `cargo test -p generated xclip::cpu::`.
-use super::adapter::CPU as CELL;
-/// The export shape loads and runs; output names, dtypes and shapes as declared; all finite.
-#[test]
-#[cfg_attr(
-    not(feature = "cpu"),
-    ignore = "cpu is off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-)]
-fn runs() {
-    runtime::checks::runs(&CELL);
-}
-/// Outputs within tolerance of the PyTorch float32 reference.
-#[test]
-#[cfg_attr(
-    not(feature = "cpu"),
-    ignore = "cpu is off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-)]
-fn matches_reference() {
-    runtime::checks::matches_reference(&CELL);
-}
-/// The second input shape runs and matches its reference too.
-#[test]
-#[cfg_attr(
-    not(feature = "cpu"),
-    ignore = "cpu is off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-)]
-fn dynamic_shapes() {
-    runtime::checks::dynamic_shapes(&CELL);
-}
+runtime::cell_tests!(
+    super::cells::CPU, feature = "cpu", off =
+    "cpu is off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+);

@@ -2,22 +2,7 @@
 //! xclip on webnn: known-issue (XCLIP not implemented for webnn (seed 000, Implementation Issues: partially fixed)).
 //!
 //! Engine: onnxruntime-web in headless Chromium, webnn. Select this cell with `cargo test -p generated xclip::webnn::`.
-use super::adapter::WEBNN as CELL;
-/// The export shape loads and runs; output names, dtypes and shapes as declared; all finite.
-#[test]
-#[ignore = "known issue: XCLIP not implemented for webnn (seed 000, Implementation Issues: partially fixed)"]
-fn runs() {
-    runtime::checks::runs(&CELL);
-}
-/// Outputs within tolerance of the PyTorch float32 reference.
-#[test]
-#[ignore = "known issue: XCLIP not implemented for webnn (seed 000, Implementation Issues: partially fixed)"]
-fn matches_reference() {
-    runtime::checks::matches_reference(&CELL);
-}
-/// The second input shape runs and matches its reference too.
-#[test]
-#[ignore = "known issue: XCLIP not implemented for webnn (seed 000, Implementation Issues: partially fixed)"]
-fn dynamic_shapes() {
-    runtime::checks::dynamic_shapes(&CELL);
-}
+runtime::cell_tests!(
+    super::cells::WEBNN, ignore =
+    "known issue: XCLIP not implemented for webnn (seed 000, Implementation Issues: partially fixed)"
+);

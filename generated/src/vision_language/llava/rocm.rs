@@ -2,31 +2,7 @@
 //! llava on rocm: run.
 //!
 //! Engine: onnxruntime, MIGraphXExecutionProvider. Select this cell with `cargo test -p generated llava::rocm::`.
-use super::adapter::ROCM as CELL;
-/// The export shape loads and runs; output names, dtypes and shapes as declared; all finite.
-#[test]
-#[cfg_attr(
-    not(feature = "rocm"),
-    ignore = "rocm is off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
-)]
-fn runs() {
-    runtime::checks::runs(&CELL);
-}
-/// Outputs within tolerance of the PyTorch float32 reference.
-#[test]
-#[cfg_attr(
-    not(feature = "rocm"),
-    ignore = "rocm is off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
-)]
-fn matches_reference() {
-    runtime::checks::matches_reference(&CELL);
-}
-/// The second input shape runs and matches its reference too.
-#[test]
-#[cfg_attr(
-    not(feature = "rocm"),
-    ignore = "rocm is off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
-)]
-fn dynamic_shapes() {
-    runtime::checks::dynamic_shapes(&CELL);
-}
+runtime::cell_tests!(
+    super::cells::ROCM, feature = "rocm", off =
+    "rocm is off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
+);

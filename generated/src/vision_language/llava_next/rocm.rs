@@ -2,22 +2,7 @@
 //! llava_next on rocm: known-issue (llava_next cannot be exported to ONNX yet: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __round__ method; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression (IntTrueDiv(32, u0)) < (IntTrueDiv(32, u1)) (unhinted: (IntTrueDiv(32, u0)) < (IntTrueDiv(32, u1))). (Size-like symbols: none))).
 //!
 //! Engine: onnxruntime, MIGraphXExecutionProvider. Select this cell with `cargo test -p generated llava_next::rocm::`.
-use super::adapter::ROCM as CELL;
-/// The export shape loads and runs; output names, dtypes and shapes as declared; all finite.
-#[test]
-#[ignore = "known issue: llava_next cannot be exported to ONNX yet: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __round__ method; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression (IntTrueDiv(32, u0)) < (IntTrueDiv(32, u1)) (unhinted: (IntTrueDiv(32, u0)) < (IntTrueDiv(32, u1))).  (Size-like symbols: none))"]
-fn runs() {
-    runtime::checks::runs(&CELL);
-}
-/// Outputs within tolerance of the PyTorch float32 reference.
-#[test]
-#[ignore = "known issue: llava_next cannot be exported to ONNX yet: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __round__ method; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression (IntTrueDiv(32, u0)) < (IntTrueDiv(32, u1)) (unhinted: (IntTrueDiv(32, u0)) < (IntTrueDiv(32, u1))).  (Size-like symbols: none))"]
-fn matches_reference() {
-    runtime::checks::matches_reference(&CELL);
-}
-/// The second input shape runs and matches its reference too.
-#[test]
-#[ignore = "known issue: llava_next cannot be exported to ONNX yet: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __round__ method; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression (IntTrueDiv(32, u0)) < (IntTrueDiv(32, u1)) (unhinted: (IntTrueDiv(32, u0)) < (IntTrueDiv(32, u1))).  (Size-like symbols: none))"]
-fn dynamic_shapes() {
-    runtime::checks::dynamic_shapes(&CELL);
-}
+runtime::cell_tests!(
+    super::cells::ROCM, ignore =
+    "known issue: llava_next cannot be exported to ONNX yet: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __round__ method; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression (IntTrueDiv(32, u0)) < (IntTrueDiv(32, u1)) (unhinted: (IntTrueDiv(32, u0)) < (IntTrueDiv(32, u1))).  (Size-like symbols: none))"
+);

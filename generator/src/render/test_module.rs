@@ -1,34 +1,30 @@
-//! The per-cell test module, rendered from templates/cell_tests.rs.tera.
+//! The per-cell test module, rendered from templates/cell_tests.rs.tera: one
+//! `runtime::cell_tests!` invocation, so the check names and their bodies
+//! live in the runtime only.
 
+use hwmatrix_cell::Planned;
 use tera::{Context, Tera};
 
-use crate::plan::{CellPlan, Status};
+use crate::plan::CellPlan;
 use crate::spec::{LoadedModel, PlatformSpec};
 
 const TEMPLATE: &str = include_str!("../../../templates/cell_tests.rs.tera");
-
-/// The checks each cell runs, in order: (name in runtime::checks, doc).
-pub const CHECKS: [(&str, &str); 3] = [
-    ("runs", "The export shape loads and runs; output names, dtypes and shapes as declared; all finite."),
-    ("matches_reference", "Outputs within tolerance of the PyTorch float32 reference."),
-    ("dynamic_shapes", "The second input shape runs and matches its reference too."),
-];
 
 pub fn render(model: &LoadedModel, cell: &CellPlan, hardware: &PlatformSpec, engine_doc: &str) -> Result<String, String> {
     let platform = cell.platform.name();
     let mut ctx = Context::new();
     ctx.insert("model_type", &model.spec.model_type);
     ctx.insert("platform", platform);
-    ctx.insert("status", cell.status.label());
-    ctx.insert("reason", &cell.status.reason());
-    ctx.insert("reason_doc", &cell.status.reason().map(one_line));
+    ctx.insert("status", cell.planned.label());
+    ctx.insert("reason", &cell.planned.reason());
+    ctx.insert("reason_doc", &cell.planned.reason().map(one_line));
     ctx.insert("engine_doc", engine_doc);
     ctx.insert("cell_const", &platform.to_uppercase());
     ctx.insert("feature", &hardware.feature);
-    let ignore_always = match &cell.status {
-        Status::Run => None,
-        Status::Unsupported(reason) => Some(format!("unsupported: {reason}")),
-        Status::KnownIssue(reason) => Some(format!("known issue: {reason}")),
+    let ignore_always = match &cell.planned {
+        Planned::Run | Planned::NoEngine { .. } => None,
+        Planned::Unsupported { reason, .. } => Some(format!("unsupported: {reason}")),
+        Planned::KnownIssue { reason, .. } => Some(format!("known issue: {reason}")),
     };
     ctx.insert("ignore_always", &ignore_always.map(|r| rust_literal(&r)));
     ctx.insert(
@@ -38,8 +34,6 @@ pub fn render(model: &LoadedModel, cell: &CellPlan, hardware: &PlatformSpec, eng
             hardware.feature, hardware.requires
         )),
     );
-    let checks: Vec<_> = CHECKS.iter().map(|(name, doc)| serde_json::json!({"name": name, "doc": doc})).collect();
-    ctx.insert("checks", &checks);
     Tera::one_off(TEMPLATE, &ctx, false).map_err(|e| format!("templates/cell_tests.rs.tera: {e:?}"))
 }
 

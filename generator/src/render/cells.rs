@@ -1,0 +1,186 @@
+//! The static data of the generated crate, emitted with quote: each model's
+//! declaration (`mod.rs`), its cells (`cells.rs`), and the platforms of
+//! hardware.yaml (`platforms.rs`).
+
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::quote;
+use hwmatrix_cell::{Planned, Platform, decl};
+
+use crate::plan::{ModelPlan, PlatformPlan};
+use crate::spec::{EngineSpec, PlatformSpec, TensorSpec, ToleranceSpec};
+
+/// `mod.rs` of a model: its declaration and its modules.
+pub fn model_module(plan: &ModelPlan) -> TokenStream {
+    let spec = &plan.model.spec;
+    let doc = format!(
+        " {} ({}, {}): {} cells. Spec: {}.",
+        spec.model_type,
+        spec.category,
+        spec.architecture,
+        plan.cells.len(),
+        plan.model.display_path
+    );
+    let model_type = &spec.model_type;
+    let category = &spec.category;
+    let spec_path = &plan.model.display_path;
+    let digest = plan.model.digest();
+    let inputs = spec.inputs.iter().map(tensor_decl);
+    let outputs = spec.outputs.iter().map(tensor_decl);
+    let tolerance = tolerance(&spec.tolerance);
+    let platform_mods = plan.cells.iter().map(|c| ident(c.platform.name()));
+    quote! {
+        #![doc = #doc]
+
+        pub mod cells;
+        #( #[cfg(test)] mod #platform_mods; )*
+
+        pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
+            model_type: #model_type,
+            category: #category,
+            spec_path: #spec_path,
+            spec_digest: #digest,
+            inputs: &[ #(#inputs),* ],
+            outputs: &[ #(#outputs),* ],
+            tolerance: #tolerance,
+        };
+    }
+}
+
+/// `cells.rs` of a model: one cell per platform.
+pub fn cells(plan: &ModelPlan, platforms: &[PlatformPlan]) -> TokenStream {
+    let cells = plan.cells.iter().map(|cell| {
+        let name = ident(&cell.platform.name().to_uppercase());
+        let platform = platforms.iter().find(|p| p.platform == cell.platform).expect("planned platform");
+        let doc = format!(" {} on {}: {} ({}).", plan.model.spec.model_type, cell.platform, cell.planned, engine_doc(&platform.engine));
+        let planned = planned(&cell.planned);
+        let tolerance_override = match &cell.tolerance_override {
+            Some(t) => {
+                let t = tolerance(t);
+                quote!(Some(#t))
+            }
+            None => quote!(None),
+        };
+        let fallback = cell.fallback_ops.iter().map(|(op, reason)| quote!(runtime::AllowedFallback { op: #op, reason: #reason }));
+        quote! {
+            #[doc = #doc]
+            pub static #name: runtime::Cell = runtime::Cell {
+                model: &super::MODEL,
+                platform: &crate::platforms::#name,
+                planned: #planned,
+                tolerance_override: #tolerance_override,
+                allowed_fallback: &[ #(#fallback),* ],
+            };
+        }
+    });
+    quote! {
+        //! The cells of this model: how each platform runs it, and what is planned for it.
+        #(#cells)*
+    }
+}
+
+/// `platforms.rs`: each planned platform as hardware.yaml describes it, and
+/// which of their cargo features are on in this build.
+pub fn platforms<'a>(platforms: &[PlatformPlan], hardware: &dyn Fn(Platform) -> &'a PlatformSpec) -> TokenStream {
+    let decls = platforms.iter().map(|p| {
+        let spec = hardware(p.platform);
+        let name = ident(&p.platform.name().to_uppercase());
+        let doc = format!(" {}: {}.", spec.display_name, engine_doc(&p.engine));
+        let platform = platform_path(p.platform);
+        let feature = &spec.feature;
+        let requires = &spec.requires;
+        let engine = engine_expr(&p.engine);
+        quote! {
+            #[doc = #doc]
+            pub static #name: runtime::PlatformDecl = runtime::PlatformDecl {
+                platform: #platform,
+                feature: #feature,
+                requires: #requires,
+                engine: #engine,
+            };
+        }
+    });
+    let features = platforms.iter().map(|p| {
+        let platform = platform_path(p.platform);
+        let feature = &hardware(p.platform).feature;
+        quote!(#platform => cfg!(feature = #feature),)
+    });
+    quote! {
+        //! The platforms of hardware.yaml: cargo feature, what each needs, and the engine that serves its cells.
+        #(#decls)*
+
+        /// Whether a platform's cargo feature is on in this build.
+        #[allow(unreachable_patterns)]
+        pub fn feature_on(platform: runtime::Platform) -> bool {
+            match platform {
+                #(#features)*
+                _ => false,
+            }
+        }
+    }
+}
+
+/// How an engine reads in docs.
+pub fn engine_doc(engine: &EngineSpec) -> String {
+    match engine {
+        EngineSpec::Onnxruntime { provider, options } => decl::describe_onnxruntime(*provider, options.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+        EngineSpec::Libtorch { device } => decl::describe_libtorch(device),
+        EngineSpec::Wgpu {} => "wgpu".into(),
+        EngineSpec::Browser { backend } => decl::describe_browser(*backend),
+    }
+}
+
+fn engine_expr(engine: &EngineSpec) -> TokenStream {
+    match engine {
+        EngineSpec::Onnxruntime { provider, options } => {
+            let provider = ident(&format!("{provider:?}"));
+            let options = options.iter().map(|(k, v)| quote!((#k, #v)));
+            quote!(runtime::Engine::OnnxRuntime { provider: runtime::ExecutionProvider::#provider, options: &[ #(#options),* ] })
+        }
+        EngineSpec::Libtorch { device } => quote!(runtime::Engine::Libtorch { device: #device }),
+        EngineSpec::Wgpu {} => quote!(runtime::Engine::Wgpu),
+        EngineSpec::Browser { backend } => {
+            let backend = ident(&format!("{backend:?}"));
+            quote!(runtime::Engine::Browser { backend: runtime::BrowserBackend::#backend })
+        }
+    }
+}
+
+fn planned(planned: &Planned<String>) -> TokenStream {
+    let basis = |b: &hwmatrix_cell::Basis| {
+        let b = ident(&format!("{b:?}"));
+        quote!(runtime::Basis::#b)
+    };
+    match planned {
+        Planned::Run => quote!(runtime::Planned::Run),
+        Planned::Unsupported { reason, basis: b } => {
+            let b = basis(b);
+            quote!(runtime::Planned::Unsupported { reason: #reason, basis: #b })
+        }
+        Planned::KnownIssue { reason, basis: b } => {
+            let b = basis(b);
+            quote!(runtime::Planned::KnownIssue { reason: #reason, basis: #b })
+        }
+        Planned::NoEngine { reason } => quote!(runtime::Planned::NoEngine { reason: #reason }),
+    }
+}
+
+fn tolerance(t: &ToleranceSpec) -> TokenStream {
+    let (abs, rel) = (t.abs, t.rel);
+    quote!(runtime::Tolerance { abs: #abs, rel: #rel })
+}
+
+fn platform_path(platform: Platform) -> TokenStream {
+    let variant = ident(&format!("{platform:?}"));
+    quote!(runtime::Platform::#variant)
+}
+
+fn tensor_decl(t: &TensorSpec) -> TokenStream {
+    let name = &t.name;
+    let dtype = ident(&format!("{:?}", t.dtype));
+    let axes = t.axes.iter();
+    quote!(runtime::TensorDecl { name: #name, dtype: runtime::DType::#dtype, axes: &[ #(#axes),* ] })
+}
+
+fn ident(name: &str) -> Ident {
+    Ident::new(name, Span::call_site())
+}

@@ -1,0 +1,48 @@
+//! The key a fixture is cached under, and checked against before a cell uses
+//! it: sha256 over the spec (as the exporter receives it), the exporter, its
+//! pinned requirements and the seed. `gen fixtures` writes it into meta.json;
+//! the runtime recomputes it for the spec it was generated from, so a fixture
+//! built from an older spec or exporter is refused as stale.
+
+use sha2::{Digest, Sha256};
+
+/// The exporter and its requirements, compiled in: a test binary checks
+/// fixtures against the exporter of the checkout it was built from.
+pub const EXPORTER_SOURCE: &[u8] = include_bytes!("../../exporter/export.py");
+pub const EXPORTER_REQUIREMENTS: &[u8] = include_bytes!("../../exporter/requirements.txt");
+
+/// The seed every fixture is built with.
+pub const SEED: u64 = 0;
+
+/// sha256 of the spec JSON the exporter receives.
+pub fn spec_digest(spec_json: &[u8]) -> String {
+    hex(&Sha256::digest(spec_json))
+}
+
+/// The fixture key for a spec digest, with the compiled-in exporter.
+pub fn fixture_key(spec_digest: &str) -> String {
+    let mut hasher = Sha256::new();
+    for part in [spec_digest.as_bytes(), EXPORTER_SOURCE, EXPORTER_REQUIREMENTS, &SEED.to_le_bytes()] {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    hex(&hasher.finalize())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_depends_on_the_spec() {
+        let a = fixture_key(&spec_digest(b"{\"model_type\":\"bert\"}"));
+        let b = fixture_key(&spec_digest(b"{\"model_type\":\"bert\",\"x\":1}"));
+        assert_eq!(a.len(), 64);
+        assert_ne!(a, b);
+        assert_eq!(a, fixture_key(&spec_digest(b"{\"model_type\":\"bert\"}")));
+    }
+}

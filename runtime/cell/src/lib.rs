@@ -1,0 +1,22 @@
+//! The vocabulary gen and the runtime share, and nothing that runs a model.
+//!
+//! `gen` plans cells with these types and emits them as static data into
+//! `generated/`; the runtime reads that data and runs the cell. Keeping them
+//! here means the generator links no engine library (ONNX Runtime, libtorch).
+
+pub mod decl;
+pub mod dtype;
+pub mod fixture_key;
+pub mod paths;
+pub mod planned;
+pub mod platform;
+
+pub use decl::{AllowedFallback, BrowserBackend, Cell, Engine, EngineKind, ExecutionProvider, ModelDecl, PlatformDecl, TensorDecl, Tolerance};
+pub use dtype::DType;
+pub use planned::{Basis, Planned};
+pub use platform::Platform;
+
+/// The checks every runnable cell has, in the order the tests list them. The
+/// names are the test function names (`runtime::cell_tests!`) and the `check`
+/// field of records.
+pub const CHECKS: [&str; 3] = ["runs", "matches_reference", "dynamic_shapes"];

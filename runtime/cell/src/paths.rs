@@ -1,0 +1,73 @@
+//! Where hwmatrix keeps what lives outside the checkout (venv, fixtures) and
+//! what a test run produces (results). Environment variables override each.
+//!
+//! Nothing here depends on where the binary was built: a test binary shared
+//! by two checkouts would otherwise write into the checkout that built it.
+
+use std::path::{Path, PathBuf};
+
+/// `HWMATRIX_CACHE`, else `$XDG_CACHE_HOME/hwmatrix`, else `~/.cache/hwmatrix`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("HWMATRIX_CACHE") {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(dir).join("hwmatrix");
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    home.join(".cache").join("hwmatrix")
+}
+
+/// The fixture root of the contract: `HWMATRIX_FIXTURES`, else `<cache>/fixtures`.
+pub fn fixtures_dir() -> PathBuf {
+    std::env::var_os("HWMATRIX_FIXTURES").map(PathBuf::from).unwrap_or_else(|| cache_dir().join("fixtures"))
+}
+
+/// Where `gen fixtures` keeps the exporter's error for a model it could not export.
+pub fn export_error_file(fixtures: &Path, model_type: &str) -> PathBuf {
+    fixtures.join(format!("{model_type}.error.txt"))
+}
+
+/// The Python of the exporter's venv: `HWMATRIX_PYTHON`, else `<cache>/venv/bin/python`.
+pub fn python() -> PathBuf {
+    std::env::var_os("HWMATRIX_PYTHON").map(PathBuf::from).unwrap_or_else(|| cache_dir().join("venv/bin/python"))
+}
+
+/// The checkout the current folder is in: the nearest ancestor holding
+/// `model-specs/hardware.yaml`. `cargo test` runs a test binary in its
+/// package's folder, and `gen` is run from the checkout.
+pub fn checkout_root() -> Option<PathBuf> {
+    let cwd = std::env::current_dir().ok()?;
+    checkout_root_from(&cwd)
+}
+
+pub fn checkout_root_from(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors().find(|d| d.join("model-specs/hardware.yaml").is_file()).map(Path::to_path_buf)
+}
+
+/// Where result records go: `HWMATRIX_RESULTS`, else `results/` of the
+/// checkout the process runs in.
+pub fn results_dir() -> Result<PathBuf, String> {
+    if let Some(dir) = std::env::var_os("HWMATRIX_RESULTS") {
+        return Ok(PathBuf::from(dir));
+    }
+    checkout_root().map(|root| root.join("results")).ok_or_else(|| {
+        let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default();
+        format!("{cwd} is not inside a hwmatrix checkout (no model-specs/hardware.yaml above it): run from the checkout or set HWMATRIX_RESULTS")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkout_root_is_found_from_a_subfolder() {
+        let root = std::env::temp_dir().join(format!("hwmatrix-paths-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("model-specs")).unwrap();
+        std::fs::create_dir_all(root.join("generated/src")).unwrap();
+        std::fs::write(root.join("model-specs/hardware.yaml"), "").unwrap();
+        assert_eq!(checkout_root_from(&root.join("generated/src")), Some(root.clone()));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

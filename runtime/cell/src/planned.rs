@@ -1,0 +1,79 @@
+//! What the planner decided about a cell before anything ran, and on what
+//! grounds. A record's outcome (passed, failed...) is a different thing: it
+//! is what a run measured (`runtime::record::Outcome`).
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// A cell's planned status, resolved once by gen from the specs. Generated
+/// code holds `Planned<&'static str>`; gen builds it with owned strings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Planned<S = &'static str> {
+    /// Expected to work: its checks run for real when its platform's feature is on.
+    Run,
+    /// The platform cannot run it; never tried.
+    Unsupported { reason: S, basis: Basis },
+    /// Expected to fail today; tried only with `--include-ignored`.
+    KnownIssue { reason: S, basis: Basis },
+    /// None of the platform's engines is built in this runtime yet. With the
+    /// platform's feature on its checks run and fail, saying so.
+    NoEngine { reason: S },
+}
+
+impl<S: AsRef<str>> Planned<S> {
+    /// The label `gen list` and records use.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Planned::Run => "run",
+            Planned::Unsupported { .. } => "unsupported",
+            Planned::KnownIssue { .. } => "known-issue",
+            Planned::NoEngine { .. } => "no-engine",
+        }
+    }
+
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Planned::Run => None,
+            Planned::Unsupported { reason, .. } | Planned::KnownIssue { reason, .. } | Planned::NoEngine { reason } => Some(reason.as_ref()),
+        }
+    }
+
+    /// Whether the cell's checks run (and so must pass or fail) when its feature is on.
+    pub fn runs_when_enabled(&self) -> bool {
+        matches!(self, Planned::Run | Planned::NoEngine { .. })
+    }
+}
+
+impl<S: AsRef<str>> fmt::Display for Planned<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// Where a status comes from. Only `measured` is evidence from this run; the
+/// others are claims the report shows as such.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Basis {
+    /// A check of this run ran it and measured the outcome.
+    Measured,
+    /// `support: no` in architectures.yaml: an expectation copied from the seeds.
+    SeedExpectation,
+    /// Written in the model's spec by a person (a platform override with its
+    /// reason, or `export.known_issue` with the exporter's error).
+    Spec,
+    /// Not tried in this run (the platform's cargo feature is off).
+    NotTried,
+}
+
+impl Basis {
+    pub fn name(self) -> &'static str {
+        match self {
+            Basis::Measured => "measured",
+            Basis::SeedExpectation => "seed-expectation",
+            Basis::Spec => "spec",
+            Basis::NotTried => "not-tried",
+        }
+    }
+}

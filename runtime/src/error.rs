@@ -1,0 +1,77 @@
+//! Why a check failed, as a kind a report can group by and a message a
+//! maintainer can act on. Both go into the check's record.
+
+use std::fmt;
+
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ErrorKind {
+    /// The platform's hardware or system pieces are not on this machine.
+    PlatformAbsent,
+    /// The platform's engine is not built into this runtime yet.
+    EngineNotBuilt,
+    /// The engine's library (e.g. libonnxruntime) cannot be found or loaded.
+    LibraryMissing,
+    /// The execution provider refused to register (no silent CPU fallback).
+    ProviderRegistration,
+    /// Nodes ran on another provider than the one the cell asked for.
+    ProviderFallback,
+    /// The engine's own account of where nodes ran is missing or unreadable.
+    ProviderUnverified,
+    /// No fixture for the model has been built.
+    FixtureMissing,
+    /// The fixture was built from another spec or exporter than this cell's.
+    FixtureStale,
+    /// The fixture breaks the contract (meta.json, npy files).
+    FixtureInvalid,
+    /// The exporter could not export the model.
+    ExportFailed,
+    /// The engine could not load the model.
+    ModelLoad,
+    /// The engine failed while running the model.
+    RunFailed,
+    /// Output names, dtypes or shapes differ from the spec.
+    OutputMismatch,
+    /// An output holds NaN or infinity.
+    NonFinite,
+    /// Outputs differ from the reference beyond the tolerance.
+    OutOfTolerance,
+    /// A constant output would pass: the reference cannot catch a wrong model.
+    ReferenceNotInformative,
+    /// The check's record could not be written.
+    RecordWrite,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl CheckError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> CheckError {
+        CheckError { kind, message: message.into() }
+    }
+}
+
+impl fmt::Display for CheckError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CheckError {}
+
+/// `result.map_err(kind.with("context"))`-style helper: wraps any error as a
+/// `CheckError` of one kind.
+pub trait Kind<T> {
+    fn kind(self, kind: ErrorKind) -> Result<T, CheckError>;
+}
+
+impl<T, E: fmt::Display> Kind<T> for Result<T, E> {
+    fn kind(self, kind: ErrorKind) -> Result<T, CheckError> {
+        self.map_err(|e| CheckError::new(kind, e.to_string()))
+    }
+}

@@ -1,0 +1,61 @@
+//! Records for the cells that do not run. A `#[ignore]`d test never runs, so
+//! it cannot write its own record; without one a report could not tell "not
+//! tried" from "no evidence". The generated crate has one test that hands
+//! every cell to [`record_cells_not_run`], which writes, for each check of
+//! each cell that will not run in this build, a record with its status,
+//! reason and basis (an expectation from the seeds, a person's spec, or
+//! simply not tried).
+
+use crate::checks::{Check, blank_record};
+use crate::record::{self, Outcome, Record};
+use crate::{Basis, Cell, Planned};
+
+/// Why a cell does not run in this build, or None when its checks run (and record themselves).
+pub fn not_run(cell: &Cell, feature_on: bool) -> Option<(Outcome, Basis, String)> {
+    match cell.planned {
+        Planned::Unsupported { reason, basis } => Some((Outcome::Unsupported, basis, reason.to_string())),
+        Planned::KnownIssue { reason, basis } => Some((Outcome::KnownIssue, basis, reason.to_string())),
+        Planned::Run | Planned::NoEngine { .. } if feature_on => None,
+        Planned::Run | Planned::NoEngine { .. } => {
+            let mut reason = format!(
+                "{} is off in this build: run `cargo test -p generated --features {}` where {} is present",
+                cell.platform.platform, cell.platform.feature, cell.platform.requires
+            );
+            if let Planned::NoEngine { reason: engine } = cell.planned {
+                reason.push_str(&format!("; and {engine}"));
+            }
+            Some((Outcome::Ignored, Basis::NotTried, reason))
+        }
+    }
+}
+
+/// Writes one record per check of every cell that will not run; returns how
+/// many. `feature_on` says whether a platform's cargo feature is on in the
+/// calling crate (features are the caller's, not the runtime's).
+pub fn record_cells_not_run(cells: &[&Cell], feature_on: impl Fn(&Cell) -> bool) -> Result<usize, String> {
+    let mut written = 0;
+    for cell in cells {
+        let Some((status, basis, reason)) = not_run(cell, feature_on(cell)) else { continue };
+        for check in Check::ALL {
+            let record = Record { status, basis, reason: Some(reason.clone()), ..blank_record(cell, check.name()) };
+            record::append(&record).map_err(|e| format!("{}::{}: cannot write its record: {e}", cell.id(), check.name()))?;
+            written += 1;
+        }
+    }
+    Ok(written)
+}
+
+/// Reads the records back and asserts that this run wrote at least `written`
+/// records for cells that did not run: the ledger test's proof that its
+/// records landed where reports will look.
+pub fn assert_recorded(written: usize) {
+    let dir = crate::paths::results_dir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.join(format!("{}.jsonl", record::host()));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let found = text
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|r| r["run_id"] == record::run_id() && r["basis"] != Basis::Measured.name() && r["reason"].as_str().is_some_and(|s| !s.is_empty()))
+        .count();
+    assert!(found >= written, "{} holds {found} records of cells not run for run {}, but {written} were written", path.display(), record::run_id());
+}

@@ -1,0 +1,54 @@
+//! The test functions of a cell, written once. A generated test module is a
+//! single invocation, so 300 models × 8 platforms stay thin and the check
+//! names live here only (they match `hwmatrix_cell::CHECKS`).
+
+/// The three checks of a cell as `#[test]` functions.
+///
+/// - `cell_tests!(CELL, feature = "cpu", off = "why it is ignored when the feature is off")`:
+///   the checks run when the platform's cargo feature is on (in the calling
+///   crate), and fail there if the platform is absent.
+/// - `cell_tests!(CELL, ignore = "unsupported: why")`: never run (unsupported
+///   or known issue); `cargo test -- --include-ignored` tries them anyway.
+#[macro_export]
+macro_rules! cell_tests {
+    ($cell:path, feature = $feature:literal, off = $off:literal) => {
+        /// The export shape loads and runs; output names, dtypes and shapes as declared; all finite.
+        #[test]
+        #[cfg_attr(not(feature = $feature), ignore = $off)]
+        fn runs() {
+            $crate::checks::runs(&$cell);
+        }
+        /// Outputs within tolerance of the PyTorch float32 reference, which must be informative.
+        #[test]
+        #[cfg_attr(not(feature = $feature), ignore = $off)]
+        fn matches_reference() {
+            $crate::checks::matches_reference(&$cell);
+        }
+        /// The second input shape (padded masks, another batch) runs and matches its reference too.
+        #[test]
+        #[cfg_attr(not(feature = $feature), ignore = $off)]
+        fn dynamic_shapes() {
+            $crate::checks::dynamic_shapes(&$cell);
+        }
+    };
+    ($cell:path, ignore = $why:literal) => {
+        /// The export shape loads and runs; output names, dtypes and shapes as declared; all finite.
+        #[test]
+        #[ignore = $why]
+        fn runs() {
+            $crate::checks::runs(&$cell);
+        }
+        /// Outputs within tolerance of the PyTorch float32 reference, which must be informative.
+        #[test]
+        #[ignore = $why]
+        fn matches_reference() {
+            $crate::checks::matches_reference(&$cell);
+        }
+        /// The second input shape (padded masks, another batch) runs and matches its reference too.
+        #[test]
+        #[ignore = $why]
+        fn dynamic_shapes() {
+            $crate::checks::dynamic_shapes(&$cell);
+        }
+    };
+}

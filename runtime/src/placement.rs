@@ -1,0 +1,151 @@
+//! Where the operators of a run executed, and whether that is the platform
+//! the cell asked for. One rule for every platform: every node runs on the
+//! requested provider, except operators the spec allows to fall back (each
+//! with its reason). "At least one node on the GPU" is not a verified GPU.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::AllowedFallback;
+
+/// Node executions of one operator type on one provider.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OpPlacement {
+    pub op: String,
+    pub provider: String,
+    pub nodes: usize,
+    /// Profiled kernel time, summed.
+    pub kernel_us: u64,
+}
+
+/// A provider's share of a run, by node count and by profiled kernel time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProviderShare {
+    pub provider: String,
+    pub nodes: usize,
+    pub node_share: f64,
+    pub kernel_us: u64,
+    pub time_share: f64,
+}
+
+/// Operators that ran off the requested provider.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Fallback {
+    pub op: String,
+    pub provider: String,
+    pub nodes: usize,
+    /// The spec's reason when it allows this fallback; None means not allowed.
+    pub allowed_because: Option<String>,
+}
+
+/// The placement evidence of one check, as its record keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProviderEvidence {
+    pub requested: String,
+    /// Provider options asked for (e.g. CoreML's MLComputeUnits), from hardware.yaml.
+    pub options: BTreeMap<String, String>,
+    pub shares: Vec<ProviderShare>,
+    pub fallback: Vec<Fallback>,
+    /// Every node on the requested provider, or off it only where allowed.
+    pub verified: bool,
+}
+
+impl ProviderEvidence {
+    pub fn summary(&self) -> String {
+        let shares: Vec<String> = self
+            .shares
+            .iter()
+            .map(|s| format!("{}: {} nodes ({:.0}%), {} µs ({:.0}%)", s.provider, s.nodes, s.node_share * 100.0, s.kernel_us, s.time_share * 100.0))
+            .collect();
+        shares.join("; ")
+    }
+
+    /// The operators that fell back without the spec allowing it, for messages.
+    pub fn disallowed(&self) -> Vec<String> {
+        self.fallback
+            .iter()
+            .filter(|f| f.allowed_because.is_none())
+            .map(|f| format!("{} ×{} on {}", f.op, f.nodes, f.provider))
+            .collect()
+    }
+}
+
+/// Judges a run's placement against the requested provider and the allowed fallbacks.
+pub fn judge(requested: &str, options: &[(&str, &str)], ops: &[OpPlacement], allowed: &[AllowedFallback]) -> ProviderEvidence {
+    let total_nodes: usize = ops.iter().map(|o| o.nodes).sum();
+    let total_us: u64 = ops.iter().map(|o| o.kernel_us).sum();
+    let mut by_provider: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
+    for o in ops {
+        let entry = by_provider.entry(&o.provider).or_default();
+        entry.0 += o.nodes;
+        entry.1 += o.kernel_us;
+    }
+    let share = |part: f64, whole: f64| if whole > 0.0 { part / whole } else { 0.0 };
+    let shares = by_provider
+        .into_iter()
+        .map(|(provider, (nodes, us))| ProviderShare {
+            provider: provider.to_string(),
+            nodes,
+            node_share: share(nodes as f64, total_nodes as f64),
+            kernel_us: us,
+            time_share: share(us as f64, total_us as f64),
+        })
+        .collect();
+    let fallback: Vec<Fallback> = ops
+        .iter()
+        .filter(|o| o.provider != requested)
+        .map(|o| Fallback {
+            op: o.op.clone(),
+            provider: o.provider.clone(),
+            nodes: o.nodes,
+            allowed_because: allowed.iter().find(|a| a.op == o.op).map(|a| a.reason.to_string()),
+        })
+        .collect();
+    let verified = total_nodes > 0 && fallback.iter().all(|f| f.allowed_because.is_some());
+    ProviderEvidence {
+        requested: requested.to_string(),
+        options: options.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        shares,
+        fallback,
+        verified,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(op: &str, provider: &str, nodes: usize, us: u64) -> OpPlacement {
+        OpPlacement { op: op.into(), provider: provider.into(), nodes, kernel_us: us }
+    }
+
+    const CUDA: &str = "CUDAExecutionProvider";
+    const CPU: &str = "CPUExecutionProvider";
+
+    #[test]
+    fn one_node_on_the_accelerator_is_not_enough() {
+        let ops = [op("MatMul", CUDA, 1, 10), op("Add", CPU, 9, 90)];
+        let evidence = judge(CUDA, &[], &ops, &[]);
+        assert!(!evidence.verified);
+        assert_eq!(evidence.disallowed(), vec!["Add ×9 on CPUExecutionProvider"]);
+        let cuda = evidence.shares.iter().find(|s| s.provider == CUDA).unwrap();
+        assert!((cuda.node_share - 0.1).abs() < 1e-9 && (cuda.time_share - 0.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn allowed_fallback_passes_and_is_recorded() {
+        let ops = [op("MatMul", CUDA, 5, 50), op("Shape", CPU, 2, 1)];
+        let allowed = [AllowedFallback { op: "Shape", reason: "shape ops run on CPU by design" }];
+        let evidence = judge(CUDA, &[("device_id", "0")], &ops, &allowed);
+        assert!(evidence.verified);
+        assert_eq!(evidence.fallback[0].allowed_because.as_deref(), Some("shape ops run on CPU by design"));
+        assert_eq!(evidence.options["device_id"], "0");
+    }
+
+    #[test]
+    fn no_nodes_is_not_verified() {
+        assert!(!judge(CPU, &[], &[], &[]).verified);
+        assert!(judge(CPU, &[], &[op("Add", CPU, 3, 3)], &[]).verified);
+    }
+}
