@@ -8,13 +8,17 @@
 #   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells
 #
 # Caches live outside the checkout (HWMATRIX_CACHE, default ~/.cache/hwmatrix):
-# venv/, fixtures/ and the cargo target folder.
+# venv/, fixtures/ and target/<checkout key>/, a cargo target folder per
+# checkout: two checkouts never share test binaries (each binary carries its
+# checkout's specs and tolerances), while a clean checkout at the same path
+# reuses its warm build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cache="${HWMATRIX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hwmatrix}"
 export HWMATRIX_CACHE="$cache"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$cache/target}"
+checkout_key=$(pwd -P | sha256sum | cut -c1-16)
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$cache/target/$checkout_key}"
 venv="$cache/venv"
 requirements=runtime/exporter/requirements.txt
 step() { printf '\n==> %s\n' "$*"; }
@@ -38,7 +42,7 @@ cargo run --quiet --locked -p generator --bin gen -- --all --check
 step "fixtures ($cache/fixtures)"
 cargo run --quiet --locked -p generator --bin gen -- fixtures
 
-step "cargo test --workspace (cpu cells run for real)"
+step "cargo test --workspace (cpu cells run for real; target $CARGO_TARGET_DIR)"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --locked --workspace 2>&1 | tee "$log"

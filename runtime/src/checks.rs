@@ -306,22 +306,23 @@ fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(Str
         });
     }
     evidence.deviation = Some(record);
-    if !out_of_tolerance.is_empty() {
-        return Err(CheckError::new(ErrorKind::OutOfTolerance, out_of_tolerance.join("; ")));
+    let uninformative = (!not_informative.is_empty()).then(|| {
+        format!(
+            "reference is not informative: {} (tolerance abs {} + rel {}); fix the fixture in {} (more batch, a better init, other inputs) and rebuild it",
+            not_informative.join("; "),
+            tolerance.abs,
+            tolerance.rel,
+            cell.model.spec_path
+        )
+    });
+    match (out_of_tolerance.is_empty(), uninformative) {
+        (true, None) => Ok(()),
+        (true, Some(message)) => Err(CheckError::new(ErrorKind::ReferenceNotInformative, message)),
+        (false, also) => {
+            let also = also.map(|m| format!("; also {m}")).unwrap_or_default();
+            Err(CheckError::new(ErrorKind::OutOfTolerance, format!("{}{also}", out_of_tolerance.join("; "))))
+        }
     }
-    if !not_informative.is_empty() {
-        return Err(CheckError::new(
-            ErrorKind::ReferenceNotInformative,
-            format!(
-                "reference is not informative: {} (tolerance abs {} + rel {}); fix the fixture in {} (more batch, a better init, other inputs) and rebuild it",
-                not_informative.join("; "),
-                tolerance.abs,
-                tolerance.rel,
-                cell.model.spec_path
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// Latency on a session opened without profiling, one timed section at a

@@ -168,3 +168,26 @@ fn help_explains_the_commands() {
         assert!(run.stdout.contains(word), "--help lacks {word}:\n{}", run.stdout);
     }
 }
+
+#[test]
+fn fallback_op_without_reason() {
+    let ws = copy_workspace("fallback-no-reason");
+    append_platforms_block(&bert(&ws), "  cuda:\n    fallback_ops:\n      Shape: \"\"\n");
+    let line = std::fs::read_to_string(bert(&ws)).unwrap().lines().position(|l| l.trim_start().starts_with("Shape:")).unwrap() + 1;
+    expect_spec_error(&ws, &bert(&ws), line, "the `cuda` fallback of `Shape` has no reason");
+}
+
+#[test]
+fn unknown_execution_provider() {
+    let ws = copy_workspace("unknown-provider");
+    let hardware = ws.specs.join("hardware.yaml");
+    let line = replace_line(&hardware, "      - onnxruntime: {provider: CUDAExecutionProvider", "      - onnxruntime: {provider: CUDAProvider}");
+    expect_spec_error(&ws, &hardware, line, "unknown variant `CUDAProvider`");
+}
+
+#[test]
+fn all_does_not_combine_with_a_selection() {
+    let run = run_gen(&["--all", "--category", "vision", "--check"]);
+    assert_eq!(run.code, 2, "clap usage error: {}", run.stderr);
+    assert!(run.stderr.contains("cannot be used with"), "{}", run.stderr);
+}

@@ -1,0 +1,117 @@
+//! Every check can fail, and a failed check keeps its evidence. Each case
+//! takes the real bert cpu cell, breaks one input (the tolerance, the
+//! reference, the fixture's key), runs the check for real and reads the
+//! record it wrote. Needs the bert fixture (`gen fixtures`, which
+//! `tests/run.sh` runs first).
+//!
+//! One test function: the cases point HWMATRIX_RESULTS and HWMATRIX_FIXTURES
+//! at scratch folders, and the environment is the process's.
+
+use std::path::Path;
+
+use hwmatrix_tests::{Scratch, copy_tree};
+use runtime::{Cell, Tolerance};
+use serde_json::Value;
+
+static BERT: &Cell = &generated::text_encoders::bert::cells::CPU;
+
+/// The bert cpu cell with another tolerance.
+fn with_tolerance(abs: f64, rel: f64) -> &'static Cell {
+    Box::leak(Box::new(Cell {
+        model: BERT.model,
+        platform: BERT.platform,
+        planned: BERT.planned,
+        tolerance_override: Some(Tolerance { abs, rel }),
+        allowed_fallback: BERT.allowed_fallback,
+    }))
+}
+
+/// Runs a check that must fail; returns its panic message and the record it wrote.
+fn failing(check: fn(&Cell), cell: &'static Cell, results: &Path) -> (String, Value) {
+    let _ = std::fs::remove_dir_all(results);
+    let panic = std::panic::catch_unwind(|| check(cell)).expect_err("the broken check passed");
+    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    let text = std::fs::read_to_string(results.join(format!("{}.jsonl", runtime::record::host()))).expect("the failed check wrote a record");
+    let record: Value = serde_json::from_str(text.lines().last().expect("one record")).expect("a JSON record");
+    assert_eq!(record["status"], "failed", "{record}");
+    assert_eq!(record["basis"], "measured");
+    (message, record)
+}
+
+fn set(name: &str, value: &Path) {
+    // SAFETY: this test binary has one test, so no other thread reads the environment.
+    unsafe { std::env::set_var(name, value) }
+}
+
+#[test]
+fn broken_inputs_fail_and_keep_their_evidence() {
+    let scratch = Scratch::new("evidence");
+    let results = scratch.path().join("results");
+    set("HWMATRIX_RESULTS", &results);
+    let real_fixtures = runtime::paths::fixtures_dir();
+    assert!(real_fixtures.join("bert/meta.json").is_file(), "no bert fixture in {}: run `gen fixtures --model bert`", real_fixtures.display());
+
+    // A tolerance of 0: out of tolerance, with the error, where it is worst, and the provider counts.
+    let (message, record) = failing(runtime::checks::matches_reference, with_tolerance(0.0, 0.0), &results);
+    assert!(message.contains("out-of-tolerance") && message.contains("worst at flat index"), "{message}");
+    assert_eq!(record["error_kind"], "out-of-tolerance");
+    let deviation = &record["deviation"];
+    assert!(deviation["max_abs"].as_f64().unwrap() > 0.0, "{deviation}");
+    let worst = deviation["outputs"].as_array().unwrap().iter().find(|o| !o["worst"].is_null()).expect("a worst element");
+    assert!(worst["worst"]["index"].is_u64() && worst["worst"]["expected"].is_f64() && worst["worst"]["got"].is_f64(), "{worst}");
+    assert_eq!(record["providers"]["verified"], true);
+    assert!(record["providers"]["shares"][0]["nodes"].as_u64().unwrap() > 0, "{}", record["providers"]);
+    assert!(record["timing"]["median_ms"].as_f64().unwrap() > 0.0 && record["timing"]["profiling"] == false);
+
+    // A tolerance so wide that the reference's mean would pass: the reference is not informative.
+    let (message, record) = failing(runtime::checks::matches_reference, with_tolerance(10.0, 0.0), &results);
+    assert!(message.contains("reference is not informative"), "{message}");
+    assert_eq!(record["error_kind"], "reference-not-informative");
+    assert_eq!(record["deviation"]["outputs"][0]["reference"]["constant_would_pass"], true);
+
+    // A reference made constant (its mean): the real model no longer matches it, and it would not inform.
+    let fixtures = scratch.path().join("fixtures");
+    copy_tree(&real_fixtures.join("bert"), &fixtures.join("bert"));
+    let pooler = fixtures.join("bert/outputs/pooler_output.npy");
+    let reference = runtime::npy::read(&pooler).unwrap();
+    let mean = reference.values().iter().sum::<f64>() / reference.len() as f64;
+    write_constant_f32(&pooler, &reference.shape, mean as f32);
+    set("HWMATRIX_FIXTURES", &fixtures);
+    let (message, record) = failing(runtime::checks::matches_reference, BERT, &results);
+    assert!(message.contains("pooler_output") && message.contains("reference is not informative"), "{message}");
+    let pooler_record = record["deviation"]["outputs"].as_array().unwrap().iter().find(|o| o["output"] == "pooler_output").unwrap().clone();
+    assert_eq!(pooler_record["reference"]["constant_would_pass"], true, "{pooler_record}");
+
+    // A fixture built under another key is stale, and says how to rebuild it.
+    let meta_path = fixtures.join("bert/meta.json");
+    let mut meta: Value = serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta["cache_key"] = Value::from("0000-built-from-an-older-spec");
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    let (message, record) = failing(runtime::checks::runs, BERT, &results);
+    assert_eq!(record["error_kind"], "fixture-stale");
+    assert!(message.contains("gen -- fixtures --model bert"), "{message}");
+
+    // No fixture at all.
+    std::fs::remove_dir_all(fixtures.join("bert")).unwrap();
+    let (_, record) = failing(runtime::checks::runs, BERT, &results);
+    assert_eq!(record["error_kind"], "fixture-missing");
+}
+
+/// A float32 .npy of one value (format 1.0, little-endian, C order).
+fn write_constant_f32(path: &Path, shape: &[usize], value: f32) {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let shape = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+    let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    let count: usize = shape.trim_matches(|c| c == '(' || c == ')').split(',').filter_map(|d| d.trim().parse::<usize>().ok()).product();
+    for _ in 0..count {
+        bytes.extend_from_slice(&value.to_le_bytes());
+    }
+    std::fs::write(path, bytes).unwrap();
+}
