@@ -257,7 +257,7 @@ fn check_declared(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(Stri
 /// Every reference output within tolerance, and informative: a reference
 /// that a constant would match cannot catch a wrong model.
 fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(String, Tensor)], evidence: &mut Evidence) -> Result<(), CheckError> {
-    let tolerance = cell.tolerance();
+    let tolerance = cell.effective_tolerance();
     let references = fixture.outputs(shape)?;
     let mut record = DeviationRecord { tolerance, max_abs: 0.0, max_rel: 0.0, outputs: Vec::new() };
     let mut out_of_tolerance = Vec::new();

@@ -17,13 +17,7 @@ static BERT: &Cell = &generated::text_encoders::bert::cells::CPU;
 
 /// The bert cpu cell with another tolerance.
 fn with_tolerance(abs: f64, rel: f64) -> &'static Cell {
-    Box::leak(Box::new(Cell {
-        model: BERT.model,
-        platform: BERT.platform,
-        planned: BERT.planned,
-        tolerance_override: Some(Tolerance { abs, rel }),
-        allowed_fallback: BERT.allowed_fallback,
-    }))
+    Box::leak(Box::new(Cell::new(BERT.model, BERT.platform, BERT.planned).with_tolerance(Tolerance { abs, rel })))
 }
 
 /// Runs a check that must fail; returns its panic message and the record it wrote.

@@ -53,23 +53,18 @@ pub fn cells(plan: &ModelPlan, platforms: &[PlatformPlan]) -> TokenStream {
         let platform = platforms.iter().find(|p| p.platform == cell.platform).expect("planned platform");
         let doc = format!(" {} on {}: {} ({}).", plan.model.spec.model_type, cell.platform, cell.planned, engine_doc(&platform.engine));
         let planned = planned(&cell.planned);
-        let tolerance_override = match &cell.tolerance_override {
-            Some(t) => {
-                let t = tolerance(t);
-                quote!(Some(#t))
-            }
-            None => quote!(None),
-        };
-        let fallback = cell.fallback_ops.iter().map(|(op, reason)| quote!(runtime::AllowedFallback { op: #op, reason: #reason }));
+        let mut cell_expr = quote!(runtime::Cell::new(&super::MODEL, &crate::platforms::#name, #planned));
+        if let Some(t) = &cell.tolerance_override {
+            let t = tolerance(t);
+            cell_expr = quote!(#cell_expr.with_tolerance(#t));
+        }
+        if !cell.fallback_ops.is_empty() {
+            let fallback = cell.fallback_ops.iter().map(|(op, reason)| quote!(runtime::AllowedFallback { op: #op, reason: #reason }));
+            cell_expr = quote!(#cell_expr.allowing_fallback(&[ #(#fallback),* ]));
+        }
         quote! {
             #[doc = #doc]
-            pub static #name: runtime::Cell = runtime::Cell {
-                model: &super::MODEL,
-                platform: &crate::platforms::#name,
-                planned: #planned,
-                tolerance_override: #tolerance_override,
-                allowed_fallback: &[ #(#fallback),* ],
-            };
+            pub static #name: runtime::Cell = #cell_expr;
         }
     });
     quote! {

@@ -210,12 +210,29 @@ pub struct Cell {
 }
 
 impl Cell {
+    /// A cell with the model's tolerance and no allowed fallback; generated
+    /// code adds what its spec overrides, so a plain cell is one line.
+    pub const fn new(model: &'static ModelDecl, platform: &'static PlatformDecl, planned: Planned) -> Cell {
+        Cell { model, platform, planned, tolerance_override: None, allowed_fallback: &[] }
+    }
+
+    pub const fn with_tolerance(mut self, tolerance: Tolerance) -> Cell {
+        self.tolerance_override = Some(tolerance);
+        self
+    }
+
+    pub const fn allowing_fallback(mut self, ops: &'static [AllowedFallback]) -> Cell {
+        self.allowed_fallback = ops;
+        self
+    }
+
     /// `model::platform`, the way test paths and messages name a cell.
     pub fn id(&self) -> String {
         format!("{}::{}", self.model.model_type, self.platform.platform)
     }
 
-    pub fn tolerance(&self) -> Tolerance {
+    /// The tolerance this cell compares with: its override, else the model's.
+    pub fn effective_tolerance(&self) -> Tolerance {
         self.tolerance_override.unwrap_or(self.model.tolerance)
     }
 }
