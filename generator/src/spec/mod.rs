@@ -34,10 +34,32 @@ pub struct LoadedModel {
     pub display_path: String,
 }
 
+/// The part of a spec the exporter reads: what the fixture is built from.
+/// Tolerances, platform overrides and expectations are left out, so changing
+/// them never rebuilds (or invalidates) a fixture.
+#[derive(serde::Serialize)]
+struct ExporterView<'a> {
+    model_type: &'a str,
+    export: &'a Export,
+    tiny_config: &'a BTreeMap<String, serde_yaml::Value>,
+    inputs: &'a [TensorSpec],
+    outputs: &'a [TensorSpec],
+    shapes: &'a [BTreeMap<String, u32>],
+}
+
 impl LoadedModel {
-    /// The spec as the exporter receives it (JSON).
+    /// The spec as the exporter receives it (JSON): only what builds the fixture.
     pub fn exporter_json(&self) -> Vec<u8> {
-        serde_json::to_vec(&self.spec).expect("a validated spec serializes")
+        let spec = &self.spec;
+        let view = ExporterView {
+            model_type: &spec.model_type,
+            export: &spec.export,
+            tiny_config: &spec.tiny_config,
+            inputs: &spec.inputs,
+            outputs: &spec.outputs,
+            shapes: &spec.shapes,
+        };
+        serde_json::to_vec(&view).expect("a validated spec serializes")
     }
 
     /// Its digest, which generated code carries so the runtime can refuse a

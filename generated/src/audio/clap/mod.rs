@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "clap",
     category: "audio",
     spec_path: "model-specs/models/audio/clap.yaml",
-    spec_digest: "c73d8c57a20165ad851df076916f643398cd5ba059d8c3f330d608ee754f8f87",
+    spec_digest: "8faec3664febdba8b1c3f2072ae54ab0b8c5f42d4c29f00265ab7c0a4f0b69da",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "wav2vec2",
     category: "audio",
     spec_path: "model-specs/models/audio/wav2vec2.yaml",
-    spec_digest: "095d71547c1bf091d95ec38bd70fe6ae9c9cf5dc9cee4aec6661d55dd7847cbc",
+    spec_digest: "304b3ffc263ccb26deb4603130ddad6259a4357957f5641fbfdda6bff4f23908",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",

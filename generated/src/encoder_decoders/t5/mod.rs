@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "t5",
     category: "encoder_decoders",
     spec_path: "model-specs/models/encoder_decoders/t5.yaml",
-    spec_digest: "e38d7a0e0a0d5c37272b441d58d3d87f2a1e20b80785e4cb58860c49f13e97f3",
+    spec_digest: "efbcc8b32044f6175241f619df79e812c7685995102bfc53d8e54f18afc65e06",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "clip",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/clip.yaml",
-    spec_digest: "f808393a3fbb6ed900585b146d752154e1f666a21d59e5bfe8ba1b5b993b051f",
+    spec_digest: "f6a72bf0ae4497833d9728ed56b6e63079de2df7a4121acf28047c38b7015ba3",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "whisper",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/whisper.yaml",
-    spec_digest: "7290fe53e834325fcfc104d99d346bd8d039e3211f3fc00c87fa657121281a4f",
+    spec_digest: "24f69cb5ce4116353e09c3c3789d295c01126a8a7883999bdb84c55361b2a5b9",
     inputs: &[
         runtime::TensorDecl {
             name: "input_features",

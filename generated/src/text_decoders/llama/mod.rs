@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "llama",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/llama.yaml",
-    spec_digest: "3c5cc61c49b164b504ae3993f1113fb3a7093d23da241cec6acdbae2d27b5856",
+    spec_digest: "404381e40e11725cb47fabbc9c3fa4ff9ff370bde6a31bba50da22870f9502a8",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen2",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/qwen2.yaml",
-    spec_digest: "8345a896df80c3b0f94d31ae021f03438eba6c0246324ab82ec2b4bb32b3f7b9",
+    spec_digest: "e5ac53ede4b4d79882fbb7a6fa54a4cf507146397da533bcf822ce267a2b5416",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "bert",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/bert.yaml",
-    spec_digest: "83cc69f841f2709a16930d4e0928d22af12a5c8acf13535e9d92d1ba08414c88",
+    spec_digest: "1da19e8e80c790e562538d4a352722eea267a2b9c4865f29d200f4c1ecbaa39b",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

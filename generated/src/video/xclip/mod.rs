@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "xclip",
     category: "video",
     spec_path: "model-specs/models/video/xclip.yaml",
-    spec_digest: "8cdf3152d0742186d30638ca28e2325166c59c6d5083f20b0d0e3754865ddd6b",
+    spec_digest: "72ce7edcf4f58fe8aaaa82f3098ae576f6c3b9126025ac80592729cfcd83fbf9",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

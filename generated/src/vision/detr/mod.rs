@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "detr",
     category: "vision",
     spec_path: "model-specs/models/vision/detr.yaml",
-    spec_digest: "4b8b9fa6360cb77d08e5e220e81b108d7323328da62c7b08542d1cba3e57d29a",
+    spec_digest: "812af39a7d41bdbc76a68accc2a73db2235c7995bb38c268c834522bed98c1c2",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "vit",
     category: "vision",
     spec_path: "model-specs/models/vision/vit.yaml",
-    spec_digest: "85d1c4d39f5e66dd089b384770d45905c7e6bd2594243cffb219e598bfec4165",
+    spec_digest: "56498df38eff9f3a5a7c1bea902468652919cbf3af3c12e72bbd3a3df04fbc7b",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "llava",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/llava.yaml",
-    spec_digest: "a435bf9f8ee332fe1242c5c0e60e2d55c040d988b4b5b4456893f42a6ae1afe8",
+    spec_digest: "b5e7ed3becc92f529d6e6bfe4255cdd6964a82ba0be3ce38b6c16eeee858d4c3",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "llava_next",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/llava_next.yaml",
-    spec_digest: "b50d8a3a8a21c38a450093532d327719de00b88109759f4db7ff2710b095af79",
+    spec_digest: "5d83b5a2861f9f87c291054609ea0f91c116aff874294ef5ed94943e4761e4d2",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
