@@ -93,6 +93,7 @@ fn broken_inputs_fail_and_keep_their_evidence() {
 
 /// A float32 .npy of one value (format 1.0, little-endian, C order).
 fn write_constant_f32(path: &Path, shape: &[usize], value: f32) {
+    let count: usize = shape.iter().product();
     let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
     let shape = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
     let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
@@ -103,7 +104,6 @@ fn write_constant_f32(path: &Path, shape: &[usize], value: f32) {
     let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
     bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
     bytes.extend_from_slice(header.as_bytes());
-    let count: usize = shape.trim_matches(|c| c == '(' || c == ')').split(',').filter_map(|d| d.trim().parse::<usize>().ok()).product();
     for _ in 0..count {
         bytes.extend_from_slice(&value.to_le_bytes());
     }

@@ -150,16 +150,6 @@ pub enum ExecutionProvider {
 }
 
 impl ExecutionProvider {
-    pub const ALL: [ExecutionProvider; 7] = [
-        ExecutionProvider::Cpu,
-        ExecutionProvider::Cuda,
-        ExecutionProvider::TensorRt,
-        ExecutionProvider::MiGraphX,
-        ExecutionProvider::CoreMl,
-        ExecutionProvider::OpenVino,
-        ExecutionProvider::Qnn,
-    ];
-
     /// The provider name ONNX Runtime writes into its profile.
     pub fn ort_name(self) -> &'static str {
         match self {
