@@ -2,11 +2,13 @@
 //!
 //! load ([`spec`]) → plan the cells ([`plan`]) → render ([`render`]) →
 //! write or check ([`write`]). [`fixtures`] drives the Python exporter and
-//! [`list`] prints what the specs define.
+//! [`list`] prints what the specs define. [`module_name`] is the one rule
+//! that names a model_type's Rust module.
 
 pub mod cli;
 pub mod fixtures;
 pub mod list;
+pub mod module_name;
 pub mod plan;
 pub mod render;
 pub mod spec;

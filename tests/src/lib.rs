@@ -1,5 +1,6 @@
 //! Helpers shared by the generator's test suites: scratch folders, tree
-//! copies and fingerprints, and running `gen` in-process.
+//! copies and fingerprints, copies of the workspace's specs and generated
+//! crate, and running `gen` in-process.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -84,4 +85,39 @@ pub fn empty_crate(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(&out).expect("create crate dir");
     std::fs::write(out.join("Cargo.toml"), "[package]\nname = \"generated\"\n").expect("write Cargo.toml");
     out
+}
+
+/// A copy of model-specs/ and of the checked-in generated/, to change and to protect.
+pub struct Workspace {
+    _scratch: Scratch,
+    pub specs: PathBuf,
+    pub out: PathBuf,
+}
+
+pub fn copy_workspace(label: &str) -> Workspace {
+    let scratch = Scratch::new(label);
+    let specs = scratch.path().join("model-specs");
+    let out = scratch.path().join("generated");
+    copy_tree(&workspace().join("model-specs"), &specs);
+    copy_tree(&workspace().join("generated"), &out);
+    Workspace { _scratch: scratch, specs, out }
+}
+
+impl Workspace {
+    /// Runs gen with these arguments on this copy (`--specs` and `--out` added).
+    pub fn run(&self, args: &[&str]) -> Run {
+        let mut all = args.to_vec();
+        all.extend(["--specs", self.specs.to_str().expect("utf-8 path"), "--out", self.out.to_str().expect("utf-8 path")]);
+        run_gen(&all)
+    }
+}
+
+/// Replaces the first line starting with `prefix` and returns its 1-based number.
+pub fn replace_line(file: &Path, prefix: &str, with: &str) -> usize {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let index = lines.iter().position(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no line {prefix:?} in {}", file.display()));
+    lines[index] = with.to_string();
+    std::fs::write(file, lines.join("\n") + "\n").unwrap();
+    index + 1
 }

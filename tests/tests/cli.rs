@@ -1,26 +1,11 @@
 //! Every kind of bad spec, tried on a copy of model-specs/: gen exits
 //! non-zero, names the file and line (and column), says how to fix it, and
-//! leaves the output folder untouched.
+//! leaves the output folder untouched. Also: model_types that are not Rust
+//! identifiers (`xlm-roberta`) and the module name gen gives them.
 
 use std::path::{Path, PathBuf};
 
-use hwmatrix_tests::{Scratch, copy_tree, run_gen, tree, workspace};
-
-struct Workspace {
-    _scratch: Scratch,
-    specs: PathBuf,
-    out: PathBuf,
-}
-
-/// A copy of model-specs/ and of generated/, to break and to protect.
-fn copy_workspace(label: &str) -> Workspace {
-    let scratch = Scratch::new(label);
-    let specs = scratch.path().join("model-specs");
-    let out = scratch.path().join("generated");
-    copy_tree(&workspace().join("model-specs"), &specs);
-    copy_tree(&workspace().join("generated"), &out);
-    Workspace { _scratch: scratch, specs, out }
-}
+use hwmatrix_tests::{Scratch, Workspace, copy_workspace, empty_crate, replace_line, run_gen, tree};
 
 /// Runs gen on the broken copy and checks the error contract; returns stderr.
 fn expect_spec_error(ws: &Workspace, file: &Path, line: usize, fragment: &str) -> String {
@@ -38,16 +23,6 @@ fn expect_spec_error(ws: &Workspace, file: &Path, line: usize, fragment: &str) -
 
 fn bert(ws: &Workspace) -> PathBuf {
     ws.specs.join("models/text_encoders/bert.yaml")
-}
-
-/// Replaces the first line starting with `prefix` and returns its 1-based number.
-fn replace_line(file: &Path, prefix: &str, with: &str) -> usize {
-    let text = std::fs::read_to_string(file).unwrap();
-    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    let index = lines.iter().position(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no line {prefix:?} in {}", file.display()));
-    lines[index] = with.to_string();
-    std::fs::write(file, lines.join("\n") + "\n").unwrap();
-    index + 1
 }
 
 /// Appends a `platforms:` block to the file and returns the line number of its first entry.
@@ -105,12 +80,64 @@ fn duplicate_model_type() {
 }
 
 #[test]
-fn model_type_not_a_rust_identifier() {
-    let ws = copy_workspace("bad-ident");
-    let file = ws.specs.join("models/text_encoders/xlm-roberta.yaml");
+fn model_type_not_allowed() {
+    let ws = copy_workspace("bad-model-type");
+    let file = ws.specs.join("models/text_encoders/Xlm-Roberta.yaml");
     std::fs::rename(bert(&ws), &file).unwrap();
-    let line = replace_line(&file, "model_type:", "model_type: xlm-roberta");
-    expect_spec_error(&ws, &file, line, "not a valid Rust identifier");
+    let line = replace_line(&file, "model_type:", "model_type: Xlm-Roberta");
+    expect_spec_error(&ws, &file, line, "model_type `Xlm-Roberta` is not allowed");
+}
+
+/// A copy of bert's spec under another model_type (file and field), in the same category.
+fn copy_bert_as(ws: &Workspace, model_type: &str) -> PathBuf {
+    let file = ws.specs.join(format!("models/text_encoders/{model_type}.yaml"));
+    std::fs::copy(bert(ws), &file).unwrap();
+    replace_line(&file, "model_type:", &format!("model_type: {model_type}"));
+    file
+}
+
+/// transformers' model_type is kept as it is (spec file, ModelDecl, records);
+/// only the Rust module is named by the rule: `-` and `.` → `_`, a keyword gets `_`.
+#[test]
+fn model_type_with_a_dash_renders_a_module_with_underscores() {
+    let ws = copy_workspace("dash");
+    copy_bert_as(&ws, "bert-dash");
+    copy_bert_as(&ws, "type");
+    let scratch = Scratch::new("dash-out");
+    let out = empty_crate(scratch.path());
+    let run = run_gen(&["--all", "--specs", ws.specs.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+
+    let read = |rel: &str| std::fs::read_to_string(out.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    let module = read("src/text_encoders/bert_dash/mod.rs");
+    assert!(module.contains(r#"model_type: "bert-dash","#), "ModelDecl keeps the model_type:\n{module}");
+    assert!(module.contains("models/text_encoders/bert-dash.yaml"), "{module}");
+    let cpu = read("src/text_encoders/bert_dash/cpu.rs");
+    assert!(cpu.contains("Select this cell with `cargo test -p generated bert_dash::cpu::`"), "{cpu}");
+    assert!(read("src/text_encoders/mod.rs").contains("pub mod bert_dash;"));
+    assert!(read("src/lib.rs").contains("&text_encoders::bert_dash::cells::CPU"));
+    assert!(!out.join("src/text_encoders/bert-dash").exists(), "no folder is named with a dash");
+
+    // A keyword gets a trailing underscore.
+    assert!(read("src/text_encoders/type_/mod.rs").contains(r#"model_type: "type","#));
+    assert!(read("src/text_encoders/mod.rs").contains("pub mod type_;"));
+
+    let list = run_gen(&["list", "--specs", ws.specs.to_str().unwrap()]);
+    assert!(list.stdout.contains("bert-dash"), "{}", list.stdout);
+    let one = run_gen(&["--model", "bert-dash", "--check", "--specs", ws.specs.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(one.code, 0, "--model takes the exact model_type: {}{}", one.stdout, one.stderr);
+}
+
+#[test]
+fn model_types_with_the_same_module_name_are_an_error() {
+    let ws = copy_workspace("module-collision");
+    let dash = copy_bert_as(&ws, "bert-dash");
+    let underscore = copy_bert_as(&ws, "bert_dash");
+    // Files are read in sorted order: `-` sorts before `_`, so the second one is reported.
+    let line = std::fs::read_to_string(&underscore).unwrap().lines().position(|l| l.starts_with("model_type:")).unwrap() + 1;
+    let err = expect_spec_error(&ws, &underscore, line, "both become the Rust module `bert_dash`");
+    assert!(err.contains("model_type `bert_dash` and model_type `bert-dash`"), "{err}");
+    assert!(err.contains(&dash.display().to_string()), "names both files:\n{err}");
 }
 
 #[test]

@@ -14,6 +14,7 @@ pub fn render(model: &LoadedModel, cell: &CellPlan, hardware: &PlatformSpec, eng
     let platform = cell.platform.name();
     let mut ctx = Context::new();
     ctx.insert("model_type", &model.spec.model_type);
+    ctx.insert("module", &model.module);
     ctx.insert("platform", platform);
     ctx.insert("status", cell.planned.label());
     ctx.insert("reason", &cell.planned.reason());

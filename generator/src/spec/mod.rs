@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use hwmatrix_cell::Platform;
 use serde::de::DeserializeOwned;
 
+use crate::module_name::module_name;
+
 pub use error::{SpecError, SpecErrors, locate_key, locate_value};
 pub use types::*;
 
@@ -28,6 +30,9 @@ pub struct Specs {
 #[derive(Debug)]
 pub struct LoadedModel {
     pub spec: ModelSpec,
+    /// The Rust module and folder name of `spec.model_type` in the generated
+    /// crate ([`crate::module_name::module_name`]): `xlm-roberta` → `xlm_roberta`.
+    pub module: String,
     /// The file as read (for errors).
     pub path: PathBuf,
     /// `<specs folder name>/models/<category>/<model_type>.yaml`: machine-independent, for banners.
@@ -131,6 +136,8 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
 
     let mut models = Vec::new();
     let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
+    // module name → the first model_type and file that took it
+    let mut modules: BTreeMap<String, (String, PathBuf)> = BTreeMap::new();
     for path in model_files(&root.join("models"), &mut errors) {
         let Some((spec, source)) = parse_file::<ModelSpec>(&path, &mut errors) else { continue };
         let before = errors.len();
@@ -151,12 +158,34 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
             ));
         } else {
             seen.insert(spec.model_type.clone(), path.clone());
+            // A model_type that is not allowed was reported by validate_model.
+            if let Ok(module) = module_name(&spec.model_type) {
+                if let Some((other_type, other_path)) = modules.get(&module) {
+                    errors.push(SpecError::new(
+                        &path,
+                        locate_key(&source, "model_type", 0).unwrap_or((1, 1)),
+                        format!(
+                            "model_type `{}` and model_type `{other_type}` of {} both become the Rust module `{module}` (`-` and `.` are written `_`)",
+                            spec.model_type,
+                            other_path.display()
+                        ),
+                        format!(
+                            "keep only the spec whose model_type is transformers' own (its config's `model_type`), and remove {} or {}",
+                            path.display(),
+                            other_path.display()
+                        ),
+                    ));
+                } else {
+                    modules.insert(module, (spec.model_type.clone(), path.clone()));
+                }
+            }
         }
         if errors.len() == before {
             let relative = path.strip_prefix(root).unwrap_or(&path);
             let folder = root.file_name().and_then(|n| n.to_str()).unwrap_or("model-specs");
             let display_path = format!("{folder}/{}", relative.to_string_lossy().replace('\\', "/"));
-            models.push(LoadedModel { spec, path, display_path });
+            let module = module_name(&spec.model_type).expect("validated above");
+            models.push(LoadedModel { spec, module, path, display_path });
         }
     }
 
@@ -211,16 +240,21 @@ fn parse_file<T: DeserializeOwned>(path: &Path, errors: &mut Vec<SpecError>) -> 
     }
 }
 
-/// A model_type becomes a module and a folder name: it must be a plain Rust
-/// identifier, which also keeps it from escaping the output folder.
+/// A model_type is transformers' own, kept as it is in the spec's file name,
+/// the fixture folder and every record: ASCII lowercase letters, digits, `_`,
+/// `-` and `.`, starting with a letter, so it can never escape the output or
+/// fixture folder. Generated Rust names its module by
+/// [`crate::module_name::module_name`].
 pub fn check_model_type(model_type: &str) -> Result<(), String> {
     if model_type.contains(['/', '\\']) || model_type.contains("..") {
         return Err(format!("model_type `{model_type}` could escape the output folder"));
     }
-    let plain = model_type.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-        && model_type.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if !plain || syn::parse_str::<syn::Ident>(model_type).is_err() {
-        return Err(format!("model_type `{model_type}` is not a valid Rust identifier"));
+    let allowed = model_type.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && model_type.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-' | '.'));
+    if !allowed {
+        return Err(format!(
+            "model_type `{model_type}` is not allowed: it must start with a lowercase letter and have only lowercase letters, digits, `_`, `-` and `.`"
+        ));
     }
     Ok(())
 }
@@ -237,11 +271,7 @@ fn validate_model(
     let mut error = |pos: (usize, usize), message: String, help: String| errors.push(SpecError::new(path, pos, message, help));
 
     if let Err(message) = check_model_type(&spec.model_type) {
-        error(
-            at("model_type"),
-            message,
-            "use lowercase letters, digits and underscores, starting with a letter (transformers' model_type with `-` written as `_`), and not a Rust keyword".into(),
-        );
+        error(at("model_type"), message, "write transformers' model_type exactly as its config's `model_type` says (e.g. `xlm-roberta`)".into());
     } else if path.file_stem().and_then(|s| s.to_str()) != Some(spec.model_type.as_str()) {
         error(
             at("model_type"),
@@ -354,11 +384,17 @@ mod tests {
     fn model_type_rules() {
         assert!(check_model_type("bert").is_ok());
         assert!(check_model_type("llava_next").is_ok());
-        assert!(check_model_type("xlm-roberta").unwrap_err().contains("identifier"));
+        assert!(check_model_type("xlm-roberta").is_ok());
+        assert!(check_model_type("kosmos-2.5").is_ok());
+        assert!(check_model_type("type").is_ok(), "a keyword is a fine model_type; its module is `type_`");
         assert!(check_model_type("../evil").unwrap_err().contains("escape"));
+        assert!(check_model_type("a..b").unwrap_err().contains("escape"));
         assert!(check_model_type("a/b").unwrap_err().contains("escape"));
-        assert!(check_model_type("type").unwrap_err().contains("identifier"));
-        assert!(check_model_type("Bert").is_err());
+        assert!(check_model_type("a\\b").unwrap_err().contains("escape"));
+        assert!(check_model_type("Bert").unwrap_err().contains("not allowed"));
+        assert!(check_model_type("2bert").unwrap_err().contains("not allowed"));
+        assert!(check_model_type("-bert").unwrap_err().contains("not allowed"));
+        assert!(check_model_type("bert roberta").unwrap_err().contains("not allowed"));
         assert!(check_model_type("").is_err());
     }
 }

@@ -216,7 +216,8 @@ impl Cell {
         self
     }
 
-    /// `model::platform`, the way test paths and messages name a cell.
+    /// `model_type::platform`, the way messages name a cell. (Test paths use
+    /// the model's Rust module, `xlm_roberta::cpu` for `xlm-roberta`.)
     pub fn id(&self) -> String {
         format!("{}::{}", self.model.model_type, self.platform.platform)
     }
