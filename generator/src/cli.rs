@@ -18,20 +18,32 @@ const ABOUT: &str = "Renders hwmatrix's test cells (model × platform) from mode
 const LONG_ABOUT: &str = "\
 Renders hwmatrix's test cells (model × platform) from model-specs/ into the
 generated crate: per model a module with its adapters and one test module per
-platform. The output reflects exactly the selection: `gen --category vision`
-leaves only the vision models in generated/, and `gen --all` brings all back.
+platform.
+
+Every file is rendered from all the specs, whatever the selection: the index
+files (lib.rs, platforms.rs, each category's mod.rs) are the same with or
+without one. A selection (--category, --model, --platform) only narrows which
+files are written or checked: the index files, and of the selected models
+their mod.rs, cells.rs and test modules (with --platform, only those
+platforms' test modules). Other models' files are left as they are: stale
+files (generated files no spec produces any more) are removed, and reported
+by --check, only with --all or no selection.
 
 All specs are validated before anything is written; any error (with its file,
 line and column) writes nothing and exits 1.";
 
 const AFTER_HELP: &str = "\
 Examples:
-  gen --all                         render every model on every platform
-  gen --category text_encoders      only the text encoders
+  gen --all                         render every model on every platform, remove stale files
+  gen --category text_encoders      write only the text encoders' files (and the index files)
   gen --model bert --platform cuda  one cell
   gen --all --check                 exit 1 if generated/ differs from the specs (CI)
+  gen --category vision --check     exit 1 if the vision models' files or the index files differ
   gen list                          models, categories, platforms and cell counts
   gen fixtures --model bert         build the ONNX fixture and references of bert
+
+A model's Rust module is its model_type with `-` and `.` written `_` (and `_`
+appended to a Rust keyword): xlm-roberta is module xlm_roberta.
 
 Then: cargo test -p generated [--features cuda] [bert::cpu::]";
 
@@ -48,7 +60,7 @@ pub struct Cli {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 
-    /// Write nothing; exit 1 listing drifted, missing and stale files
+    /// Write nothing; exit 1 listing drifted and missing files (and stale ones with --all or no selection)
     #[arg(long)]
     pub check: bool,
 }
@@ -73,13 +85,13 @@ pub struct SelectArgs {
     /// Every model and platform (also what no selection means); cannot be combined with a selection
     #[arg(long, global = true, conflicts_with_all = ["category", "model", "platform"])]
     pub all: bool,
-    /// Only models of this category (repeatable)
+    /// Only this category's models (repeatable): gen writes or checks only their files and the index files; list and fixtures only them
     #[arg(long, value_name = "NAME", global = true)]
     pub category: Vec<String>,
-    /// Only this model_type (repeatable)
+    /// Only this model (repeatable; transformers' exact model_type, e.g. xlm-roberta): gen writes or checks only its files and the index files
     #[arg(long, value_name = "MODEL_TYPE", global = true)]
     pub model: Vec<String>,
-    /// Only this platform (repeatable): cpu, cuda, rocm, mps, openvino, qnn, webnn, webgpu
+    /// Only this platform (repeatable): cpu, cuda, rocm, mps, openvino, qnn, webnn, webgpu; gen writes or checks only its test modules
     #[arg(long, value_name = "NAME", global = true, value_parser = parse_platform)]
     pub platform: Vec<Platform>,
     /// The specs folder (default: model-specs/ of the workspace)
@@ -132,6 +144,7 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
         categories: cli.select.category.clone(),
         platforms: cli.select.platform.clone(),
     };
+    // What the selection covers: what list and fixtures show and build, and which files are written or checked.
     let plan = plan::plan(&specs, &selection).map_err(|e| format!("error: {e}"))?;
     match &cli.command {
         Some(Command::List) => {
@@ -158,11 +171,17 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
             }
             Ok(if summary.failed.is_empty() { 0 } else { 1 })
         }
-        None => generate(cli, &plan, &root, out),
+        None => {
+            // What every file is rendered from, whatever the selection.
+            let full = plan::plan(&specs, &Selection::default()).map_err(|e| format!("error: {e}"))?;
+            generate(cli, &full, &plan, selection.is_empty(), &root, out)
+        }
     }
 }
 
-fn generate(cli: &Cli, plan: &plan::Plan, root: &Path, out: &mut dyn Write) -> Result<i32, String> {
+/// Renders every file from `full`, and writes or checks those `selected`
+/// covers; stale files count only when `everything` is selected.
+fn generate(cli: &Cli, full: &plan::Plan, selected: &plan::Plan, everything: bool, root: &Path, out: &mut dyn Write) -> Result<i32, String> {
     let out_dir = cli.out.clone().unwrap_or_else(|| root.join("generated"));
     if !out_dir.join("Cargo.toml").is_file() {
         return Err(format!(
@@ -170,9 +189,14 @@ fn generate(cli: &Cli, plan: &plan::Plan, root: &Path, out: &mut dyn Write) -> R
             out_dir.display()
         ));
     }
-    let files = render::render(plan)?;
-    let changes = write::diff(&out_dir, &files)?;
-    let cells: usize = plan.models.iter().map(|m| m.cells.len()).sum();
+    let mut files = render::render(full)?;
+    if !everything {
+        let wanted = render::selected_paths(selected);
+        files.retain(|path, _| wanted.contains(path));
+        debug_assert_eq!(files.len(), wanted.len(), "render renders every selected file");
+    }
+    let changes = write::diff(&out_dir, &files, everything)?;
+    let cells: usize = selected.models.iter().map(|m| m.cells.len()).sum();
     if cli.check {
         if changes.is_clean() {
             let _ = writeln!(out, "{}: up to date ({} files, {cells} cells)", out_dir.display(), files.len());
@@ -205,7 +229,7 @@ fn generate(cli: &Cli, plan: &plan::Plan, root: &Path, out: &mut dyn Write) -> R
         changes.drifted.len() + changes.missing.len(),
         changes.stale.len(),
         changes.unchanged,
-        plan.models.len()
+        selected.models.len()
     );
     Ok(0)
 }

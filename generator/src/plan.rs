@@ -15,6 +15,13 @@ pub struct Selection {
     pub platforms: Vec<Platform>,
 }
 
+impl Selection {
+    /// No --category, --model or --platform: every model on every platform (what --all says).
+    pub fn is_empty(&self) -> bool {
+        self.models.is_empty() && self.categories.is_empty() && self.platforms.is_empty()
+    }
+}
+
 #[derive(Debug)]
 pub struct CellPlan {
     pub platform: Platform,

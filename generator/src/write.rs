@@ -1,6 +1,7 @@
 //! Writing rendered files into the output folder: atomically, only when
 //! their content changed, and removing stale files that carry our banner
-//! (never anything else). `--check` computes the same and writes nothing.
+//! (never anything else), when every model was selected. `--check` computes
+//! the same and writes nothing.
 
 use std::path::{Path, PathBuf};
 
@@ -23,8 +24,10 @@ impl Changes {
     }
 }
 
-/// Compares the rendered files with the output folder.
-pub fn diff(out: &Path, files: &Files) -> Result<Changes, String> {
+/// Compares the rendered files with the output folder. With `find_stale`
+/// (`files` is then everything the specs produce), every other generated
+/// file of the folder is stale; without it (a selection), none is.
+pub fn diff(out: &Path, files: &Files, find_stale: bool) -> Result<Changes, String> {
     let mut changes = Changes::default();
     for (rel, content) in files {
         match std::fs::read(out.join(rel)) {
@@ -34,9 +37,11 @@ pub fn diff(out: &Path, files: &Files) -> Result<Changes, String> {
             Err(e) => return Err(format!("{}: {e}", out.join(rel).display())),
         }
     }
-    for rel in generated_files(out)? {
-        if !files.contains_key(&rel) {
-            changes.stale.push(rel);
+    if find_stale {
+        for rel in generated_files(out)? {
+            if !files.contains_key(&rel) {
+                changes.stale.push(rel);
+            }
         }
     }
     Ok(changes)

@@ -41,24 +41,35 @@ fn list_output() {
     insta::assert_snapshot!("list", run.stdout);
 }
 
-/// `--model` and `--platform` narrow the output to exactly the selection.
+/// `--model` and `--platform` narrow which files are written (the selected
+/// cell's test module, its model's mod.rs and cells.rs, and the index
+/// files), never what they hold: each is the file `--all` renders.
 #[test]
-fn selection_renders_only_the_selected_cells() {
+fn selection_writes_only_the_selected_cells_files() {
     let scratch = Scratch::new("selection");
     let out = empty_crate(scratch.path());
     let specs = workspace().join("tests/specs");
     let run = run_gen(&["--model", "textish", "--platform", "cuda", "--specs", specs.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let paths: Vec<String> = tree(&out.join("src")).into_iter().map(|(p, _)| p.display().to_string()).collect();
+    let selected = tree(&out.join("src"));
+    let paths: Vec<String> = selected.iter().map(|(p, _)| p.display().to_string()).collect();
     assert_eq!(
         paths,
         [
+            "audio/mod.rs",
             "lib.rs",
             "platforms.rs",
             "text_encoders/mod.rs",
             "text_encoders/textish/cells.rs",
             "text_encoders/textish/cuda.rs",
             "text_encoders/textish/mod.rs",
+            "video/mod.rs",
+            "vision/mod.rs",
+            "vision_language/mod.rs",
         ]
     );
+    let all: std::collections::BTreeMap<_, _> = render_test_specs().into_iter().collect();
+    for (path, bytes) in &selected {
+        assert!(all.get(path) == Some(bytes), "{} differs from what --all renders", path.display());
+    }
 }

@@ -1,11 +1,13 @@
 //! Rendering a plan into the files of the generated crate. Every file is
-//! parsed with syn and formatted with prettyplease, then gets its banner;
-//! the result is a pure function of the specs and the selection.
+//! parsed with syn and formatted with prettyplease, then gets its banner.
+//! gen always renders the plan of every spec, so each file's content is a
+//! pure function of the specs; a selection only picks which of the files are
+//! written or checked ([`selected_paths`]).
 
 pub mod cells;
 pub mod test_module;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use proc_macro2::TokenStream;
@@ -30,6 +32,28 @@ pub fn model_dir(model: &LoadedModel) -> PathBuf {
     PathBuf::from("src").join(&model.spec.category).join(&model.module)
 }
 
+/// The index files: the same whatever the selection, since they are rendered from every spec.
+fn index_paths(plan: &Plan) -> BTreeSet<PathBuf> {
+    let categories = plan.specs.models.iter().map(|m| PathBuf::from("src").join(&m.spec.category).join("mod.rs"));
+    [PathBuf::from("src/lib.rs"), PathBuf::from("src/platforms.rs")].into_iter().chain(categories).collect()
+}
+
+/// The files a selection writes or checks, out of those [`render`] renders
+/// from every spec: the index files (lib.rs, platforms.rs and each
+/// category's mod.rs), and of each selected model its mod.rs, its cells.rs
+/// and the test module of each selected platform.
+pub fn selected_paths(selected: &Plan) -> BTreeSet<PathBuf> {
+    let mut paths = index_paths(selected);
+    for model_plan in &selected.models {
+        let dir = model_dir(model_plan.model);
+        paths.insert(dir.join("mod.rs"));
+        paths.insert(dir.join("cells.rs"));
+        paths.extend(model_plan.cells.iter().map(|cell| dir.join(format!("{}.rs", cell.platform))));
+    }
+    paths
+}
+
+/// Renders every file of a plan; gen passes the plan of every spec.
 pub fn render(plan: &Plan) -> Result<Files, String> {
     let mut files = Files::new();
     let specs_folder = plan.specs.root.file_name().and_then(|n| n.to_str()).unwrap_or("model-specs").to_string();
