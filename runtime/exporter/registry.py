@@ -1,0 +1,406 @@
+"""What transformers' own registries say about each architecture, for `gen import`.
+
+Everything here is derived, never guessed:
+
+- the architectures are the keys of the base-model registry (MODEL_MAPPING_NAMES);
+- category, architecture type and task come from the task registries an architecture
+  appears in (`CATEGORY_RULES`, first match wins) and from its config's structure (a vision
+  tower and a text model, experts, a state-space mixer); where they cannot decide, `derive`
+  says so and the spec needs a hand-written field;
+- the tiny config is the real config shrunk generically (`shrink`), the way transformers'
+  model testers do by hand: small vocabulary, hidden size 32, 2 layers, small images;
+- the inputs are the base model's forward parameters for its modality, and the outputs are
+  what the model really returns on two shapes (names, dtypes, and named axes: an output axis
+  that follows an input axis across both shapes gets that axis' name).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+
+import torch
+import transformers
+from transformers.models.auto import configuration_auto, modeling_auto
+
+# ---- registries ---------------------------------------------------------------------------
+
+# (mapping, short name, task): the task registries that decide categories. Short names are what
+# specs record as evidence (`imported.registries`).
+TASK_MAPPINGS = [
+    ("MODEL_FOR_VIDEO_CLASSIFICATION_MAPPING_NAMES", "video-classification", "video-classification"),
+    ("MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES", "speech-seq2seq", "automatic-speech-recognition"),
+    ("MODEL_FOR_TEXT_TO_SPECTROGRAM_MAPPING_NAMES", "text-to-spectrogram", "text-to-speech"),
+    ("MODEL_FOR_TEXT_TO_WAVEFORM_MAPPING_NAMES", "text-to-waveform", "text-to-audio"),
+    ("MODEL_FOR_RNNT_MAPPING_NAMES", "rnnt", "automatic-speech-recognition"),
+    ("MODEL_FOR_TDT_MAPPING_NAMES", "tdt", "automatic-speech-recognition"),
+    ("MODEL_FOR_CTC_MAPPING_NAMES", "ctc", "automatic-speech-recognition"),
+    ("MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES", "audio-classification", "audio-classification"),
+    ("MODEL_FOR_AUDIO_FRAME_CLASSIFICATION_MAPPING_NAMES", "audio-frame-classification", "audio-classification"),
+    ("MODEL_FOR_AUDIO_XVECTOR_MAPPING_NAMES", "audio-xvector", "audio-classification"),
+    ("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", "image-text-to-text", "image-text-to-text"),
+    ("MODEL_FOR_VISUAL_QUESTION_ANSWERING_MAPPING_NAMES", "visual-question-answering", "visual-question-answering"),
+    ("MODEL_FOR_DOCUMENT_QUESTION_ANSWERING_MAPPING_NAMES", "document-question-answering", "document-question-answering"),
+    ("MODEL_FOR_TEXT_RECOGNITION_MAPPING_NAMES", "text-recognition", "image-to-text"),
+    ("MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES", "multimodal-lm", "any-to-any"),
+    ("MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES", "zero-shot-image-classification", "zero-shot-image-classification"),
+    ("MODEL_FOR_ZERO_SHOT_OBJECT_DETECTION_MAPPING_NAMES", "zero-shot-object-detection", "zero-shot-object-detection"),
+    ("MODEL_FOR_RETRIEVAL_MAPPING_NAMES", "retrieval", "visual-document-retrieval"),
+    ("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", "seq2seq-lm", "text2text-generation"),
+    ("MODEL_FOR_MASKED_LM_MAPPING_NAMES", "masked-lm", "fill-mask"),
+    ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "causal-lm", "text-generation"),
+    ("MODEL_FOR_TEXT_ENCODING_MAPPING_NAMES", "text-encoding", "feature-extraction"),
+    ("MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES", "sequence-classification", "text-classification"),
+    ("MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING_NAMES", "token-classification", "token-classification"),
+    ("MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES", "question-answering", "question-answering"),
+    ("MODEL_FOR_MULTIPLE_CHOICE_MAPPING_NAMES", "multiple-choice", "multiple-choice"),
+    ("MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES", "object-detection", "object-detection"),
+    ("MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES", "semantic-segmentation", "image-segmentation"),
+    ("MODEL_FOR_UNIVERSAL_SEGMENTATION_MAPPING_NAMES", "universal-segmentation", "image-segmentation"),
+    ("MODEL_FOR_INSTANCE_SEGMENTATION_MAPPING_NAMES", "instance-segmentation", "image-segmentation"),
+    ("MODEL_FOR_IMAGE_SEGMENTATION_MAPPING_NAMES", "image-segmentation", "image-segmentation"),
+    ("MODEL_FOR_DEPTH_ESTIMATION_MAPPING_NAMES", "depth-estimation", "depth-estimation"),
+    ("MODEL_FOR_MASK_GENERATION_MAPPING_NAMES", "mask-generation", "mask-generation"),
+    ("MODEL_FOR_KEYPOINT_DETECTION_MAPPING_NAMES", "keypoint-detection", "keypoint-detection"),
+    ("MODEL_FOR_KEYPOINT_MATCHING_MAPPING_NAMES", "keypoint-matching", "keypoint-matching"),
+    ("MODEL_FOR_POSE_ESTIMATION_MAPPING_NAMES", "pose-estimation", "keypoint-detection"),
+    ("MODEL_FOR_IMAGE_TO_IMAGE_MAPPING_NAMES", "image-to-image", "image-to-image"),
+    ("MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES", "image-classification", "image-classification"),
+    ("MODEL_FOR_MASKED_IMAGE_MODELING_MAPPING_NAMES", "masked-image-modeling", "image-feature-extraction"),
+    ("MODEL_FOR_BACKBONE_MAPPING_NAMES", "backbone", "image-feature-extraction"),
+    ("MODEL_FOR_IMAGE_MAPPING_NAMES", "image", "image-feature-extraction"),
+    ("MODEL_FOR_TIME_SERIES_CLASSIFICATION_MAPPING_NAMES", "time-series-classification", "time-series-classification"),
+    ("MODEL_FOR_TIME_SERIES_PREDICTION_MAPPING_NAMES", "time-series-prediction", "time-series-forecasting"),
+    ("MODEL_FOR_DECISION_MAPPING_NAMES", "decision", "reinforcement-learning"),
+]
+
+VISION_LANGUAGE = {"image-text-to-text", "visual-question-answering", "document-question-answering", "text-recognition", "multimodal-lm"}
+SPEECH_TEXT = {"speech-seq2seq", "text-to-spectrogram", "text-to-waveform", "rnnt", "tdt"}
+AUDIO = {"ctc", "audio-classification", "audio-frame-classification", "audio-xvector"}
+DUAL_ENCODER = {"zero-shot-image-classification", "zero-shot-object-detection", "retrieval"}
+TEXT_ENCODER = {"masked-lm", "text-encoding", "sequence-classification", "token-classification", "question-answering", "multiple-choice"}
+VISION = {"object-detection", "semantic-segmentation", "universal-segmentation", "instance-segmentation", "image-segmentation",
+          "depth-estimation", "mask-generation", "keypoint-detection", "keypoint-matching", "pose-estimation", "image-to-image",
+          "image-classification", "masked-image-modeling", "backbone", "image"}
+
+
+def registry_rows() -> list[dict]:
+    """One row per architecture of the base-model registry: its base class and the task
+    registries it appears in."""
+    rows = []
+    for model_type, base_class in sorted(modeling_auto.MODEL_MAPPING_NAMES.items()):
+        if isinstance(base_class, (list, tuple)):
+            base_class = base_class[0]
+        found = [short for mapping, short, _ in TASK_MAPPINGS if model_type in getattr(modeling_auto, mapping, {})]
+        rows.append({"model_type": model_type, "base_class": base_class, "registries": found,
+                     "config_class": configuration_auto.CONFIG_MAPPING_NAMES.get(model_type)})
+    return rows
+
+
+def _config_parts(config) -> set[str]:
+    """The towers a config is built from: text, vision, audio (by its sub-configs' names)."""
+    parts = set()
+    for key in getattr(config, "sub_configs", {}) or {}:
+        for part in ("text", "vision", "audio", "speech"):
+            if part in key:
+                parts.add("audio" if part == "speech" else part)
+    return parts
+
+
+def _is_moe(config) -> bool:
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    keys = text.to_dict()
+    for key in ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts", "num_experts_per_tok"):
+        value = keys.get(key)
+        if isinstance(value, int) and value > 1:
+            return True
+    return False
+
+
+def _is_state_space(config) -> bool:
+    keys = (config.get_text_config() if hasattr(config, "get_text_config") else config).to_dict()
+    return any(k in keys for k in ("state_size", "ssm_state_size", "mamba_d_state", "d_state"))
+
+
+def classify(row: dict, config) -> dict:
+    """Category, architecture type, modality and task from the registries (first rule that
+    matches), or `{"undecided": why}`."""
+    found = set(row["registries"])
+    parts = _config_parts(config)
+    task = next((t for _, short, t in TASK_MAPPINGS if short in found), None)
+    main = getattr(getattr(transformers, row["base_class"], None), "main_input_name", None)
+
+    def result(category, architecture, modality, why):
+        return {"category": category, "architecture": architecture, "modality": modality,
+                "task": task or "feature-extraction", "why": why}
+
+    if "video-classification" in found:
+        return result("video", "vision", "video", "in the video-classification registry")
+    if found & SPEECH_TEXT:
+        return result("speech_text", "speech", "audio", f"in the {sorted(found & SPEECH_TEXT)[0]} registry")
+    if found & AUDIO:
+        return result("audio", "speech", "audio", f"in the {sorted(found & AUDIO)[0]} registry")
+    if found & VISION_LANGUAGE:
+        return result("vision_language", "vision-encoder-text-decoder", "multimodal", f"in the {sorted(found & VISION_LANGUAGE)[0]} registry")
+    if found & DUAL_ENCODER or ("text" in parts and ("vision" in parts or "audio" in parts)):
+        why = f"in the {sorted(found & DUAL_ENCODER)[0]} registry" if found & DUAL_ENCODER else f"its config has {' and '.join(sorted(parts))} towers"
+        return result("multimodal", "multimodal", "multimodal", why)
+    if "seq2seq-lm" in found:
+        arch = "mixture-of-experts" if _is_moe(config) else "encoder-decoder"
+        return result("encoder_decoders", arch, "text", "in the seq2seq-lm registry")
+    if "causal-lm" in found and "masked-lm" not in found:
+        arch = "mixture-of-experts" if _is_moe(config) else "state-space" if _is_state_space(config) else "decoder-only"
+        return result("text_decoders", arch, "text", "in the causal-lm registry and not the masked-lm one")
+    if found & TEXT_ENCODER or ("causal-lm" in found and "masked-lm" in found):
+        return result("text_encoders", "encoder-only", "text", f"in the {sorted(found & (TEXT_ENCODER | {'causal-lm'}))[0]} registry")
+    if found & VISION:
+        return result("vision", "vision", "vision", f"in the {sorted(found & VISION)[0]} registry")
+    # In no task registry that decides: the main input and the towers may still.
+    if main == "pixel_values" or parts == {"vision"}:
+        return result("vision", "vision", "vision", "its base model's main input is pixel_values")
+    if main in ("input_values", "input_features") or parts == {"audio"}:
+        return result("audio", "speech", "audio", f"its base model's main input is {main}")
+    if found & {"time-series-classification", "time-series-prediction", "decision"}:
+        return {"undecided": f"in the {sorted(found)[0]} registry, which no hwmatrix category covers"}
+    return {"undecided": f"in no task registry that decides a category (registries: {sorted(found) or 'none'}; main input {main})"}
+
+
+# ---- tiny configs -------------------------------------------------------------------------
+
+# Generic shrinking: a config key that exists with a larger int value gets this value.
+SHRINK = {
+    32: ["hidden_size", "d_model", "n_embd", "embed_dim", "dim", "model_dim", "d_embed", "word_embed_proj_dim",
+         "embedding_size", "projection_dim", "text_embed_dim", "vision_embed_dim", "hidden_dim", "proj_dim"],
+    64: ["intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner", "mlp_dim",
+         "moe_intermediate_size", "shared_expert_intermediate_size", "expert_intermediate_size", "decoder_hidden_size"],
+    2: ["num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers", "decoder_layers",
+        "num_decoder_layers", "num_encoder_layers", "num_experts_per_tok", "top_k"],
+    4: ["num_attention_heads", "n_head", "n_heads", "encoder_attention_heads", "decoder_attention_heads",
+        "num_heads", "num_experts", "num_local_experts", "n_routed_experts"],
+    8: ["head_dim", "d_kv", "kv_channels"],
+    16: ["max_source_positions"],
+    512: ["max_position_embeddings"],
+    1024: ["vocab_size"],
+}
+SHRINK_VOCAB = 1024
+KV_HEADS = ["num_key_value_heads", "num_kv_heads", "n_kv_heads", "multi_query_group_num"]
+LAYER_TYPE_LISTS = ["layer_types", "layers_block_type", "block_types"]
+
+
+def _shrink_one(config) -> dict:
+    """The overrides that make one (sub-)config tiny; sub-configs become nested dicts."""
+    values = config.to_dict()
+    out = {}
+    for target, keys in SHRINK.items():
+        for key in keys:
+            value = values.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > target:
+                out[key] = target
+    heads = out.get("num_attention_heads", values.get("num_attention_heads"))
+    for key in KV_HEADS:
+        value = values.get(key)
+        if isinstance(value, int) and isinstance(heads, int) and value > 0:
+            out[key] = 2 if value < values.get("num_attention_heads", value + 1) else heads
+    # Per-stage lists (convolutional and hierarchical backbones): fewer, smaller stages.
+    for key in ("depths", "num_layers_per_stage"):
+        if isinstance(values.get(key), list) and all(isinstance(v, int) for v in values[key]):
+            out[key] = [1 for _ in values[key]]
+    if isinstance(values.get("hidden_sizes"), list) and all(isinstance(v, int) for v in values["hidden_sizes"]):
+        out["hidden_sizes"] = [min(v, 16 * 2 ** i) for i, v in enumerate(values["hidden_sizes"])]
+    for key in ("num_heads", "num_attention_heads"):
+        if isinstance(values.get(key), list) and all(isinstance(v, int) for v in values[key]):
+            out[key] = [min(v, 2 ** i) for i, v in enumerate(values[key])]
+    # Layer-type lists must keep one entry per (now 2) layers.
+    layers = out.get("num_hidden_layers")
+    for key in LAYER_TYPE_LISTS:
+        if layers and isinstance(values.get(key), list) and len(values[key]) > layers:
+            out[key] = values[key][:layers]
+    patch = values.get("patch_size")
+    if isinstance(values.get("image_size"), int) and values["image_size"] > 64:
+        out["image_size"] = 32 if not isinstance(patch, int) or 32 % patch == 0 else patch * 2
+    if "use_cache" in values:
+        out["use_cache"] = False
+    # Special token ids must stay inside the smaller vocabulary.
+    # (Also in a composite config whose vocabulary lives in its text sub-config.)
+    vocab = out.get("vocab_size") or SHRINK_VOCAB
+    taken = iter(range(vocab - 1, 0, -1))
+    for key in sorted(values):
+        if key.endswith(("_token_id", "_token_index")) and isinstance(values[key], int) and values[key] >= vocab:
+            out[key] = next(taken)
+        elif key.endswith("_token_id") and isinstance(values[key], list) and any(isinstance(v, int) and v >= vocab for v in values[key]):
+            out[key] = [next(taken) if isinstance(v, int) and v >= vocab else v for v in values[key]]
+    for key in getattr(config, "sub_configs", {}) or {}:
+        sub = getattr(config, key, None)
+        if sub is not None and hasattr(sub, "to_dict"):
+            nested = _shrink_one(sub)
+            if nested:
+                out[key] = {"model_type": sub.model_type, **nested} if getattr(sub, "model_type", "") else nested
+    return out
+
+
+def shrink(model_type: str) -> dict:
+    config = transformers.AutoConfig.for_model(model_type)
+    return _shrink_one(config)
+
+
+# ---- inputs and outputs -------------------------------------------------------------------
+
+def _forward_params(cls) -> list[str]:
+    return list(inspect.signature(cls.forward).parameters)[1:]
+
+
+def _image_size(config) -> int:
+    for c in (getattr(config, "vision_config", None), config):
+        size = getattr(c, "image_size", None) if c is not None else None
+        if isinstance(size, int):
+            return size
+        if isinstance(size, (list, tuple)) and size and isinstance(size[0], int):
+            return int(size[0])
+    return 64
+
+
+def _channels(config) -> int:
+    for c in (getattr(config, "vision_config", None), config):
+        value = getattr(c, "num_channels", None) if c is not None else None
+        if isinstance(value, int):
+            return value
+    return 3
+
+
+def _mel_bins(config) -> int:
+    for key in ("num_mel_bins", "feature_size", "input_feat_per_channel", "n_mels", "num_mel_filters"):
+        value = getattr(config, key, None)
+        if isinstance(value, int):
+            return value
+    return 80
+
+
+def tensor(name, dtype, axes, fill=None) -> dict:
+    return {"name": name, "dtype": dtype, "axes": axes, **({"fill": fill} if fill else {})}
+
+
+def candidate_layouts(category: str, params: list[str], config) -> list[tuple[list[dict], list[dict]]]:
+    """Input layouts to try, in order, for a base model of this category whose forward takes
+    `params`: (inputs, two shapes). The first that runs on both shapes is the architecture's."""
+    text = [tensor("input_ids", "int64", ["batch", "sequence"], "tokens")]
+    if "attention_mask" in params:
+        text.append(tensor("attention_mask", "int64", ["batch", "sequence"], "mask"))
+    if "token_type_ids" in params:
+        text.append(tensor("token_type_ids", "int64", ["batch", "sequence"], "zeros"))
+    decoder = [tensor("decoder_input_ids", "int64", ["batch", "decoder_sequence"], "decoder-tokens")] if "decoder_input_ids" in params else []
+    text_shapes = [{"batch": 1, "sequence": 8}, {"batch": 2, "sequence": 13}]
+    dec_shapes = [{"decoder_sequence": 4}, {"decoder_sequence": 7}]
+    size, channels = _image_size(config), _channels(config)
+    image = [tensor("pixel_values", "float32", ["batch", "channels", "height", "width"], "normal")]
+    image_shapes = [{"batch": 1, "channels": channels, "height": size, "width": size},
+                    {"batch": 2, "channels": channels, "height": size, "width": size}]
+    both = lambda shapes, extra: [{**s, **e} for s, e in zip(shapes, extra)]
+    layouts = []
+    if category in ("text_encoders", "text_decoders", "encoder_decoders"):
+        layouts.append((text + decoder, both(text_shapes, dec_shapes) if decoder else text_shapes))
+    elif category == "vision":
+        layouts.append((image, image_shapes))
+    elif category == "video":
+        frames = getattr(config, "num_frames", None) or 8
+        video = lambda axes: [tensor("pixel_values", "float32", axes, "normal")]
+        shapes = [{**s, "frames": frames} for s in image_shapes]
+        layouts.append((video(["batch", "frames", "channels", "height", "width"]), shapes))
+        layouts.append((video(["batch", "channels", "frames", "height", "width"]), shapes))
+    elif category in ("audio", "speech_text"):
+        if "input_values" in params:
+            layouts.append(([tensor("input_values", "float32", ["batch", "samples"], "normal")],
+                            both([{"batch": 1}, {"batch": 2}], [{"samples": 1600}, {"samples": 2400}])))
+        if "input_features" in params:
+            mel = _mel_bins(config)
+            frames = 2 * getattr(config, "max_source_positions", 16) if getattr(config, "max_source_positions", None) == 16 else 32
+            for axes in (["batch", "mel_bins", "frames"], ["batch", "frames", "mel_bins"]):
+                feats = [tensor("input_features", "float32", axes, "normal")]
+                if "attention_mask" in params and axes[1] == "frames":
+                    feats.append(tensor("attention_mask", "int64", ["batch", "frames"], "mask"))
+                shapes = [{"batch": 1, "mel_bins": mel, "frames": frames}, {"batch": 2, "mel_bins": mel, "frames": frames}]
+                layouts.append((feats + decoder, both(shapes, dec_shapes) if decoder else shapes))
+        if "input_ids" in params and not layouts:  # text-to-speech: text in
+            layouts.append((text + decoder, both(text_shapes, dec_shapes) if decoder else text_shapes))
+    elif category == "multimodal":
+        shapes = [{**t, **i, "batch": b} for t, i, b in zip(text_shapes, image_shapes, (2, 3))]
+        layouts.append((text + image, shapes))
+    elif category == "vision_language":
+        ids = [tensor("input_ids", "int64", ["batch", "sequence"], "image-text-tokens")]
+        mask = [tensor("attention_mask", "int64", ["batch", "sequence"], "mask")] if "attention_mask" in params else []
+        layouts.append((ids + image + mask, None))  # shapes need the image token count: see derive
+    return layouts
+
+
+def name_output_axes(name: str, shapes: list[list[int]], input_axes: list[dict], config) -> list[str]:
+    """Names an output's axes from its shape under the two input shapes: an axis that takes an
+    input axis' sizes in both gets its name (batch, sequence...); a fixed one the config key it
+    equals (hidden, vocab); any other `<output>_<i>`, which the runtime sizes from the fixture."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    known = {"hidden": getattr(text, "hidden_size", None), "vocab": getattr(text, "vocab_size", None)}
+    axes = []
+    for i, (a, b) in enumerate(zip(*shapes)):
+        match = None
+        if a != b:
+            match = next((axis for axis in input_axes[0] if input_axes[0][axis] == a and input_axes[1].get(axis) == b
+                          and axis not in axes), None)
+        else:
+            match = next((k for k, v in known.items() if v == a and k not in axes), None)
+            if match is None and i == 0 and input_axes[0].get("batch") == a and input_axes[1].get("batch") == b:
+                match = "batch"
+        axes.append(match or f"{name}_{i}")
+    return axes
+
+
+DTYPES = {torch.float32: "float32", torch.int64: "int64", torch.int32: "int32", torch.bool: "bool"}
+
+
+def _row(model_type: str) -> dict:
+    return next(r for r in registry_rows() if r["model_type"] == model_type)
+
+
+def derive(model_type: str, seed: int = 0) -> dict:
+    """The imported fields of one architecture. Raises with the real error when transformers
+    cannot build or run it; returns `{"undecided": why, ...}` when the registries cannot decide
+    its category."""
+    import export  # the fixture exporter: inputs are built exactly as fixtures build them
+
+    row = _row(model_type)
+    tiny = shrink(model_type)
+    config = transformers.AutoConfig.for_model(model_type, **tiny)
+    found = {"registries": row["registries"], "export_class": row["base_class"], "tiny_config": tiny}
+    decided = classify(row, config)
+    if "undecided" in decided:
+        return {**found, **decided}
+    cls = getattr(transformers, row["base_class"])
+    params = _forward_params(cls)
+    torch.manual_seed(seed)
+    model = cls._from_config(config, attn_implementation="eager").eval()
+    errors = []
+    for inputs, shapes in candidate_layouts(decided["category"], params, config):
+        if shapes is None:  # image-text prompts: the sequence must hold the image's tokens
+            count = export.image_token_count(config)
+            size, channels = _image_size(config), _channels(config)
+            shapes = [{"batch": 1, "sequence": count + 8, "channels": channels, "height": size, "width": size},
+                      {"batch": 1, "sequence": count + 13, "channels": channels, "height": size, "width": size}]
+        spec = {"inputs": inputs}
+        try:
+            results = []
+            for index, shape in enumerate(shapes):
+                values = export.build_inputs(spec, shape, config, seed + index, index)
+                with torch.no_grad():
+                    out = model(**values, return_dict=True)
+                results.append({k: v for k, v in out.items() if isinstance(v, torch.Tensor) and v.dtype in DTYPES and v.numel() > 0})
+        except Exception as error:  # noqa: BLE001 - the next layout may fit; all errors are kept
+            errors.append(export._error_line(error))
+            continue
+        names = [n for n in results[0] if n in results[1] and results[0][n].dim() == results[1][n].dim()]
+        if not names:
+            errors.append(f"the model returned no tensor output (it returned {list(results[0])})")
+            continue
+        outputs = [tensor(n, DTYPES[results[0][n].dtype],
+                          name_output_axes(n, [list(r[n].shape) for r in results], shapes, config)) for n in names]
+        return {**found, **{k: v for k, v in decided.items()}, "inputs": inputs, "outputs": outputs, "shapes": shapes}
+    if not errors:
+        raise RuntimeError(f"no input layout is known for a {decided['category']} base model taking {params[:6]}")
+    raise RuntimeError(errors[0])

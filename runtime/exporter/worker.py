@@ -1,0 +1,69 @@
+"""A long-lived exporter process for `gen import` and `gen fixtures`: importing torch and
+transformers costs seconds, so gen starts one of these per core and sends it jobs.
+
+Protocol: one JSON job per line on stdin, one JSON answer per line on the file descriptor
+given by --answers (stdout, which torch and transformers also print to, goes to stderr):
+
+    {"id": 7, "kind": "list"}                      -> {"id": 7, "ok": true, "result": [rows]}
+    {"id": 8, "kind": "derive", "model_type": "x"} -> {"id": 8, "ok": true, "result": {...imported}}
+    {"id": 9, "kind": "export", "job": {...}}      -> {"id": 9, "ok": true, "result": null}
+    failure                                        -> {"id": .., "ok": false, "error": "<one line>"}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--serve", action="store_true", help="answer jobs from stdin until it closes")
+    args = parser.parse_args()
+    if not args.serve:
+        parser.print_help()
+        return 2
+    answers = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # whatever the libraries print lands on stderr, never in the answers
+    sys.stdout = sys.stderr
+    warnings.filterwarnings("ignore")
+    import torch
+
+    torch.set_num_threads(1)
+    import export
+    import registry
+    from transformers.utils import logging
+
+    logging.set_verbosity_error()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        job = json.loads(line)
+        answer = {"id": job.get("id")}
+        try:
+            if job["kind"] == "list":
+                result = registry.registry_rows()
+            elif job["kind"] == "derive":
+                result = registry.derive(job["model_type"])
+            elif job["kind"] == "export":
+                export.export(job["job"])
+                result = None
+            else:
+                raise ValueError(f"unknown job kind {job['kind']!r}")
+            answer.update(ok=True, result=result)
+        except Exception as error:  # noqa: BLE001 - every error goes back to gen, none is swallowed
+            traceback.print_exc()
+            answer.update(ok=False, error=export._error_line(error))
+        answers.write(json.dumps(answer, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
