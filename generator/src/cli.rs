@@ -77,6 +77,35 @@ pub enum Command {
         /// The exporter venv's Python (default: $HWMATRIX_PYTHON, else ~/.cache/hwmatrix/venv/bin/python)
         #[arg(long, value_name = "FILE")]
         python: Option<PathBuf>,
+        /// Python worker processes (default: one per core)
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
+        /// Build from this local pretrained checkpoint (a folder with config.json and weights,
+        /// e.g. one in the HF cache) instead of tiny random weights; inputs come from its
+        /// tokenizer where it has one. Needs exactly one --model.
+        #[arg(long, value_name = "DIR")]
+        checkpoint: Option<PathBuf>,
+    },
+    /// Write one spec per architecture of transformers' base-model registry (see --help)
+    #[command(long_about = IMPORT_ABOUT)]
+    Import {
+        /// Compare each spec's category, architecture type and task with the registries; write nothing
+        #[arg(long = "check")]
+        check_only: bool,
+        /// Fixture root the trial exports go to (default: $HWMATRIX_FIXTURES, else ~/.cache/hwmatrix/fixtures)
+        #[arg(long, value_name = "DIR")]
+        fixtures: Option<PathBuf>,
+        /// The exporter venv's Python (default: $HWMATRIX_PYTHON, else ~/.cache/hwmatrix/venv/bin/python)
+        #[arg(long, value_name = "FILE")]
+        python: Option<PathBuf>,
+        /// Python worker processes (default: one per core)
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
+    },
+    /// Print a model's spec with defaults and imported fields filled in, and where each came from
+    Show {
+        /// The model_type (transformers' own, e.g. xlm-roberta)
+        model_type: String,
     },
 }
 
@@ -135,10 +164,51 @@ where
     }
 }
 
+const IMPORT_ABOUT: &str = "\
+Writes one spec per architecture of transformers' base-model registry into
+model-specs/models/<category>/<model_type>.yaml, with a Python worker per core:
+
+- category, architecture type, modality and task from the task registries the
+  architecture appears in (causal LM and not masked LM: decoder-only, ...);
+  where they cannot decide, it says so and the spec needs a hand-written field;
+- a tiny config (the real config shrunk generically), inputs and two shapes
+  for the modality, and the outputs the tiny model really returns;
+- then each architecture goes through the fixture pipeline once (export, then
+  onnxruntime against PyTorch); a failure becomes `imported.known_issue`.
+
+The importer owns only the `imported:` block below the marker line of each
+file; what a person wrote above it is never changed, and wins. A re-run that
+finds nothing new writes nothing. Architectures left out are listed with
+their reasons in model-specs/import-exclusions.yaml. Use --model to import
+some only.";
+
+fn workers(jobs: Option<usize>) -> usize {
+    jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+}
+
 fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
     let root = workspace_root();
     let specs_dir = cli.select.specs.clone().unwrap_or_else(|| root.join("model-specs"));
+    if let Some(Command::Import { check_only, fixtures, python, jobs }) = &cli.command {
+        let options = crate::import::Options {
+            python: python.clone().unwrap_or_else(hwmatrix_cell::paths::python),
+            fixtures: fixtures.clone().unwrap_or_else(hwmatrix_cell::paths::fixtures_dir),
+            workers: workers(*jobs),
+            only: cli.select.model.clone(),
+            check: *check_only,
+        };
+        return crate::import::run(&specs_dir, &options, out, err);
+    }
     let specs = spec::load(&specs_dir).map_err(|e| e.to_string())?;
+    if let Some(Command::Show { model_type }) = &cli.command {
+        let model = specs.model(model_type).ok_or_else(|| format!("error: no spec has model_type `{model_type}`\n  help: `gen list` lists them"))?;
+        let _ = writeln!(out, "# {}: resolved from {}", model_type, model.display_path);
+        for (field, source) in &model.sources {
+            let _ = writeln!(out, "#   {field}: {}", serde_json::to_value(source).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default());
+        }
+        let _ = write!(out, "{}", serde_yaml::to_string(&model.spec).map_err(|e| e.to_string())?);
+        return Ok(0);
+    }
     let selection = Selection {
         models: cli.select.model.clone(),
         categories: cli.select.category.clone(),
@@ -151,11 +221,22 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
             let _ = write!(out, "{}", list::render(&plan));
             Ok(0)
         }
-        Some(Command::Fixtures { fixtures: dir, python }) => {
+        Some(Command::Import { .. } | Command::Show { .. }) => unreachable!("handled above"),
+        Some(Command::Fixtures { fixtures: dir, python, jobs, checkpoint }) => {
             let dir = dir.clone().unwrap_or_else(hwmatrix_cell::paths::fixtures_dir);
             let python = python.clone().unwrap_or_else(hwmatrix_cell::paths::python);
             let started = Instant::now();
-            let summary = fixtures::build(&plan, &dir, &python, err)?;
+            let source = match checkpoint {
+                None => fixtures::Source::TinyRandom,
+                Some(_) if plan.models.len() != 1 => {
+                    return Err("error: --checkpoint builds one model's fixture\n  help: add --model <model_type> (the checkpoint's architecture)".into());
+                }
+                Some(path) if !path.join("config.json").is_file() => {
+                    return Err(format!("error: {} has no config.json\n  help: pass the folder of a saved pretrained model (config.json and weights)", path.display()));
+                }
+                Some(path) => fixtures::Source::Checkpoint(std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?),
+            };
+            let summary = fixtures::build(&plan, &dir, &python, workers(*jobs), &source, err)?;
             let _ = writeln!(
                 out,
                 "fixtures in {}: {} built, {} cached, {} known issues skipped, {} failed ({:.1} s)",
@@ -167,7 +248,11 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
                 started.elapsed().as_secs_f64()
             );
             for (model, error) in &summary.failed {
-                let _ = writeln!(err, "error: the exporter failed on {model}: {error}\n  help: fix the spec's tiny_config or inputs, or record the error as `export.known_issue` in its spec");
+                let first = error.lines().next().unwrap_or_default();
+                let _ = writeln!(err, "error: the exporter failed on {model}: {first}");
+            }
+            if !summary.failed.is_empty() {
+                let _ = writeln!(err, "  help: fix the spec's tiny_config or inputs, or run `gen import --model <model_type>`, which records the failure as the spec's known issue (details in {}/.logs/)", dir.display());
             }
             Ok(if summary.failed.is_empty() { 0 } else { 1 })
         }

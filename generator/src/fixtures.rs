@@ -4,12 +4,12 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Instant;
 
 use hwmatrix_cell::fixture_key::{self, SEED};
 
 use crate::plan::Plan;
+use crate::spec::LoadedModel;
+use crate::workers::{Pool, Progress};
 
 /// The exporter and its requirements, next to the runtime that reads its output.
 pub fn exporter_dir() -> PathBuf {
@@ -25,9 +25,21 @@ pub struct Summary {
     pub failed: Vec<(String, String)>,
 }
 
-pub fn build(plan: &Plan, root: &Path, python: &Path, log: &mut dyn Write) -> Result<Summary, String> {
-    let dir = exporter_dir();
-    let script = dir.join("export.py");
+/// Where a fixture's model comes from.
+#[derive(Clone, Debug, Default)]
+pub enum Source {
+    /// The spec's tiny config with seeded random weights (the default).
+    #[default]
+    TinyRandom,
+    /// A local pretrained checkpoint folder (config and weights, e.g. one in the HF cache).
+    Checkpoint(PathBuf),
+}
+
+/// Builds (or finds cached) the fixture of every model of the plan, spread
+/// over `workers` Python processes. Failed exports leave
+/// `<root>/<model_type>.error.txt` with the real error.
+pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &Source, log: &mut dyn Write) -> Result<Summary, String> {
+    let script = crate::workers::worker_script();
     if !script.is_file() {
         return Err(format!("no exporter at {}", script.display()));
     }
@@ -39,71 +51,73 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, log: &mut dyn Write) -> Re
     }
     std::fs::create_dir_all(root).map_err(|e| format!("cannot create the fixture root {}: {e}", root.display()))?;
     let mut summary = Summary::default();
-    let total = plan.models.len();
-    for (i, model_plan) in plan.models.iter().enumerate() {
+    let mut jobs = Vec::new();
+    for model_plan in &plan.models {
         let model = model_plan.model;
         let name = &model.spec.model_type;
-        let progress = format!("[{}/{total}] {name}", i + 1);
-        if let Some(issue) = &model.spec.export.known_issue {
+        if model.spec.export.known_issue.is_some() {
             summary.skipped_known_issue += 1;
-            let _ = writeln!(log, "{progress}: skipped, known issue: {issue}");
             continue;
         }
-        let key = fixture_key::fixture_key(&model.digest());
+        let mut key = fixture_key::fixture_key(&model.digest());
+        if let Source::Checkpoint(dir) = source {
+            // Never mistaken for the tiny fixture: `gen fixtures` without
+            // --checkpoint rebuilds the tiny one.
+            key = format!("checkpoint:{}:{key}", dir.display());
+        }
         let out_dir = root.join(name);
         if cached_key(&out_dir).as_deref() == Some(key.as_str()) {
             summary.cached += 1;
-            let _ = writeln!(log, "{progress}: cached");
             continue;
         }
-        let started = Instant::now();
-        let _ = writeln!(log, "{progress}: exporting...");
-        // The spec goes to the exporter exactly as its digest was taken.
-        let spec: serde_json::Value = serde_json::from_slice(&model.exporter_json()).map_err(|e| e.to_string())?;
-        let job = serde_json::json!({
-            "spec": spec,
-            "out_dir": out_dir,
-            "cache_key": key,
-            "seed": SEED,
-        });
-        let error_path = hwmatrix_cell::paths::export_error_file(root, name);
-        match run_exporter(python, &script, &job) {
-            Ok(()) => {
+        jobs.push((name.clone(), export_job(model, &out_dir, &key, source)?));
+    }
+    if jobs.is_empty() {
+        return Ok(summary);
+    }
+    let pool = Pool { python: python.to_path_buf(), workers, timeout: EXPORT_TIMEOUT, log_dir: root.join(".logs") };
+    let tty = Progress::stderr_is_terminal();
+    let mut progress = Progress::new("exported", jobs.len(), log, tty);
+    for (name, outcome) in pool.run(jobs, &mut progress)? {
+        let error_path = hwmatrix_cell::paths::export_error_file(root, &name);
+        match outcome {
+            Ok(_) => {
                 let _ = std::fs::remove_file(&error_path);
                 summary.built += 1;
-                let _ = writeln!(log, "{progress}: exported in {:.1} s", started.elapsed().as_secs_f64());
             }
             Err(error) => {
                 std::fs::write(&error_path, format!("{error}\n")).map_err(|e| format!("{}: {e}", error_path.display()))?;
-                let _ = writeln!(log, "{progress}: FAILED: {error}");
-                summary.failed.push((name.clone(), error));
+                summary.failed.push((name, error));
             }
         }
     }
     Ok(summary)
 }
 
-fn cached_key(out_dir: &Path) -> Option<String> {
-    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out_dir.join("meta.json")).ok()?).ok()?;
-    meta.get("cache_key")?.as_str().map(str::to_string)
+/// One export job for the worker: the spec exactly as its digest was taken.
+pub fn export_job(model: &LoadedModel, out_dir: &Path, key: &str, source: &Source) -> Result<serde_json::Value, String> {
+    let spec: serde_json::Value = serde_json::from_slice(&model.exporter_json()).map_err(|e| e.to_string())?;
+    let checkpoint = match source {
+        Source::TinyRandom => serde_json::Value::Null,
+        Source::Checkpoint(dir) => serde_json::Value::String(dir.display().to_string()),
+    };
+    Ok(serde_json::json!({
+        "kind": "export",
+        "job": {
+            "spec": spec,
+            "out_dir": out_dir,
+            "cache_key": key,
+            "seed": SEED,
+            "tolerance": {"abs": model.spec.tolerance.abs, "rel": model.spec.tolerance.rel},
+            "checkpoint": checkpoint,
+        }
+    }))
 }
 
-/// Runs the exporter with the job on stdin; on failure returns its last stderr line (the real error).
-fn run_exporter(python: &Path, script: &Path, job: &serde_json::Value) -> Result<(), String> {
-    let mut child = Command::new(python)
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", python.display()))?;
-    let body = serde_json::to_vec(job).map_err(|e| e.to_string())?;
-    child.stdin.take().expect("piped").write_all(&body).map_err(|e| format!("cannot send the job to the exporter: {e}"))?;
-    let output = child.wait_with_output().map_err(|e| format!("exporter: {e}"))?;
-    if output.status.success() {
-        return Ok(());
-    }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");
-    Err(format!("{last} (exit {})", output.status))
+/// A job may take this long (the dynamo exporter on a large tiny model takes ~30 s here).
+pub const EXPORT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(240);
+
+pub fn cached_key(out_dir: &Path) -> Option<String> {
+    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out_dir.join("meta.json")).ok()?).ok()?;
+    meta.get("cache_key")?.as_str().map(str::to_string)
 }

@@ -7,9 +7,11 @@
 
 pub mod cli;
 pub mod fixtures;
+pub mod import;
 pub mod list;
 pub mod module_name;
 pub mod plan;
 pub mod render;
 pub mod spec;
+pub mod workers;
 pub mod write;

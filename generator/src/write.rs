@@ -50,7 +50,7 @@ pub fn diff(out: &Path, files: &Files, find_stale: bool) -> Result<Changes, Stri
 /// Applies a diff: writes drifted and missing files, removes stale ones.
 pub fn apply(out: &Path, files: &Files, changes: &Changes) -> Result<(), String> {
     for rel in changes.drifted.iter().chain(&changes.missing) {
-        write_atomic(&out.join(rel), files[rel].as_bytes())?;
+        write_atomically(&out.join(rel), files[rel].as_bytes())?;
     }
     for rel in &changes.stale {
         let path = out.join(rel);
@@ -61,7 +61,7 @@ pub fn apply(out: &Path, files: &Files, changes: &Changes) -> Result<(), String>
 }
 
 /// Writes next to the target and renames over it, so a reader never sees half a file.
-fn write_atomic(path: &Path, content: &[u8]) -> Result<(), String> {
+pub fn write_atomically(path: &Path, content: &[u8]) -> Result<(), String> {
     let dir = path.parent().ok_or_else(|| format!("{} has no parent folder", path.display()))?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let tmp = dir.join(format!(".{}.gen-tmp", path.file_name().and_then(|n| n.to_str()).unwrap_or("file")));

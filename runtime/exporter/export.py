@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import transformers
 
-EXPORTER_VERSION = 2
+EXPORTER_VERSION = 3
 
 
 def normalized_vocab_size(config) -> int:
@@ -149,6 +149,37 @@ def build_inputs(spec: dict, shape: dict, config, seed: int, shape_index: int) -
     }
 
 
+# Real text for a checkpoint's tokenizer: one sentence, then a batch of two of different lengths
+# (so the second shape pads, as the tiny fixtures' masks do).
+CHECKPOINT_TEXTS = [
+    ["Hardware matrices tell maintainers where their models really run."],
+    ["A short sentence.", "The second sentence of this batch is a good deal longer than the first one is."],
+]
+
+
+def checkpoint_tokenizer(checkpoint: str, spec: dict):
+    """The checkpoint's own tokenizer when it has one and the model takes only what a tokenizer
+    gives (input_ids, attention_mask, token_type_ids); else None (inputs filled as for tiny)."""
+    if not all(i["name"] in ("input_ids", "attention_mask", "token_type_ids") for i in spec["inputs"]):
+        return None
+    try:
+        return transformers.AutoTokenizer.from_pretrained(checkpoint, local_files_only=True)
+    except Exception:  # noqa: BLE001 - a checkpoint without a tokenizer gets generated inputs
+        return None
+
+
+def tokenized_inputs(tokenizer, spec: dict, index: int) -> tuple[dict[str, torch.Tensor], dict]:
+    encoded = tokenizer(CHECKPOINT_TEXTS[index], padding=True, return_tensors="pt")
+    inputs = {}
+    for inp in spec["inputs"]:
+        value = encoded.get(inp["name"])
+        if value is None:  # e.g. token_type_ids from a tokenizer that does not make them
+            value = torch.zeros_like(encoded["input_ids"])
+        inputs[inp["name"]] = value.to(torch.int64)
+    batch, sequence = encoded["input_ids"].shape
+    return inputs, {"batch": int(batch), "sequence": int(sequence)}
+
+
 class NamedOutputs(torch.nn.Module):
     """Calls the model with keyword inputs and returns the spec's outputs, in order, as a tuple."""
 
@@ -166,11 +197,22 @@ class NamedOutputs(torch.nn.Module):
         return tuple(out[n] for n in self.output_names)
 
 
-def build_model(spec: dict, seed: int):
+def instantiate(cls, config):
+    """The model with eager attention and eager experts: transformers' fused grouped-matmul
+    experts have no ONNX translation, the eager loop over experts exports."""
+    return cls._from_config(config, attn_implementation="eager", experts_implementation="eager")
+
+
+def build_model(spec: dict, seed: int, checkpoint: str | None = None):
+    cls = getattr(transformers, spec["export"]["class"])
+    if checkpoint:
+        # A maintainer's real model: its own config and weights (local files only).
+        model = cls.from_pretrained(checkpoint, attn_implementation="eager", local_files_only=True)
+        model.eval()
+        return model, model.config
     torch.manual_seed(seed)
     config = transformers.AutoConfig.for_model(spec["model_type"], **(spec.get("tiny_config") or {}))
-    cls = getattr(transformers, spec["export"]["class"])
-    model = cls._from_config(config, attn_implementation="eager")
+    model = instantiate(cls, config)
     model.eval()
     return model, config
 
@@ -205,14 +247,19 @@ def export(job: dict) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
 
-    model, config = build_model(spec, seed)
+    checkpoint = job.get("checkpoint")
+    model, config = build_model(spec, seed, checkpoint)
+    tokenizer = checkpoint_tokenizer(checkpoint, spec) if checkpoint else None
     input_names = [i["name"] for i in spec["inputs"]]
     output_names = [o["name"] for o in spec["outputs"]]
     wrapper = NamedOutputs(model, input_names, output_names).eval()
 
     shapes_meta = []
     for index, shape in enumerate(spec["shapes"]):
-        inputs = build_inputs(spec, shape, config, seed + index, index)
+        if tokenizer is not None:
+            inputs, shape = tokenized_inputs(tokenizer, spec, index)
+        else:
+            inputs = build_inputs(spec, shape, config, seed + index, index)
         with torch.no_grad():
             outputs = wrapper(*inputs.values())
         suffix = "" if index == 0 else str(index + 1)
@@ -225,9 +272,10 @@ def export(job: dict) -> None:
             example = tuple(inputs.values())
 
     exporter, errors = export_onnx(wrapper, example, input_names, output_names, dynamic_axes(spec), tmp / "model.onnx", spec)
+    verify_with_onnxruntime(tmp, len(spec["shapes"]), job.get("tolerance") or DEFAULT_TOLERANCE)
     meta = {
         "model_type": spec["model_type"],
-        "source": "tiny-random",
+        "source": f"checkpoint:{checkpoint}" if checkpoint else "tiny-random",
         "class": spec["export"]["class"],
         "seed": seed,
         "cache_key": job.get("cache_key"),
@@ -273,6 +321,51 @@ def _error_line(error: BaseException) -> str:
     if root is not error:
         line += f" (cause: {first_line(root)})"
     return re.sub(r"\x1b\[[0-9;]*m", "", line)[:500]
+
+
+DEFAULT_TOLERANCE = {"abs": 1e-4, "rel": 1e-3}
+
+
+def verify_with_onnxruntime(folder: Path, shapes: int, tolerance: dict) -> None:
+    """Runs the exported graph with onnxruntime's CPU provider on every shape and compares it
+    with the PyTorch reference as the Rust checks do (|got - expected| <= abs + rel * |expected|).
+    A graph that fails here never becomes a fixture: the error is the architecture's known issue,
+    recorded by `gen import`, instead of a cell that fails in every test run."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"])
+    except Exception as error:  # noqa: BLE001
+        raise RuntimeError(f"onnxruntime cannot load the exported graph: {_error_line(error)}") from None
+    for index in range(shapes):
+        suffix = "" if index == 0 else str(index + 1)
+        feeds = {p.stem: np.load(p) for p in sorted((folder / f"inputs{suffix}").glob("*.npy"))}
+        names = [o.name for o in session.get_outputs()]
+        try:
+            got = dict(zip(names, session.run(names, feeds)))
+        except Exception as error:  # noqa: BLE001
+            raise RuntimeError(f"onnxruntime fails on shape {index + 1}: {_error_line(error)}") from None
+        for path in sorted((folder / f"outputs{suffix}").glob("*.npy")):
+            expected = np.load(path)
+            actual = got.get(path.stem)
+            if actual is None or actual.shape != expected.shape:
+                raise RuntimeError(f"onnxruntime gives output {path.stem} shape {None if actual is None else list(actual.shape)} "
+                                   f"on shape {index + 1}, the reference has {list(expected.shape)}")
+            if expected.dtype.kind == "f":
+                bound = tolerance["abs"] + tolerance["rel"] * np.abs(expected)
+                bad = np.abs(actual.astype(np.float64) - expected) > bound
+                bad |= ~np.isfinite(actual)
+            else:
+                bad = actual != expected
+            if bad.any():
+                worst = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+                raise RuntimeError(f"onnxruntime output {path.stem} differs from PyTorch on shape {index + 1}: "
+                                   f"{int(bad.sum())} of {expected.size} elements outside abs {tolerance['abs']} + rel "
+                                   f"{tolerance['rel']} (max abs error {float(np.nanmax(worst)):.3e})")
 
 
 def export_onnx(wrapper, example, input_names, output_names, axes, path: Path, spec: dict):

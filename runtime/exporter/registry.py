@@ -153,7 +153,9 @@ def classify(row: dict, config) -> dict:
         arch = "mixture-of-experts" if _is_moe(config) else "state-space" if _is_state_space(config) else "decoder-only"
         return result("text_decoders", arch, "text", "in the causal-lm registry and not the masked-lm one")
     if found & TEXT_ENCODER or ("causal-lm" in found and "masked-lm" in found):
-        return result("text_encoders", "encoder-only", "text", f"in the {sorted(found & (TEXT_ENCODER | {'causal-lm'}))[0]} registry")
+        why = ("in the masked-lm registry (a causal-LM head too does not make it a decoder)" if "masked-lm" in found
+               else f"in the {sorted(found & TEXT_ENCODER)[0]} registry")
+        return result("text_encoders", "encoder-only", "text", why)
     if found & VISION:
         return result("vision", "vision", "vision", f"in the {sorted(found & VISION)[0]} registry")
     # In no task registry that decides: the main input and the towers may still.
@@ -355,27 +357,62 @@ def name_output_axes(name: str, shapes: list[list[int]], input_axes: list[dict],
 DTYPES = {torch.float32: "float32", torch.int64: "int64", torch.int32: "int32", torch.bool: "bool"}
 
 
+def _is_constant(t: torch.Tensor, abs_tol: float = 1e-4, rel_tol: float = 1e-3) -> bool:
+    values = t.detach().double().flatten()
+    if not t.is_floating_point():
+        return bool((values == values[0]).all())
+    return bool(((values - values.mean()).abs() <= abs_tol + rel_tol * values.abs()).all())
+
+
 def _row(model_type: str) -> dict:
     return next(r for r in registry_rows() if r["model_type"] == model_type)
 
 
-def derive(model_type: str, seed: int = 0) -> dict:
-    """The imported fields of one architecture. Raises with the real error when transformers
-    cannot build or run it; returns `{"undecided": why, ...}` when the registries cannot decide
-    its category."""
-    import export  # the fixture exporter: inputs are built exactly as fixtures build them
-
+def classify_only(model_type: str) -> dict:
+    """Category, architecture type, modality and task without building a model (for
+    `gen import --check`): from the registries and the tiny config's structure."""
     row = _row(model_type)
-    tiny = shrink(model_type)
-    config = transformers.AutoConfig.for_model(model_type, **tiny)
-    found = {"registries": row["registries"], "export_class": row["base_class"], "tiny_config": tiny}
+    try:
+        config = transformers.AutoConfig.for_model(model_type, **shrink(model_type))
+    except Exception:  # noqa: BLE001 - the default config decides the same structure
+        config = transformers.AutoConfig.for_model(model_type)
+    return {"registries": row["registries"], **classify(row, config)}
+
+
+def derive(model_type: str, seed: int = 0) -> dict:
+    """The imported fields of one architecture. Never raises: when transformers cannot build
+    or run the tiny model, the result carries `known_issue` with the real error; when the
+    registries cannot decide the category, `undecided` says why."""
+    row = _row(model_type)
+    found = {"registries": row["registries"], "export_class": row["base_class"]}
+    try:
+        found["tiny_config"] = shrink(model_type)
+        config = transformers.AutoConfig.for_model(model_type, **found["tiny_config"])
+    except Exception as error:  # noqa: BLE001
+        import export
+
+        decided = classify_only(model_type)
+        decided.pop("registries")
+        return {**found, **decided, "known_issue": f"building the tiny config: {export._error_line(error)}"}
     decided = classify(row, config)
     if "undecided" in decided:
         return {**found, **decided}
+    try:
+        io = _derive_io(row, config, decided, seed, found)  # may add found["constant_outputs"]
+        return {**found, **decided, **io}
+    except Exception as error:  # noqa: BLE001
+        import export
+
+        return {**found, **decided, "known_issue": f"running the tiny model: {export._error_line(error)}"}
+
+
+def _derive_io(row: dict, config, decided: dict, seed: int, found: dict) -> dict:
+    import export  # the fixture exporter: inputs are built exactly as fixtures build them
+
     cls = getattr(transformers, row["base_class"])
     params = _forward_params(cls)
     torch.manual_seed(seed)
-    model = cls._from_config(config, attn_implementation="eager").eval()
+    model = export.instantiate(cls, config).eval()
     errors = []
     for inputs, shapes in candidate_layouts(decided["category"], params, config):
         if shapes is None:  # image-text prompts: the sequence must hold the image's tokens
@@ -395,12 +432,17 @@ def derive(model_type: str, seed: int = 0) -> dict:
             errors.append(export._error_line(error))
             continue
         names = [n for n in results[0] if n in results[1] and results[0][n].dim() == results[1][n].dim()]
+        # A reference a constant would match cannot catch a wrong model (the runtime refuses it).
+        constant = [n for n in names if all(_is_constant(r[n]) for r in results)]
+        names = [n for n in names if n not in constant]
+        if constant:
+            found["constant_outputs"] = constant
         if not names:
             errors.append(f"the model returned no tensor output (it returned {list(results[0])})")
             continue
         outputs = [tensor(n, DTYPES[results[0][n].dtype],
                           name_output_axes(n, [list(r[n].shape) for r in results], shapes, config)) for n in names]
-        return {**found, **{k: v for k, v in decided.items()}, "inputs": inputs, "outputs": outputs, "shapes": shapes}
+        return {"inputs": inputs, "outputs": outputs, "shapes": shapes}
     if not errors:
         raise RuntimeError(f"no input layout is known for a {decided['category']} base model taking {params[:6]}")
-    raise RuntimeError(errors[0])
+    raise RuntimeError(errors[0].split(": ", 1)[1] if errors[0].startswith("RuntimeError: ") else errors[0])

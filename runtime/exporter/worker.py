@@ -4,7 +4,8 @@ transformers costs seconds, so gen starts one of these per core and sends it job
 Protocol: one JSON job per line on stdin, one JSON answer per line on the file descriptor
 given by --answers (stdout, which torch and transformers also print to, goes to stderr):
 
-    {"id": 7, "kind": "list"}                      -> {"id": 7, "ok": true, "result": [rows]}
+    {"id": 7, "kind": "list"}                      -> {"id": 7, "ok": true, "result": {"transformers": "5.23.0", "rows": [...]}}
+    {"id": 8, "kind": "classify", "model_type": "x"} -> {"id": 8, "ok": true, "result": {category, architecture, ...}}
     {"id": 8, "kind": "derive", "model_type": "x"} -> {"id": 8, "ok": true, "result": {...imported}}
     {"id": 9, "kind": "export", "job": {...}}      -> {"id": 9, "ok": true, "result": null}
     failure                                        -> {"id": .., "ok": false, "error": "<one line>"}
@@ -49,7 +50,11 @@ def main() -> int:
         answer = {"id": job.get("id")}
         try:
             if job["kind"] == "list":
-                result = registry.registry_rows()
+                import transformers
+
+                result = {"transformers": transformers.__version__, "rows": registry.registry_rows()}
+            elif job["kind"] == "classify":
+                result = registry.classify_only(job["model_type"])
             elif job["kind"] == "derive":
                 result = registry.derive(job["model_type"])
             elif job["kind"] == "export":

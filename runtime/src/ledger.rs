@@ -55,7 +55,36 @@ pub fn assert_recorded(written: usize) {
     let found = text
         .lines()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .filter(|r| r["run_id"] == record::run_id() && r["basis"] != Basis::Measured.name() && r["reason"].as_str().is_some_and(|s| !s.is_empty()))
+        .filter(|r| {
+            r["run_id"] == record::run_id()
+                && matches!(r["status"].as_str(), Some("ignored" | "unsupported" | "known-issue"))
+                && r["reason"].as_str().is_some_and(|s| !s.is_empty())
+        })
         .count();
     assert!(found >= written, "{} holds {found} records of cells not run for run {}, but {written} were written", path.display(), record::run_id());
+}
+
+/// Every model whose cells are planned to run has a fixture: a model with
+/// neither a fixture nor a recorded reason (a known issue) fails here, naming
+/// the command that builds it.
+pub fn assert_fixtures_or_reasons(cells: &[&Cell]) {
+    let mut missing = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for cell in cells {
+        if !seen.insert(cell.model.model_type) {
+            continue;
+        }
+        if matches!(cell.planned, crate::Planned::KnownIssue { .. }) && cells.iter().filter(|c| c.model.model_type == cell.model.model_type).all(|c| !matches!(c.planned, crate::Planned::Run)) {
+            continue; // its reason is recorded by the ledger
+        }
+        if let Err(e) = crate::fixture::Fixture::open(cell.model) {
+            missing.push(format!("{}: {e}", cell.model.model_type));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "{} models have neither a fixture nor a recorded reason:\n  {}\nrun `gen fixtures` (or `gen import --model M`, which records an export failure as the known issue)",
+        missing.len(),
+        missing.join("\n  ")
+    );
 }

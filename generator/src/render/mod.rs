@@ -109,6 +109,11 @@ pub fn render(plan: &Plan) -> Result<Files, String> {
                     .unwrap_or_else(|e| panic!("{e}"));
                 runtime::ledger::assert_recorded(written);
             }
+
+            #[test]
+            fn every_model_has_a_fixture_or_a_reason() {
+                runtime::ledger::assert_fixtures_or_reasons(super::CELLS);
+            }
         }
     };
     files.insert(PathBuf::from("src/lib.rs"), format_tokens(lib, &index_source)?);

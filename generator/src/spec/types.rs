@@ -150,12 +150,130 @@ pub struct CategorySpec {
     pub seed_coverage: BTreeMap<Platform, u32>,
 }
 
+// ---- defaults.yaml -----------------------------------------------------------
+
+/// What a spec gets when it does not say: the one place for the tolerance,
+/// the shapes of a modality and the inputs and outputs of an architecture type.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DefaultsFile {
+    pub priority: Priority,
+    pub tolerance: ToleranceSpec,
+    /// Per modality: the two shapes.
+    #[serde(default)]
+    pub shapes: BTreeMap<Modality, Vec<BTreeMap<String, u32>>>,
+    /// Per architecture type: the usual inputs and outputs.
+    #[serde(default)]
+    pub io: BTreeMap<String, DefaultIo>,
+}
+
+#[derive(Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DefaultIo {
+    pub inputs: Vec<TensorSpec>,
+    pub outputs: Vec<TensorSpec>,
+}
+
 // ---- models/<category>/<model_type>.yaml ----------------------------------
 
-/// One architecture. Serialize is for the exporter, which receives the
-/// validated spec as JSON.
-#[derive(Debug, Deserialize, Serialize)]
+/// A spec file as written. Top-level fields are curated (written by a
+/// person); `imported:` is the block `gen import` owns and rewrites. A
+/// curated field wins over the imported one, which wins over defaults.yaml
+/// ([`super::resolve`]).
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct SpecFile {
+    pub model_type: String,
+    #[serde(default)]
+    pub category: Option<String>,
+    #[serde(default)]
+    pub architecture: Option<String>,
+    #[serde(default)]
+    pub modality: Option<Modality>,
+    #[serde(default)]
+    pub task: Option<String>,
+    #[serde(default)]
+    pub priority: Option<Priority>,
+    #[serde(default)]
+    pub checkpoints: Option<Checkpoints>,
+    #[serde(default)]
+    pub export: Option<ExportFile>,
+    /// Replaces the imported tiny config when set.
+    #[serde(default)]
+    pub tiny_config: BTreeMap<String, serde_yaml::Value>,
+    #[serde(default)]
+    pub inputs: Option<Vec<TensorSpec>>,
+    #[serde(default)]
+    pub outputs: Option<Vec<TensorSpec>>,
+    #[serde(default)]
+    pub shapes: Option<Vec<BTreeMap<String, u32>>>,
+    #[serde(default)]
+    pub tolerance: Option<ToleranceSpec>,
+    #[serde(default)]
+    pub platforms: BTreeMap<Platform, PlatformOverride>,
+    #[serde(default)]
+    pub web_quantization: Option<WebQuantization>,
+    #[serde(default)]
+    pub imported: Option<Imported>,
+}
+
+/// What `gen import` derived from transformers' registries and from running
+/// the tiny model. Never edited by hand: re-running the importer rewrites it.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Imported {
+    /// The transformers version it was derived from.
+    pub from: String,
+    /// The task registries the architecture appears in (evidence for category and task).
+    pub registries: Vec<String>,
+    /// Which rule decided the category, or why none could.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undecided: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modality: Option<Modality>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// The base model class (transformers' base-model registry).
+    pub export_class: String,
+    #[serde(default)]
+    pub tiny_config: BTreeMap<String, serde_yaml::Value>,
+    /// Omitted when they equal defaults.yaml's for the architecture type / modality.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Vec<TensorSpec>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs: Option<Vec<TensorSpec>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shapes: Option<Vec<BTreeMap<String, u32>>>,
+    /// Outputs the model returns that are constant on the tiny inputs, so not declared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constant_outputs: Vec<String>,
+    /// The pipeline's own failure (deriving, exporting or verifying with
+    /// onnxruntime): the architecture's known issue, written from the error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known_issue: Option<String>,
+}
+
+/// `export:` as written: every field optional (the class defaults to the imported one).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportFile {
+    #[serde(default)]
+    pub class: Option<String>,
+    #[serde(default)]
+    pub exporter: Option<ExporterChoice>,
+    #[serde(default)]
+    pub known_issue: Option<String>,
+}
+
+/// One architecture with everything resolved (curated, imported, defaults).
+/// Serialize is for `gen show` and the exporter.
+#[derive(Debug, Serialize)]
 pub struct ModelSpec {
     pub model_type: String,
     pub category: String,
@@ -163,20 +281,21 @@ pub struct ModelSpec {
     pub modality: Modality,
     pub task: String,
     pub priority: Priority,
-    pub checkpoints: Checkpoints,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoints: Option<Checkpoints>,
     pub export: Export,
     pub tiny_config: BTreeMap<String, serde_yaml::Value>,
     pub inputs: Vec<TensorSpec>,
     pub outputs: Vec<TensorSpec>,
     pub shapes: Vec<BTreeMap<String, u32>>,
     pub tolerance: ToleranceSpec,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub platforms: BTreeMap<Platform, PlatformOverride>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub web_quantization: Option<WebQuantization>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Modality {
     Text,
@@ -194,7 +313,7 @@ pub enum Priority {
     Low,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Checkpoints {
     pub reference: String,
@@ -202,16 +321,18 @@ pub struct Checkpoints {
     pub small: Option<String>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Serialize)]
 pub struct Export {
     /// The transformers class built from `tiny_config`.
     pub class: String,
-    #[serde(default)]
     pub exporter: ExporterChoice,
-    /// The real exporter error when the architecture cannot be exported yet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Why the architecture cannot be exported yet: a person's note
+    /// (`export.known_issue`) or the pipeline's recorded failure (`imported.known_issue`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub known_issue: Option<String>,
+    /// Whether `known_issue` was measured by `gen import` (else a person wrote it).
+    #[serde(skip)]
+    pub known_issue_measured: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -223,7 +344,7 @@ pub enum ExporterChoice {
     Dynamo,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TensorSpec {
     pub name: String,
@@ -257,7 +378,7 @@ pub struct ToleranceSpec {
     pub reason: Option<String>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlatformOverride {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -280,7 +401,7 @@ pub enum OverrideStatus {
     KnownIssue,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct WebQuantization {
     #[serde(default, skip_serializing_if = "Option::is_none")]

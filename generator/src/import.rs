@@ -1,0 +1,334 @@
+//! `gen import`: one spec per architecture of transformers' base-model
+//! registry, derived by the Python worker (runtime/exporter/registry.py):
+//! category, architecture type and task from the task registries, a generic
+//! tiny config, and inputs and outputs from running the tiny model. Each
+//! architecture then goes through the fixture pipeline once (export, then
+//! onnxruntime against PyTorch); a failure is written into the spec as
+//! `imported.known_issue`, so a cell that cannot run says why, in the
+//! pipeline's own words.
+//!
+//! Why Rust drives and Python derives: only Python can ask transformers; only
+//! gen knows the specs, their defaults and the fixture cache, and it already
+//! owns the worker pool that `gen fixtures` uses.
+//!
+//! A spec file has two parts. Everything above [`MARKER`] is curated: the
+//! importer never changes a byte of it. Everything below is the `imported:`
+//! block, which the importer rewrites. A curated field wins over the imported
+//! one. A file whose content would not change is not written.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::spec::{self, DefaultsFile, Imported, LoadedModel, SpecFile};
+use crate::workers::{Pool, Progress};
+
+pub const MARKER: &str = "# ---- written by `gen import`: everything below this line is derived and rewritten on each import; edit above it ----";
+
+/// The checked-in list of architectures the importer leaves out, each with its reason.
+pub const EXCLUSIONS: &str = "import-exclusions.yaml";
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExclusionsFile {
+    exclusions: BTreeMap<String, String>,
+}
+
+pub struct Options {
+    pub python: PathBuf,
+    pub fixtures: PathBuf,
+    pub workers: usize,
+    /// Only these model_types (all when empty).
+    pub only: Vec<String>,
+    /// Compare category, architecture and task with the registries; write nothing.
+    pub check: bool,
+}
+
+pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
+    let started = Instant::now();
+    let pool = Pool { python: options.python.clone(), workers: options.workers, timeout: Duration::from_secs(300), log_dir: options.fixtures.join(".logs") };
+    let tty = Progress::stderr_is_terminal();
+    let listed = pool.run(vec![("registries".into(), serde_json::json!({"kind": "list"}))], &mut Progress::new("listed", 1, &mut std::io::sink(), false))?;
+    let listed = listed.into_iter().next().expect("one job").1.map_err(|e| format!("error: cannot read transformers' registries: {e}"))?;
+    let version = listed["transformers"].as_str().unwrap_or("?").to_string();
+    let rows: Vec<Value> = listed["rows"].as_array().cloned().unwrap_or_default();
+
+    let exclusions_path = specs_dir.join(EXCLUSIONS);
+    let exclusions: ExclusionsFile = serde_yaml::from_str(
+        &std::fs::read_to_string(&exclusions_path).map_err(|e| format!("error: {}: {e}", exclusions_path.display()))?,
+    )
+    .map_err(|e| format!("error: {}: {e}", exclusions_path.display()))?;
+    let registered: BTreeSet<&str> = rows.iter().filter_map(|r| r["model_type"].as_str()).collect();
+    for (model_type, reason) in &exclusions.exclusions {
+        if reason.trim().is_empty() {
+            return Err(format!("error: {}: the exclusion of `{model_type}` has no reason\n  help: say why it is left out", exclusions_path.display()));
+        }
+        if !registered.contains(model_type.as_str()) {
+            let _ = writeln!(err, "warning: {} excludes `{model_type}`, which transformers {version} does not register", exclusions_path.display());
+        }
+    }
+    let defaults: DefaultsFile = serde_yaml::from_str(&std::fs::read_to_string(specs_dir.join("defaults.yaml")).map_err(|e| format!("error: defaults.yaml: {e}"))?)
+        .map_err(|e| format!("error: defaults.yaml: {e}"))?;
+    let existing = existing_specs(&specs_dir.join("models"))?;
+
+    let selected: Vec<String> = registered
+        .iter()
+        .filter(|m| !exclusions.exclusions.contains_key(**m))
+        .filter(|m| options.only.is_empty() || options.only.iter().any(|o| o == *m))
+        .map(|m| m.to_string())
+        .collect();
+    for wanted in &options.only {
+        if !registered.contains(wanted.as_str()) {
+            return Err(format!("error: transformers {version} has no model_type `{wanted}` in its base-model registry"));
+        }
+    }
+
+    if options.check {
+        return check(&pool, &selected, &existing, &defaults, out, tty);
+    }
+
+    // 1. Derive every selected architecture.
+    let jobs = selected.iter().map(|m| (m.clone(), serde_json::json!({"kind": "derive", "model_type": m}))).collect();
+    let mut progress = Progress::new("derived", selected.len(), err, tty);
+    let derived = pool.run(jobs, &mut progress)?;
+
+    // 2. Compose each file in memory: its curated part and the new imported block.
+    let mut drafts: Vec<Draft> = Vec::new();
+    let mut undecided = Vec::new();
+    for (model_type, outcome) in derived {
+        let value = outcome.unwrap_or_else(|e| serde_json::json!({"known_issue": format!("deriving: {e}"), "registries": [], "export_class": ""}));
+        let mut imported = to_imported(&value, &version)?;
+        let path = existing.get(&model_type).cloned();
+        let curated = match &path {
+            Some(p) => curated_part(&std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?),
+            None => format!("# {model_type}: imported from transformers' registries. Curated fields go here, above the line.\nmodel_type: {model_type}\n"),
+        };
+        let file: SpecFile = parse_draft(&curated, &imported, &model_type)?;
+        let category = file.category.clone().or_else(|| imported.category.clone());
+        let Some(category) = category else {
+            undecided.push((model_type.clone(), imported.undecided.clone().unwrap_or_default()));
+            continue;
+        };
+        omit_defaults(&mut imported, &file, &defaults);
+        let target = specs_dir.join("models").join(&category).join(format!("{model_type}.yaml"));
+        drafts.push(Draft { model_type, curated, imported, old_path: path, path: target });
+    }
+
+    // 3. Each architecture through the fixture pipeline once: export, then
+    // onnxruntime against PyTorch. Cached fixtures are not rebuilt.
+    let mut jobs = Vec::new();
+    for draft in &drafts {
+        let file = parse_draft(&draft.curated, &draft.imported, &draft.model_type)?;
+        let Ok((resolved, sources)) = spec::resolve::resolve(file, &defaults) else { continue };
+        if resolved.export.known_issue.is_some() {
+            continue;
+        }
+        let model = LoadedModel {
+            module: String::new(),
+            path: draft.path.clone(),
+            display_path: String::new(),
+            sources,
+            imported: Some(draft.imported.clone()),
+            spec: resolved,
+        };
+        let key = hwmatrix_cell::fixture_key::fixture_key(&model.digest());
+        let out_dir = options.fixtures.join(&draft.model_type);
+        if crate::fixtures::cached_key(&out_dir).as_deref() == Some(key.as_str()) {
+            continue;
+        }
+        jobs.push((draft.model_type.clone(), crate::fixtures::export_job(&model, &out_dir, &key, &crate::fixtures::Source::TinyRandom)?));
+    }
+    let mut failures: BTreeMap<String, String> = BTreeMap::new();
+    if !jobs.is_empty() {
+        let mut progress = Progress::new("exported", jobs.len(), err, tty);
+        for (model_type, outcome) in pool.run(jobs, &mut progress)? {
+            let error_path = hwmatrix_cell::paths::export_error_file(&options.fixtures, &model_type);
+            match outcome {
+                Ok(_) => {
+                    let _ = std::fs::remove_file(&error_path);
+                }
+                Err(e) => {
+                    let _ = std::fs::write(&error_path, format!("{e}\n"));
+                    failures.insert(model_type, e);
+                }
+            }
+        }
+    }
+
+    // 4. Write what changed.
+    let (mut written, mut unchanged, mut known) = (0, 0, 0);
+    for mut draft in drafts {
+        if let Some(error) = failures.get(&draft.model_type) {
+            draft.imported.known_issue = Some(format!("exporting: {error}"));
+        }
+        if draft.imported.known_issue.is_some() {
+            known += 1;
+        }
+        let text = format!("{}{MARKER}\n{}", draft.curated, imported_yaml(&draft.imported)?);
+        let same_place = draft.old_path.as_deref() == Some(draft.path.as_path());
+        if same_place && std::fs::read_to_string(&draft.path).ok().as_deref() == Some(text.as_str()) {
+            unchanged += 1;
+            continue;
+        }
+        if let Some(parent) = draft.path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        crate::write::write_atomically(&draft.path, text.as_bytes())?;
+        if let Some(old) = draft.old_path.filter(|old| old != &draft.path) {
+            std::fs::remove_file(&old).map_err(|e| format!("{}: {e}", old.display()))?;
+            let _ = writeln!(out, "moved {} to {} (its category is now {})", old.display(), draft.path.display(), draft.path.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("?"));
+        }
+        written += 1;
+    }
+    let _ = writeln!(
+        out,
+        "gen import (transformers {version}): {} architectures, {} excluded ({}), {written} specs written, {unchanged} unchanged, {known} with a known issue, {} undecided ({:.0} s)",
+        registered.len(),
+        exclusions.exclusions.len(),
+        exclusions_path.display(),
+        undecided.len(),
+        started.elapsed().as_secs_f64()
+    );
+    for (model_type, why) in &undecided {
+        let _ = writeln!(
+            err,
+            "error: the registries cannot decide the category of `{model_type}`: {why}\n  help: write a spec with `category:` (and `architecture:`, `modality:`, `task:`) or exclude it in {} with the reason",
+            exclusions_path.display()
+        );
+    }
+    Ok(if undecided.is_empty() { 0 } else { 1 })
+}
+
+struct Draft {
+    model_type: String,
+    curated: String,
+    imported: Imported,
+    old_path: Option<PathBuf>,
+    path: PathBuf,
+}
+
+/// model_type → its spec file, for every file under models/.
+fn existing_specs(models: &Path) -> Result<BTreeMap<String, PathBuf>, String> {
+    let mut found = BTreeMap::new();
+    let Ok(categories) = std::fs::read_dir(models) else { return Ok(found) };
+    for category in categories.flatten() {
+        let Ok(files) = std::fs::read_dir(category.path()) else { continue };
+        for file in files.flatten() {
+            let path = file.path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+                found.insert(stem, path);
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Everything above the marker (the whole file when it has none), ending in a newline.
+pub fn curated_part(text: &str) -> String {
+    let curated = match text.find(MARKER) {
+        Some(at) => &text[..at],
+        None => text,
+    };
+    let mut curated = curated.trim_end().to_string();
+    curated.push('\n');
+    curated
+}
+
+fn parse_draft(curated: &str, imported: &Imported, model_type: &str) -> Result<SpecFile, String> {
+    let text = format!("{curated}{}", imported_yaml(imported)?);
+    serde_yaml::from_str(&text).map_err(|e| format!("error: the spec of {model_type} does not parse with its imported block: {e}"))
+}
+
+fn imported_yaml(imported: &Imported) -> Result<String, String> {
+    #[derive(serde::Serialize)]
+    struct Block<'a> {
+        imported: &'a Imported,
+    }
+    serde_yaml::to_string(&Block { imported }).map_err(|e| e.to_string())
+}
+
+fn to_imported(value: &Value, version: &str) -> Result<Imported, String> {
+    let mut value = value.clone();
+    value["from"] = format!("transformers {version}").into();
+    if value.get("tiny_config").is_none() {
+        value["tiny_config"] = serde_json::json!({});
+    }
+    let yaml: serde_yaml::Value = serde_yaml::to_value(&value).map_err(|e| e.to_string())?;
+    serde_yaml::from_value(yaml).map_err(|e| format!("error: the importer's answer does not fit the imported block: {e}: {value}"))
+}
+
+/// A spec states only what differs: imported inputs, outputs and shapes equal
+/// to defaults.yaml's are left out of the block.
+fn omit_defaults(imported: &mut Imported, file: &SpecFile, defaults: &DefaultsFile) {
+    let architecture = file.architecture.as_ref().or(imported.architecture.as_ref());
+    if let Some(io) = architecture.and_then(|a| defaults.io.get(a)) {
+        if imported.inputs.as_ref() == Some(&io.inputs) {
+            imported.inputs = None;
+        }
+        if imported.outputs.as_ref() == Some(&io.outputs) {
+            imported.outputs = None;
+        }
+    }
+    let modality = file.modality.or(imported.modality);
+    if let Some(shapes) = modality.and_then(|m| defaults.shapes.get(&m))
+        && imported.shapes.as_ref() == Some(shapes)
+    {
+        imported.shapes = None;
+    }
+}
+
+/// `gen import --check`: every spec's effective category, architecture type
+/// and task against what the registries decide now. A curated field may
+/// differ (a person decided); an imported one may not (the import is stale).
+fn check(pool: &Pool, selected: &[String], existing: &BTreeMap<String, PathBuf>, defaults: &DefaultsFile, out: &mut dyn Write, tty: bool) -> Result<i32, String> {
+    let jobs = selected.iter().map(|m| (m.clone(), serde_json::json!({"kind": "classify", "model_type": m}))).collect();
+    let mut sink = std::io::sink();
+    let mut progress = Progress::new("classified", selected.len(), &mut sink, tty);
+    let mut problems = Vec::new();
+    let mut curated_differs = 0;
+    let mut checked = 0;
+    for (model_type, outcome) in pool.run(jobs, &mut progress)? {
+        let derived = outcome.map_err(|e| format!("error: classifying {model_type}: {e}"))?;
+        let Some(path) = existing.get(&model_type) else {
+            problems.push(format!("{model_type}: no spec (run `gen import --model {model_type}`, or exclude it with a reason)"));
+            continue;
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let file: SpecFile = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let curated = (file.category.clone(), file.architecture.clone(), file.task.clone());
+        let Ok((spec, sources)) = spec::resolve::resolve(file, defaults) else {
+            problems.push(format!("{}: does not resolve", path.display()));
+            continue;
+        };
+        checked += 1;
+        for (field, have, curated, want) in [
+            ("category", &spec.category, &curated.0, derived.get("category")),
+            ("architecture", &spec.architecture, &curated.1, derived.get("architecture")),
+            ("task", &spec.task, &curated.2, derived.get("task")),
+        ] {
+            let want = want.and_then(Value::as_str);
+            if want == Some(have.as_str()) || want.is_none() {
+                continue;
+            }
+            if curated.is_some() && sources.get(field) == Some(&spec::resolve::Source::Curated) {
+                curated_differs += 1;
+                let _ = writeln!(out, "note: {} sets {field} `{have}` by hand; the registries say `{}`", path.display(), want.unwrap_or("?"));
+            } else {
+                problems.push(format!("{}: imported {field} `{have}`, but the registries now say `{}` (run `gen import --model {model_type}`)", path.display(), want.unwrap_or("?")));
+            }
+        }
+    }
+    for p in &problems {
+        let _ = writeln!(out, "error: {p}");
+    }
+    let _ = writeln!(
+        out,
+        "gen import --check: {checked} specs checked against the registries, {} problems, {curated_differs} curated fields that differ on purpose",
+        problems.len()
+    );
+    Ok(if problems.is_empty() { 0 } else { 1 })
+}

@@ -1,0 +1,143 @@
+//! One rule for every field of a spec: what a person wrote (curated, top
+//! level) wins over what `gen import` derived (`imported:`), which wins over
+//! defaults.yaml, field by field (a curated `tiny_config` replaces the
+//! imported one whole, so what a person tuned is never mixed with guesses).
+
+use std::collections::BTreeMap;
+
+use super::types::*;
+
+/// Where a resolved field came from (for `gen show`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Curated,
+    Imported,
+    Default,
+}
+
+/// The resolved spec and, per top-level field, where it came from. An error
+/// is (the field, the message, the fix).
+pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, BTreeMap<&'static str, Source>), Vec<(&'static str, String, String)>> {
+    let mut sources = BTreeMap::new();
+    let mut errors = Vec::new();
+    let imported = file.imported.clone();
+    let imp = imported.as_ref();
+
+    macro_rules! pick {
+        ($field:expr, $curated:expr, $imported:expr) => {{
+            match ($curated, $imported) {
+                (Some(v), _) => {
+                    sources.insert($field, Source::Curated);
+                    Some(v)
+                }
+                (None, Some(v)) => {
+                    sources.insert($field, Source::Imported);
+                    Some(v)
+                }
+                (None, None) => None,
+            }
+        }};
+    }
+    let missing = |field: &'static str, errors: &mut Vec<(&'static str, String, String)>| {
+        let why = imp.and_then(|i| i.undecided.clone()).map(|u| format!(" (gen import: {u})")).unwrap_or_default();
+        errors.push((field, format!("`{field}` is set neither in the spec nor by `gen import`{why}"), format!("write `{field}:` at the top level of the spec")));
+    };
+
+    let category = pick!("category", file.category, imp.and_then(|i| i.category.clone()));
+    let architecture = pick!("architecture", file.architecture, imp.and_then(|i| i.architecture.clone()));
+    let modality = pick!("modality", file.modality, imp.and_then(|i| i.modality));
+    let task = pick!("task", file.task, imp.and_then(|i| i.task.clone()));
+    for (field, present) in [("category", category.is_some()), ("architecture", architecture.is_some()), ("modality", modality.is_some()), ("task", task.is_some())] {
+        if !present {
+            missing(field, &mut errors);
+        }
+    }
+
+    let priority = file.priority.unwrap_or_else(|| {
+        sources.insert("priority", Source::Default);
+        defaults.priority
+    });
+    if file.priority.is_some() {
+        sources.insert("priority", Source::Curated);
+    }
+
+    let export_file = file.export.unwrap_or_default();
+    let class = pick!("export", export_file.class, imp.map(|i| i.export_class.clone()));
+    let (known_issue, known_issue_measured) = match (export_file.known_issue, imp.and_then(|i| i.known_issue.clone())) {
+        (Some(k), _) => (Some(k), false),
+        (None, Some(k)) => (Some(k), true),
+        (None, None) => (None, false),
+    };
+    if class.is_none() {
+        errors.push(("export", "`export.class` is set neither in the spec nor by `gen import`".into(), "write `export: {class: <transformers class>}`".into()));
+    }
+
+    // Field by field like the rest: a curated tiny_config replaces the imported one.
+    let tiny_config = if !file.tiny_config.is_empty() {
+        sources.insert("tiny_config", Source::Curated);
+        file.tiny_config
+    } else {
+        let imported = imp.map(|i| i.tiny_config.clone()).unwrap_or_default();
+        if !imported.is_empty() {
+            sources.insert("tiny_config", Source::Imported);
+        }
+        imported
+    };
+    let default_io = architecture.as_ref().and_then(|a| defaults.io.get(a));
+    let mut io = |field: &'static str, curated: Option<Vec<TensorSpec>>, imported: Option<Vec<TensorSpec>>, default: Option<&Vec<TensorSpec>>| {
+        match pick!(field, curated, imported) {
+            Some(v) => v,
+            None => match default {
+                Some(d) => {
+                    sources.insert(field, Source::Default);
+                    d.clone()
+                }
+                None => Vec::new(), // empty: validation says what to write, unless a known issue stops the cells
+            },
+        }
+    };
+    let inputs = io("inputs", file.inputs, imp.and_then(|i| i.inputs.clone()), default_io.map(|d| &d.inputs));
+    let outputs = io("outputs", file.outputs, imp.and_then(|i| i.outputs.clone()), default_io.map(|d| &d.outputs));
+    let shapes = match pick!("shapes", file.shapes, imp.and_then(|i| i.shapes.clone())) {
+        Some(v) => v,
+        None => match modality.and_then(|m| defaults.shapes.get(&m)) {
+            Some(d) => {
+                sources.insert("shapes", Source::Default);
+                d.clone()
+            }
+            None => Vec::new(),
+        },
+    };
+    let tolerance = match file.tolerance {
+        Some(t) => {
+            sources.insert("tolerance", Source::Curated);
+            t
+        }
+        None => {
+            sources.insert("tolerance", Source::Default);
+            defaults.tolerance.clone()
+        }
+    };
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let spec = ModelSpec {
+        model_type: file.model_type,
+        category: category.expect("checked"),
+        architecture: architecture.expect("checked"),
+        modality: modality.expect("checked"),
+        task: task.expect("checked"),
+        priority,
+        checkpoints: file.checkpoints,
+        export: Export { class: class.expect("checked"), exporter: export_file.exporter.unwrap_or_default(), known_issue, known_issue_measured },
+        tiny_config,
+        inputs,
+        outputs,
+        shapes,
+        tolerance,
+        platforms: file.platforms,
+        web_quantization: file.web_quantization,
+    };
+    Ok((spec, sources))
+}
