@@ -4,7 +4,9 @@
 #
 #   1. the exporter's Python venv (torch, transformers, onnxruntime) in the cache
 #   2. generated/ checked against model-specs/ (gen --all --check)
-#   3. the fixtures (ONNX + PyTorch references), cached by spec and exporter
+#   3. every spec's category, architecture and task against transformers' registries
+#      (gen import --check), then the fixtures (ONNX + PyTorch references),
+#      cached by spec and exporter, built by one Python worker per core
 #   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells
 #
 # Caches live outside the checkout (HWMATRIX_CACHE, default ~/.cache/hwmatrix):
@@ -39,6 +41,8 @@ fi
 step "generated/ is up to date with model-specs/"
 cargo run --quiet --locked -p generator --bin gen -- --all --check
 
+step "each spec's category, architecture type and task against transformers' registries"
+cargo run --quiet --locked -p generator --bin gen -- import --check
 step "fixtures ($cache/fixtures)"
 cargo run --quiet --locked -p generator --bin gen -- fixtures
 

@@ -153,9 +153,9 @@ fn missing_required_field() {
     let text = std::fs::read_to_string(bert(&ws)).unwrap();
     let without: String = text.lines().filter(|l| !l.starts_with("task:")).map(|l| format!("{l}\n")).collect();
     std::fs::write(bert(&ws), without).unwrap();
-    // serde_yaml reports a missing field at the start of the mapping: the first key's line.
+    // A field neither curated nor imported is reported at the spec's model_type line.
     let first_key = text.lines().position(|l| l.starts_with("model_type:")).unwrap() + 1;
-    expect_spec_error(&ws, &bert(&ws), first_key, "missing field `task`");
+    expect_spec_error(&ws, &bert(&ws), first_key, "`task` is set neither in the spec nor by `gen import`");
 }
 
 #[test]
