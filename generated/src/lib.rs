@@ -131,4 +131,8 @@ mod ledger {
             .unwrap_or_else(|e| panic!("{e}"));
         runtime::ledger::assert_recorded(written);
     }
+    #[test]
+    fn every_model_has_a_fixture_or_a_reason() {
+        runtime::ledger::assert_fixtures_or_reasons(super::CELLS);
+    }
 }

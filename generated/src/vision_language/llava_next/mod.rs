@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "llava_next",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/llava_next.yaml",
-    spec_digest: "5d83b5a2861f9f87c291054609ea0f91c116aff874294ef5ed94943e4761e4d2",
+    spec_digest: "5a4b80077e9ae3b536468526800ddd26fe9ba021abc352433035c0857e7265aa",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
