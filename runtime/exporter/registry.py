@@ -16,9 +16,8 @@ Everything here is derived, never guessed:
 
 from __future__ import annotations
 
+import functools
 import inspect
-import math
-import re
 
 import torch
 import transformers
@@ -364,8 +363,14 @@ def _is_constant(t: torch.Tensor, abs_tol: float = 1e-4, rel_tol: float = 1e-3) 
     return bool(((values - values.mean()).abs() <= abs_tol + rel_tol * values.abs()).all())
 
 
+@functools.cache
+def _rows_by_type() -> dict[str, dict]:
+    """The registry rows, read once per worker process (every derive job needs one)."""
+    return {r["model_type"]: r for r in registry_rows()}
+
+
 def _row(model_type: str) -> dict:
-    return next(r for r in registry_rows() if r["model_type"] == model_type)
+    return _rows_by_type()[model_type]
 
 
 def classify_only(model_type: str) -> dict:

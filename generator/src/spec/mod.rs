@@ -160,8 +160,9 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
             Ok(resolved) => resolved,
             Err(problems) => {
                 for (field, message, help) in problems {
-                    errors.push(SpecError::new(&path, locate_key(&source, "model_type", 0).unwrap_or((1, 1)), message, help));
-                    let _ = field;
+                    // A curated field is on its own line; a missing one is reported at model_type.
+                    let at = locate_key(&source, field, 0).or_else(|| locate_key(&source, "model_type", 0)).unwrap_or((1, 1));
+                    errors.push(SpecError::new(&path, at, message, help));
                 }
                 continue;
             }
