@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import transformers
 
-EXPORTER_VERSION = 3
+EXPORTER_VERSION = 4
 
 
 def normalized_vocab_size(config) -> int:
@@ -130,6 +130,13 @@ def make_input(spec_input: dict, dims: list[int], config, gen: torch.Generator, 
         ids[ids == image_token] = 3
         ids[:, 1 : 1 + count] = image_token
         return ids
+    if fill == "timesteps":
+        # A diffusion timestep per sample, anywhere in the usual 1000-step schedule.
+        return torch.randint(0, 1000, dims, generator=gen).to(dtype)
+    if fill == "labels":
+        # A class label per sample, below the number of classes the config embeds.
+        classes = config.get("num_class_embeds") or config.get("num_embeds_ada_norm")
+        return torch.randint(0, min(int(classes), 10), dims, generator=gen, dtype=dtype)
     if fill == "image-size":
         # LLaVA-NeXT's image_sizes: (height, width) of each original image.
         size = config.vision_config.image_size
@@ -180,6 +187,23 @@ def tokenized_inputs(tokenizer, spec: dict, index: int) -> tuple[dict[str, torch
     return inputs, {"batch": int(batch), "sequence": int(sequence)}
 
 
+# ONNX names are unique in a graph: an output named like an input (diffusers' `sample` in, the
+# denoised `sample` out) is declared with this suffix, and read from the model without it.
+OUTPUT_SUFFIX = "_output"
+
+
+def output_name(key: str, input_names) -> str:
+    """The declared name of the model output `key`."""
+    return key + OUTPUT_SUFFIX if key in input_names else key
+
+
+def output_key(name: str, input_names) -> str:
+    """The model output a declared name reads (the inverse of output_name)."""
+    if name.endswith(OUTPUT_SUFFIX) and name[: -len(OUTPUT_SUFFIX)] in input_names:
+        return name[: -len(OUTPUT_SUFFIX)]
+    return name
+
+
 class NamedOutputs(torch.nn.Module):
     """Calls the model with keyword inputs and returns the spec's outputs, in order, as a tuple."""
 
@@ -191,10 +215,11 @@ class NamedOutputs(torch.nn.Module):
 
     def forward(self, *args):
         out = self.model(**dict(zip(self.input_names, args)), return_dict=True)
-        missing = [n for n in self.output_names if out.get(n) is None]
+        keys = [output_key(n, self.input_names) for n in self.output_names]
+        missing = [k for k in keys if out.get(k) is None]
         if missing:
             raise KeyError(f"model output has no {missing}; it has {list(out.keys())}")
-        return tuple(out[n] for n in self.output_names)
+        return tuple(out[k] for k in keys)
 
 
 def instantiate(cls, config):
@@ -203,14 +228,27 @@ def instantiate(cls, config):
     return cls._from_config(config, attn_implementation="eager", experts_implementation="eager")
 
 
+def model_class(name: str):
+    """The model class a spec names: transformers', else diffusers' (the diffusion category)."""
+    if hasattr(transformers, name):
+        return getattr(transformers, name)
+    import diffusers
+
+    return getattr(diffusers, name)
+
+
 def build_model(spec: dict, seed: int, checkpoint: str | None = None):
-    cls = getattr(transformers, spec["export"]["class"])
+    cls = model_class(spec["export"]["class"])
     if checkpoint:
         # A maintainer's real model: its own config and weights (local files only).
         model = cls.from_pretrained(checkpoint, attn_implementation="eager", local_files_only=True)
         model.eval()
         return model, model.config
     torch.manual_seed(seed)
+    if not hasattr(transformers, cls.__name__):  # diffusers: the config is the constructor's arguments
+        model = cls(**(spec.get("tiny_config") or {}))
+        model.eval()
+        return model, model.config
     config = transformers.AutoConfig.for_model(spec["model_type"], **(spec.get("tiny_config") or {}))
     model = instantiate(cls, config)
     model.eval()
@@ -271,8 +309,8 @@ def export(job: dict) -> None:
         if index == 0:
             example = tuple(inputs.values())
 
-    exporter, errors = export_onnx(wrapper, example, input_names, output_names, dynamic_axes(spec), tmp / "model.onnx", spec)
-    verify_with_onnxruntime(tmp, len(spec["shapes"]), job.get("tolerance") or DEFAULT_TOLERANCE)
+    verify = lambda: verify_with_onnxruntime(tmp, len(spec["shapes"]), job.get("tolerance") or DEFAULT_TOLERANCE)
+    exporter, errors = export_onnx(wrapper, example, input_names, output_names, dynamic_axes(spec), tmp / "model.onnx", spec, verify)
     meta = {
         "model_type": spec["model_type"],
         "source": f"checkpoint:{checkpoint}" if checkpoint else "tiny-random",
@@ -281,7 +319,8 @@ def export(job: dict) -> None:
         "cache_key": job.get("cache_key"),
         "exporter": {"name": exporter, "version": EXPORTER_VERSION, "fallback_errors": errors},
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "numpy": np.__version__},
-        "config": json.loads(config.to_json_string(use_diff=True)),
+        "config": json.loads(config.to_json_string(use_diff=True)) if hasattr(config, "to_json_string")
+                  else json.loads(json.dumps(dict(config), default=str)),
         "inputs": shapes_meta[0]["inputs"],
         "outputs": shapes_meta[0]["outputs"],
         "shapes": shapes_meta,
@@ -368,10 +407,12 @@ def verify_with_onnxruntime(folder: Path, shapes: int, tolerance: dict) -> None:
                                    f"{tolerance['rel']} (max abs error {float(np.nanmax(worst)):.3e})")
 
 
-def export_onnx(wrapper, example, input_names, output_names, axes, path: Path, spec: dict):
-    """Legacy TorchScript-based export first (fast), the dynamo exporter when it fails.
+def export_onnx(wrapper, example, input_names, output_names, axes, path: Path, spec: dict, verify):
+    """Legacy TorchScript-based export first (fast), the dynamo exporter when it fails, or when
+    its graph fails `verify` (onnxruntime against PyTorch): the legacy tracer bakes some shapes
+    and branches in as constants, which the second shape catches, and dynamo keeps them symbolic.
 
-    Returns the exporter that succeeded and the errors of those that did not."""
+    Returns the exporter whose graph passed and the errors of those that did not."""
     order = {"auto": ["legacy", "dynamo"], "legacy": ["legacy"], "dynamo": ["dynamo"]}[spec["export"].get("exporter", "auto")]
     errors = {}
     for name in order:
@@ -392,6 +433,7 @@ def export_onnx(wrapper, example, input_names, output_names, axes, path: Path, s
                                                 output_names=output_names, dynamic_shapes=(tuple(dims.values()),),
                                                 opset_version=18, external_data=False)
                 program.save(str(path), external_data=False)
+            verify()
             return name, errors
         except Exception as error:  # noqa: BLE001 - every exporter error is reported, none swallowed
             errors[name] = _error_line(error)

@@ -21,6 +21,8 @@ import inspect
 
 import torch
 import transformers
+
+import diffusion
 from transformers.models.auto import configuration_auto, modeling_auto
 
 # ---- registries ---------------------------------------------------------------------------
@@ -94,7 +96,7 @@ def registry_rows() -> list[dict]:
         found = [short for mapping, short, _ in TASK_MAPPINGS if model_type in getattr(modeling_auto, mapping, {})]
         rows.append({"model_type": model_type, "base_class": base_class, "registries": found,
                      "config_class": configuration_auto.CONFIG_MAPPING_NAMES.get(model_type)})
-    return rows
+    return rows + diffusion.rows()
 
 
 def _config_parts(config) -> set[str]:
@@ -125,6 +127,8 @@ def _is_state_space(config) -> bool:
 def classify(row: dict, config) -> dict:
     """Category, architecture type, modality and task from the registries (first rule that
     matches), or `{"undecided": why}`."""
+    if row.get("library") == "diffusers":
+        return diffusion.classify(row)
     found = set(row["registries"])
     parts = _config_parts(config)
     task = next((t for _, short, t in TASK_MAPPINGS if short in found), None)
@@ -179,37 +183,54 @@ SHRINK = {
         "num_decoder_layers", "num_encoder_layers", "num_experts_per_tok", "top_k"],
     4: ["num_attention_heads", "n_head", "n_heads", "encoder_attention_heads", "decoder_attention_heads",
         "num_heads", "num_experts", "num_local_experts", "n_routed_experts"],
-    8: ["head_dim", "d_kv", "kv_channels"],
-    16: ["max_source_positions"],
+    8: ["head_dim", "d_kv", "kv_channels", "rotary_dim", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"],
+    16: ["max_source_positions", "kv_lora_rank", "q_lora_rank"],
     512: ["max_position_embeddings"],
     1024: ["vocab_size"],
 }
 SHRINK_VOCAB = 1024
 KV_HEADS = ["num_key_value_heads", "num_kv_heads", "n_kv_heads", "multi_query_group_num"]
+UNSET_BUT_NEEDED = {"vocab_size": SHRINK_VOCAB, "num_experts_per_tok": 2, "n_routed_experts": 4}
 LAYER_TYPE_LISTS = ["layer_types", "layers_block_type", "block_types"]
 
 
-def _shrink_one(config) -> dict:
+# The milder shrinking, tried when the generic one breaks an architecture's own rules (widths
+# tied to each other, channels to norm groups): every width stays, only depth, vocabulary and
+# positions shrink. Such a model is bigger, so it is built only under MILD_MAX_PARAMETERS.
+MILD_SHRINK = {2: SHRINK[2], 512: ["max_position_embeddings"], SHRINK_VOCAB: ["vocab_size"]}
+MILD_MAX_PARAMETERS = 30_000_000
+
+
+def _shrink_one(config, mild: bool = False) -> dict:
     """The overrides that make one (sub-)config tiny; sub-configs become nested dicts."""
     values = config.to_dict()
     out = {}
-    for target, keys in SHRINK.items():
+    for target, keys in (MILD_SHRINK if mild else SHRINK).items():
         for key in keys:
             value = values.get(key)
             if isinstance(value, int) and not isinstance(value, bool) and value > target:
                 out[key] = target
     heads = out.get("num_attention_heads", values.get("num_attention_heads"))
-    for key in KV_HEADS:
+    for key in KV_HEADS if not mild else []:
         value = values.get(key)
         if isinstance(value, int) and isinstance(heads, int) and value > 0:
             out[key] = 2 if value < values.get("num_attention_heads", value + 1) else heads
+        elif key in values and value is None and isinstance(heads, int) and "hidden_size" in out:
+            out[key] = heads  # unset means "as many as heads" in the config, not always in the model
+    # Sizes some default configs leave unset although their model needs them.
+    for key, value in UNSET_BUT_NEEDED.items():
+        if key in values and values[key] is None:
+            out[key] = value
+    # An unset head_dim is hidden_size / heads in some configs and read as-is by their model.
+    if "head_dim" in values and values["head_dim"] is None and "hidden_size" in out and isinstance(heads, int):
+        out["head_dim"] = out["hidden_size"] // heads
     # Per-stage lists (convolutional and hierarchical backbones): fewer, smaller stages.
     for key in ("depths", "num_layers_per_stage"):
         if isinstance(values.get(key), list) and all(isinstance(v, int) for v in values[key]):
             out[key] = [1 for _ in values[key]]
-    if isinstance(values.get("hidden_sizes"), list) and all(isinstance(v, int) for v in values["hidden_sizes"]):
+    if not mild and isinstance(values.get("hidden_sizes"), list) and all(isinstance(v, int) for v in values["hidden_sizes"]):
         out["hidden_sizes"] = [min(v, 16 * 2 ** i) for i, v in enumerate(values["hidden_sizes"])]
-    for key in ("num_heads", "num_attention_heads"):
+    for key in ("num_heads", "num_attention_heads") if not mild else []:
         if isinstance(values.get(key), list) and all(isinstance(v, int) for v in values[key]):
             out[key] = [min(v, 2 ** i) for i, v in enumerate(values[key])]
     # Layer-type lists must keep one entry per (now 2) layers.
@@ -218,7 +239,7 @@ def _shrink_one(config) -> dict:
         if layers and isinstance(values.get(key), list) and len(values[key]) > layers:
             out[key] = values[key][:layers]
     patch = values.get("patch_size")
-    if isinstance(values.get("image_size"), int) and values["image_size"] > 64:
+    if not mild and isinstance(values.get("image_size"), int) and values["image_size"] > 64:
         out["image_size"] = 32 if not isinstance(patch, int) or 32 % patch == 0 else patch * 2
     if "use_cache" in values:
         out["use_cache"] = False
@@ -234,15 +255,15 @@ def _shrink_one(config) -> dict:
     for key in getattr(config, "sub_configs", {}) or {}:
         sub = getattr(config, key, None)
         if sub is not None and hasattr(sub, "to_dict"):
-            nested = _shrink_one(sub)
+            nested = _shrink_one(sub, mild)
             if nested:
                 out[key] = {"model_type": sub.model_type, **nested} if getattr(sub, "model_type", "") else nested
     return out
 
 
-def shrink(model_type: str) -> dict:
+def shrink(model_type: str, mild: bool = False) -> dict:
     config = transformers.AutoConfig.for_model(model_type)
-    return _shrink_one(config)
+    return _shrink_one(config, mild)
 
 
 # ---- inputs and outputs -------------------------------------------------------------------
@@ -377,6 +398,8 @@ def classify_only(model_type: str) -> dict:
     """Category, architecture type, modality and task without building a model (for
     `gen import --check`): from the registries and the tiny config's structure."""
     row = _row(model_type)
+    if row.get("library") == "diffusers":
+        return {"registries": row["registries"], **diffusion.classify(row)}
     try:
         config = transformers.AutoConfig.for_model(model_type, **shrink(model_type))
     except Exception:  # noqa: BLE001 - the default config decides the same structure
@@ -389,13 +412,36 @@ def derive(model_type: str, seed: int = 0) -> dict:
     or run the tiny model, the result carries `known_issue` with the real error; when the
     registries cannot decide the category, `undecided` says why."""
     row = _row(model_type)
-    found = {"registries": row["registries"], "export_class": row["base_class"]}
+    found = {"registries": row["registries"], "export_class": row["base_class"], **({"from": row["from"]} if "from" in row else {})}
+    if row.get("library") == "diffusers":
+        decided = diffusion.classify(row)
+        try:
+            found["tiny_config"] = diffusion.shrink(row)
+            torch.manual_seed(seed)
+            model, config = diffusion.build(row, found["tiny_config"])
+            params = _forward_params(type(model))
+            io = _derive_io(row, config, decided, seed, found, model, diffusion.candidate_layouts(params, config))
+            return {**found, **decided, **io}
+        except Exception as error:  # noqa: BLE001
+            import export
+
+            return {**found, **decided, "known_issue": f"running the tiny model: {export._error_line(error)}"}
+    first = None  # the generic shrinking's result when the milder one fails too
+    for mild in (False, True):
+        result = _derive_with(row, model_type, dict(found), seed, mild)
+        if "known_issue" not in result:
+            return result
+        first = first or result
+    return first
+
+
+def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool) -> dict:
+    import export
+
     try:
-        found["tiny_config"] = shrink(model_type)
+        found["tiny_config"] = shrink(model_type, mild)
         config = transformers.AutoConfig.for_model(model_type, **found["tiny_config"])
     except Exception as error:  # noqa: BLE001
-        import export
-
         decided = classify_only(model_type)
         decided.pop("registries")
         return {**found, **decided, "known_issue": f"building the tiny config: {export._error_line(error)}"}
@@ -403,23 +449,60 @@ def derive(model_type: str, seed: int = 0) -> dict:
     if "undecided" in decided:
         return {**found, **decided}
     try:
+        if mild:
+            _check_size(getattr(transformers, row["base_class"]), config)
         io = _derive_io(row, config, decided, seed, found)  # may add found["constant_outputs"]
         return {**found, **decided, **io}
     except Exception as error:  # noqa: BLE001
-        import export
-
         return {**found, **decided, "known_issue": f"running the tiny model: {export._error_line(error)}"}
 
 
-def _derive_io(row: dict, config, decided: dict, seed: int, found: dict) -> dict:
+def _check_size(cls, config) -> None:
+    """Refuses a model over MILD_MAX_PARAMETERS, counted on the meta device (no memory)."""
+    import export
+
+    with torch.device("meta"):
+        count = sum(p.numel() for p in export.instantiate(cls, config).parameters())
+    if count > MILD_MAX_PARAMETERS:
+        raise RuntimeError(f"{count / 1e6:.0f}M parameters with every width kept (limit {MILD_MAX_PARAMETERS / 1e6:.0f}M)")
+
+
+# Inputs that may be ignored by a model; to find out, they are made all ones.
+OPTIONAL_FILLS = {"mask", "zeros"}
+
+
+def _ignored_input(model, spec: dict, candidate: dict, shape: dict, config, seed: int, names: list[str],
+                   reference: dict) -> bool:
+    """Whether the model ignores this input: its outputs stay bit-identical when the input
+    changes (a padded mask made all ones, token types made ones). The ONNX exporters drop such
+    an input from the graph, so the spec must not declare it (deberta's token_type_ids when
+    type_vocab_size is 0)."""
+    if candidate.get("fill") not in OPTIONAL_FILLS or candidate is spec["inputs"][0]:
+        return False
+    import export
+
+    values = export.build_inputs(spec, shape, config, seed, 1)
+    values[candidate["name"]] = torch.ones_like(values[candidate["name"]])
+    try:
+        with torch.no_grad():
+            out = model(**values, return_dict=True)
+    except Exception:  # noqa: BLE001 - the other value is out of range: the model reads it
+        return False
+    return all(isinstance(out.get(n), torch.Tensor) and torch.equal(out[n], reference[n]) for n in names)
+
+
+def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=None, layouts=None) -> dict:
     import export  # the fixture exporter: inputs are built exactly as fixtures build them
 
-    cls = getattr(transformers, row["base_class"])
-    params = _forward_params(cls)
-    torch.manual_seed(seed)
-    model = export.instantiate(cls, config).eval()
+    if model is None:
+        cls = getattr(transformers, row["base_class"])
+        params = _forward_params(cls)
+        torch.manual_seed(seed)
+        model = export.instantiate(cls, config)
+        layouts = candidate_layouts(decided["category"], params, config)
+    model = model.eval()
     errors = []
-    for inputs, shapes in candidate_layouts(decided["category"], params, config):
+    for inputs, shapes in layouts:
         if shapes is None:  # image-text prompts: the sequence must hold the image's tokens
             count = export.image_token_count(config)
             size, channels = _image_size(config), _channels(config)
@@ -445,7 +528,9 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict) -> dict
         if not names:
             errors.append(f"the model returned no tensor output (it returned {list(results[0])})")
             continue
-        outputs = [tensor(n, DTYPES[results[0][n].dtype],
+        inputs = [i for i in inputs if not _ignored_input(model, spec, i, shapes[1], config, seed + 1, names, results[1])]
+        taken = {i["name"] for i in inputs}
+        outputs = [tensor(export.output_name(n, taken), DTYPES[results[0][n].dtype],
                           name_output_axes(n, [list(r[n].shape) for r in results], shapes, config)) for n in names]
         return {"inputs": inputs, "outputs": outputs, "shapes": shapes}
     if not errors:

@@ -65,19 +65,22 @@ pub fn render(plan: &Plan) -> Result<Files, String> {
         let spec = &model_plan.model.spec;
         let module = &model_plan.model.module;
         categories.entry(&spec.category).or_default().push(module);
-        let dir = model_dir(model_plan.model);
-        let source = &model_plan.model.display_path;
-        files.insert(dir.join("mod.rs"), format_tokens(cells::model_module(model_plan), source)?);
-        files.insert(dir.join("cells.rs"), format_tokens(cells::cells(model_plan, &plan.platforms), source)?);
         for cell in &model_plan.cells {
-            let hardware = &plan.specs.hardware.platforms[&cell.platform];
-            let engine_doc = cells::engine_doc(&plan.platform(cell.platform).engine);
-            let code = test_module::render(model_plan.model, cell, hardware, &engine_doc)?;
-            files.insert(dir.join(format!("{}.rs", cell.platform)), format_source(&code, source)?);
             let (category, model, name) =
                 (format_ident!("{}", spec.category), format_ident!("{}", module), format_ident!("{}", cell.platform.name().to_uppercase()));
             all_cells.push(quote!(&#category::#model::cells::#name));
         }
+    }
+    // Each model's files are independent: render them on every core (a full
+    // tree is thousands of files, and `gen --all` has a one-second budget).
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let chunk = plan.models.len().div_ceil(threads).max(1);
+    let rendered: Vec<Result<Vec<(PathBuf, String)>, String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = plan.models.chunks(chunk).map(|models| scope.spawn(move || models.iter().map(|m| model_files(plan, m)).collect::<Result<Vec<_>, _>>())).collect();
+        handles.into_iter().map(|h| h.join().expect("a render thread panicked").map(|v| v.into_iter().flatten().collect())).collect()
+    });
+    for part in rendered {
+        files.extend(part?);
     }
 
     let hardware_source = format!("{specs_folder}/hardware.yaml");
@@ -124,6 +127,23 @@ pub fn render(plan: &Plan) -> Result<Files, String> {
         files.insert(PathBuf::from("src").join(category).join("mod.rs"), format_tokens(tokens, &index_source)?);
     }
     Ok(files)
+}
+
+/// One model's files: its mod.rs, cells.rs and a test module per platform.
+fn model_files(plan: &Plan, model_plan: &crate::plan::ModelPlan) -> Result<Vec<(PathBuf, String)>, String> {
+    let dir = model_dir(model_plan.model);
+    let source = &model_plan.model.display_path;
+    let mut out = vec![
+        (dir.join("mod.rs"), format_tokens(cells::model_module(model_plan), source)?),
+        (dir.join("cells.rs"), format_tokens(cells::cells(model_plan, &plan.platforms), source)?),
+    ];
+    for cell in &model_plan.cells {
+        let hardware = &plan.specs.hardware.platforms[&cell.platform];
+        let engine_doc = cells::engine_doc(&plan.platform(cell.platform).engine);
+        let code = test_module::render(model_plan.model, cell, hardware, &engine_doc)?;
+        out.push((dir.join(format!("{}.rs", cell.platform)), format_source(&code, source)?));
+    }
+    Ok(out)
 }
 
 fn format_tokens(tokens: TokenStream, source: &str) -> Result<String, String> {

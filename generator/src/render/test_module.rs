@@ -35,7 +35,21 @@ pub fn render(model: &LoadedModel, cell: &CellPlan, hardware: &PlatformSpec, eng
             hardware.feature, hardware.requires
         )),
     );
-    Tera::one_off(TEMPLATE, &ctx, false).map_err(|e| format!("templates/cell_tests.rs.tera: {e:?}"))
+    template()?.render("cell_tests", &ctx).map_err(|e| format!("templates/cell_tests.rs.tera: {e:?}"))
+}
+
+/// The template, parsed once for all the cells (thousands of them).
+fn template() -> Result<&'static Tera, String> {
+    static PARSED: std::sync::OnceLock<Result<Tera, String>> = std::sync::OnceLock::new();
+    PARSED
+        .get_or_init(|| {
+            let mut tera = Tera::default();
+            tera.autoescape_on(vec![]);
+            tera.add_raw_template("cell_tests", TEMPLATE).map_err(|e| format!("templates/cell_tests.rs.tera: {e:?}"))?;
+            Ok(tera)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 /// A Rust string literal for any text (Debug escaping is valid Rust syntax).

@@ -366,6 +366,10 @@ pub enum Fill {
     DecoderTokens,
     ImageTextTokens,
     ImageSize,
+    /// Diffusion timesteps (float, 0..1000).
+    Timesteps,
+    /// Class labels below the number of classes the config embeds.
+    Labels,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]

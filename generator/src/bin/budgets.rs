@@ -1,0 +1,135 @@
+//! The speed budgets of hwmatrix at full scale, measured on this machine and
+//! printed as a table (issue 6). Run from the workspace root:
+//!
+//!     cargo run --release -p generator --bin budgets            # the quick rows
+//!     cargo run --release -p generator --bin budgets -- --slow  # also a fixture export from an empty cache
+//!
+//! Each row runs the real command the budget is about, with the caches of
+//! `tests/run.sh` (HWMATRIX_CACHE, the checkout's target folder), and says
+//! what ran: the command, and the conditions that matter (cores, jobs).
+//! Nothing is simulated: a failing command is reported as failed, with its
+//! exit status, and the row does not count as within budget.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Row {
+    budget: &'static str,
+    limit: Duration,
+    measured: Result<Duration, String>,
+    command: String,
+}
+
+fn main() {
+    let slow = std::env::args().any(|a| a == "--slow");
+    let root = workspace_root();
+    std::env::set_current_dir(&root).expect("workspace root");
+    let gen_bin = built_gen(&root);
+    let target = std::env::var("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|_| root.join("target"));
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    eprintln!("budgets: {cores} cores, target folder {}, gen {}", target.display(), gen_bin.display());
+
+    let mut rows = Vec::new();
+    let gen_all = format!("{} --all", gen_bin.display());
+    rows.push(row("`gen --all`, every cell (release build)", 1, &gen_all));
+    // Run twice: the second is a no-op re-run, and must write nothing.
+    let before = tree_state(&root.join("generated"));
+    rows.push(row("`gen --all` again: a no-op re-run", 1, &gen_all));
+    let after = tree_state(&root.join("generated"));
+    if before != after {
+        rows.last_mut().unwrap().measured = Err("the no-op re-run changed generated/".into());
+    }
+
+    // The generated crate: cold (dependencies built), then after one spec changes.
+    let build = "cargo build --locked -q -p generated --tests --features cpu";
+    let _ = run(build); // dependencies
+    let _ = run("cargo clean -q -p generated");
+    rows.push(row("`cargo build -p generated --tests`, cold (dependencies built)", 60, build));
+    let one = root.join("generated/src/text_encoders/bert/cells.rs");
+    touch(&one);
+    rows.push(row("the same after one spec changes (one generated file)", 10, build));
+
+    if slow {
+        let empty = std::env::temp_dir().join(format!("hwmatrix-budgets-fixtures-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&empty);
+        rows.push(row("fixture export from an empty cache", 20 * 60, &format!("{} fixtures --fixtures {}", gen_bin.display(), empty.display())));
+        let _ = std::fs::remove_dir_all(&empty);
+    }
+    let _ = run(&format!("{} fixtures", gen_bin.display())); // warm the default cache first
+    rows.push(row("fixtures, cached", 5, &format!("{} fixtures", gen_bin.display())));
+    rows.push(row("every cpu cell test", 3 * 60, "cargo test --locked -q -p generated --features cpu -- ::cpu::"));
+
+    println!("\n| budget | limit | measured | within | command |\n|---|---:|---:|:---:|---|");
+    let mut over = 0;
+    for r in &rows {
+        let (measured, within) = match &r.measured {
+            Ok(d) if *d <= r.limit => (format!("{:.1} s", d.as_secs_f64()), "yes"),
+            Ok(d) => (format!("{:.1} s", d.as_secs_f64()), "**no**"),
+            Err(e) => (format!("failed: {e}"), "**no**"),
+        };
+        if within != "yes" {
+            over += 1;
+        }
+        println!("| {} | {} s | {measured} | {within} | `{}` |", r.budget, r.limit.as_secs(), r.command);
+    }
+    println!("\n{} of {} budgets met ({cores} cores; cargo and the Python workers use all of them)", rows.len() - over, rows.len());
+    std::process::exit(if over == 0 { 0 } else { 1 });
+}
+
+fn row(budget: &'static str, limit_s: u64, command: &str) -> Row {
+    eprintln!("budgets: {budget}: {command}");
+    Row { budget, limit: Duration::from_secs(limit_s), measured: run(command), command: command.to_string() }
+}
+
+/// Runs a shell command, its output discarded; the wall time, or why it failed.
+fn run(command: &str) -> Result<Duration, String> {
+    let started = Instant::now();
+    let status = Command::new("bash").arg("-c").arg(command).stdout(Stdio::null()).stderr(Stdio::null()).status();
+    match status {
+        Ok(s) if s.success() => Ok(started.elapsed()),
+        Ok(s) => Err(format!("exit status {}", s.code().unwrap_or(-1))),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("generator/ is in the workspace").to_path_buf()
+}
+
+/// The release gen next to this binary (cargo run --release builds both).
+fn built_gen(root: &Path) -> PathBuf {
+    let here = std::env::current_exe().expect("current exe");
+    let gen_bin = here.with_file_name("gen");
+    if !gen_bin.exists() {
+        let status = Command::new("cargo").args(["build", "--release", "-q", "-p", "generator", "--bin", "gen"]).current_dir(root).status();
+        assert!(matches!(status, Ok(s) if s.success()), "cannot build gen");
+    }
+    gen_bin
+}
+
+/// Every file under a folder with its modification time and length: what a
+/// no-op re-run must leave as it was.
+fn tree_state(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime, u64)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() {
+                stack.push(path);
+            } else {
+                out.push((path, meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Marks a file as changed (as an edited spec regenerates it) without changing it.
+fn touch(path: &Path) {
+    let text = std::fs::read(path).expect("the file to touch exists");
+    std::fs::write(path, text).expect("rewrite");
+}
