@@ -29,7 +29,9 @@ LEFT_OUT = re.compile(r"ControlNet|Adapter|Multi")
 # Constructor arguments that are widths, depths or sizes, and the value a tiny model gets.
 SHRINK = {
     32: ["cross_attention_dim", "joint_attention_dim", "pooled_projection_dim", "caption_channels",
-         "caption_projection_dim", "text_embed_dim", "hidden_size", "text_dim", "time_embed_dim"],
+         "caption_projection_dim", "text_embed_dim", "hidden_size", "text_dim", "time_embed_dim", "dim", "model_dim",
+         "base_dim", "decoder_dim", "encoder_hidden_size", "cap_feat_dim", "in_text_dim", "in_text_dim2"],
+    64: ["ffn_dim", "ff_dim"],
     8: ["attention_head_dim"],
     4: ["num_attention_heads"],  # 4 heads of 8: an inner width of 32, like the widths above
     2: ["num_layers"],
@@ -87,9 +89,10 @@ def shrink(row: dict) -> dict:
             default = params[key].default if key in params else None
             if isinstance(default, int) and not isinstance(default, bool) and default > target:
                 out[key] = target
-    default = params["block_out_channels"].default if "block_out_channels" in params else None
-    if isinstance(default, (list, tuple)) and all(isinstance(v, int) for v in default):
-        out["block_out_channels"] = [BLOCK_CHANNELS] * len(default)
+    for key in ("block_out_channels", "encoder_block_out_channels", "decoder_block_out_channels"):
+        default = params[key].default if key in params else None
+        if isinstance(default, (list, tuple)) and all(isinstance(v, int) for v in default):
+            out[key] = [BLOCK_CHANNELS] * len(default)
     return out
 
 

@@ -212,9 +212,11 @@ class NamedOutputs(torch.nn.Module):
         self.model = model
         self.input_names = input_names
         self.output_names = output_names
+        # The spec's fixed inputs (`export.fixed_inputs`): plain Python data, not graph inputs.
+        self.fixed = {}
 
     def forward(self, *args):
-        out = self.model(**dict(zip(self.input_names, args)), return_dict=True)
+        out = self.model(**dict(zip(self.input_names, args)), **self.fixed, return_dict=True)
         keys = [output_key(n, self.input_names) for n in self.output_names]
         missing = [k for k in keys if out.get(k) is None]
         if missing:
@@ -260,7 +262,8 @@ def dynamic_axes(spec: dict) -> dict[str, dict[int, str]]:
     first, second = spec["shapes"]
     varying = {axis for axis in first if first[axis] != second.get(axis)}
     result = {}
-    for tensor in spec["inputs"] + spec["outputs"]:
+    fixed = set(spec["export"].get("fixed_inputs") or [])
+    for tensor in [i for i in spec["inputs"] if i["name"] not in fixed] + spec["outputs"]:
         axes = {i: a for i, a in enumerate(tensor["axes"]) if a in varying}
         if axes:
             result[tensor["name"]] = axes
@@ -288,7 +291,12 @@ def export(job: dict) -> None:
     checkpoint = job.get("checkpoint")
     model, config = build_model(spec, seed, checkpoint)
     tokenizer = checkpoint_tokenizer(checkpoint, spec) if checkpoint else None
-    input_names = [i["name"] for i in spec["inputs"]]
+    # Fixed inputs are data of the fixture, given to the model as Python values: the graph is
+    # specialised to the export shape's values (LLaVA-NeXT's image_sizes pick the tile grid in
+    # Python control flow, which no exporter can keep symbolic). Each shape's reference is
+    # computed with its own values, so a graph that does not generalise fails on shape 2.
+    fixed_names = list(spec["export"].get("fixed_inputs") or [])
+    input_names = [i["name"] for i in spec["inputs"] if i["name"] not in fixed_names]
     output_names = [o["name"] for o in spec["outputs"]]
     wrapper = NamedOutputs(model, input_names, output_names).eval()
 
@@ -298,16 +306,20 @@ def export(job: dict) -> None:
             inputs, shape = tokenized_inputs(tokenizer, spec, index)
         else:
             inputs = build_inputs(spec, shape, config, seed + index, index)
+        fixed = {name: inputs.pop(name).tolist() for name in fixed_names}
+        wrapper.fixed = fixed
         with torch.no_grad():
             outputs = wrapper(*inputs.values())
         suffix = "" if index == 0 else str(index + 1)
         shapes_meta.append({
             "axes": {k: int(v) for k, v in sorted(shape.items())},
+            **({"fixed_inputs": fixed} if fixed else {}),
             "inputs": save_npy_dir(tmp / f"inputs{suffix}", inputs),
             "outputs": save_npy_dir(tmp / f"outputs{suffix}", dict(zip(output_names, outputs))),
         })
         if index == 0:
-            example = tuple(inputs.values())
+            example, example_fixed = tuple(inputs.values()), fixed
+    wrapper.fixed = example_fixed  # the graph is traced with the export shape's values
 
     verify = lambda: verify_with_onnxruntime(tmp, len(spec["shapes"]), job.get("tolerance") or DEFAULT_TOLERANCE)
     exporter, errors = export_onnx(wrapper, example, input_names, output_names, dynamic_axes(spec), tmp / "model.onnx", spec, verify)

@@ -175,7 +175,7 @@ def classify(row: dict, config) -> dict:
 
 # Generic shrinking: a config key that exists with a larger int value gets this value.
 SHRINK = {
-    32: ["hidden_size", "d_model", "n_embd", "embed_dim", "dim", "model_dim", "d_embed", "word_embed_proj_dim",
+    32: ["hidden_size", "d_model", "n_embd", "embed_dim", "emb_dim", "dim", "model_dim", "d_embed", "word_embed_proj_dim",
          "embedding_size", "projection_dim", "text_embed_dim", "vision_embed_dim", "hidden_dim", "proj_dim"],
     64: ["intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner", "mlp_dim",
          "moe_intermediate_size", "shared_expert_intermediate_size", "expert_intermediate_size", "decoder_hidden_size"],
@@ -186,12 +186,12 @@ SHRINK = {
     8: ["head_dim", "d_kv", "kv_channels", "rotary_dim", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"],
     16: ["max_source_positions", "kv_lora_rank", "q_lora_rank"],
     512: ["max_position_embeddings"],
-    1024: ["vocab_size"],
+    1024: ["vocab_size", "vocab_size_per_layer_input"],
 }
 SHRINK_VOCAB = 1024
 KV_HEADS = ["num_key_value_heads", "num_kv_heads", "n_kv_heads", "multi_query_group_num"]
 UNSET_BUT_NEEDED = {"vocab_size": SHRINK_VOCAB, "num_experts_per_tok": 2, "n_routed_experts": 4}
-LAYER_TYPE_LISTS = ["layer_types", "layers_block_type", "block_types"]
+LAYER_TYPE_LISTS = ["layer_types", "layers_block_type", "block_types", "attention_layers"]
 
 
 # The milder shrinking, tried when the generic one breaks an architecture's own rules (widths
@@ -199,6 +199,9 @@ LAYER_TYPE_LISTS = ["layer_types", "layers_block_type", "block_types"]
 # positions shrink. Such a model is bigger, so it is built only under MILD_MAX_PARAMETERS.
 MILD_SHRINK = {2: SHRINK[2], 512: ["max_position_embeddings"], SHRINK_VOCAB: ["vocab_size"]}
 MILD_MAX_PARAMETERS = 30_000_000
+# A generic tiny model has well under a million parameters; more than this means some width
+# the shrinking does not know stayed full size (a fixture of hundreds of MB, slow in every cell).
+TINY_MAX_PARAMETERS = 25_000_000
 
 
 def _shrink_one(config, mild: bool = False) -> dict:
@@ -233,11 +236,30 @@ def _shrink_one(config, mild: bool = False) -> dict:
     for key in ("num_heads", "num_attention_heads") if not mild else []:
         if isinstance(values.get(key), list) and all(isinstance(v, int) for v in values[key]):
             out[key] = [min(v, 2 ** i) for i, v in enumerate(values[key])]
-    # Layer-type lists must keep one entry per (now 2) layers.
-    layers = out.get("num_hidden_layers")
+    # Layer-type lists must keep one entry per (now 2) layers, and every kind of layer the
+    # architecture mixes (a hybrid keeps its attention layer and its state-space one).
+    layers = out.get("num_hidden_layers") or out.get("num_layers")
     for key in LAYER_TYPE_LISTS:
         if layers and isinstance(values.get(key), list) and len(values[key]) > layers:
-            out[key] = values[key][:layers]
+            kept = values[key][:layers]
+            missing = [t for t in dict.fromkeys(values[key]) if t not in kept]
+            for i, kind in enumerate(missing[: layers - 1]):
+                kept[layers - 1 - i] = kind
+            out[key] = kept
+    # GPT-Neo style: [[pattern, repeats], ...] that must expand to one entry per layer.
+    types = values.get("attention_types")
+    if layers and isinstance(types, list) and len(types) == 1 and isinstance(types[0], list) and len(types[0]) == 2:
+        pattern = types[0][0]
+        if isinstance(pattern, list) and pattern and layers % len(pattern) == 0:
+            out["attention_types"] = [[pattern, layers // len(pattern)]]
+    # State-space heads: heads x head size must equal expand x hidden size (Mamba-2 and hybrids).
+    hidden = out.get("hidden_size")
+    if hidden:
+        for heads_key, size_key, expand_key in (("num_heads", "head_dim", "expand"), ("mamba_n_heads", "mamba_d_head", "mamba_expand")):
+            if all(isinstance(values.get(k), int) for k in (heads_key, size_key, expand_key)):
+                size = min(values[size_key], 8)
+                out[size_key] = size
+                out[heads_key] = values[expand_key] * hidden // size
     patch = values.get("patch_size")
     if not mild and isinstance(values.get("image_size"), int) and values["image_size"] > 64:
         out["image_size"] = 32 if not isinstance(patch, int) or 32 % patch == 0 else patch * 2
@@ -449,22 +471,22 @@ def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool)
     if "undecided" in decided:
         return {**found, **decided}
     try:
-        if mild:
-            _check_size(getattr(transformers, row["base_class"]), config)
+        _check_size(getattr(transformers, row["base_class"]), config, MILD_MAX_PARAMETERS if mild else TINY_MAX_PARAMETERS, mild)
         io = _derive_io(row, config, decided, seed, found)  # may add found["constant_outputs"]
         return {**found, **decided, **io}
     except Exception as error:  # noqa: BLE001
         return {**found, **decided, "known_issue": f"running the tiny model: {export._error_line(error)}"}
 
 
-def _check_size(cls, config) -> None:
-    """Refuses a model over MILD_MAX_PARAMETERS, counted on the meta device (no memory)."""
+def _check_size(cls, config, limit: int, mild: bool) -> None:
+    """Refuses a model over `limit` parameters, counted on the meta device (no memory)."""
     import export
 
     with torch.device("meta"):
         count = sum(p.numel() for p in export.instantiate(cls, config).parameters())
-    if count > MILD_MAX_PARAMETERS:
-        raise RuntimeError(f"{count / 1e6:.0f}M parameters with every width kept (limit {MILD_MAX_PARAMETERS / 1e6:.0f}M)")
+    if count > limit:
+        kept = "with every width kept" if mild else "after shrinking (some width it does not know stayed full size)"
+        raise RuntimeError(f"the tiny model has {count / 1e6:.0f}M parameters {kept}; the limit is {limit / 1e6:.0f}M")
 
 
 # Inputs that may be ignored by a model; to find out, they are made all ones.
@@ -521,7 +543,7 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
             continue
         names = [n for n in results[0] if n in results[1] and results[0][n].dim() == results[1][n].dim()]
         # A reference a constant would match cannot catch a wrong model (the runtime refuses it).
-        constant = [n for n in names if all(_is_constant(r[n]) for r in results)]
+        constant = [n for n in names if any(_is_constant(r[n]) for r in results)]
         names = [n for n in names if n not in constant]
         if constant:
             found["constant_outputs"] = constant

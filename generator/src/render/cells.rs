@@ -24,7 +24,8 @@ pub fn model_module(plan: &ModelPlan) -> TokenStream {
     let category = &spec.category;
     let spec_path = &plan.model.display_path;
     let digest = plan.model.digest();
-    let inputs = spec.inputs.iter().map(tensor_decl);
+    // Fixed inputs are data of the export, not inputs of the graph a cell runs.
+    let inputs = spec.inputs.iter().filter(|t| !spec.export.fixed_inputs.contains(&t.name)).map(tensor_decl);
     let outputs = spec.outputs.iter().map(tensor_decl);
     let tolerance = tolerance(&spec.tolerance);
     let platform_mods = plan.cells.iter().map(|c| ident(c.platform.name()));

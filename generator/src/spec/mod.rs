@@ -63,6 +63,8 @@ struct ExporterView<'a> {
 struct ExportView<'a> {
     class: &'a str,
     exporter: ExporterChoice,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    fixed_inputs: &'a [String],
 }
 
 impl LoadedModel {
@@ -71,7 +73,7 @@ impl LoadedModel {
         let spec = &self.spec;
         let view = ExporterView {
             model_type: &spec.model_type,
-            export: ExportView { class: &spec.export.class, exporter: spec.export.exporter },
+            export: ExportView { class: &spec.export.class, exporter: spec.export.exporter, fixed_inputs: &spec.export.fixed_inputs },
             tiny_config: &spec.tiny_config,
             inputs: &spec.inputs,
             outputs: &spec.outputs,
@@ -339,6 +341,11 @@ fn validate_model(
             if t.axes.is_empty() {
                 error(locate_value(src, "name", &t.name).unwrap_or(at(key)), format!("`{}` has no axes", t.name), "list its named axes, e.g. [batch, sequence]".into());
             }
+        }
+    }
+    for name in &spec.export.fixed_inputs {
+        if !spec.inputs.iter().any(|t| &t.name == name) {
+            error(at("export"), format!("`export.fixed_inputs` names `{name}`, which is not an input"), "list inputs declared under `inputs`".into());
         }
     }
     if blocked && (spec.shapes.is_empty() || spec.inputs.is_empty()) {

@@ -269,6 +269,10 @@ pub struct ExportFile {
     pub exporter: Option<ExporterChoice>,
     #[serde(default)]
     pub known_issue: Option<String>,
+    /// Inputs given to the model as data when it is exported, not as graph
+    /// inputs: the graph is specialised to the export shape's values.
+    #[serde(default)]
+    pub fixed_inputs: Vec<String>,
 }
 
 /// One architecture with everything resolved (curated, imported, defaults).
@@ -333,6 +337,10 @@ pub struct Export {
     /// Whether `known_issue` was measured by `gen import` (else a person wrote it).
     #[serde(skip)]
     pub known_issue_measured: bool,
+    /// Inputs the exporter gives the model as Python data (not graph inputs):
+    /// the fixture and the cells do not have them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fixed_inputs: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "llava_next",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/llava_next.yaml",
-    spec_digest: "5a4b80077e9ae3b536468526800ddd26fe9ba021abc352433035c0857e7265aa",
+    spec_digest: "ce332d5075df11b9e9da67ed75e26876e01988a6e06b518d042e3aae59d3459a",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -32,11 +32,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             name: "pixel_values",
             dtype: runtime::DType::Float32,
             axes: &["batch", "crops", "channels", "height", "width"],
-        },
-        runtime::TensorDecl {
-            name: "image_sizes",
-            dtype: runtime::DType::Int64,
-            axes: &["batch", "hw"],
         },
         runtime::TensorDecl {
             name: "attention_mask",
