@@ -186,7 +186,7 @@ SHRINK = {
     8: ["head_dim", "d_kv", "kv_channels", "rotary_dim", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"],
     16: ["max_source_positions", "kv_lora_rank", "q_lora_rank"],
     512: ["max_position_embeddings"],
-    1024: ["vocab_size", "vocab_size_per_layer_input"],
+    1024: ["vocab_size", "vocab_size_per_layer_input", "entity_vocab_size"],
 }
 SHRINK_VOCAB = 1024
 KV_HEADS = ["num_key_value_heads", "num_kv_heads", "n_kv_heads", "multi_query_group_num"]
@@ -204,7 +204,7 @@ MILD_MAX_PARAMETERS = 30_000_000
 TINY_MAX_PARAMETERS = 25_000_000
 
 
-def _shrink_one(config, mild: bool = False) -> dict:
+def _shrink_one(config, mild: bool = False, small_images: bool = True) -> dict:
     """The overrides that make one (sub-)config tiny; sub-configs become nested dicts."""
     values = config.to_dict()
     out = {}
@@ -261,7 +261,7 @@ def _shrink_one(config, mild: bool = False) -> dict:
                 out[size_key] = size
                 out[heads_key] = values[expand_key] * hidden // size
     patch = values.get("patch_size")
-    if not mild and isinstance(values.get("image_size"), int) and values["image_size"] > 64:
+    if small_images and isinstance(values.get("image_size"), int) and values["image_size"] > 64:
         out["image_size"] = 32 if not isinstance(patch, int) or 32 % patch == 0 else patch * 2
     if "use_cache" in values:
         out["use_cache"] = False
@@ -277,15 +277,15 @@ def _shrink_one(config, mild: bool = False) -> dict:
     for key in getattr(config, "sub_configs", {}) or {}:
         sub = getattr(config, key, None)
         if sub is not None and hasattr(sub, "to_dict"):
-            nested = _shrink_one(sub, mild)
+            nested = _shrink_one(sub, mild, small_images)
             if nested:
                 out[key] = {"model_type": sub.model_type, **nested} if getattr(sub, "model_type", "") else nested
     return out
 
 
-def shrink(model_type: str, mild: bool = False) -> dict:
+def shrink(model_type: str, mild: bool = False, small_images: bool = True) -> dict:
     config = transformers.AutoConfig.for_model(model_type)
-    return _shrink_one(config, mild)
+    return _shrink_one(config, mild, small_images)
 
 
 # ---- inputs and outputs -------------------------------------------------------------------
@@ -449,19 +449,21 @@ def derive(model_type: str, seed: int = 0) -> dict:
 
             return {**found, **decided, "known_issue": f"running the tiny model: {export._error_line(error)}"}
     first = None  # the generic shrinking's result when the milder one fails too
-    for mild in (False, True):
-        result = _derive_with(row, model_type, dict(found), seed, mild)
+    # Generic; then every width kept, with small images; then also the images' own size (a
+    # model whose image size is tied to its widths), which makes the slowest tiny models.
+    for mild, small_images in ((False, True), (True, True), (True, False)):
+        result = _derive_with(row, model_type, dict(found), seed, mild, small_images)
         if "known_issue" not in result:
             return result
         first = first or result
     return first
 
 
-def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool) -> dict:
+def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool, small_images: bool) -> dict:
     import export
 
     try:
-        found["tiny_config"] = shrink(model_type, mild)
+        found["tiny_config"] = shrink(model_type, mild, small_images)
         config = transformers.AutoConfig.for_model(model_type, **found["tiny_config"])
     except Exception as error:  # noqa: BLE001
         decided = classify_only(model_type)

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "nemotron_asr_streaming_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/nemotron_asr_streaming_encoder.yaml",
-    spec_digest: "7d1f82ce51feb188a56af8c5e80159dc77721e134309eca036852f62bf6d6056",
+    spec_digest: "1bc336aa9286ae79b0a3c2d74e8052fb8793a35afc88d433d9f1f0066794bc08",
     inputs: &[
         runtime::TensorDecl {
             name: "input_features",
@@ -39,11 +39,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             name: "last_hidden_state",
             dtype: runtime::DType::Float32,
             axes: &["batch", "last_hidden_state_1", "hidden"],
-        },
-        runtime::TensorDecl {
-            name: "attention_mask_output",
-            dtype: runtime::DType::Int32,
-            axes: &["batch", "attention_mask_1"],
         },
     ],
     tolerance: runtime::Tolerance {

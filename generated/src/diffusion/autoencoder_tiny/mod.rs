@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_tiny",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_tiny.yaml",
-    spec_digest: "34172201c0bcccba890110511c96193cd937c38c594445f610e6bd7b3450b611",
+    spec_digest: "5bb454e9256e99d700564b33ca2dcec6bcada7ed4bfdcadb5eb184e81c471c11",
     inputs: &[
         runtime::TensorDecl {
             name: "sample",

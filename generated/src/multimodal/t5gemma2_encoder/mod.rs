@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "t5gemma2_encoder",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/t5gemma2_encoder.yaml",
-    spec_digest: "f7ede3b9da06e95f6ce4cdd71178c5a0e964c63616ffd2c3ceeb5c795392917d",
+    spec_digest: "48514dfaf3d6af85f4d6204ea37bda453822cfc0964f30758e919f46aa222936",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

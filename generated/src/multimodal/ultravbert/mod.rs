@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "ultravbert",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/ultravbert.yaml",
-    spec_digest: "730fb677cf829a38c7be3d6e65570fd0ade19be2c46eca4e9ebc0e0f5303b867",
+    spec_digest: "f21cdbd04bbfcb73fa50d8f6feaba12d1041c8bae525913d5f0db9fddc797726",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

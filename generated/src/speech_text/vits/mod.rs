@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "vits",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/vits.yaml",
-    spec_digest: "ae9f34c38fee6f004da03c186f5308ef13db5fd845d49676a9a228642e66e1eb",
+    spec_digest: "3442d7290632fd3ea8b93dab0f354db770e255ac2f0d7a9a5213c5b2f0617192",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -39,11 +39,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             name: "waveform",
             dtype: runtime::DType::Float32,
             axes: &["batch", "waveform_1"],
-        },
-        runtime::TensorDecl {
-            name: "sequence_lengths",
-            dtype: runtime::DType::Int64,
-            axes: &["batch"],
         },
         runtime::TensorDecl {
             name: "spectrogram",

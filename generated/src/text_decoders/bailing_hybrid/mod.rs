@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "bailing_hybrid",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/bailing_hybrid.yaml",
-    spec_digest: "6b1304794aa030d41437c539e09fe4c5dd9653f101296c563eceba79811a0b2b",
+    spec_digest: "e9ef6c85837c1cc61f8560be274162c4169adcce6a9410bebe0690920e1b5987",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "beam",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/beam.yaml",
-    spec_digest: "47bfb9adc162f5fb5513721bbb17ac9ab2c56c017eef2c65caa2c0f10245d4c7",
+    spec_digest: "50ee34c46d86b48a9c0a31c1a3febba043291763e19fef23d381bde200732b92",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

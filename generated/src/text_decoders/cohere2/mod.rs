@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cohere2",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/cohere2.yaml",
-    spec_digest: "0438d25089d76c5416087e910de41c4244716f7e13bad0f13bf9dfb00f01b736",
+    spec_digest: "51ad6ab34721bba19e83cf39e258bc37139f736221aa18aee641515de3c4ee05",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

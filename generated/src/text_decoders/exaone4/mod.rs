@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "exaone4",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/exaone4.yaml",
-    spec_digest: "f2f0e79f95458a305e23def4f86342cba1da55903cee8fd4a84d69bb226a927b",
+    spec_digest: "b027a16354d3a92eb450b59c5ef5ab855f488936b5cb21c85010f8b8cbacdb11",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "exaone_moe",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/exaone_moe.yaml",
-    spec_digest: "2fa34761d8c599aad8af0daad90f23741b48fd8b99038ffe6d9ebb1f307ddc43",
+    spec_digest: "2d5aa48f0812baddf5223ca7c7a67c6d5e6cbe1bca01b81709feb540993003f0",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "flint",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/flint.yaml",
-    spec_digest: "e6b7e96739c25ee5d93f440ee4b3cc07b658edba08b5283690a67d8c177fcfcc",
+    spec_digest: "971147111318ba712b9b84dfbf36c83ad6a709763dfa6386c8bb63dba750d120",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "gemma3_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/gemma3_text.yaml",
-    spec_digest: "baf68995e7972679e16108c3610ef1b453fc9e18db331287c4e78fc6640e68fc",
+    spec_digest: "a1f8dba7d8a878c0330067f44cf8496be229af8d7aaf975da8e3e90f8407817f",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

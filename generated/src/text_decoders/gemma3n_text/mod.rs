@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "gemma3n_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/gemma3n_text.yaml",
-    spec_digest: "0f2d2cfb14d04230bc19d549610575686d28f3229953fd386bda00114857f3d6",
+    spec_digest: "0fadc0ea31f0a7e3be707cea60d2708d919810c51d0cd45be8e699e6feed3a48",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "inkling2_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/inkling2_text.yaml",
-    spec_digest: "60563bcd49b88f399b11ab9d0c09128241cd377a02df01276baa7e053d5704a2",
+    spec_digest: "413a47dc12e9e5630b6a63d2ae494182cdc09af957f461abda472e0b7f80dee1",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

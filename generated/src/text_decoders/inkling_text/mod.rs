@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "inkling_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/inkling_text.yaml",
-    spec_digest: "25e55298845cfa3c7bc38c19a53d511e5575a20b438fd060f3785b0d1e986a5c",
+    spec_digest: "04d3e3de6d307bf1935f45aceed9bf170862e39a48c3fb51bf39f2c9426a419a",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "kolibri1",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/kolibri1.yaml",
-    spec_digest: "f352a8d935a0fec63b282c48994805c75d60bfc7cb89d32f69e06f394e9b9115",
+    spec_digest: "47ad614bd310922f7c6d5581d41c929e129d407a5cb2dd2a8367ffc9f4b140ea",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "lfm3",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/lfm3.yaml",
-    spec_digest: "af3f822395bf6a29cca2cdb096d4a30f9cf88eebc466478be9d1ea8f80c85425",
+    spec_digest: "76822f19da9bde103594b22a44497c2ec18670b6a78ae2cadee21b0c13fc09cc",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "olmo3",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/olmo3.yaml",
-    spec_digest: "94d817a8aba87242011f7f415d9767b51ea04fce0bcffe3fd688d5eeaad8745a",
+    spec_digest: "b9f2129825a9b3cc315a8c6899010af300ad83d0399ce5d306a6bcd5b66224e4",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen3_5_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/qwen3_5_text.yaml",
-    spec_digest: "b3e953a2300e7c916d82878ee02fb1693f748852deea25b751a89fb93cc31c9d",
+    spec_digest: "ad81856870c74efce8bd508b44270080d4631c2dd440b277fc983e231c619de5",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "luke",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/luke.yaml",
-    spec_digest: "6f9f14b3db25b5a66a473991d0015a71e3cdb2006df20886094fb74ce4392df6",
+    spec_digest: "f5a912a6ed0ac3747fda388aa8041a75bfc74e958299fdaa13c9b9d9a73ef4e7",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

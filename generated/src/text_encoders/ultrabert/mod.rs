@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "ultrabert",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/ultrabert.yaml",
-    spec_digest: "654031cc1dbb80583f0af283a1a0edca3a19403cb87e16919cbb1b256254c964",
+    spec_digest: "a643cb13f0afa1d2963d2f1ed42e47ff7cf83a1cc950aa5cbf1a05317f545891",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cvt",
     category: "vision",
     spec_path: "model-specs/models/vision/cvt.yaml",
-    spec_digest: "a821ebf10954b4bb16102b0c91a8abda51525650be4123830ad1ae2e7df4eef0",
+    spec_digest: "f8ea5284b2fa40a00d82660889525a0dbfed73e0faf19bda586b92de4afa4ba1",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

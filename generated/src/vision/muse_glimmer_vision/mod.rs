@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "muse_glimmer_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/muse_glimmer_vision.yaml",
-    spec_digest: "65cfa57157b470d757a583cf412267b4f007e8433ffc9affc3ac0f85ab3bc730",
+    spec_digest: "832ab5338bb29cb181e70803f52840837e87d1d21b4f35cdc21edc92c2988392",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

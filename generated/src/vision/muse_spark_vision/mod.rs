@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "muse_spark_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/muse_spark_vision.yaml",
-    spec_digest: "1b3a6ef96cd588c6ea0198e5192ccb8dff14fbad6fb0db589f231888bee7491a",
+    spec_digest: "f90aeaf75ad25e420cf2d23a3c07427a2d4d666b973484261013c488a11b6bbe",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

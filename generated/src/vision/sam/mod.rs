@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam",
     category: "vision",
     spec_path: "model-specs/models/vision/sam.yaml",
-    spec_digest: "292effb5c84e4ed3357458650a6e9c7b3fb431f7f38d31e8802ef92d24984c09",
+    spec_digest: "5fab6a5513c59a17d8e7a551d6dace234abb175c085621f82642464b1f46d879",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

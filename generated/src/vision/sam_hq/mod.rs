@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam_hq",
     category: "vision",
     spec_path: "model-specs/models/vision/sam_hq.yaml",
-    spec_digest: "67ffe1d2b4ea81ff8635ef600835191573d608fbdf3712857bc472f171f9d7e2",
+    spec_digest: "c97b7cd66c5a98da522a8e1cf131a4e5f46e18de4aaefad991f6cd473ac22ec2",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "table-transformer",
     category: "vision",
     spec_path: "model-specs/models/vision/table-transformer.yaml",
-    spec_digest: "dca03d34dfb99779e808084716f9272f6aceeb6958bd9d80e9072ee07511ec3a",
+    spec_digest: "53f8a1804a505c0b50e19cad95a4a3713e3cfb5e2e46d8375f5e0e7521d8226a",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

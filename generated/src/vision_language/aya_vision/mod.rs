@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "aya_vision",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/aya_vision.yaml",
-    spec_digest: "d6525d41a9ae6ef9609afeac50797c9c82d830ccef26db0cf27d7f81d01ec20d",
+    spec_digest: "825c1460912993eccf097163035995a01b612fe0f58ce0488531dec34571103b",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cohere2_vision",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/cohere2_vision.yaml",
-    spec_digest: "dd9128eb82410e6e2c6976d7b89e7d2793c9e113878771dc8c47d3f638456c81",
+    spec_digest: "d34bd4c948d4708f7c688bd5cdfd103b730ed4f045077f4a58b53af3bbcec227",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

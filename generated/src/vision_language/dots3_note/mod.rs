@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "dots3_note",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/dots3_note.yaml",
-    spec_digest: "b6a5f01c3bed9b2d95cc31e3d6018c3c59c963c004aac71f5a943bec2f933d66",
+    spec_digest: "9288957d0c9791c3f78fe2bfbba4c5f8b24f0ecb19ed076e1f5885d2588a53e2",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

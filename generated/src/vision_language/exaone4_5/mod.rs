@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "exaone4_5",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/exaone4_5.yaml",
-    spec_digest: "115035557d3a0823217ad766a4c8208da93d4f00b635ea682a93036fe34029d7",
+    spec_digest: "2b00ee9717373d10132fa7fbf6db7ac04043b98945aaa7663e896e7003028961",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

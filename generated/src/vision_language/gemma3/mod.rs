@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "gemma3",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/gemma3.yaml",
-    spec_digest: "02ac82f55dde8b9ad21332d85cd5de6f34131d38437477143557b0ecb07b206a",
+    spec_digest: "fa4060e2bbdfa7360afefcdbfe0609ae9bfbd7168dc6f53c3f6c719a92ab9045",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "gemma3n",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/gemma3n.yaml",
-    spec_digest: "2dd02d3de699769836c8ce2b4e4ddacc5250ab07ba0a2ff66dfe1f1ee0cd8fe9",
+    spec_digest: "8b63148a5abd572ef45df059c60cfb006ff9d0c68d35815a4234f021e2390d2c",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

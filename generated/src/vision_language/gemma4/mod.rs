@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "gemma4",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/gemma4.yaml",
-    spec_digest: "37d56ed423e6b21c41d1da50cee2593cdb5d995a46c2555f256847af9f78b6fb",
+    spec_digest: "f77bbb8a9e41e096b7b8ffdc1c176f3fc80e63f92beb4f7e9b8dab2d73b2d1af",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glm5_next",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/glm5_next.yaml",
-    spec_digest: "91959980415ac4e6874b884f1a180413d24f4ca36342a9f67bb4b66106892f5c",
+    spec_digest: "e36485253edbbd1adf73bc7ec5f651839e47ef8b6647235bec07a7ff7dd78ee1",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "inkling2",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/inkling2.yaml",
-    spec_digest: "2502601d97add626ee91149eeedb1592ffcd84c60368dcc7e3221a515e30a7db",
+    spec_digest: "755bf9e32f767e5be064c74e42031a045eb0adb812a8008c85fcc61dd0bc9956",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

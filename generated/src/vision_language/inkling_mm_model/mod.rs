@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "inkling_mm_model",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/inkling_mm_model.yaml",
-    spec_digest: "3dc0c2bcbc97d649c5414ca4c914bb36a385ef8c4a788d1e207e84794f47053e",
+    spec_digest: "2627b7d9768f9d650c82496a2127489de0c739b38d45cd6494a08fff8a091647",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

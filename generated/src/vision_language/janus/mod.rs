@@ -21,36 +21,9 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "janus",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/janus.yaml",
-    spec_digest: "e893dd90c05a67320305026d12719366213745bb2399be2ad446c421bbc3a558",
-    inputs: &[
-        runtime::TensorDecl {
-            name: "input_ids",
-            dtype: runtime::DType::Int64,
-            axes: &["batch", "sequence"],
-        },
-        runtime::TensorDecl {
-            name: "pixel_values",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "channels", "height", "width"],
-        },
-        runtime::TensorDecl {
-            name: "attention_mask",
-            dtype: runtime::DType::Int64,
-            axes: &["batch", "sequence"],
-        },
-    ],
-    outputs: &[
-        runtime::TensorDecl {
-            name: "last_hidden_state",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "sequence", "hidden"],
-        },
-        runtime::TensorDecl {
-            name: "image_hidden_states",
-            dtype: runtime::DType::Float32,
-            axes: &["image_hidden_states_0", "hidden"],
-        },
-    ],
+    spec_digest: "484f96c79cf1b7d8ac72a86c7ece74ccd1338570d64c3dd1ddc4d768ce31fe3c",
+    inputs: &[],
+    outputs: &[],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "lfm3_vl",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/lfm3_vl.yaml",
-    spec_digest: "75489c33dc8fab378bde2014fd0666dd95e29c07a74fed6264c3a2c3ac986013",
+    spec_digest: "10be7b533317babc1212606e9ea0105a6fa31faa8b1bf18002982cc689f45763",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

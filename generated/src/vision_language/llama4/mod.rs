@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "llama4",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/llama4.yaml",
-    spec_digest: "818f8937bb1a9908f838e9767f763e3c01449f4fac48d2c8d24cfb689584d337",
+    spec_digest: "3809cb50d0476a7c8a1ba938f0ec2e93742bfc7001e024cc41085b4d370ca656",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

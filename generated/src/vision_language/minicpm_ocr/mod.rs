@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minicpm_ocr",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/minicpm_ocr.yaml",
-    spec_digest: "ef7427b551ffb5619b5566b60380e20cbe012b5e3d4e1d541979399dba3faa5c",
+    spec_digest: "71dee6bd35675c352051979a6ee239081588b87e0b6ae21a6cfe874e1a174d04",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minicpmv4_6",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/minicpmv4_6.yaml",
-    spec_digest: "3621c84bff078f6e6576ef95fef9fef68a438ad57cd493ce43845435d8346884",
+    spec_digest: "f679380d8e5e2c2890ec517e959f8876c225aeca5961fb88e1bce3ad99fee8d7",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

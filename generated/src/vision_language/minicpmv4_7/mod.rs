@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minicpmv4_7",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/minicpmv4_7.yaml",
-    spec_digest: "b5d0fae7cb79b0b6c39affc92d747738921e9d2fa275e36cf6241b14cc36e026",
+    spec_digest: "84abae94116b4bb840a77acfe67dbfda3bacd0f58c20be791a529be867381464",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "muse_glimmer",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/muse_glimmer.yaml",
-    spec_digest: "4e6ecfd00eb75b2bd1df7f3f1ca461c5c2ead67c132a7a21d8678c97aff68881",
+    spec_digest: "aea750570c99d2ed25cdb1f27422600eb673a0223f7819f95af0b550d270541e",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

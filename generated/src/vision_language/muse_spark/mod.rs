@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "muse_spark",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/muse_spark.yaml",
-    spec_digest: "2591c58e36fd00d8e2ecc174bc9d3e22c97c0d1537368ca94ad46f9cca3e69c0",
+    spec_digest: "c8103fe25f82f60e07302d820c303de0f65fa5b35a7c34389ad1b2606af765a0",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

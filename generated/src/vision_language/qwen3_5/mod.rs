@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen3_5",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/qwen3_5.yaml",
-    spec_digest: "c2bb202ecb9a88e33dc884a934e0ee2b15b40d2fa0a7c429fec06a0f3f783fdd",
+    spec_digest: "ddc3f037255332cddede25170e74e443d4a19273bfb1f354fcfcbd35d03762ec",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

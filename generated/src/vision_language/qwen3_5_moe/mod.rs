@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen3_5_moe",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/qwen3_5_moe.yaml",
-    spec_digest: "cedecb6fbd6f311e5dd322d3c0cab8b914b7f92bde71793382f11dbb5a79f3bd",
+    spec_digest: "12c32db4ddb09a5416dfe4dcb448bdc7aad5717bce5f89be5904dcbea8b115f5",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen4_exp",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/qwen4_exp.yaml",
-    spec_digest: "ba85eb174c342c405bd51d1d602154c2fc15af4362d984831f6f1484782f4d65",
+    spec_digest: "14ad018df194a82c0a005cb0b46ecdf85c81fa0df37381d812c6762f4f86c878",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

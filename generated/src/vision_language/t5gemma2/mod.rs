@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "t5gemma2",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/t5gemma2.yaml",
-    spec_digest: "9087d057ae02f55cbf6dce54a28ac98f37015079dd4eedd1b5f488ad3a9bbbeb",
+    spec_digest: "2bdcd1680c0090b4e4d36820f44e7a38ee4e559e810eb76f57696d1d3329d733",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {
