@@ -8,6 +8,7 @@
 #      (gen import --check), then the fixtures (ONNX + PyTorch references),
 #      cached by spec and exporter, built by one Python worker per core
 #   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells
+#   5. tests/checkpoint.sh: a fixture from a pretrained checkpoint folder passes bert's cell
 #
 # Caches live outside the checkout (HWMATRIX_CACHE, default ~/.cache/hwmatrix):
 # venv/, fixtures/ and target/<checkout key>/, a cargo target folder per
@@ -50,6 +51,9 @@ step "cargo test --workspace (cpu cells run for real; target $CARGO_TARGET_DIR)"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --locked --workspace 2>&1 | tee "$log"
+
+step "a fixture from a saved BERT checkpoint folder (gen fixtures --checkpoint), then bert's cpu cell on it"
+bash tests/checkpoint.sh
 
 # One closing line for the whole run, summed over every test binary.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed/) p += $(i-1); if ($(i) ~ /^failed/) f += $(i-1); if ($(i) ~ /^ignored/) g += $(i-1) } }

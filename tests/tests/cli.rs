@@ -113,7 +113,7 @@ fn model_type_with_a_dash_renders_a_module_with_underscores() {
     assert!(module.contains(r#"model_type: "bert-dash","#), "ModelDecl keeps the model_type:\n{module}");
     assert!(module.contains("models/text_encoders/bert-dash.yaml"), "{module}");
     let cpu = read("src/text_encoders/bert_dash/cpu.rs");
-    assert!(cpu.contains("Select this cell with `cargo test -p generated bert_dash::cpu::`"), "{cpu}");
+    assert!(cpu.contains("Select this cell with `cargo test -p generated text_encoders::bert_dash::cpu::`"), "{cpu}");
     assert!(read("src/text_encoders/mod.rs").contains("pub mod bert_dash;"));
     assert!(read("src/lib.rs").contains("&text_encoders::bert_dash::cells::CPU"));
     assert!(!out.join("src/text_encoders/bert-dash").exists(), "no folder is named with a dash");

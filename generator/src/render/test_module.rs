@@ -15,6 +15,7 @@ pub fn render(model: &LoadedModel, cell: &CellPlan, hardware: &PlatformSpec, eng
     let mut ctx = Context::new();
     ctx.insert("model_type", &model.spec.model_type);
     ctx.insert("module", &model.module);
+    ctx.insert("category", &model.spec.category);
     ctx.insert("platform", platform);
     ctx.insert("status", cell.planned.label());
     ctx.insert("reason", &cell.planned.reason());
