@@ -12,7 +12,7 @@ diffusers has no task registries, so the category is decided by the class family
   one module defines several;
 - the tiny config is the constructor's defaults shrunk generically (`shrink`): 32 channels
   per block, one layer per block, 2 transformer layers of 4 heads of 8, 16x16 samples;
-- the inputs come from the forward parameters by name (`LAYOUT`): the noisy sample or latent
+- the inputs come from the forward parameters by name (`candidate_layouts`): the noisy sample or latent
   image, the timestep, the text conditioning and pooled projection where the model takes them,
   the class label where the config embeds classes.
 """
@@ -66,12 +66,6 @@ def rows() -> list[dict]:
             for module, name in classes]
 
 
-def model_class(name: str):
-    import diffusers
-
-    return getattr(diffusers, name)
-
-
 def classify(row: dict) -> dict:
     name = row["base_class"]
     autoencoder = name.startswith(("Autoencoder", "VQModel"))
@@ -82,6 +76,8 @@ def classify(row: dict) -> dict:
 
 def shrink(row: dict) -> dict:
     """The constructor arguments of a tiny model: the defaults that are widths or depths, smaller."""
+    from export import model_class
+
     params = inspect.signature(model_class(row["base_class"]).__init__).parameters
     out = {}
     for target, keys in SHRINK.items():
@@ -96,23 +92,15 @@ def shrink(row: dict) -> dict:
     return out
 
 
-# A tiny model has well under a million parameters; one with more than this kept widths the
-# generic shrinking does not know, and building it for real could take the machine's memory.
-MAX_PARAMETERS = 20_000_000
-
-
 def build(row: dict, tiny_config: dict):
-    """The tiny model and its config (diffusers' frozen dict of constructor arguments), after
-    counting its parameters on the meta device (no memory) against MAX_PARAMETERS."""
-    import torch
+    """The tiny model and its config (diffusers' frozen dict of constructor arguments), once
+    its parameter count is under the tiny-model limit (building one that is not could take
+    the machine's memory: three classes would need tens of billions of parameters)."""
+    from export import model_class
+    from registry import TINY_MAX_PARAMETERS, check_size
 
     cls = model_class(row["base_class"])
-    with torch.device("meta"):
-        probe = cls(**tiny_config)
-    count = sum(p.numel() for p in probe.parameters())
-    if count > MAX_PARAMETERS:
-        raise RuntimeError(f"the tiny config still builds {count / 1e6:.0f}M parameters (limit {MAX_PARAMETERS / 1e6:.0f}M): "
-                           "shrinking the constructor's defaults does not reach all of its widths; write a tiny_config in the spec")
+    check_size(lambda: cls(**tiny_config), TINY_MAX_PARAMETERS, mild=False)
     model = cls(**tiny_config)
     return model, model.config
 

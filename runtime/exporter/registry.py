@@ -201,6 +201,7 @@ MILD_SHRINK = {2: SHRINK[2], 512: ["max_position_embeddings"], SHRINK_VOCAB: ["v
 MILD_MAX_PARAMETERS = 30_000_000
 # A generic tiny model has well under a million parameters; more than this means some width
 # the shrinking does not know stayed full size (a fixture of hundreds of MB, slow in every cell).
+# diffusers' tiny models (diffusion.build) have the same limit.
 TINY_MAX_PARAMETERS = 25_000_000
 
 
@@ -473,19 +474,19 @@ def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool,
     if "undecided" in decided:
         return {**found, **decided}
     try:
-        _check_size(getattr(transformers, row["base_class"]), config, MILD_MAX_PARAMETERS if mild else TINY_MAX_PARAMETERS, mild)
+        cls = getattr(transformers, row["base_class"])
+        check_size(lambda: export.instantiate(cls, config), MILD_MAX_PARAMETERS if mild else TINY_MAX_PARAMETERS, mild)
         io = _derive_io(row, config, decided, seed, found)  # may add found["constant_outputs"]
         return {**found, **decided, **io}
     except Exception as error:  # noqa: BLE001
         return {**found, **decided, "known_issue": f"running the tiny model: {export._error_line(error)}"}
 
 
-def _check_size(cls, config, limit: int, mild: bool) -> None:
-    """Refuses a model over `limit` parameters, counted on the meta device (no memory)."""
-    import export
-
+def check_size(build, limit: int, mild: bool) -> None:
+    """Refuses a model over `limit` parameters, counted on a model `build()` makes on the meta
+    device (no memory): transformers' and diffusers' tiny models alike."""
     with torch.device("meta"):
-        count = sum(p.numel() for p in export.instantiate(cls, config).parameters())
+        count = sum(p.numel() for p in build().parameters())
     if count > limit:
         kept = "with every width kept" if mild else "after shrinking (some width it does not know stayed full size)"
         raise RuntimeError(f"the tiny model has {count / 1e6:.0f}M parameters {kept}; the limit is {limit / 1e6:.0f}M")
