@@ -91,7 +91,16 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
     }
 
     // 1. Derive every selected architecture.
-    let jobs = selected.iter().map(|m| (m.clone(), serde_json::json!({"kind": "derive", "model_type": m}))).collect();
+    let mut jobs = Vec::new();
+    for m in &selected {
+        let mut job = serde_json::json!({"kind": "derive", "model_type": m});
+        if let Some(path) = existing.get(m) {
+            for (key, value) in curated_derive_fields(path)? {
+                job[key] = value;
+            }
+        }
+        jobs.push((m.clone(), job));
+    }
     let mut progress = Progress::new("derived", selected.len(), err, tty);
     let derived = pool.run(jobs, &mut progress)?;
 
@@ -245,6 +254,23 @@ pub fn curated_part(text: &str) -> String {
     let mut curated = curated.trim_end().to_string();
     curated.push('\n');
     curated
+}
+
+/// What a person wrote that the derive must start from: `tiny_config_overrides` (over the
+/// generic shrink), and `inputs` with `shapes` (the input layout to run, when no generic one
+/// fits: LayoutLM's boxes, an AST spectrogram). The derive then measures the outputs.
+fn curated_derive_fields(path: &Path) -> Result<Vec<(&'static str, Value)>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let curated: serde_yaml::Value =
+        serde_yaml::from_str(&curated_part(&text)).map_err(|e| format!("error: {}: the curated part does not parse: {e}", path.display()))?;
+    let mut fields = Vec::new();
+    let layout = curated.get("inputs").is_some() && curated.get("shapes").is_some();
+    for (key, wanted) in [("tiny_config_overrides", true), ("inputs", layout), ("shapes", layout)] {
+        if let (true, Some(v)) = (wanted, curated.get(key)) {
+            fields.push((key, serde_json::to_value(v).map_err(|e| format!("error: {}: {key}: {e}", path.display()))?));
+        }
+    }
+    Ok(fields)
 }
 
 fn parse_draft(curated: &str, imported: &Imported, model_type: &str) -> Result<SpecFile, String> {

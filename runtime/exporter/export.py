@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import json
 import os
 import re
@@ -40,13 +41,17 @@ def normalized_vocab_size(config) -> int:
     return int(getattr(text, "vocab_size"))
 
 
-def image_token_count(config) -> int:
-    """How many image placeholder tokens a LLaVA-style prompt needs for one image.
+def image_token_count(config, model=None) -> int:
+    """How many image placeholder tokens a LLaVA-style prompt needs for one image: measured
+    from the model when it can say (`measured_image_tokens`), else counted from the config.
 
     LLaVA: one feature per patch (plus CLS with the "full" strategy). LLaVA-NeXT (a config with
     `image_grid_pinpoints`, "anyres"): that base image, then the unpadded tile grid with one newline
     feature per row, counted as LlavaNextProcessor._get_number_of_features does for an image of
     image_size x image_size, the size the `image-size` fill gives."""
+    measured = measured_image_tokens(model, config) if model is not None else None
+    if measured is not None:
+        return measured
     vision = config.vision_config
     side = vision.image_size // vision.patch_size
     strategy = getattr(config, "vision_feature_select_strategy", "default")
@@ -64,6 +69,34 @@ def image_token_count(config) -> int:
     elif height > width:  # padded top and bottom
         height -= (height - width) // 2 * 2
     return base + height * width + height
+
+
+def measured_image_tokens(model, config) -> int | None:
+    """The image features the model itself makes of one image (its `get_image_features`, the
+    projected features that replace the placeholder tokens), one per feature row; None when the
+    model has no such method or it fails. Projectors that pool or merge patches (Cohere2-Vision,
+    GOT-OCR2, Step3) make far fewer features than patches, which no config formula knows."""
+    method = getattr(model, "get_image_features", None)
+    vision = getattr(config, "vision_config", None)
+    size = getattr(vision, "image_size", None)
+    if method is None or not isinstance(size, int):
+        return None
+    channels = getattr(vision, "num_channels", 3) or 3
+    kwargs = {"pixel_values": torch.randn(1, channels, size, size, generator=torch.Generator().manual_seed(0))}
+    if "image_sizes" in inspect.signature(method).parameters:
+        kwargs["image_sizes"] = torch.tensor([[size, size]])
+    try:
+        with torch.no_grad():
+            out = method(**kwargs)
+    except Exception:  # noqa: BLE001 - the config formula is the fallback
+        return None
+    features = out.get("pooler_output") if hasattr(out, "get") else out
+    if features is None and hasattr(out, "get"):
+        features = out.get("last_hidden_state")
+    tensors = [features] if isinstance(features, torch.Tensor) else list(features or [])
+    if not tensors or not all(isinstance(t, torch.Tensor) and t.dim() >= 1 for t in tensors):
+        return None
+    return sum(t.numel() // t.shape[-1] for t in tensors)
 
 
 def padding_mask(dims: list[int], keep_prefix: int = 1) -> torch.Tensor:
@@ -90,7 +123,7 @@ def padding_mask(dims: list[int], keep_prefix: int = 1) -> torch.Tensor:
 
 
 def make_input(spec_input: dict, dims: list[int], config, gen: torch.Generator, shape_index: int = 0,
-               keep_prefix: int = 1) -> torch.Tensor:
+               keep_prefix: int = 1, image_tokens: int | None = None) -> torch.Tensor:
     """One input tensor, filled the way its spec says (`fill`), with a seeded generator.
 
     `mask` is all ones in the first shape (the one the ONNX graph is traced with) and padded by
@@ -121,7 +154,7 @@ def make_input(spec_input: dict, dims: list[int], config, gen: torch.Generator, 
         return ids
     if fill == "image-text-tokens":
         image_token = config.image_token_id
-        count = image_token_count(config)
+        count = image_tokens if image_tokens is not None else image_token_count(config)
         batch, sequence = dims
         if sequence <= count:
             raise ValueError(f"sequence {sequence} must exceed the {count} image tokens this config needs")
@@ -144,14 +177,16 @@ def make_input(spec_input: dict, dims: list[int], config, gen: torch.Generator, 
     raise ValueError(f"unknown fill {fill!r}")
 
 
-def build_inputs(spec: dict, shape: dict, config, seed: int, shape_index: int) -> dict[str, torch.Tensor]:
+def build_inputs(spec: dict, shape: dict, config, seed: int, shape_index: int, model=None) -> dict[str, torch.Tensor]:
+    """The inputs of one shape. `model` lets an image-text prompt measure its image tokens."""
     gen = torch.Generator().manual_seed(seed)
     # Padding never covers position 0 nor a prompt's image placeholders (positions 1..1+count).
-    keep_prefix = 1
+    keep_prefix, image_tokens = 1, None
     if any(inp.get("fill") == "image-text-tokens" for inp in spec["inputs"]):
-        keep_prefix = 1 + image_token_count(config)
+        image_tokens = image_token_count(config, model)
+        keep_prefix = 1 + image_tokens
     return {
-        inp["name"]: make_input(inp, [int(shape[axis]) for axis in inp["axes"]], config, gen, shape_index, keep_prefix)
+        inp["name"]: make_input(inp, [int(shape[axis]) for axis in inp["axes"]], config, gen, shape_index, keep_prefix, image_tokens)
         for inp in spec["inputs"]
     }
 
@@ -305,7 +340,7 @@ def export(job: dict) -> None:
         if tokenizer is not None:
             inputs, shape = tokenized_inputs(tokenizer, spec, index)
         else:
-            inputs = build_inputs(spec, shape, config, seed + index, index)
+            inputs = build_inputs(spec, shape, config, seed + index, index, model)
         fixed = {name: inputs.pop(name).tolist() for name in fixed_names}
         wrapper.fixed = fixed
         with torch.no_grad():

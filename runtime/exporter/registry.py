@@ -180,18 +180,18 @@ SHRINK = {
     64: ["intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner", "mlp_dim",
          "moe_intermediate_size", "shared_expert_intermediate_size", "expert_intermediate_size", "decoder_hidden_size"],
     2: ["num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers", "decoder_layers",
-        "num_decoder_layers", "num_encoder_layers", "num_experts_per_tok", "top_k"],
+        "num_decoder_layers", "num_encoder_layers", "num_experts_per_tok", "num_experts_per_token", "top_k"],
     4: ["num_attention_heads", "n_head", "n_heads", "encoder_attention_heads", "decoder_attention_heads",
-        "num_heads", "num_experts", "num_local_experts", "n_routed_experts"],
-    8: ["head_dim", "d_kv", "kv_channels", "rotary_dim", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"],
+        "num_heads", "num_experts", "num_local_experts", "n_routed_experts", "linear_num_heads"],
+    8: ["head_dim", "d_kv", "kv_channels", "rotary_dim", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "linear_head_dim"],
     16: ["max_source_positions", "kv_lora_rank", "q_lora_rank"],
     512: ["max_position_embeddings"],
     1024: ["vocab_size", "vocab_size_per_layer_input", "entity_vocab_size"],
 }
 SHRINK_VOCAB = 1024
 KV_HEADS = ["num_key_value_heads", "num_kv_heads", "n_kv_heads", "multi_query_group_num"]
-UNSET_BUT_NEEDED = {"vocab_size": SHRINK_VOCAB, "num_experts_per_tok": 2, "n_routed_experts": 4}
-LAYER_TYPE_LISTS = ["layer_types", "layers_block_type", "block_types", "attention_layers"]
+UNSET_BUT_NEEDED = {"vocab_size": SHRINK_VOCAB, "num_experts_per_tok": 2, "n_routed_experts": 4, "n_shared_experts": 1}
+LAYER_TYPE_LISTS = ["layer_types", "layers_block_type", "block_types", "attention_layers", "mlp_layer_types"]
 
 
 # The milder shrinking, tried when the generic one breaks an architecture's own rules (widths
@@ -225,6 +225,15 @@ def _shrink_one(config, mild: bool = False, small_images: bool = True) -> dict:
     for key, value in UNSET_BUT_NEEDED.items():
         if key in values and values[key] is None:
             out[key] = value
+    # Expert groups (DeepSeek-V3's routing): the few experts left make one group.
+    for group_key in ("n_group", "num_expert_group"):
+        if isinstance(values.get(group_key), int) and values[group_key] > 1 and any(k in out for k in ("n_routed_experts", "num_experts")):
+            out[group_key] = 1
+            if isinstance(values.get("topk_group"), int):
+                out["topk_group"] = 1
+    # MLA's query/key head is its unrotated and rotated parts together.
+    if isinstance(values.get("qk_head_dim"), int) and "qk_nope_head_dim" in out and "qk_rope_head_dim" in out:
+        out["qk_head_dim"] = out["qk_nope_head_dim"] + out["qk_rope_head_dim"]
     # An unset head_dim is hidden_size / heads in some configs and read as-is by their model.
     if "head_dim" in values and values["head_dim"] is None and "hidden_size" in out and isinstance(heads, int):
         out["head_dim"] = out["hidden_size"] // heads
@@ -261,6 +270,8 @@ def _shrink_one(config, mild: bool = False, small_images: bool = True) -> dict:
                 size = min(values[size_key], 8)
                 out[size_key] = size
                 out[heads_key] = values[expand_key] * hidden // size
+                if heads_key == "mamba_n_heads" and isinstance(values.get("mamba_d_ssm"), int):
+                    out["mamba_d_ssm"] = out[heads_key] * size  # Falcon-H1 states the product too
     patch = values.get("patch_size")
     if small_images and isinstance(values.get("image_size"), int) and values["image_size"] > 64:
         out["image_size"] = 32 if not isinstance(patch, int) or 32 % patch == 0 else patch * 2
@@ -305,6 +316,16 @@ def _image_size(config) -> int:
     return 64
 
 
+def _image_height_width(config) -> tuple[int, int]:
+    """The image size a config asks for, as (height, width): MGP-STR's is 32 x 128."""
+    for c in (getattr(config, "vision_config", None), config):
+        size = getattr(c, "image_size", None) if c is not None else None
+        if isinstance(size, (list, tuple)) and len(size) == 2 and all(isinstance(v, int) for v in size):
+            return int(size[0]), int(size[1])
+    side = _image_size(config)
+    return side, side
+
+
 def _channels(config) -> int:
     for c in (getattr(config, "vision_config", None), config):
         value = getattr(c, "num_channels", None) if c is not None else None
@@ -336,10 +357,10 @@ def candidate_layouts(category: str, params: list[str], config) -> list[tuple[li
     decoder = [tensor("decoder_input_ids", "int64", ["batch", "decoder_sequence"], "decoder-tokens")] if "decoder_input_ids" in params else []
     text_shapes = [{"batch": 1, "sequence": 8}, {"batch": 2, "sequence": 13}]
     dec_shapes = [{"decoder_sequence": 4}, {"decoder_sequence": 7}]
-    size, channels = _image_size(config), _channels(config)
+    (height, width), channels = _image_height_width(config), _channels(config)
     image = [tensor("pixel_values", "float32", ["batch", "channels", "height", "width"], "normal")]
-    image_shapes = [{"batch": 1, "channels": channels, "height": size, "width": size},
-                    {"batch": 2, "channels": channels, "height": size, "width": size}]
+    image_shapes = [{"batch": 1, "channels": channels, "height": height, "width": width},
+                    {"batch": 2, "channels": channels, "height": height, "width": width}]
     both = lambda shapes, extra: [{**s, **e} for s, e in zip(shapes, extra)]
     layouts = []
     if category in ("text_encoders", "text_decoders", "encoder_decoders"):
@@ -348,7 +369,8 @@ def candidate_layouts(category: str, params: list[str], config) -> list[tuple[li
         layouts.append((image, image_shapes))
     elif category == "video":
         frames = getattr(config, "num_frames", None) or 8
-        video = lambda axes: [tensor("pixel_values", "float32", axes, "normal")]
+        name = "pixel_values_videos" if "pixel_values_videos" in params else "pixel_values"
+        video = lambda axes: [tensor(name, "float32", axes, "normal")]
         shapes = [{**s, "frames": frames} for s in image_shapes]
         layouts.append((video(["batch", "frames", "channels", "height", "width"]), shapes))
         layouts.append((video(["batch", "channels", "frames", "height", "width"]), shapes))
@@ -356,6 +378,11 @@ def candidate_layouts(category: str, params: list[str], config) -> list[tuple[li
         if "input_values" in params:
             layouts.append(([tensor("input_values", "float32", ["batch", "samples"], "normal")],
                             both([{"batch": 1}, {"batch": 2}], [{"samples": 1600}, {"samples": 2400}])))
+            # Codecs (EnCodec, DAC, Mimi, X-Codec) take waveforms with a channel axis.
+            audio_channels = getattr(config, "audio_channels", None) or 1
+            layouts.append(([tensor("input_values", "float32", ["batch", "channels", "samples"], "normal")],
+                            both([{"batch": 1, "channels": audio_channels}, {"batch": 2, "channels": audio_channels}],
+                                 [{"samples": 1600}, {"samples": 2400}])))
         if "input_features" in params:
             mel = _mel_bins(config)
             frames = 2 * getattr(config, "max_source_positions", 16) if getattr(config, "max_source_positions", None) == 16 else 32
@@ -363,6 +390,8 @@ def candidate_layouts(category: str, params: list[str], config) -> list[tuple[li
                 feats = [tensor("input_features", "float32", axes, "normal")]
                 if "attention_mask" in params and axes[1] == "frames":
                     feats.append(tensor("attention_mask", "int64", ["batch", "frames"], "mask"))
+                if "input_features_mask" in params:  # required by FunASR's and Qwen3-ASR's encoders
+                    feats.append(tensor("input_features_mask", "int64", ["batch", "frames"], "mask"))
                 shapes = [{"batch": 1, "mel_bins": mel, "frames": frames}, {"batch": 2, "mel_bins": mel, "frames": frames}]
                 layouts.append((feats + decoder, both(shapes, dec_shapes) if decoder else shapes))
         if "input_ids" in params and not layouts:  # text-to-speech: text in
@@ -430,16 +459,28 @@ def classify_only(model_type: str) -> dict:
     return {"registries": row["registries"], **classify(row, config)}
 
 
-def derive(model_type: str, seed: int = 0) -> dict:
+def merge_config(config: dict, overrides: dict) -> dict:
+    """`overrides` over `config`: nested dicts (sub-configs) merge key by key, the rest replaces
+    (the same rule as gen's `merge_config`)."""
+    out = dict(config)
+    for key, value in overrides.items():
+        out[key] = merge_config(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def derive(model_type: str, seed: int = 0, overrides: dict | None = None, layout: tuple | None = None) -> dict:
     """The imported fields of one architecture. Never raises: when transformers cannot build
     or run the tiny model, the result carries `known_issue` with the real error; when the
-    registries cannot decide the category, `undecided` says why."""
+    registries cannot decide the category, `undecided` says why. `overrides` (the spec's
+    curated `tiny_config_overrides`) go over the generic shrink; `layout` (its curated inputs
+    and shapes) replaces the candidate layouts."""
+    overrides = overrides or {}
     row = _row(model_type)
     found = {"registries": row["registries"], "export_class": row["base_class"], **({"from": row["from"]} if "from" in row else {})}
     if row.get("library") == "diffusers":
         decided = diffusion.classify(row)
         try:
-            found["tiny_config"] = diffusion.shrink(row)
+            found["tiny_config"] = merge_config(diffusion.shrink(row), overrides)
             torch.manual_seed(seed)
             model, config = diffusion.build(row, found["tiny_config"])
             params = _forward_params(type(model))
@@ -453,18 +494,19 @@ def derive(model_type: str, seed: int = 0) -> dict:
     # Generic; then every width kept, with small images; then also the images' own size (a
     # model whose image size is tied to its widths), which makes the slowest tiny models.
     for mild, small_images in ((False, True), (True, True), (True, False)):
-        result = _derive_with(row, model_type, dict(found), seed, mild, small_images)
+        result = _derive_with(row, model_type, dict(found), seed, mild, small_images, overrides, layout)
         if "known_issue" not in result:
             return result
         first = first or result
     return first
 
 
-def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool, small_images: bool) -> dict:
+def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool, small_images: bool, overrides: dict,
+                 layout: tuple | None) -> dict:
     import export
 
     try:
-        found["tiny_config"] = shrink(model_type, mild, small_images)
+        found["tiny_config"] = merge_config(shrink(model_type, mild, small_images), overrides)
         config = transformers.AutoConfig.for_model(model_type, **found["tiny_config"])
     except Exception as error:  # noqa: BLE001
         decided = classify_only(model_type)
@@ -476,10 +518,29 @@ def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool,
     try:
         cls = getattr(transformers, row["base_class"])
         check_size(lambda: export.instantiate(cls, config), MILD_MAX_PARAMETERS if mild else TINY_MAX_PARAMETERS, mild)
-        io = _derive_io(row, config, decided, seed, found)  # may add found["constant_outputs"]
+        try:
+            io = _derive_io(row, config, decided, seed, found, layout=layout)  # may add found["constant_outputs"]
+        except NoInformativeOutput:
+            # Every output flat: activations of a deep stack of narrow layers initialised with
+            # std 0.02 vanish (MobileNets, LeViT, SAM's encoder). Weights of std 1 keep them apart.
+            key = next((k for k in INIT_KEYS if isinstance(getattr(config, k, None), float) and getattr(config, k) < 1.0), None)
+            if key is None:
+                raise
+            found["tiny_config"][key] = 1.0
+            found.pop("constant_outputs", None)
+            config = transformers.AutoConfig.for_model(model_type, **found["tiny_config"])
+            io = _derive_io(row, config, decided, seed, found, layout=layout)
         return {**found, **decided, **io}
     except Exception as error:  # noqa: BLE001
         return {**found, **decided, "known_issue": f"running the tiny model: {export._error_line(error)}"}
+
+
+# The config keys that set the standard deviation of a model's initial weights.
+INIT_KEYS = ["initializer_range", "init_std"]
+
+
+class NoInformativeOutput(RuntimeError):
+    """The tiny model ran but every output it returned is constant (or there were none)."""
 
 
 def check_size(build, limit: int, mild: bool) -> None:
@@ -506,7 +567,7 @@ def _ignored_input(model, spec: dict, candidate: dict, shape: dict, config, seed
         return False
     import export
 
-    values = export.build_inputs(spec, shape, config, seed, 1)
+    values = export.build_inputs(spec, shape, config, seed, 1, model)
     values[candidate["name"]] = torch.ones_like(values[candidate["name"]])
     try:
         with torch.no_grad():
@@ -516,7 +577,7 @@ def _ignored_input(model, spec: dict, candidate: dict, shape: dict, config, seed
     return all(isinstance(out.get(n), torch.Tensor) and torch.equal(out[n], reference[n]) for n in names)
 
 
-def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=None, layouts=None) -> dict:
+def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=None, layouts=None, layout=None) -> dict:
     import export  # the fixture exporter: inputs are built exactly as fixtures build them
 
     if model is None:
@@ -524,12 +585,13 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
         params = _forward_params(cls)
         torch.manual_seed(seed)
         model = export.instantiate(cls, config)
-        layouts = candidate_layouts(decided["category"], params, config)
+        layouts = [layout] if layout else candidate_layouts(decided["category"], params, config)
+    params = _forward_params(type(model))
     model = model.eval()
-    errors = []
+    errors, uninformative = [], False
     for inputs, shapes in layouts:
         if shapes is None:  # image-text prompts: the sequence must hold the image's tokens
-            count = export.image_token_count(config)
+            count = export.image_token_count(config, model)
             size, channels = _image_size(config), _channels(config)
             shapes = [{"batch": 1, "sequence": count + 8, "channels": channels, "height": size, "width": size},
                       {"batch": 1, "sequence": count + 13, "channels": channels, "height": size, "width": size}]
@@ -537,7 +599,7 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
         try:
             results = []
             for index, shape in enumerate(shapes):
-                values = export.build_inputs(spec, shape, config, seed + index, index)
+                values = export.build_inputs(spec, shape, config, seed + index, index, model)
                 with torch.no_grad():
                     out = model(**values, return_dict=True)
                 results.append({k: v for k, v in out.items() if isinstance(v, torch.Tensor) and v.dtype in DTYPES and v.numel() > 0})
@@ -551,7 +613,10 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
         if constant:
             found["constant_outputs"] = constant
         if not names:
-            errors.append(f"the model returned no tensor output (it returned {list(results[0])})")
+            flat = f"the model returned no tensor output (it returned {list(results[0])})" if not constant else \
+                f"every output of the tiny model is constant ({', '.join(constant)}): a reference a constant matches checks nothing"
+            errors.append(flat)
+            uninformative = True
             continue
         inputs = [i for i in inputs if not _ignored_input(model, spec, i, shapes[1], config, seed + 1, names, results[1])]
         taken = {i["name"] for i in inputs}
@@ -560,4 +625,6 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
         return {"inputs": inputs, "outputs": outputs, "shapes": shapes}
     if not errors:
         raise RuntimeError(f"no input layout is known for a {decided['category']} base model taking {params[:6]}")
+    if uninformative:  # a layout that ran says more than those that did not
+        raise NoInformativeOutput(next(e for e in errors if e.startswith(("every output", "the model returned no"))))
     raise RuntimeError(errors[0].split(": ", 1)[1] if errors[0].startswith("RuntimeError: ") else errors[0])

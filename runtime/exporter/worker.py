@@ -6,7 +6,8 @@ given by --answers (stdout, which torch and transformers also print to, goes to 
 
     {"id": 7, "kind": "list"}                      -> {"id": 7, "ok": true, "result": {"transformers": "5.23.0", "rows": [...]}}
     {"id": 8, "kind": "classify", "model_type": "x"} -> {"id": 8, "ok": true, "result": {category, architecture, ...}}
-    {"id": 8, "kind": "derive", "model_type": "x"} -> {"id": 8, "ok": true, "result": {...imported}}
+    {"id": 8, "kind": "derive", "model_type": "x", ...}  -> {"id": 8, "ok": true, "result": {...imported}}
+        (optional: "tiny_config_overrides": {..}, "inputs": [..] with "shapes": [..], a spec's curated fields)
     {"id": 9, "kind": "export", "job": {...}}      -> {"id": 9, "ok": true, "result": null}
     failure                                        -> {"id": .., "ok": false, "error": "<one line>"}
 """
@@ -56,7 +57,8 @@ def main() -> int:
             elif job["kind"] == "classify":
                 result = registry.classify_only(job["model_type"])
             elif job["kind"] == "derive":
-                result = registry.derive(job["model_type"])
+                layout = (job["inputs"], job["shapes"]) if "inputs" in job and "shapes" in job else None
+                result = registry.derive(job["model_type"], overrides=job.get("tiny_config_overrides") or {}, layout=layout)
             elif job["kind"] == "export":
                 export.export(job["job"])
                 result = None

@@ -78,9 +78,15 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, BT
         sources.insert("tiny_config", Source::Curated);
         file.tiny_config
     } else {
-        let imported = imp.map(|i| i.tiny_config.clone()).unwrap_or_default();
+        let mut imported = imp.map(|i| i.tiny_config.clone()).unwrap_or_default();
         if !imported.is_empty() {
             sources.insert("tiny_config", Source::Imported);
+        }
+        // The import already derived with the overrides; merging again keeps a spec whose
+        // overrides changed since (not yet re-imported) consistent with what it says.
+        merge_config(&mut imported, &file.tiny_config_overrides);
+        if !file.tiny_config_overrides.is_empty() {
+            sources.insert("tiny_config", Source::Curated);
         }
         imported
     };
@@ -146,4 +152,48 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, BT
         web_quantization: file.web_quantization,
     };
     Ok((spec, sources))
+}
+
+/// Merges `overrides` into `config`: a mapping merges key by key (a sub-config keeps the keys
+/// the override does not name), anything else replaces.
+pub fn merge_config(config: &mut BTreeMap<String, serde_yaml::Value>, overrides: &BTreeMap<String, serde_yaml::Value>) {
+    fn merge(into: &mut serde_yaml::Value, from: &serde_yaml::Value) {
+        match (into, from) {
+            (serde_yaml::Value::Mapping(a), serde_yaml::Value::Mapping(b)) => {
+                for (k, v) in b {
+                    match a.get_mut(k) {
+                        Some(existing) => merge(existing, v),
+                        None => {
+                            a.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+            }
+            (into, from) => *into = from.clone(),
+        }
+    }
+    for (key, value) in overrides {
+        match config.get_mut(key) {
+            Some(existing) => merge(existing, value),
+            None => {
+                config.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(yaml: &str) -> BTreeMap<String, serde_yaml::Value> {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn overrides_merge_into_sub_configs_key_by_key() {
+        let mut config = map("hidden_size: 32\ntext_config: {hidden_size: 32, vocab_size: 1024}\nlist: [1, 2]");
+        merge_config(&mut config, &map("text_config: {vocab_size: 99}\nlist: [3]\npad_token_id: 1"));
+        assert_eq!(config, map("hidden_size: 32\ntext_config: {hidden_size: 32, vocab_size: 99}\nlist: [3]\npad_token_id: 1"));
+    }
 }

@@ -201,6 +201,11 @@ pub struct SpecFile {
     /// Replaces the imported tiny config when set.
     #[serde(default)]
     pub tiny_config: BTreeMap<String, serde_yaml::Value>,
+    /// Merged (nested dicts key by key) over the importer's generic shrink: the few keys an
+    /// architecture's own rules tie together. `gen import` derives with them, so inputs,
+    /// outputs and the imported tiny config all follow.
+    #[serde(default)]
+    pub tiny_config_overrides: BTreeMap<String, serde_yaml::Value>,
     #[serde(default)]
     pub inputs: Option<Vec<TensorSpec>>,
     #[serde(default)]

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "audio-spectrogram-transformer",
     category: "audio",
     spec_path: "model-specs/models/audio/audio-spectrogram-transformer.yaml",
-    spec_digest: "fb2e619b99596ae6364d9b18f8d63d65269b2cf448b9e20e5dd4132eb7c2df58",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "aed3e7f359867a4ec1050278c52b5eea22ca09d6ed49607a0f240a6f78d46d3e",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "mel_bins"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

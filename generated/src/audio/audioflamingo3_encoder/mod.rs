@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "audioflamingo3_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/audioflamingo3_encoder.yaml",
-    spec_digest: "fd2daa1168419c2ab4e46b46762d6e9f3dcf98557908b76adc32ed1e531f2ce1",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "e6b0b5abe1b62ca6592854258fc6d993a1e482a15eb3ef7c5c758c5df5ff32c4",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "mel_bins", "frames"],
+        },
+        runtime::TensorDecl {
+            name: "input_features_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

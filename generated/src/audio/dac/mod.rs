@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "dac",
     category: "audio",
     spec_path: "model-specs/models/audio/dac.yaml",
-    spec_digest: "fd5178dfa940a912c3fc6fb47ea3a3c01cbb6fe7c30d357a8f561bcc35f0d288",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "7b147dea15697ea1d10b52cf331eb5d77324c2bc68db754b0d9f62e50dea7816",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "samples"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "audio_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "audio_values_1"],
+        },
+        runtime::TensorDecl {
+            name: "quantized_representation",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden", "quantized_representation_2"],
+        },
+        runtime::TensorDecl {
+            name: "audio_codes",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "audio_codes_1", "audio_codes_2"],
+        },
+        runtime::TensorDecl {
+            name: "projected_latents",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "projected_latents_1", "projected_latents_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

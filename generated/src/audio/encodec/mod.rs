@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "encodec",
     category: "audio",
     spec_path: "model-specs/models/audio/encodec.yaml",
-    spec_digest: "a8d27c1fb95a55fa80d31c0c294e28b82cae51a16049c512856ed6e7edb6809a",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "dc4b773046cd43999a197010c0e4007c468dab1bde8a8b08337e7feb939964ad",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "samples"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "audio_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "audio_values_1", "samples"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

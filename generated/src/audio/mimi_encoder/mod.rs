@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mimi_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/mimi_encoder.yaml",
-    spec_digest: "1650359fbb333d127b04e6db099497b384b16c8a6ee240743f0e43f76256790f",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "27fc04ddd6419580b323c2fc8eeedfee7f98b2015f05e9e97939add5c45026fb",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "samples"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "latents",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden", "latents_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

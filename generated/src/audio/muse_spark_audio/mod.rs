@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "muse_spark_audio",
     category: "audio",
     spec_path: "model-specs/models/audio/muse_spark_audio.yaml",
-    spec_digest: "c8e0eec0f450f8b9051b39db6c3ec0d59827f7f9f97876132087f8dfbc5bc8e7",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "f2f01d25578717a140190c6aa3fb6c5ed4da55b5af0b9e001d19b447200dad75",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "samples"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "last_hidden_state_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -5,7 +5,7 @@ pub static CPU: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     runtime::Planned::KnownIssue {
-        reason: "pocket_tts_audio_tokenizer fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: in_channels must be divisible by groups",
+        reason: "pocket_tts_audio_tokenizer fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression 1 > 16*(((u20 + u21 + u22 + u23 + (((u18 + u19 + (((u12 + u13 + (((u0 + u1 + u6 + u7 + 1586)//4)) - 9)//5)) - 11)//6)) - 33)//16)) + Max(0, Min(1, 16*((",
         basis: runtime::Basis::Measured,
     },
 );
@@ -14,7 +14,7 @@ pub static CUDA: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     runtime::Planned::KnownIssue {
-        reason: "pocket_tts_audio_tokenizer fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: in_channels must be divisible by groups",
+        reason: "pocket_tts_audio_tokenizer fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression 1 > 16*(((u20 + u21 + u22 + u23 + (((u18 + u19 + (((u12 + u13 + (((u0 + u1 + u6 + u7 + 1586)//4)) - 9)//5)) - 11)//6)) - 33)//16)) + Max(0, Min(1, 16*((",
         basis: runtime::Basis::Measured,
     },
 );
@@ -23,7 +23,7 @@ pub static ROCM: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     runtime::Planned::KnownIssue {
-        reason: "pocket_tts_audio_tokenizer fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: in_channels must be divisible by groups",
+        reason: "pocket_tts_audio_tokenizer fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression 1 > 16*(((u20 + u21 + u22 + u23 + (((u18 + u19 + (((u12 + u13 + (((u0 + u1 + u6 + u7 + 1586)//4)) - 9)//5)) - 11)//6)) - 33)//16)) + Max(0, Min(1, 16*((",
         basis: runtime::Basis::Measured,
     },
 );
@@ -32,7 +32,7 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     runtime::Planned::KnownIssue {
-        reason: "pocket_tts_audio_tokenizer fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: in_channels must be divisible by groups",
+        reason: "pocket_tts_audio_tokenizer fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression 1 > 16*(((u20 + u21 + u22 + u23 + (((u18 + u19 + (((u12 + u13 + (((u0 + u1 + u6 + u7 + 1586)//4)) - 9)//5)) - 11)//6)) - 33)//16)) + Max(0, Min(1, 16*((",
         basis: runtime::Basis::Measured,
     },
 );
@@ -41,7 +41,7 @@ pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
     runtime::Planned::KnownIssue {
-        reason: "pocket_tts_audio_tokenizer fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: in_channels must be divisible by groups",
+        reason: "pocket_tts_audio_tokenizer fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression 1 > 16*(((u20 + u21 + u22 + u23 + (((u18 + u19 + (((u12 + u13 + (((u0 + u1 + u6 + u7 + 1586)//4)) - 9)//5)) - 11)//6)) - 33)//16)) + Max(0, Min(1, 16*((",
         basis: runtime::Basis::Measured,
     },
 );
@@ -50,7 +50,7 @@ pub static QNN: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
     runtime::Planned::KnownIssue {
-        reason: "pocket_tts_audio_tokenizer fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: in_channels must be divisible by groups",
+        reason: "pocket_tts_audio_tokenizer fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression 1 > 16*(((u20 + u21 + u22 + u23 + (((u18 + u19 + (((u12 + u13 + (((u0 + u1 + u6 + u7 + 1586)//4)) - 9)//5)) - 11)//6)) - 33)//16)) + Max(0, Min(1, 16*((",
         basis: runtime::Basis::Measured,
     },
 );
@@ -59,7 +59,7 @@ pub static WEBNN: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     runtime::Planned::KnownIssue {
-        reason: "pocket_tts_audio_tokenizer fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: in_channels must be divisible by groups",
+        reason: "pocket_tts_audio_tokenizer fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression 1 > 16*(((u20 + u21 + u22 + u23 + (((u18 + u19 + (((u12 + u13 + (((u0 + u1 + u6 + u7 + 1586)//4)) - 9)//5)) - 11)//6)) - 33)//16)) + Max(0, Min(1, 16*((",
         basis: runtime::Basis::Measured,
     },
 );
@@ -68,7 +68,7 @@ pub static WEBGPU: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     runtime::Planned::KnownIssue {
-        reason: "pocket_tts_audio_tokenizer fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: in_channels must be divisible by groups",
+        reason: "pocket_tts_audio_tokenizer fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression 1 > 16*(((u20 + u21 + u22 + u23 + (((u18 + u19 + (((u12 + u13 + (((u0 + u1 + u6 + u7 + 1586)//4)) - 9)//5)) - 11)//6)) - 33)//16)) + Max(0, Min(1, 16*((",
         basis: runtime::Basis::Measured,
     },
 );

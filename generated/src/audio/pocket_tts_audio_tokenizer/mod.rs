@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pocket_tts_audio_tokenizer",
     category: "audio",
     spec_path: "model-specs/models/audio/pocket_tts_audio_tokenizer.yaml",
-    spec_digest: "c4f6e679c5fd53f2a31a254ad42179d3325a3d8e9e7061fd8af7095340f1c12a",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "dbc20f7cca9205d107b5aecb04999671b38e61ede500705dce5347c729a67a8c",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "samples"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "latents",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "latents_1", "latents_2"],
+        },
+        runtime::TensorDecl {
+            name: "audio_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "audio_values_1", "audio_values_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -5,7 +5,7 @@ pub static CPU: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     runtime::Planned::KnownIssue {
-        reason: "pocket_tts_audio_tokenizer_encoder fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: not enough values to unpack (expected 3, got 2)",
+        reason: "pocket_tts_audio_tokenizer_encoder fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_319' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -14,7 +14,7 @@ pub static CUDA: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     runtime::Planned::KnownIssue {
-        reason: "pocket_tts_audio_tokenizer_encoder fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: not enough values to unpack (expected 3, got 2)",
+        reason: "pocket_tts_audio_tokenizer_encoder fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_319' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -23,7 +23,7 @@ pub static ROCM: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     runtime::Planned::KnownIssue {
-        reason: "pocket_tts_audio_tokenizer_encoder fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: not enough values to unpack (expected 3, got 2)",
+        reason: "pocket_tts_audio_tokenizer_encoder fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_319' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -32,7 +32,7 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     runtime::Planned::KnownIssue {
-        reason: "pocket_tts_audio_tokenizer_encoder fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: not enough values to unpack (expected 3, got 2)",
+        reason: "pocket_tts_audio_tokenizer_encoder fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_319' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -41,7 +41,7 @@ pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
     runtime::Planned::KnownIssue {
-        reason: "pocket_tts_audio_tokenizer_encoder fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: not enough values to unpack (expected 3, got 2)",
+        reason: "pocket_tts_audio_tokenizer_encoder fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_319' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -50,7 +50,7 @@ pub static QNN: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
     runtime::Planned::KnownIssue {
-        reason: "pocket_tts_audio_tokenizer_encoder fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: not enough values to unpack (expected 3, got 2)",
+        reason: "pocket_tts_audio_tokenizer_encoder fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_319' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -59,7 +59,7 @@ pub static WEBNN: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     runtime::Planned::KnownIssue {
-        reason: "pocket_tts_audio_tokenizer_encoder fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: not enough values to unpack (expected 3, got 2)",
+        reason: "pocket_tts_audio_tokenizer_encoder fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_319' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -68,7 +68,7 @@ pub static WEBGPU: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     runtime::Planned::KnownIssue {
-        reason: "pocket_tts_audio_tokenizer_encoder fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: not enough values to unpack (expected 3, got 2)",
+        reason: "pocket_tts_audio_tokenizer_encoder fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_319' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was ",
         basis: runtime::Basis::Measured,
     },
 );

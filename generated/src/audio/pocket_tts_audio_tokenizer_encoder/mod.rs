@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pocket_tts_audio_tokenizer_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/pocket_tts_audio_tokenizer_encoder.yaml",
-    spec_digest: "d0a553788e7c67f6a9c129da1ff94317358a6cc5dbcd2064164f4f265ed76c00",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "5710f175068cba96348835f8cfac7ff37910a20ff36f21817f881cac29a5efec",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "samples"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "latents",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden", "latents_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -5,7 +5,7 @@ pub static CPU: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     runtime::Planned::KnownIssue {
-        reason: "xcodec fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Audio must be mono, but got 1600",
+        reason: "xcodec fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Concat node. Name:'/model/Concat_2' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 2 has mismatched dimensions of 8 and 7; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: NotImplementedError: The inequ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -14,7 +14,7 @@ pub static CUDA: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     runtime::Planned::KnownIssue {
-        reason: "xcodec fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Audio must be mono, but got 1600",
+        reason: "xcodec fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Concat node. Name:'/model/Concat_2' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 2 has mismatched dimensions of 8 and 7; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: NotImplementedError: The inequ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -23,7 +23,7 @@ pub static ROCM: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     runtime::Planned::KnownIssue {
-        reason: "xcodec fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Audio must be mono, but got 1600",
+        reason: "xcodec fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Concat node. Name:'/model/Concat_2' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 2 has mismatched dimensions of 8 and 7; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: NotImplementedError: The inequ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -32,7 +32,7 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     runtime::Planned::KnownIssue {
-        reason: "xcodec fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Audio must be mono, but got 1600",
+        reason: "xcodec fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Concat node. Name:'/model/Concat_2' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 2 has mismatched dimensions of 8 and 7; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: NotImplementedError: The inequ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -41,7 +41,7 @@ pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
     runtime::Planned::KnownIssue {
-        reason: "xcodec fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Audio must be mono, but got 1600",
+        reason: "xcodec fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Concat node. Name:'/model/Concat_2' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 2 has mismatched dimensions of 8 and 7; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: NotImplementedError: The inequ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -50,7 +50,7 @@ pub static QNN: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
     runtime::Planned::KnownIssue {
-        reason: "xcodec fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Audio must be mono, but got 1600",
+        reason: "xcodec fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Concat node. Name:'/model/Concat_2' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 2 has mismatched dimensions of 8 and 7; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: NotImplementedError: The inequ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -59,7 +59,7 @@ pub static WEBNN: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     runtime::Planned::KnownIssue {
-        reason: "xcodec fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Audio must be mono, but got 1600",
+        reason: "xcodec fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Concat node. Name:'/model/Concat_2' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 2 has mismatched dimensions of 8 and 7; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: NotImplementedError: The inequ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -68,7 +68,7 @@ pub static WEBGPU: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     runtime::Planned::KnownIssue {
-        reason: "xcodec fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Audio must be mono, but got 1600",
+        reason: "xcodec fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Concat node. Name:'/model/Concat_2' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 2 has mismatched dimensions of 8 and 7; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: NotImplementedError: The inequ",
         basis: runtime::Basis::Measured,
     },
 );

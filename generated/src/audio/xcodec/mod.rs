@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "xcodec",
     category: "audio",
     spec_path: "model-specs/models/audio/xcodec.yaml",
-    spec_digest: "7dfa906c57a28e46e78f9e9bb7beeff7578416d82d5675bec878de4730d2dccb",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "689463f08f1621d76f1620bf8dc5061da7318867bfd3132c0f5a06096d7567ee",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "samples"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "audio_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "audio_values_1", "samples"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "axk1",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/axk1.yaml",
-    spec_digest: "66ddce746def435e054170937b5af8a025c43bc14a1993134db106ddcfff4b55",
+    spec_digest: "33e2d1b01c68db5f1d9b7768e99712cfab07c647d9c8ef6c47773fc5b816054a",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

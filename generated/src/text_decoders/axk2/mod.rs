@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "axk2",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/axk2.yaml",
-    spec_digest: "82b77676bc9d20ac167555db99ec5f4c74f0e685ec0732f909a8f9d0d9880e75",
+    spec_digest: "1a8ebee085ba9abeb416e1295c2cbc530476e18f50d6d537a5a05b0785d58e25",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

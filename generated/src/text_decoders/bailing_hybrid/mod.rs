@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "bailing_hybrid",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/bailing_hybrid.yaml",
-    spec_digest: "e9ef6c85837c1cc61f8560be274162c4169adcce6a9410bebe0690920e1b5987",
+    spec_digest: "316a0efe9e56773302c4251ba2416ff1eb5b18c7e10e4dae611f6c0ed2b93479",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "beam",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/beam.yaml",
-    spec_digest: "50ee34c46d86b48a9c0a31c1a3febba043291763e19fef23d381bde200732b92",
+    spec_digest: "34511f1b7b90c93f2df6654501669a76b7cd8f8d413d36f0f321212a144913cf",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cohere2_moe",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/cohere2_moe.yaml",
-    spec_digest: "77dc277754234200a5bbb415c546a3fdf17c51dcc3a943362b4d6b142862c3fd",
+    spec_digest: "5f49390ff3e2a84c0848f61cee19e5956c83c90a2fc491bec27a11eecb9942a9",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

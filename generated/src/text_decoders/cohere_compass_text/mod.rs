@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cohere_compass_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/cohere_compass_text.yaml",
-    spec_digest: "751034868655d4ed527619bbd67cd7580524f25e896129f742746c0e8dd17489",
+    spec_digest: "2502d84cc007b3f7de12fc3735eb0cde63cb7a97368b7f34123a579241dfb40c",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

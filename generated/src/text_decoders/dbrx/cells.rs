@@ -5,7 +5,7 @@ pub static CPU: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     runtime::Planned::KnownIssue {
-        reason: "dbrx fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'DbrxAttentionConfig' object has no attribute 'rope_theta'",
+        reason: "dbrx fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/blocks.0/ffn/experts/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={4,1} NumOutputs=3 Num entries in 'split' (must equal number of outputs) was 3 Sum of sizes in 'split' (must equal size of selected axis) was 3; dynamo exporter: TorchExportError: Failed to export the model ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -14,7 +14,7 @@ pub static CUDA: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     runtime::Planned::KnownIssue {
-        reason: "dbrx fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'DbrxAttentionConfig' object has no attribute 'rope_theta'",
+        reason: "dbrx fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/blocks.0/ffn/experts/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={4,1} NumOutputs=3 Num entries in 'split' (must equal number of outputs) was 3 Sum of sizes in 'split' (must equal size of selected axis) was 3; dynamo exporter: TorchExportError: Failed to export the model ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -23,7 +23,7 @@ pub static ROCM: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     runtime::Planned::KnownIssue {
-        reason: "dbrx fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'DbrxAttentionConfig' object has no attribute 'rope_theta'",
+        reason: "dbrx fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/blocks.0/ffn/experts/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={4,1} NumOutputs=3 Num entries in 'split' (must equal number of outputs) was 3 Sum of sizes in 'split' (must equal size of selected axis) was 3; dynamo exporter: TorchExportError: Failed to export the model ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -32,7 +32,7 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     runtime::Planned::KnownIssue {
-        reason: "dbrx fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'DbrxAttentionConfig' object has no attribute 'rope_theta'",
+        reason: "dbrx fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/blocks.0/ffn/experts/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={4,1} NumOutputs=3 Num entries in 'split' (must equal number of outputs) was 3 Sum of sizes in 'split' (must equal size of selected axis) was 3; dynamo exporter: TorchExportError: Failed to export the model ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -41,7 +41,7 @@ pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
     runtime::Planned::KnownIssue {
-        reason: "dbrx fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'DbrxAttentionConfig' object has no attribute 'rope_theta'",
+        reason: "dbrx fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/blocks.0/ffn/experts/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={4,1} NumOutputs=3 Num entries in 'split' (must equal number of outputs) was 3 Sum of sizes in 'split' (must equal size of selected axis) was 3; dynamo exporter: TorchExportError: Failed to export the model ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -50,7 +50,7 @@ pub static QNN: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
     runtime::Planned::KnownIssue {
-        reason: "dbrx fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'DbrxAttentionConfig' object has no attribute 'rope_theta'",
+        reason: "dbrx fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/blocks.0/ffn/experts/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={4,1} NumOutputs=3 Num entries in 'split' (must equal number of outputs) was 3 Sum of sizes in 'split' (must equal size of selected axis) was 3; dynamo exporter: TorchExportError: Failed to export the model ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -59,7 +59,7 @@ pub static WEBNN: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     runtime::Planned::KnownIssue {
-        reason: "dbrx fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'DbrxAttentionConfig' object has no attribute 'rope_theta'",
+        reason: "dbrx fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/blocks.0/ffn/experts/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={4,1} NumOutputs=3 Num entries in 'split' (must equal number of outputs) was 3 Sum of sizes in 'split' (must equal size of selected axis) was 3; dynamo exporter: TorchExportError: Failed to export the model ",
         basis: runtime::Basis::Measured,
     },
 );
@@ -68,7 +68,7 @@ pub static WEBGPU: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     runtime::Planned::KnownIssue {
-        reason: "dbrx fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'DbrxAttentionConfig' object has no attribute 'rope_theta'",
+        reason: "dbrx fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/blocks.0/ffn/experts/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={4,1} NumOutputs=3 Num entries in 'split' (must equal number of outputs) was 3 Sum of sizes in 'split' (must equal size of selected axis) was 3; dynamo exporter: TorchExportError: Failed to export the model ",
         basis: runtime::Basis::Measured,
     },
 );

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "dbrx",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/dbrx.yaml",
-    spec_digest: "cda14e27db078e4fc2389d851c025e937a5ea6c4521888365886a65bd4cad57a",
+    spec_digest: "b8153f99ed7ce3e77038cf1a061a89108ed414fd926cd603b08bfc6a7fc8840d",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

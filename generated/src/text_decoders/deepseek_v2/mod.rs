@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "deepseek_v2",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/deepseek_v2.yaml",
-    spec_digest: "f06458c7b49d9e6d71bac0c2ec9cffb76f5a8b76ecfee30904480d15c0ceeb58",
+    spec_digest: "e01e3b721278336742cc23f431304dfc4e2d828b322c1ee5985ee38b5036261f",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "deepseek_v3",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/deepseek_v3.yaml",
-    spec_digest: "8d81e8e21eb8194b52eecaf2c50c7a29cadda9ffea9a61e6d019cfab4416ae76",
+    spec_digest: "b9e59eae73dab43beee1c7c844d5d61d2e95b8b5abbd049ced32ade3c9af192b",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "deepseek_v32",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/deepseek_v32.yaml",
-    spec_digest: "a4b3e4b8c4eb8cd65e76fc948a6ba97018c122b6b1f2e3c1c2a64b66ef77c162",
+    spec_digest: "0d51166ca9b3249e24be3f2ed36a71d52a030c9fd5810b57c941b337f6d7cbe3",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

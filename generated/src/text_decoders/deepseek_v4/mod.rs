@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "deepseek_v4",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/deepseek_v4.yaml",
-    spec_digest: "eecfd48c12a52ab7b248a48ada22ffbf5c2d8860ffd6644e1545016113bfb507",
+    spec_digest: "c95234ae35cb728cea487e6557113c155fdfbb14dde165d8fe7bf567163a75fb",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "dots1",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/dots1.yaml",
-    spec_digest: "a5e460914c4e4415317f02112338b3fc730b629d55bce45fefc74a820bf01e31",
+    spec_digest: "ce51bb72eca717f36aa0f7ebf821da43f3c3ac62b1a1d8f1f82f04bdd04a41df",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

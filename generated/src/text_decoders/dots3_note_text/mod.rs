@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "dots3_note_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/dots3_note_text.yaml",
-    spec_digest: "fd2baf82caafa8e0b6c394c3acf2be86bc03d3c53bc39ab9a4ba269c9cb2d168",
+    spec_digest: "89579f930ab8adf3e96aed657df2ed780c24c9e0d6aba1d6de10e611eb45a580",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "exaone_moe",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/exaone_moe.yaml",
-    spec_digest: "2d5aa48f0812baddf5223ca7c7a67c6d5e6cbe1bca01b81709feb540993003f0",
+    spec_digest: "aa148d48e3e3db73175f9ae5202479c57ed48cd0a583d75e175d8548d3a09e7e",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

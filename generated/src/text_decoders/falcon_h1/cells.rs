@@ -5,7 +5,7 @@ pub static CPU: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     runtime::Planned::KnownIssue {
-        reason: "falcon_h1 fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: The dimensions for the Mamba head state do not match the model intermediate_size)",
+        reason: "falcon_h1 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/falcon_h1.partial/model.onnx failed:Node (/model/layers.0/mamba/Transpose_9) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running And",
         basis: runtime::Basis::Measured,
     },
 );
@@ -14,7 +14,7 @@ pub static CUDA: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     runtime::Planned::KnownIssue {
-        reason: "falcon_h1 fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: The dimensions for the Mamba head state do not match the model intermediate_size)",
+        reason: "falcon_h1 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/falcon_h1.partial/model.onnx failed:Node (/model/layers.0/mamba/Transpose_9) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running And",
         basis: runtime::Basis::Measured,
     },
 );
@@ -23,7 +23,7 @@ pub static ROCM: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     runtime::Planned::KnownIssue {
-        reason: "falcon_h1 fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: The dimensions for the Mamba head state do not match the model intermediate_size)",
+        reason: "falcon_h1 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/falcon_h1.partial/model.onnx failed:Node (/model/layers.0/mamba/Transpose_9) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running And",
         basis: runtime::Basis::Measured,
     },
 );
@@ -32,7 +32,7 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     runtime::Planned::KnownIssue {
-        reason: "falcon_h1 fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: The dimensions for the Mamba head state do not match the model intermediate_size)",
+        reason: "falcon_h1 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/falcon_h1.partial/model.onnx failed:Node (/model/layers.0/mamba/Transpose_9) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running And",
         basis: runtime::Basis::Measured,
     },
 );
@@ -41,7 +41,7 @@ pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
     runtime::Planned::KnownIssue {
-        reason: "falcon_h1 fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: The dimensions for the Mamba head state do not match the model intermediate_size)",
+        reason: "falcon_h1 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/falcon_h1.partial/model.onnx failed:Node (/model/layers.0/mamba/Transpose_9) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running And",
         basis: runtime::Basis::Measured,
     },
 );
@@ -50,7 +50,7 @@ pub static QNN: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
     runtime::Planned::KnownIssue {
-        reason: "falcon_h1 fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: The dimensions for the Mamba head state do not match the model intermediate_size)",
+        reason: "falcon_h1 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/falcon_h1.partial/model.onnx failed:Node (/model/layers.0/mamba/Transpose_9) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running And",
         basis: runtime::Basis::Measured,
     },
 );
@@ -59,7 +59,7 @@ pub static WEBNN: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     runtime::Planned::KnownIssue {
-        reason: "falcon_h1 fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: The dimensions for the Mamba head state do not match the model intermediate_size)",
+        reason: "falcon_h1 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/falcon_h1.partial/model.onnx failed:Node (/model/layers.0/mamba/Transpose_9) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running And",
         basis: runtime::Basis::Measured,
     },
 );
@@ -68,7 +68,7 @@ pub static WEBGPU: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     runtime::Planned::KnownIssue {
-        reason: "falcon_h1 fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: The dimensions for the Mamba head state do not match the model intermediate_size)",
+        reason: "falcon_h1 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/falcon_h1.partial/model.onnx failed:Node (/model/layers.0/mamba/Transpose_9) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running And",
         basis: runtime::Basis::Measured,
     },
 );

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "falcon_h1",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/falcon_h1.yaml",
-    spec_digest: "6b85467767d55a81cc24e8a54366a639be89d4e05245974d3625dbd84fb54751",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "4e3c77275e43e93879c676559504e194bc75586f69d28550d88898ab93e1fa97",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glm4_moe_lite",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/glm4_moe_lite.yaml",
-    spec_digest: "41370e5459ee99814b328f4904fe0ccd428839f0599e7f2f9204c5015f596a51",
+    spec_digest: "c3b08e43014384a489f3ba3cca3853d4b056d3782ee95afe360b8fba1a8fc4eb",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glm_moe_dsa",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/glm_moe_dsa.yaml",
-    spec_digest: "8f3917757cfbb97f3185a4d6f7d3f800a00cc9a663c6f606a5f38a7e43297f90",
+    spec_digest: "852d4312427b2d1062eba21baa0e2ec9f9b3f6769b716e0a78509152ad0debe3",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "hy_v3",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/hy_v3.yaml",
-    spec_digest: "a13ce5839ed78e11d3f014d40990812ebc7ad5079f6b30cb7af7965e14df0d72",
+    spec_digest: "7474248eafc6d03f18e895dd5d6cdf53b7131af983db4e5ae6366e60c8c2d738",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "hy_v4",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/hy_v4.yaml",
-    spec_digest: "520b79cef1b307a5c1c77e49368caea2d4d248fb31f5e5269148d75397b87a4a",
+    spec_digest: "dec302d788b565c0ebdb7b8ef720e20df385e61b43ff31509eb029d424f7b811",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

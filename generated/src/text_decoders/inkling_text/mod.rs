@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "inkling_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/inkling_text.yaml",
-    spec_digest: "04d3e3de6d307bf1935f45aceed9bf170862e39a48c3fb51bf39f2c9426a419a",
+    spec_digest: "0bb7f375163786f038fa5ef6f2b4cb8faa8a098deac6c7805761ca77fb94f71e",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "kimi_linear",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/kimi_linear.yaml",
-    spec_digest: "1ec2443514ec3bbfbf358f031f2a661dcd253a26cb89f8e5b91f6803c7dca6a7",
+    spec_digest: "37102c7f9fb7bcdae78deef39fd30fbaed6587b6d5d93df25d9f6388219be9e9",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "laguna",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/laguna.yaml",
-    spec_digest: "babaa9c0683e987efb7b22ea774b6d178f0db8d09ddfad373233c759f9e7a756",
+    spec_digest: "2041beea4b848389d439f3e98f3fb028be52ca4ef28200b985cfdaea1112f3ae",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "longcat_flash",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/longcat_flash.yaml",
-    spec_digest: "8ccd2025fe5be6e3d2e25c8d585d4019ef55336783ae2cb45fed8cdff4a5720e",
+    spec_digest: "fb2091635a60e25e8858fedd1da77c1f6cee6fd6742d7ffbd0b80e858e1b2681",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mellum",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/mellum.yaml",
-    spec_digest: "4d9285e88047c389750282cdd8753bc4f6a5e647d3183ef0ec3c4dc8231feb66",
+    spec_digest: "cbf063e961c9a411e55488242170d4e28e66ab7d8b4d00860db391051991490c",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

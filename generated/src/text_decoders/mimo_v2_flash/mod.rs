@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mimo_v2_flash",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/mimo_v2_flash.yaml",
-    spec_digest: "6a3774fe49a3a245e9d6a039494d73a8ee625726af5203fd893408c00dcb7e7e",
+    spec_digest: "b977bc8a0e0f3eea55e9b630b0efe76c781f8e568a2412de81d5a25238a6c428",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

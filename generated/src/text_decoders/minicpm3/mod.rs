@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minicpm3",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/minicpm3.yaml",
-    spec_digest: "ecba73f920f32b75732797686dc67047158e7d1cafd4679db75f4cc4e9031819",
+    spec_digest: "2ecc7849d5b520ca781dbc711b0ec8cc8432f297eb4ff8dd2744623c74c0b2ea",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

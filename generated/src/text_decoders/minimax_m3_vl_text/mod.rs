@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minimax_m3_vl_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/minimax_m3_vl_text.yaml",
-    spec_digest: "f21aee77508605c7937be8bb1caf792a58e0d3c1d4ee8262f2bc96a9254aee3b",
+    spec_digest: "b691c015b42b013eca4ebb0182ba70617360e81d3bfe1d8f2cba90323d5673e6",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "youtu",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/youtu.yaml",
-    spec_digest: "c9dca0a02eb0fd03b138384dae8f3e6589e7a6dbd2baa28a81ce0137b0a5ae22",
+    spec_digest: "310a6cf57a0548d3cbaf4516ccaa7dc8d026cc65fab037a10fc40aaef94600a2",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "bros",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/bros.yaml",
-    spec_digest: "5a11ad066dcdef3e8c283e7a02100cd8323767942a3d85284d4a46ce77760cb9",
+    spec_digest: "4aa7be6f694a8cbe3b847260feb62b1cbfa447b0a89e18aafdf7e111a3e8c74f",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -29,12 +29,12 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             axes: &["batch", "sequence"],
         },
         runtime::TensorDecl {
-            name: "attention_mask",
-            dtype: runtime::DType::Int64,
-            axes: &["batch", "sequence"],
+            name: "bbox",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "box"],
         },
         runtime::TensorDecl {
-            name: "token_type_ids",
+            name: "attention_mask",
             dtype: runtime::DType::Int64,
             axes: &["batch", "sequence"],
         },

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "esm",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/esm.yaml",
-    spec_digest: "07bd156efd6f84776d8d005bb584f32567f26bc286d62e0a4c5f919dee1de969",
+    spec_digest: "7afb95564f86e7d7e5a40be339fc94e5a5cd5509342c645d6f4345a297001be3",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -30,11 +30,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         },
         runtime::TensorDecl {
             name: "attention_mask",
-            dtype: runtime::DType::Int64,
-            axes: &["batch", "sequence"],
-        },
-        runtime::TensorDecl {
-            name: "token_type_ids",
             dtype: runtime::DType::Int64,
             axes: &["batch", "sequence"],
         },

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "lxmert",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/lxmert.yaml",
-    spec_digest: "2df0f0b9aa9dc5e1566da47124d298184554f45a765a4590daf06f23e8365189",
+    spec_digest: "4638a3907268ce685f21a25a462e3ad033534457f1aaff8cefe5f2be24794544",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -29,24 +29,34 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             axes: &["batch", "sequence"],
         },
         runtime::TensorDecl {
-            name: "attention_mask",
-            dtype: runtime::DType::Int64,
-            axes: &["batch", "sequence"],
+            name: "visual_feats",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "boxes", "visual_features"],
         },
         runtime::TensorDecl {
-            name: "token_type_ids",
+            name: "visual_pos",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "boxes", "box"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
             dtype: runtime::DType::Int64,
             axes: &["batch", "sequence"],
         },
     ],
     outputs: &[
         runtime::TensorDecl {
-            name: "last_hidden_state",
+            name: "language_output",
             dtype: runtime::DType::Float32,
             axes: &["batch", "sequence", "hidden"],
         },
         runtime::TensorDecl {
-            name: "pooler_output",
+            name: "vision_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "boxes", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "pooled_output",
             dtype: runtime::DType::Float32,
             axes: &["batch", "hidden"],
         },

@@ -21,20 +21,10 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "neomme",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/neomme.yaml",
-    spec_digest: "dd364fea5de3e69ca1be52fd9fa607cc5cf8b19db2cda64954f94d338bffb027",
+    spec_digest: "92f6ed08092a0c87f2a0c6d800d471a2318660d26888ae29b74c5a291511b62b",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
-            dtype: runtime::DType::Int64,
-            axes: &["batch", "sequence"],
-        },
-        runtime::TensorDecl {
-            name: "attention_mask",
-            dtype: runtime::DType::Int64,
-            axes: &["batch", "sequence"],
-        },
-        runtime::TensorDecl {
-            name: "token_type_ids",
             dtype: runtime::DType::Int64,
             axes: &["batch", "sequence"],
         },
@@ -44,11 +34,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             name: "last_hidden_state",
             dtype: runtime::DType::Float32,
             axes: &["batch", "sequence", "hidden"],
-        },
-        runtime::TensorDecl {
-            name: "pooler_output",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "hidden"],
         },
     ],
     tolerance: runtime::Tolerance {

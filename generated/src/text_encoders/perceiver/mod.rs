@@ -21,34 +21,19 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "perceiver",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/perceiver.yaml",
-    spec_digest: "372c715066d20da49f4f9bb2aa98ebca929026fa1f1afd80770d0ac973a2c55b",
+    spec_digest: "309ea582dd73f2e23b3eb4de422ea60dd7fbe0e2f1e07a15606cb7f68029675f",
     inputs: &[
         runtime::TensorDecl {
-            name: "input_ids",
-            dtype: runtime::DType::Int64,
-            axes: &["batch", "sequence"],
-        },
-        runtime::TensorDecl {
-            name: "attention_mask",
-            dtype: runtime::DType::Int64,
-            axes: &["batch", "sequence"],
-        },
-        runtime::TensorDecl {
-            name: "token_type_ids",
-            dtype: runtime::DType::Int64,
-            axes: &["batch", "sequence"],
+            name: "inputs",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
         },
     ],
     outputs: &[
         runtime::TensorDecl {
             name: "last_hidden_state",
             dtype: runtime::DType::Float32,
-            axes: &["batch", "sequence", "hidden"],
-        },
-        runtime::TensorDecl {
-            name: "pooler_output",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "hidden"],
+            axes: &["batch", "last_hidden_state_1", "last_hidden_state_2"],
         },
     ],
     tolerance: runtime::Tolerance {

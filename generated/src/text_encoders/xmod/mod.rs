@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "xmod",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/xmod.yaml",
-    spec_digest: "06074d520320bacfd7b3bb31639f0f851defa32e924dc197f9a5fff4c6767140",
+    spec_digest: "3b6e6ad3eadbf9fd3bf72ff54e862753b3753efb9892a8f27309672808cce092",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

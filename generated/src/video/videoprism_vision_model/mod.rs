@@ -21,9 +21,35 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "videoprism_vision_model",
     category: "video",
     spec_path: "model-specs/models/video/videoprism_vision_model.yaml",
-    spec_digest: "e0a44276be99cfde483e68d1db701aaf5c2506b9d6adac96680abbbbee74c6e6",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "ca421101c0ab1877a25003f68f1fccd541e9285b8f8693fa1571bd6b0cad70eb",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values_videos",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "last_temporal_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_temporal_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "last_spatial_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "last_spatial_hidden_state_0",
+                "last_spatial_hidden_state_1",
+                "hidden",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "vjepa2",
     category: "video",
     spec_path: "model-specs/models/video/vjepa2.yaml",
-    spec_digest: "ff2fbec469c7144e9319a54adc9b5b056518cc5efc852a847f57f9a10b01dcb4",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "129b4df09b6f3d523ccdbdc444f81f3b45dda7e0e3b64e2e6e07341c175e04fb",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values_videos",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "masked_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "masked_hidden_state_1", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "hgnet_v2",
     category: "vision",
     spec_path: "model-specs/models/vision/hgnet_v2.yaml",
-    spec_digest: "8fa8aff81fdcf72e510189c226000981b71eaa240986966fb9c07b50aea44d7b",
+    spec_digest: "422cd9926551cace5fe2cc706226a8c1212cdada8f18ae5e1dd1216c310e6618",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

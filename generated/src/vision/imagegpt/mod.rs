@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "imagegpt",
     category: "vision",
     spec_path: "model-specs/models/vision/imagegpt.yaml",
-    spec_digest: "52f6761568ee2b6292b55f2ad3b86d7e55e707e87ecbc2a8859786aaa282e1df",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "855deb635f9ad5e753af6b7a5950c9cbf69431117922d102c63d4613ffb08394",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

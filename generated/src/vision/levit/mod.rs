@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "levit",
     category: "vision",
     spec_path: "model-specs/models/vision/levit.yaml",
-    spec_digest: "3bfdafd0d7aac0353e488030a246d46c09c3e96f49942c179cc1883e0a4852a8",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "b83062caa82104e6f9532c6246ed63d34e1ba67a3a986c98608b879aab28b7a2",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "last_hidden_state_2"],
+        },
+        runtime::TensorDecl {
+            name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pooler_output_1"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

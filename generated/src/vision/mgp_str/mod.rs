@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mgp-str",
     category: "vision",
     spec_path: "model-specs/models/vision/mgp-str.yaml",
-    spec_digest: "7bd0725e46721c452e86010dbaa585b25bc1462d3fd1deb08c571450d3b84477",
+    spec_digest: "f5107b4d009d226adc3da42fcd2947f071b2f98fd0f43eb2516bc64d53d81228",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

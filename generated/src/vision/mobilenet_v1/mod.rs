@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mobilenet_v1",
     category: "vision",
     spec_path: "model-specs/models/vision/mobilenet_v1.yaml",
-    spec_digest: "fe4a2d5ce4e018be0e9cfd1803a0cf28c92aa371b0db91bfad6cd7d435bcb093",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "2d9ed7fc995dc38911b945b17231bf9616cd67f8dc7796fd9f5298023ed7959f",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "last_hidden_state_1",
+                "last_hidden_state_2",
+                "last_hidden_state_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pooler_output_1"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

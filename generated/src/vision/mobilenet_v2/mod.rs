@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mobilenet_v2",
     category: "vision",
     spec_path: "model-specs/models/vision/mobilenet_v2.yaml",
-    spec_digest: "59a534528b98079969e2360c089ae9bc2a09b3b74f76bb570a7698d9c1aa1a54",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "5aec8bff744f9af3740ecd66f359da08661e92ffd771928db4f4e793a1674145",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "last_hidden_state_1",
+                "last_hidden_state_2",
+                "last_hidden_state_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pooler_output_1"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

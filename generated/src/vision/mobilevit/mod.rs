@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mobilevit",
     category: "vision",
     spec_path: "model-specs/models/vision/mobilevit.yaml",
-    spec_digest: "70720c99f3906067f6da15ae03425cd1a99d8ffbfc48fe06d3e959181e9cf639",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "a14676c133234b04fe8a1fa97ce196bc63cf2773afa41119a13bfb92df4a74c3",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "last_hidden_state_1",
+                "last_hidden_state_2",
+                "last_hidden_state_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pooler_output_1"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mobilevitv2",
     category: "vision",
     spec_path: "model-specs/models/vision/mobilevitv2.yaml",
-    spec_digest: "35906b3db29edde165396e0d72dfe05003d075b9f6a11b7a82ef454decdbc912",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "d571c6b0af90de73ecf7bbed70e9e3e72c796a95540409f20f632ae5d0ab8a5c",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "last_hidden_state_1",
+                "last_hidden_state_2",
+                "last_hidden_state_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pooler_output_1"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam_hq_vision_model",
     category: "vision",
     spec_path: "model-specs/models/vision/sam_hq_vision_model.yaml",
-    spec_digest: "82d32a40e5678d17a00c7f6bfde9c5c531f3d760a64af905c898e433ae1f0ad3",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "faf25a6d075ef1b54e0f1cb161fa9032e7234709b4d3f6fb8551b40eb16efecb",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "last_hidden_state_1",
+                "last_hidden_state_2",
+                "last_hidden_state_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam_vision_model",
     category: "vision",
     spec_path: "model-specs/models/vision/sam_vision_model.yaml",
-    spec_digest: "d4ae884106b678793b6ed045e8ca1f380e2b9960fd7482ad2d867e49227c57e6",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "09d47608c2d4b76b95b000a8211fbf8c0831a91b1fd6e1236159af6b286784dd",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "last_hidden_state_1",
+                "last_hidden_state_2",
+                "last_hidden_state_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "yolos",
     category: "vision",
     spec_path: "model-specs/models/vision/yolos.yaml",
-    spec_digest: "22ec7110efd98012bc371d569d87360995e9d6d87356d7e5b35fab21fdc59af4",
+    spec_digest: "50cc8c65b7976ae1ac1ed21ca1e0f8743a8652d44400205237b36de0110d4ab5",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

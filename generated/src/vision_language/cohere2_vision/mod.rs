@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cohere2_vision",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/cohere2_vision.yaml",
-    spec_digest: "d34bd4c948d4708f7c688bd5cdfd103b730ed4f045077f4a58b53af3bbcec227",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "5d31a12a391c976c8984203276e8747918d08bbe0717545f0c3149571f300f2c",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "image_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "image_hidden_states_1", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -5,7 +5,7 @@ pub static CPU: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     runtime::Planned::KnownIssue {
-        reason: "dots3_note fails in the fixture pipeline (recorded by gen import): building the tiny config: ValueError: `per_layer_config` keys must be integer layer indices in the range [0, 2); got [25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41].",
+        reason: "dots3_note fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: adapter_in_dim must match hidden_size)",
         basis: runtime::Basis::Measured,
     },
 );
@@ -14,7 +14,7 @@ pub static CUDA: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     runtime::Planned::KnownIssue {
-        reason: "dots3_note fails in the fixture pipeline (recorded by gen import): building the tiny config: ValueError: `per_layer_config` keys must be integer layer indices in the range [0, 2); got [25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41].",
+        reason: "dots3_note fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: adapter_in_dim must match hidden_size)",
         basis: runtime::Basis::Measured,
     },
 );
@@ -23,7 +23,7 @@ pub static ROCM: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     runtime::Planned::KnownIssue {
-        reason: "dots3_note fails in the fixture pipeline (recorded by gen import): building the tiny config: ValueError: `per_layer_config` keys must be integer layer indices in the range [0, 2); got [25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41].",
+        reason: "dots3_note fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: adapter_in_dim must match hidden_size)",
         basis: runtime::Basis::Measured,
     },
 );
@@ -32,7 +32,7 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     runtime::Planned::KnownIssue {
-        reason: "dots3_note fails in the fixture pipeline (recorded by gen import): building the tiny config: ValueError: `per_layer_config` keys must be integer layer indices in the range [0, 2); got [25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41].",
+        reason: "dots3_note fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: adapter_in_dim must match hidden_size)",
         basis: runtime::Basis::Measured,
     },
 );
@@ -41,7 +41,7 @@ pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
     runtime::Planned::KnownIssue {
-        reason: "dots3_note fails in the fixture pipeline (recorded by gen import): building the tiny config: ValueError: `per_layer_config` keys must be integer layer indices in the range [0, 2); got [25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41].",
+        reason: "dots3_note fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: adapter_in_dim must match hidden_size)",
         basis: runtime::Basis::Measured,
     },
 );
@@ -50,7 +50,7 @@ pub static QNN: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
     runtime::Planned::KnownIssue {
-        reason: "dots3_note fails in the fixture pipeline (recorded by gen import): building the tiny config: ValueError: `per_layer_config` keys must be integer layer indices in the range [0, 2); got [25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41].",
+        reason: "dots3_note fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: adapter_in_dim must match hidden_size)",
         basis: runtime::Basis::Measured,
     },
 );
@@ -59,7 +59,7 @@ pub static WEBNN: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     runtime::Planned::KnownIssue {
-        reason: "dots3_note fails in the fixture pipeline (recorded by gen import): building the tiny config: ValueError: `per_layer_config` keys must be integer layer indices in the range [0, 2); got [25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41].",
+        reason: "dots3_note fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: adapter_in_dim must match hidden_size)",
         basis: runtime::Basis::Measured,
     },
 );
@@ -68,7 +68,7 @@ pub static WEBGPU: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     runtime::Planned::KnownIssue {
-        reason: "dots3_note fails in the fixture pipeline (recorded by gen import): building the tiny config: ValueError: `per_layer_config` keys must be integer layer indices in the range [0, 2); got [25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41].",
+        reason: "dots3_note fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: adapter_in_dim must match hidden_size)",
         basis: runtime::Basis::Measured,
     },
 );

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "dots3_note",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/dots3_note.yaml",
-    spec_digest: "9288957d0c9791c3f78fe2bfbba4c5f8b24f0ecb19ed076e1f5885d2588a53e2",
+    spec_digest: "ed5f8c1f87395f063fab905c143d3d0561f11c3dd9dd792dead581212c88d29a",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

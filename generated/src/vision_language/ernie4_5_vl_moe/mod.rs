@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "ernie4_5_vl_moe",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/ernie4_5_vl_moe.yaml",
-    spec_digest: "b82316fea7cac9899e8b7468064396c364aee4275647b1c97367857d11199562",
+    spec_digest: "1f45ca2645c2a2373da3b679215dde79a23233d8adf7db0276935bad72e5d7df",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

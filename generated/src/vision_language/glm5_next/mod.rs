@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glm5_next",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/glm5_next.yaml",
-    spec_digest: "e36485253edbbd1adf73bc7ec5f651839e47ef8b6647235bec07a7ff7dd78ee1",
+    spec_digest: "52794ec3bd347e5448f21bcfed2adedb9e211034a63e1047bdae180b209fc54b",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "got_ocr2",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/got_ocr2.yaml",
-    spec_digest: "82ef822e89adc71dfcbf2984d017cbe0a8a97891692c70b0febc4b0647cb9b87",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "62534fbcf5bef3e9d7c2c2b74fab078e37f0a006f80f8ab19db25670082eb5f6",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "inkling_mm_model",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/inkling_mm_model.yaml",
-    spec_digest: "2627b7d9768f9d650c82496a2127489de0c739b38d45cd6494a08fff8a091647",
+    spec_digest: "29d0156b8181499dc10b66162d576ba9ebab65d41bf2bb393347af957a08801f",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

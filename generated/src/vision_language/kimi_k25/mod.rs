@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "kimi_k25",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/kimi_k25.yaml",
-    spec_digest: "2ecb9324a77bcea1a5fc53f880168011b4d9200ddcf5cc5a88152e5f60a38f0f",
+    spec_digest: "8685612e4145c5cfd8cc74c718c11ad45cbedcf05012fb77b1af949d22ab99cd",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

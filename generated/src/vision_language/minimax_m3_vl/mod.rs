@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minimax_m3_vl",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/minimax_m3_vl.yaml",
-    spec_digest: "921d284340d506632256dbc13f8d891eff5f293456dad487ae290ea12273a467",
+    spec_digest: "74bc5b85bb1a8ca88c87c0faaf210ef8927ea2cf9d095531fc59df0e158fa907",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mistral4",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/mistral4.yaml",
-    spec_digest: "f88e293b4daa3c6d3030567bad255d95cd0686de7bee05e826c8fe4fc1a7c7c5",
+    spec_digest: "61686510690c13d40f1ed2087823af76f3881d48df7914528b72f52722d3bc5d",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mistral_large4",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/mistral_large4.yaml",
-    spec_digest: "6a41d234b0782b13e1b5e3d47430e1f25dfabade6758b556142921e7291b1edb",
+    spec_digest: "0391a4d1e2fa98b6c9f80da96732a4d4bb3c62797f683200273c0061ab360f96",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

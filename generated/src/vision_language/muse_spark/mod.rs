@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "muse_spark",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/muse_spark.yaml",
-    spec_digest: "c8103fe25f82f60e07302d820c303de0f65fa5b35a7c34389ad1b2606af765a0",
+    spec_digest: "572a8616bc62c45f16bc9bc03767b8233d0c248205c8c93221d4650cddf7df85",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "step3p7",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/step3p7.yaml",
-    spec_digest: "67f38a2e185ade095bd2f0fe8b25e8c91104e566d4675ee98868c5279f249cba",
+    spec_digest: "762eeb15a7b660b1f917a5b0400454cb33e8c9639c3fc69d675ecd59dec9c057",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "unlimited_ocr",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/unlimited_ocr.yaml",
-    spec_digest: "c74077ff3b8466fc0c18e2baf975daa8a172d32be16e79fdb7675a1adb10fe8f",
+    spec_digest: "349cc700ac4a4a14864fb063c42954af4a0d17e97469f65b26705c56570494e7",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {
