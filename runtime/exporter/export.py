@@ -443,8 +443,8 @@ def verify_with_onnxruntime(folder: Path, shapes: int, tolerance: dict) -> None:
                                    f"on shape {index + 1}, the reference has {list(expected.shape)}")
             if expected.dtype.kind == "f":
                 bound = tolerance["abs"] + tolerance["rel"] * np.abs(expected)
-                bad = np.abs(actual.astype(np.float64) - expected) > bound
-                bad |= ~np.isfinite(actual)
+                # Written as "not within" so that NaN on either side counts as a mismatch.
+                bad = ~(np.abs(actual.astype(np.float64) - expected) <= bound)
             else:
                 bad = actual != expected
             if bad.any():

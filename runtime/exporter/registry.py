@@ -524,7 +524,7 @@ def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool,
             # Every output flat: activations of a deep stack of narrow layers initialised with
             # std 0.02 vanish (MobileNets, LeViT, SAM's encoder). Weights of std 1 keep them apart.
             key = next((k for k in INIT_KEYS if isinstance(getattr(config, k, None), float) and getattr(config, k) < 1.0), None)
-            if key is None:
+            if key is None or key in overrides:  # a person chose this init: keep it, and its error
                 raise
             found["tiny_config"][key] = 1.0
             found.pop("constant_outputs", None)
@@ -607,6 +607,12 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
             errors.append(export._error_line(error))
             continue
         names = [n for n in results[0] if n in results[1] and results[0][n].dim() == results[1][n].dim()]
+        # NaN or inf in a reference: no engine can be checked against it.
+        broken = [n for n in names if any(r[n].is_floating_point() and not torch.isfinite(r[n]).all() for r in results)]
+        if broken:
+            errors.append(f"the tiny model's output {', '.join(broken)} is not finite (NaN or inf)")
+            uninformative = True
+            continue
         # A reference a constant would match cannot catch a wrong model (the runtime refuses it).
         constant = [n for n in names if any(_is_constant(r[n]) for r in results)]
         names = [n for n in names if n not in constant]
@@ -626,5 +632,5 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
     if not errors:
         raise RuntimeError(f"no input layout is known for a {decided['category']} base model taking {params[:6]}")
     if uninformative:  # a layout that ran says more than those that did not
-        raise NoInformativeOutput(next(e for e in errors if e.startswith(("every output", "the model returned no"))))
+        raise NoInformativeOutput(next(e for e in errors if e.startswith(("every output", "the model returned no", "the tiny model's output"))))
     raise RuntimeError(errors[0].split(": ", 1)[1] if errors[0].startswith("RuntimeError: ") else errors[0])

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mobilenet_v1",
     category: "vision",
     spec_path: "model-specs/models/vision/mobilenet_v1.yaml",
-    spec_digest: "2d9ed7fc995dc38911b945b17231bf9616cd67f8dc7796fd9f5298023ed7959f",
+    spec_digest: "68e32b3de280c887a673043432f1823fec31f45c10ee06a06de93ca1eda45784",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

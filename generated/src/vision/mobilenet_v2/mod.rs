@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mobilenet_v2",
     category: "vision",
     spec_path: "model-specs/models/vision/mobilenet_v2.yaml",
-    spec_digest: "5aec8bff744f9af3740ecd66f359da08661e92ffd771928db4f4e793a1674145",
+    spec_digest: "4f8659e9f28936835349d978a079645167f4b3f5d7635ce607bef838a0f56e8f",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mobilevit",
     category: "vision",
     spec_path: "model-specs/models/vision/mobilevit.yaml",
-    spec_digest: "a14676c133234b04fe8a1fa97ce196bc63cf2773afa41119a13bfb92df4a74c3",
+    spec_digest: "e1264e88328c424fe6f6e59f9b0755c92abced95e393421d485d9434e2ca6848",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",
