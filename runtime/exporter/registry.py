@@ -603,6 +603,8 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
                 with torch.no_grad():
                     out = model(**values, return_dict=True)
                 results.append({k: v for k, v in out.items() if isinstance(v, torch.Tensor) and v.dtype in DTYPES and v.numel() > 0})
+            with torch.no_grad():  # the same inputs again: a model that draws random numbers has no reference
+                again = model(**values, return_dict=True)
         except Exception as error:  # noqa: BLE001 - the next layout may fit; all errors are kept
             errors.append(export._error_line(error))
             continue
@@ -613,6 +615,10 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
             errors.append(f"the tiny model's output {', '.join(broken)} is not finite (NaN or inf)")
             uninformative = True
             continue
+        random = [n for n in names if not (isinstance(again.get(n), torch.Tensor) and torch.equal(again[n], results[-1][n]))]
+        if random:
+            raise RuntimeError(f"the tiny model is not deterministic: output {', '.join(random)} differs between two runs on "
+                               "the same inputs (its forward draws random numbers), so no reference can check an engine")
         # A reference a constant would match cannot catch a wrong model (the runtime refuses it).
         constant = [n for n in names if any(_is_constant(r[n]) for r in results)]
         names = [n for n in names if n not in constant]

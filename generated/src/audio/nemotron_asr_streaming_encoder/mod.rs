@@ -21,26 +21,9 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "nemotron_asr_streaming_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/nemotron_asr_streaming_encoder.yaml",
-    spec_digest: "1bc336aa9286ae79b0a3c2d74e8052fb8793a35afc88d433d9f1f0066794bc08",
-    inputs: &[
-        runtime::TensorDecl {
-            name: "input_features",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "frames", "mel_bins"],
-        },
-        runtime::TensorDecl {
-            name: "attention_mask",
-            dtype: runtime::DType::Int64,
-            axes: &["batch", "frames"],
-        },
-    ],
-    outputs: &[
-        runtime::TensorDecl {
-            name: "last_hidden_state",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "last_hidden_state_1", "hidden"],
-        },
-    ],
+    spec_digest: "88b17e585bfb627db37e1d89016e9a713249044d3927c738424e722b523a77a4",
+    inputs: &[],
+    outputs: &[],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,31 +21,9 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "vit_mae",
     category: "vision",
     spec_path: "model-specs/models/vision/vit_mae.yaml",
-    spec_digest: "f21e39c3fc001c8617555aa5cf2a6ac06336d6be37773759af0fa164cca5a379",
-    inputs: &[
-        runtime::TensorDecl {
-            name: "pixel_values",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "channels", "height", "width"],
-        },
-    ],
-    outputs: &[
-        runtime::TensorDecl {
-            name: "last_hidden_state",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "last_hidden_state_1", "hidden"],
-        },
-        runtime::TensorDecl {
-            name: "mask",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "mask_1"],
-        },
-        runtime::TensorDecl {
-            name: "ids_restore",
-            dtype: runtime::DType::Int64,
-            axes: &["batch", "ids_restore_1"],
-        },
-    ],
+    spec_digest: "2afef6b8a178995553795d8591261d7d34328f1d058155fc07958c94b4376fe7",
+    inputs: &[],
+    outputs: &[],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,
