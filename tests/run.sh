@@ -2,12 +2,14 @@
 # Installs what the tests need, then runs all of them. On a fresh machine this
 # is the one command; warm, it only rebuilds what changed.
 #
-#   1. the exporter's Python venv (torch, transformers, onnxruntime) in the cache
+#   1. the exporter's Python venv (torch, transformers, onnxruntime) in the cache,
+#      and ONNX Runtime's OpenVINO build in a venv of its own; gen doctor checks both
 #   2. generated/ checked against model-specs/ (gen --all --check)
 #   3. every spec's category, architecture and task against transformers' registries
 #      (gen import --check), then the fixtures (ONNX + PyTorch references),
 #      cached by spec and exporter, built by one Python worker per core
-#   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells
+#   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells;
+#      then the openvino cells, in a test process of their own
 #   5. tests/checkpoint.sh: a fixture from a pretrained checkpoint folder passes bert's cell
 #
 # Caches live outside the checkout (HWMATRIX_CACHE, default ~/.cache/hwmatrix):
@@ -39,6 +41,24 @@ else
   echo "up to date"
 fi
 
+# ONNX Runtime's OpenVINO build is its own wheel under the same package name:
+# a venv of its own, which the openvino cells find (hwmatrix_cell::presence).
+step "ONNX Runtime's OpenVINO build ($cache/venv-openvino)"
+ov_venv="$cache/venv-openvino"
+ov_requirements=runtime/exporter/requirements-openvino.txt
+ov_stamp="$ov_venv/.requirements.sha256"
+ov_want=$(sha256sum "$ov_requirements" | cut -d' ' -f1)
+if [[ ! -x "$ov_venv/bin/python" || "$(cat "$ov_stamp" 2>/dev/null)" != "$ov_want" ]]; then
+  python3 -m venv "$ov_venv"
+  "$ov_venv/bin/pip" install --disable-pip-version-check --progress-bar off -r "$ov_requirements"
+  echo "$ov_want" > "$ov_stamp"
+else
+  echo "up to date"
+fi
+
+step "the platforms this run tests are usable here (gen doctor)"
+cargo run --quiet --locked -p generator --bin gen -- doctor --platform cpu --platform openvino
+
 step "generated/ is up to date with model-specs/"
 cargo run --quiet --locked -p generator --bin gen -- --all --check
 
@@ -51,6 +71,11 @@ step "cargo test --workspace (cpu cells run for real; target $CARGO_TARGET_DIR)"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --locked --workspace 2>&1 | tee "$log"
+
+# One ONNX Runtime build per process: the openvino cells run in a test
+# process of their own, with OpenVINO's build (cpu cells are not selected).
+step "the openvino cells (OpenVINO's CPU device, provider verified from the session profile)"
+cargo test --locked -p generated --features openvino ::openvino:: 2>&1 | tee -a "$log"
 
 step "a fixture from a saved BERT checkpoint folder (gen fixtures --checkpoint), then bert's cpu cell on it"
 bash tests/checkpoint.sh

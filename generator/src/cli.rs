@@ -102,6 +102,9 @@ pub enum Command {
         #[arg(long, value_name = "N")]
         jobs: Option<usize>,
     },
+    /// Say, per platform, whether its cells can run here and exactly what is missing; exit 1 if any selected platform is unusable
+    #[command(long_about = DOCTOR_ABOUT)]
+    Doctor,
     /// Print a model's spec with defaults and imported fields filled in, and where each came from
     Show {
         /// The model_type (transformers' own, e.g. xlm-roberta)
@@ -180,7 +183,26 @@ The importer owns only the `imported:` block below the marker line of each
 file; what a person wrote above it is never changed, and wins. A re-run that
 finds nothing new writes nothing. Architectures left out are listed with
 their reasons in model-specs/import-exclusions.yaml. Use --model to import
-some only.";
+some only.
+
+With --platform P, it measures instead: P's cells run for real (`cargo test
+-p generated --features P`, today's known issues on P included), and each
+model's outcome goes into its imported block: `platform_issues: {P: <the
+first failed check and its error>}`, or no entry when every check passed.
+The cell is then a known issue with basis `measured`. Run `gen` afterwards to
+regenerate the cells. A status a person set for P is never measured over.";
+
+const DOCTOR_ABOUT: &str = "\
+Says, for each platform (all, or those given with --platform), whether its
+cells can run on this machine: the hardware found (the same probe a check runs
+before it opens an engine), the engine library it would load with its version
+and path (for ONNX Runtime, the build with the platform's execution provider
+and the provider library beside it), and otherwise exactly what is missing and
+how to get it. Each platform ends with the command that runs its cells.
+
+Nothing is loaded or run. Exit status 0 when every selected platform is
+usable, 1 when one is not: `gen doctor --platform cpu --platform openvino`
+checks a CI runner before its tests.";
 
 fn workers(jobs: Option<usize>) -> usize {
     jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
@@ -189,6 +211,15 @@ fn workers(jobs: Option<usize>) -> usize {
 fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
     let root = workspace_root();
     let specs_dir = cli.select.specs.clone().unwrap_or_else(|| root.join("model-specs"));
+    if let (Some(Command::Import { check_only: false, .. }), false) = (&cli.command, cli.select.platform.is_empty()) {
+        // Measure the platforms' cells rather than derive from transformers.
+        let specs = spec::load(&specs_dir).map_err(|e| e.to_string())?;
+        let mut code = 0;
+        for platform in &cli.select.platform {
+            code = code.max(crate::measure::run(&root, &specs, *platform, &cli.select.model, out, err)?);
+        }
+        return Ok(code);
+    }
     if let Some(Command::Import { check_only, fixtures, python, jobs }) = &cli.command {
         let options = crate::import::Options {
             python: python.clone().unwrap_or_else(hwmatrix_cell::paths::python),
@@ -200,6 +231,11 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
         return crate::import::run(&specs_dir, &options, out, err);
     }
     let specs = spec::load(&specs_dir).map_err(|e| e.to_string())?;
+    if let Some(Command::Doctor) = &cli.command {
+        let platforms = if cli.select.platform.is_empty() { Platform::ALL.to_vec() } else { cli.select.platform.clone() };
+        let diagnoses: Vec<_> = platforms.into_iter().map(|p| crate::doctor::diagnose(&specs, p)).collect();
+        return Ok(if crate::doctor::report(&diagnoses, out) { 0 } else { 1 });
+    }
     if let Some(Command::Show { model_type }) = &cli.command {
         let model = specs.model(model_type).ok_or_else(|| format!("error: no spec has model_type `{model_type}`\n  help: `gen list` lists them"))?;
         let _ = writeln!(out, "# {}: resolved from {}", model_type, model.display_path);
@@ -221,7 +257,7 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
             let _ = write!(out, "{}", list::render(&plan));
             Ok(0)
         }
-        Some(Command::Import { .. } | Command::Show { .. }) => unreachable!("handled above"),
+        Some(Command::Import { .. } | Command::Show { .. } | Command::Doctor) => unreachable!("handled above"),
         Some(Command::Fixtures { fixtures: dir, python, jobs, checkpoint }) => {
             let dir = dir.clone().unwrap_or_else(hwmatrix_cell::paths::fixtures_dir);
             let python = python.clone().unwrap_or_else(hwmatrix_cell::paths::python);

@@ -113,6 +113,10 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
         let derive_failed = value.get("known_issue").is_some() && value.get("inputs").is_none();
         let mut imported = to_imported(&value, &version)?;
         let path = existing.get(&model_type).cloned();
+        // Platform measurements (`gen import --platform`) are not the derive's to drop.
+        if let Some(p) = &path {
+            imported.platform_issues = measured_platform_issues(p)?;
+        }
         let curated = match &path {
             Some(p) => curated_part(&std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?),
             None => format!("# {model_type}: imported by `gen import`. Curated fields go here, above the line.\nmodel_type: {model_type}\n"),
@@ -229,7 +233,7 @@ struct Draft {
 }
 
 /// model_type → its spec file, for every file under models/.
-fn existing_specs(models: &Path) -> Result<BTreeMap<String, PathBuf>, String> {
+pub(crate) fn existing_specs(models: &Path) -> Result<BTreeMap<String, PathBuf>, String> {
     let mut found = BTreeMap::new();
     let Ok(categories) = std::fs::read_dir(models) else { return Ok(found) };
     for category in categories.flatten() {
@@ -256,6 +260,23 @@ pub fn curated_part(text: &str) -> String {
     curated
 }
 
+/// The `platform_issues` of a spec's imported block, as `gen import --platform` wrote them.
+fn measured_platform_issues(path: &Path) -> Result<BTreeMap<hwmatrix_cell::Platform, String>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(imported_block(&text, path)?.map(|i| i.platform_issues).unwrap_or_default())
+}
+
+/// A spec file's `imported:` block (below [`MARKER`]), if it has one.
+pub(crate) fn imported_block(text: &str, path: &Path) -> Result<Option<Imported>, String> {
+    #[derive(serde::Deserialize)]
+    struct Block {
+        imported: Imported,
+    }
+    let Some(at) = text.find(MARKER) else { return Ok(None) };
+    let block: Block = serde_yaml::from_str(&text[at + MARKER.len()..]).map_err(|e| format!("error: {}: the imported block: {e}", path.display()))?;
+    Ok(Some(block.imported))
+}
+
 /// What a person wrote that the derive must start from: `tiny_config_overrides` (over the
 /// generic shrink), and `inputs` with `shapes` (the input layout to run, when no generic one
 /// fits: LayoutLM's boxes, an AST spectrogram). The derive then measures the outputs.
@@ -278,7 +299,7 @@ fn parse_draft(curated: &str, imported: &Imported, model_type: &str) -> Result<S
     serde_yaml::from_str(&text).map_err(|e| format!("error: the spec of {model_type} does not parse with its imported block: {e}"))
 }
 
-fn imported_yaml(imported: &Imported) -> Result<String, String> {
+pub(crate) fn imported_yaml(imported: &Imported) -> Result<String, String> {
     #[derive(serde::Serialize)]
     struct Block<'a> {
         imported: &'a Imported,

@@ -2,13 +2,15 @@
 //!
 //! load ([`spec`]) → plan the cells ([`plan`]) → render ([`render`]) →
 //! write or check ([`write`]). [`fixtures`] drives the Python exporter and
-//! [`list`] prints what the specs define. [`module_name`] is the one rule
+//! [`list`] prints what the specs define; [`doctor`] what this machine can run. [`module_name`] is the one rule
 //! that names a model_type's Rust module.
 
 pub mod cli;
+pub mod doctor;
 pub mod fixtures;
 pub mod import;
 pub mod list;
+pub mod measure;
 pub mod module_name;
 pub mod plan;
 pub mod render;

@@ -117,6 +117,10 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan) -> Cel
         match o.status.expect("filtered") {
             OverrideStatus::Run => run_or_no_engine(platform),
             OverrideStatus::Unsupported => Planned::Unsupported { reason, basis: Basis::Spec },
+            OverrideStatus::KnownIssue if o.measured => Planned::KnownIssue {
+                reason: format!("{} fails on {name} (measured by gen import --platform {name}): {reason}", spec.model_type),
+                basis: Basis::Measured,
+            },
             OverrideStatus::KnownIssue => Planned::KnownIssue { reason, basis: Basis::Spec },
         }
     } else if expectation.support == Support::No {

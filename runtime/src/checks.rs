@@ -12,7 +12,7 @@ use crate::engine::{self, Mode};
 use crate::error::{CheckError, ErrorKind};
 use crate::fixture::{Fixture, Shape};
 use crate::placement;
-use crate::platform::{self, Availability};
+use hwmatrix_cell::presence::{self, Availability};
 use crate::record::{self, DeviationRecord, FixtureRecord, Memory, Outcome, OutputDeviation, Record, Timing, Worst};
 use crate::tensor::Tensor;
 use crate::{Basis, Cell, Engine};
@@ -153,7 +153,7 @@ fn kind_name(kind: ErrorKind) -> String {
 }
 
 fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), CheckError> {
-    if let Availability::Absent(missing) = platform::detect(cell.platform.platform) {
+    if let Availability::Absent(missing) = presence::detect(cell.platform.platform) {
         return Err(CheckError::new(
             ErrorKind::PlatformAbsent,
             format!(

@@ -2,7 +2,7 @@
 //!
 //! A cell in `generated/` is static data ([`Cell`], from `hwmatrix-cell`)
 //! plus [`cell_tests!`]. The checks ([`checks`]) find the platform
-//! ([`platform`]), open the fixture ([`fixture`]), run it on a real engine
+//! ([`hwmatrix_cell::presence`]), open the fixture ([`fixture`]), run it on a real engine
 //! ([`engine`]), judge where it ran ([`placement`]), compare with the
 //! reference ([`compare`]) and write a result record ([`record`]); cells
 //! that do not run get records too ([`ledger`]). Failures are typed
@@ -17,7 +17,6 @@ pub mod ledger;
 mod macros;
 pub mod npy;
 pub mod placement;
-pub mod platform;
 pub mod record;
 pub mod tensor;
 

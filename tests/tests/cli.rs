@@ -219,3 +219,25 @@ fn all_does_not_combine_with_a_selection() {
     assert_eq!(run.code, 2, "clap usage error: {}", run.stderr);
     assert!(run.stderr.contains("cannot be used with"), "{}", run.stderr);
 }
+
+#[test]
+fn doctor_names_what_an_absent_platform_lacks_and_fails() {
+    if cfg!(all(target_os = "macos", target_arch = "aarch64")) {
+        return; // MPS is there on Apple Silicon: the absent case needs another machine
+    }
+    let run = run_gen(&["doctor", "--platform", "mps"]);
+    assert_eq!(run.code, 1, "an unusable selected platform is exit 1:\n{}", run.stdout);
+    assert!(run.stdout.contains("mps       unusable"), "{}", run.stdout);
+    assert!(run.stdout.contains("MPS needs an Apple Silicon Mac"), "{}", run.stdout);
+    assert!(run.stdout.contains("run      cargo test -p generated --features mps ::mps::"), "{}", run.stdout);
+}
+
+#[test]
+fn doctor_finds_the_cpu_library_the_cells_load() {
+    // tests/run.sh installs the exporter venv, whose onnxruntime wheel serves the cpu cells.
+    let run = run_gen(&["doctor", "--platform", "cpu"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("cpu       usable"), "{}", run.stdout);
+    assert!(run.stdout.contains("found    onnxruntime 1."), "{}", run.stdout);
+    assert!(run.stdout.contains("1 of 1 platforms usable here: cpu"), "{}", run.stdout);
+}

@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use hwmatrix_cell::Platform;
+
 use super::types::*;
 
 /// Where a resolved field came from (for `gen show`).
@@ -148,10 +150,30 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, BT
         outputs,
         shapes,
         tolerance,
-        platforms: file.platforms,
+        platforms: with_measured_issues(file.platforms, imp),
         web_quantization: file.web_quantization,
     };
     Ok((spec, sources))
+}
+
+/// A platform's measured known issue (`imported.platform_issues`) as its
+/// override, unless a person set that platform's status.
+fn with_measured_issues(mut platforms: BTreeMap<Platform, PlatformOverride>, imported: Option<&Imported>) -> BTreeMap<Platform, PlatformOverride> {
+    for (platform, issue) in imported.map(|i| &i.platform_issues).into_iter().flatten() {
+        let entry = platforms.entry(*platform).or_insert_with(|| PlatformOverride {
+            status: None,
+            reason: None,
+            tolerance: None,
+            fallback_ops: BTreeMap::new(),
+            measured: false,
+        });
+        if entry.status.is_none() {
+            entry.status = Some(OverrideStatus::KnownIssue);
+            entry.reason = Some(issue.clone());
+            entry.measured = true;
+        }
+    }
+    platforms
 }
 
 /// Merges `overrides` into `config`: a mapping merges key by key (a sub-config keeps the keys

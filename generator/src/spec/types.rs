@@ -262,6 +262,12 @@ pub struct Imported {
     /// onnxruntime): the architecture's known issue, written from the error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub known_issue: Option<String>,
+    /// A platform's cells that failed when `gen import --platform P` ran them
+    /// for real: the failed check and its error, as the cell reported it. The
+    /// cell becomes a known issue with basis `measured`; a curated status for
+    /// that platform wins.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub platform_issues: BTreeMap<Platform, String>,
 }
 
 /// `export:` as written: every field optional (the class defaults to the imported one).
@@ -408,6 +414,9 @@ pub struct PlatformOverride {
     /// why). Every other node must run on the provider.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fallback_ops: BTreeMap<String, String>,
+    /// Set when the status comes from `imported.platform_issues` (measured), not a person.
+    #[serde(skip)]
+    pub measured: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]

@@ -10,6 +10,7 @@ pub mod fixture_key;
 pub mod paths;
 pub mod planned;
 pub mod platform;
+pub mod presence;
 
 pub use decl::{AllowedFallback, BrowserBackend, Cell, Engine, EngineKind, ExecutionProvider, ModelDecl, PlatformDecl, TensorDecl, Tolerance};
 pub use dtype::DType;

@@ -1,5 +1,5 @@
-//! The 8 hardware platforms, by name. Whether one is present on this machine
-//! is the runtime's business (`runtime::platform::detect`).
+//! The 8 hardware platforms, by name. Whether one is present on this machine:
+//! [`crate::presence`].
 
 use std::fmt;
 

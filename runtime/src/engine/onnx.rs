@@ -18,7 +18,7 @@ use ort::value::{DynValue, Tensor as OrtTensor, TensorElementType, ValueType};
 use super::{Mode, Placement, Threads};
 use crate::ExecutionProvider;
 use crate::error::{CheckError, ErrorKind, Kind};
-use crate::paths;
+use hwmatrix_cell::presence;
 use crate::placement::OpPlacement;
 use crate::tensor::{Data, Tensor};
 
@@ -26,47 +26,32 @@ use crate::tensor::{Data, Tensor};
 /// with Python's onnxruntime under the same setting.
 const THREADS: Threads = Threads { intra_op: 1, inter_op: 1 };
 
-/// The ONNX Runtime library to load: `ORT_DYLIB_PATH` (ort's own variable),
-/// else the CPU library of the project venv's `onnxruntime` wheel.
-pub fn library_path() -> Result<PathBuf, CheckError> {
-    if let Some(path) = std::env::var_os("ORT_DYLIB_PATH") {
-        return Ok(PathBuf::from(path));
-    }
-    let python = paths::python();
-    let lib_dir = python
-        .parent()
-        .and_then(Path::parent)
-        .map(|v| v.join("lib"))
-        .ok_or_else(|| CheckError::new(ErrorKind::LibraryMissing, format!("bad HWMATRIX_PYTHON path {}", python.display())))?;
-    let found = std::fs::read_dir(&lib_dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|python| python.path().join("site-packages/onnxruntime/capi"))
-        .flat_map(|capi| std::fs::read_dir(capi).into_iter().flatten().flatten())
-        .map(|entry| entry.path())
-        .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libonnxruntime.so.")));
-    found.ok_or_else(|| {
-        CheckError::new(
+/// One environment per process: `ort` loads one ONNX Runtime library per
+/// process, and each provider's build is a library of its own
+/// ([`presence::onnxruntime_library`]). The first session loads its
+/// provider's; a later one whose provider needs another library is refused,
+/// never run on the wrong build: each platform's cells run in their own process.
+fn environment(provider: ExecutionProvider) -> Result<(&'static ort::environment::Environment, &'static Path), CheckError> {
+    static ENV: OnceLock<Result<(ort::environment::Environment, PathBuf), CheckError>> = OnceLock::new();
+    let wanted = presence::onnxruntime_library(provider).map_err(|m| CheckError::new(ErrorKind::LibraryMissing, m))?;
+    let env = ENV.get_or_init(|| {
+        let builder = ort::init_from(&wanted).map_err(|e| CheckError::new(ErrorKind::LibraryMissing, format!("cannot load ONNX Runtime from {}: {e}", wanted.display())))?;
+        let env = builder.with_name("hwmatrix").build().kind(ErrorKind::LibraryMissing)?;
+        Ok((env, wanted.clone()))
+    });
+    let (env, loaded) = env.as_ref().map_err(Clone::clone)?;
+    if *loaded != wanted {
+        return Err(CheckError::new(
             ErrorKind::LibraryMissing,
             format!(
-                "no ONNX Runtime library: set ORT_DYLIB_PATH to a libonnxruntime.so, or install the onnxruntime wheel into the venv under {} (`bash tests/run.sh` does)",
-                lib_dir.display()
+                "{} needs ONNX Runtime from {}, but this process already loaded {} for another platform (one library per process): run each platform's cells in a process of its own, e.g. `cargo test -p generated --features <platform> ::<platform>::`",
+                provider.ort_name(),
+                wanted.display(),
+                loaded.display()
             ),
-        )
-    })
-}
-
-/// One environment per process (`ort` can load one library per process), with the library it loaded.
-fn environment() -> Result<(&'static ort::environment::Environment, &'static Path), CheckError> {
-    static ENV: OnceLock<Result<(ort::environment::Environment, PathBuf), CheckError>> = OnceLock::new();
-    let env = ENV.get_or_init(|| {
-        let path = library_path()?;
-        let builder = ort::init_from(&path).map_err(|e| CheckError::new(ErrorKind::LibraryMissing, format!("cannot load ONNX Runtime from {}: {e}", path.display())))?;
-        let env = builder.with_name("hwmatrix").build().kind(ErrorKind::LibraryMissing)?;
-        Ok((env, path))
-    });
-    env.as_ref().map(|(env, path)| (env, path.as_path())).map_err(Clone::clone)
+        ));
+    }
+    Ok((env, loaded.as_path()))
 }
 
 pub struct OnnxSession {
@@ -77,7 +62,7 @@ pub struct OnnxSession {
 
 impl OnnxSession {
     pub fn open(provider: ExecutionProvider, options: &[(&str, &str)], model: &Path, mode: Mode) -> Result<OnnxSession, CheckError> {
-        let (env, library) = environment()?;
+        let (env, library) = environment(provider)?;
         let library = library.display().to_string();
         fn setup(e: impl std::fmt::Display) -> CheckError {
             CheckError::new(ErrorKind::ModelLoad, format!("ONNX Runtime session options: {e}"))

@@ -24,11 +24,14 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS,
     runtime::Planned::Run,
 );
-/// audioflamingo3_encoder on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// audioflamingo3_encoder on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "audioflamingo3_encoder fails on openvino (measured by gen import --platform openvino): dynamic_shapes: output last_hidden_state: 254 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 2.639e-1; worst at flat index 259: got -0.19843345880508423, expected -0.46237707138061523)",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// audioflamingo3_encoder on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN: runtime::Cell = runtime::Cell::new(

@@ -24,11 +24,14 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS,
     runtime::Planned::Run,
 );
-/// nemotron3_diarization_audio on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// nemotron3_diarization_audio on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "nemotron3_diarization_audio fails on openvino (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 9 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 7758 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_diarization_audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// nemotron3_diarization_audio on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN: runtime::Cell = runtime::Cell::new(

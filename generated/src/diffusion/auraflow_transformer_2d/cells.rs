@@ -24,11 +24,14 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS,
     runtime::Planned::Run,
 );
-/// auraflow_transformer_2d on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// auraflow_transformer_2d on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "auraflow_transformer_2d fails on openvino (measured by gen import --platform openvino): matches_reference: output sample: 47 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.322e-4; worst at flat index 677: got 0.01031032856553793, expected 0.009878136217594147)",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// auraflow_transformer_2d on qnn: unsupported (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN: runtime::Cell = runtime::Cell::new(

@@ -24,11 +24,14 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS,
     runtime::Planned::Run,
 );
-/// autoencoder_kl_cogvideox on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// autoencoder_kl_cogvideox on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "autoencoder_kl_cogvideox fails on openvino (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 29 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 32224 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_cogvideox.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// autoencoder_kl_cogvideox on qnn: unsupported (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN: runtime::Cell = runtime::Cell::new(

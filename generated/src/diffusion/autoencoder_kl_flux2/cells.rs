@@ -24,11 +24,14 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS,
     runtime::Planned::Run,
 );
-/// autoencoder_kl_flux2 on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// autoencoder_kl_flux2 on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "autoencoder_kl_flux2 fails on openvino (measured by gen import --platform openvino): matches_reference: output sample_output: 1 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.650e-4; worst at flat index 117: got -0.0038937292993068695, expected -0.0037800800055265427)",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// autoencoder_kl_flux2 on qnn: unsupported (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN: runtime::Cell = runtime::Cell::new(

@@ -24,11 +24,14 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS,
     runtime::Planned::Run,
 );
-/// longt5 on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// longt5 on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "longt5 fails on openvino (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (32%), 72 µs (0%); OpenVINOExecutionProvider: 15 nodes (68%), 94604 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// longt5 on qnn: unsupported (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN: runtime::Cell = runtime::Cell::new(

@@ -24,11 +24,14 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS,
     runtime::Planned::Run,
 );
-/// parakeet_tdt on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// parakeet_tdt on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "parakeet_tdt fails on openvino (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/parakeet_tdt/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::CompileModel(std::shared_ptr<const ov::Model>&, std::string&, ov::AnyMap&, bool, const std::string&)::<lambda()>; Args = {const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&}; std::format_string<Args ...> = std::basic_format_string<char, const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&>] [OpenVINO-EP] Exception while Loading Network for graph OpenVINOExecutionProvider_OpenVINO-EP-subgraph_466_0: Exception from src/inference/src/cpp/core.cpp:114:\nException from src/inference/src/dev/plugin.cpp:53:\nCheck '!shape.rank().is_dynamic()' failed at src/plugins/intel_cpu/src/node.cpp:106:\nUnexpected: CPU plug-in doesn't support If operation with dynamic rank. Operation name: logits\n\n\n\n\n",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// parakeet_tdt on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN: runtime::Cell = runtime::Cell::new(

@@ -24,11 +24,14 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS,
     runtime::Planned::Run,
 );
-/// qwen3_5_text on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// qwen3_5_text on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "qwen3_5_text fails on openvino (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 55 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 45314 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/qwen3_5_text.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// qwen3_5_text on qnn: unsupported (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN: runtime::Cell = runtime::Cell::new(

@@ -24,11 +24,14 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS,
     runtime::Planned::Run,
 );
-/// fnet on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// fnet on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "fnet fails on openvino (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 55 µs (0%); OpenVINOExecutionProvider: 3 nodes (43%), 11531 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// fnet on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN: runtime::Cell = runtime::Cell::new(

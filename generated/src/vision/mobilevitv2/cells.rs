@@ -24,11 +24,14 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS,
     runtime::Planned::Run,
 );
-/// mobilevitv2 on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// mobilevitv2 on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "mobilevitv2 fails on openvino (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Col2Im ×3 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, ReduceMean ×1 on CPUExecutionProvider, ReorderInput ×1 on CPUExecutionProvider, ReorderOutput ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (70%), 761 µs (1%); OpenVINOExecutionProvider: 3 nodes (30%), 120074 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// mobilevitv2 on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN: runtime::Cell = runtime::Cell::new(

@@ -24,11 +24,14 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS,
     runtime::Planned::Run,
 );
-/// sam_vision_model on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// sam_vision_model on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "sam_vision_model fails on openvino (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×8 on CPUExecutionProvider, Sub ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (71%), 93 µs (0%); OpenVINOExecutionProvider: 5 nodes (29%), 24970 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/sam_vision_model.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// sam_vision_model on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN: runtime::Cell = runtime::Cell::new(

@@ -24,11 +24,14 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS,
     runtime::Planned::Run,
 );
-/// swin2sr on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// swin2sr on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "swin2sr fails on openvino (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Concat ×6 on CPUExecutionProvider, Conv ×2 on CPUExecutionProvider, Gather ×4 on CPUExecutionProvider, LayerNormalization ×1 on CPUExecutionProvider, Mod ×8 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReorderOutput ×2 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Shape ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider, Sub ×5 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider, Unsqueeze ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 46 nodes (96%), 6742 µs (2%); OpenVINOExecutionProvider: 2 nodes (4%), 333845 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/swin2sr.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// swin2sr on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN: runtime::Cell = runtime::Cell::new(

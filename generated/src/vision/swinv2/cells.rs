@@ -24,11 +24,14 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS,
     runtime::Planned::Run,
 );
-/// swinv2 on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// swinv2 on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "swinv2 fails on openvino (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×16 on CPUExecutionProvider, Sub ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (83%), 103 µs (0%); OpenVINOExecutionProvider: 5 nodes (17%), 48572 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/swinv2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// swinv2 on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN: runtime::Cell = runtime::Cell::new(

@@ -1,12 +1,14 @@
-//! Whether a platform is present on this machine.
+//! Whether a platform's hardware is present on this machine, and where its
+//! engine libraries are, without loading any of them: the runtime asks before
+//! a check runs (an absent platform fails with the message), `gen doctor`
+//! asks for its report.
 //!
 //! Every platform compiles everywhere (candle's way); detection looks at what
-//! the machine really has and says what is missing, so a test that asked for
-//! an absent platform fails with that message instead of passing.
+//! the machine really has and says what is missing.
 
 use std::path::{Path, PathBuf};
 
-use crate::Platform;
+use crate::{paths, ExecutionProvider, Platform};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Availability {
@@ -54,6 +56,65 @@ pub fn detect(platform: Platform) -> Availability {
                 "no Chromium: set HWMATRIX_CHROMIUM or install one (Debian package chromium, or npm @sparticuz/chromium for WebNN)".into(),
             ),
         },
+    }
+}
+
+/// The ONNX Runtime library a platform's cells load. ONNX Runtime ships one
+/// build per set of execution providers, each as its own PyPI wheel, and a
+/// process can load only one: `ORT_DYLIB_PATH` (ort's own variable) wins for
+/// every platform; else each provider's wheel in a venv of its own under the
+/// cache ([`onnxruntime_venv`]: `venv-openvino` with `onnxruntime-openvino`,
+/// `venv-gpu` with `onnxruntime-gpu`...), and for CPU (and CoreML, in the macOS
+/// build) the exporter venv's `onnxruntime`.
+pub fn onnxruntime_library(provider: ExecutionProvider) -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("ORT_DYLIB_PATH") {
+        return Ok(PathBuf::from(path));
+    }
+    let (venv, wheel) = onnxruntime_venv(provider);
+    let lib_dir = venv.join("lib");
+    let found = std::fs::read_dir(&lib_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|python| python.path().join("site-packages/onnxruntime/capi"))
+        .flat_map(|capi| std::fs::read_dir(capi).into_iter().flatten().flatten())
+        .map(|entry| entry.path())
+        .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libonnxruntime.so.")));
+    found.ok_or_else(|| {
+        format!(
+            "no ONNX Runtime library for {}: install the PyPI wheel `{wheel}` into the venv {} (`bash tests/run.sh` installs the cpu one), or set ORT_DYLIB_PATH to a libonnxruntime.so that has it",
+            provider.ort_name(),
+            venv.display()
+        )
+    })
+}
+
+/// The venv and PyPI wheel that hold a provider's ONNX Runtime build.
+pub fn onnxruntime_venv(provider: ExecutionProvider) -> (PathBuf, &'static str) {
+    match provider {
+        ExecutionProvider::OpenVino => (paths::cache_dir().join("venv-openvino"), "onnxruntime-openvino"),
+        ExecutionProvider::Cuda | ExecutionProvider::TensorRt => (paths::cache_dir().join("venv-gpu"), "onnxruntime-gpu"),
+        ExecutionProvider::MiGraphX => (paths::cache_dir().join("venv-migraphx"), "onnxruntime-migraphx"),
+        ExecutionProvider::Qnn => (paths::cache_dir().join("venv-qnn"), "onnxruntime-qnn"),
+        _ => (paths::python().parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default(), "onnxruntime"),
+    }
+}
+
+/// The ONNX Runtime version in a library's file name (`libonnxruntime.so.1.31.1`).
+pub fn onnxruntime_version(library: &Path) -> Option<&str> {
+    library.file_name()?.to_str()?.strip_prefix("libonnxruntime.so.")
+}
+
+/// The shared library a provider needs beside `libonnxruntime.so` (CPU and
+/// CoreML are compiled into it; QNN's wheel ships one like the others).
+pub fn provider_library(provider: ExecutionProvider) -> Option<&'static str> {
+    match provider {
+        ExecutionProvider::Cpu | ExecutionProvider::CoreMl => None,
+        ExecutionProvider::Cuda => Some("libonnxruntime_providers_cuda.so"),
+        ExecutionProvider::TensorRt => Some("libonnxruntime_providers_tensorrt.so"),
+        ExecutionProvider::MiGraphX => Some("libonnxruntime_providers_migraphx.so"),
+        ExecutionProvider::OpenVino => Some("libonnxruntime_providers_openvino.so"),
+        ExecutionProvider::Qnn => Some("libonnxruntime_providers_qnn.so"),
     }
 }
 

@@ -1,0 +1,103 @@
+//! `gen doctor`: for each platform, whether its cells can run on this machine
+//! and, when not, exactly what is missing; with the library each would load
+//! and the command that runs the platform's cells.
+//!
+//! Everything here is looked up, never loaded: the hardware by
+//! [`hwmatrix_cell::presence::detect`] (the same probe a check runs before it
+//! opens an engine, so doctor and tests never disagree), the ONNX Runtime
+//! build by [`hwmatrix_cell::presence::onnxruntime_library`] (the one the
+//! runtime loads) and its provider library beside it. A platform is usable
+//! when the hardware is there and its first built engine has what it needs.
+
+use std::io::Write;
+use std::path::Path;
+
+use hwmatrix_cell::presence::{self, Availability};
+use hwmatrix_cell::{ExecutionProvider, Platform};
+
+use crate::spec::{EngineSpec, Specs};
+
+/// One platform's verdict.
+pub struct Diagnosis {
+    pub platform: Platform,
+    /// Present pieces, each a line (device, library, version).
+    pub found: Vec<String>,
+    /// What is missing and how to get it; empty when the platform is usable.
+    pub missing: Vec<String>,
+    /// The command that runs the platform's cells.
+    pub command: String,
+}
+
+impl Diagnosis {
+    pub fn usable(&self) -> bool {
+        self.missing.is_empty()
+    }
+}
+
+pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
+    let spec = &specs.hardware.platforms[&platform];
+    let mut found = Vec::new();
+    let mut missing = Vec::new();
+    match presence::detect(platform) {
+        Availability::Present(what) => found.push(format!("hardware: {what}")),
+        Availability::Absent(why) => missing.push(why),
+    }
+    match spec.engines.iter().find(|e| e.kind().is_built()) {
+        None => {
+            let listed: Vec<&str> = spec.engines.iter().map(|e| e.kind().name()).collect();
+            missing.push(format!("none of its engines ({}) is built into the runtime yet", listed.join(", ")));
+        }
+        Some(EngineSpec::Onnxruntime { provider, .. }) => match onnxruntime(*provider) {
+            Ok(lines) => found.extend(lines),
+            Err(why) => missing.push(why),
+        },
+        Some(other) => missing.push(format!("engine {} has no doctor probe yet", other.kind().name())),
+    }
+    // The runtime finds the platform's own library (presence::onnxruntime_library): no variable to set.
+    let command = format!("cargo test -p generated --features {} ::{}::", spec.feature, platform.name());
+    Diagnosis { platform, found, missing, command }
+}
+
+/// What was found of the library a provider loads, or what is missing.
+fn onnxruntime(provider: ExecutionProvider) -> Result<Vec<String>, String> {
+    let library = presence::onnxruntime_library(provider)?;
+    if !library.is_file() {
+        return Err(format!("ONNX Runtime library {} does not exist (ORT_DYLIB_PATH?)", library.display()));
+    }
+    let version = presence::onnxruntime_version(&library).unwrap_or("unknown version");
+    let mut lines = vec![format!("onnxruntime {version}: {}", library.display())];
+    if let Some(name) = presence::provider_library(provider) {
+        let beside = library.parent().unwrap_or(Path::new(".")).join(name);
+        if !beside.is_file() {
+            let (venv, wheel) = presence::onnxruntime_venv(provider);
+            return Err(format!(
+                "{name} not found beside {} (that build has no {}): install the PyPI wheel `{wheel}` into {} or set ORT_DYLIB_PATH to a build that has it",
+                library.display(),
+                provider.ort_name(),
+                venv.display()
+            ));
+        }
+        lines.push(format!("{}: {}", provider.ort_name(), beside.display()));
+    } else if provider == ExecutionProvider::CoreMl && !cfg!(target_os = "macos") {
+        return Err("CoreMLExecutionProvider exists only in macOS builds of ONNX Runtime".into());
+    }
+    Ok(lines)
+}
+
+/// Writes the report; returns whether every diagnosed platform is usable.
+pub fn report(diagnoses: &[Diagnosis], out: &mut dyn Write) -> bool {
+    for d in diagnoses {
+        let verdict = if d.usable() { "usable" } else { "unusable" };
+        let _ = writeln!(out, "{:<9} {verdict}", d.platform.name());
+        for line in &d.found {
+            let _ = writeln!(out, "  found    {line}");
+        }
+        for line in &d.missing {
+            let _ = writeln!(out, "  missing  {line}");
+        }
+        let _ = writeln!(out, "  run      {}", d.command);
+    }
+    let usable: Vec<&str> = diagnoses.iter().filter(|d| d.usable()).map(|d| d.platform.name()).collect();
+    let _ = writeln!(out, "\n{} of {} platforms usable here: {}", usable.len(), diagnoses.len(), if usable.is_empty() { "none".into() } else { usable.join(", ") });
+    usable.len() == diagnoses.len()
+}
