@@ -82,7 +82,7 @@ pub fn onnxruntime_library(provider: ExecutionProvider) -> Result<PathBuf, Strin
         .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libonnxruntime.so.")));
     found.ok_or_else(|| {
         format!(
-            "no ONNX Runtime library for {}: install the PyPI wheel `{wheel}` into the venv {} (`bash tests/run.sh` installs the cpu one), or set ORT_DYLIB_PATH to a libonnxruntime.so that has it",
+            "no ONNX Runtime library for {}: install the PyPI wheel `{wheel}` into the venv {} (`bash tests/run.sh` installs the cpu and openvino ones), or set ORT_DYLIB_PATH to a libonnxruntime.so that has it",
             provider.ort_name(),
             venv.display()
         )
