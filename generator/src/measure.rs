@@ -135,3 +135,27 @@ fn write_issue(path: &Path, platform: Platform, issue: Option<String>) -> Result
     std::fs::write(path, new).map_err(|e| format!("error: {}: {e}", path.display()))?;
     Ok(true)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_issue_is_written_into_the_imported_block_and_cleared_back_to_the_same_bytes() {
+        let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("../model-specs/models/text_encoders/bert.yaml");
+        let original = std::fs::read_to_string(&spec).unwrap();
+        let copy = std::env::temp_dir().join(format!("hwmatrix-measure-test-{}.yaml", std::process::id()));
+        std::fs::write(&copy, &original).unwrap();
+
+        assert!(write_issue(&copy, Platform::Openvino, Some("runs: cannot load model.onnx".into())).unwrap());
+        let with_issue = std::fs::read_to_string(&copy).unwrap();
+        assert!(with_issue.starts_with(&curated_part(&original)), "the curated part is never touched");
+        let imported = imported_block(&with_issue, &copy).unwrap().unwrap();
+        assert_eq!(imported.platform_issues.get(&Platform::Openvino).map(String::as_str), Some("runs: cannot load model.onnx"));
+        assert!(!write_issue(&copy, Platform::Openvino, Some("runs: cannot load model.onnx".into())).unwrap(), "the same issue writes nothing");
+
+        assert!(write_issue(&copy, Platform::Openvino, None).unwrap());
+        assert_eq!(std::fs::read_to_string(&copy).unwrap(), original);
+        std::fs::remove_file(&copy).unwrap();
+    }
+}
