@@ -239,6 +239,22 @@ def output_key(name: str, input_names) -> str:
     return name
 
 
+def model_outputs(out) -> dict:
+    """A model's outputs by name, tensors only: a tuple of tensors (a backbone's
+    `feature_maps`, MGP-STR's per-head `logits`) becomes one output per element, named
+    `<name>_<i>`. Derive and export read outputs through this one function, so the names a
+    spec declares are the names the exported graph has."""
+    flat = {}
+    for key, value in out.items():
+        if isinstance(value, torch.Tensor):
+            flat[key] = value
+        elif isinstance(value, (tuple, list)):
+            for i, item in enumerate(value):
+                if isinstance(item, torch.Tensor) and f"{key}_{i}" not in out:
+                    flat[f"{key}_{i}"] = item
+    return flat
+
+
 class NamedOutputs(torch.nn.Module):
     """Calls the model with keyword inputs and returns the spec's outputs, in order, as a tuple."""
 
@@ -251,7 +267,7 @@ class NamedOutputs(torch.nn.Module):
         self.fixed = {}
 
     def forward(self, *args):
-        out = self.model(**dict(zip(self.input_names, args)), **self.fixed, return_dict=True)
+        out = model_outputs(self.model(**dict(zip(self.input_names, args)), **self.fixed, return_dict=True))
         keys = [output_key(n, self.input_names) for n in self.output_names]
         missing = [k for k in keys if out.get(k) is None]
         if missing:

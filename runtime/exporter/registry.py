@@ -571,7 +571,7 @@ def _ignored_input(model, spec: dict, candidate: dict, shape: dict, config, seed
     values[candidate["name"]] = torch.ones_like(values[candidate["name"]])
     try:
         with torch.no_grad():
-            out = model(**values, return_dict=True)
+            out = export.model_outputs(model(**values, return_dict=True))
     except Exception:  # noqa: BLE001 - the other value is out of range: the model reads it
         return False
     return all(isinstance(out.get(n), torch.Tensor) and torch.equal(out[n], reference[n]) for n in names)
@@ -602,9 +602,9 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
                 values = export.build_inputs(spec, shape, config, seed + index, index, model)
                 with torch.no_grad():
                     out = model(**values, return_dict=True)
-                results.append({k: v for k, v in out.items() if isinstance(v, torch.Tensor) and v.dtype in DTYPES and v.numel() > 0})
+                results.append({k: v for k, v in export.model_outputs(out).items() if v.dtype in DTYPES and v.numel() > 0})
             with torch.no_grad():  # the same inputs again: a model that draws random numbers has no reference
-                again = model(**values, return_dict=True)
+                again = export.model_outputs(model(**values, return_dict=True))
         except Exception as error:  # noqa: BLE001 - the next layout may fit; all errors are kept
             errors.append(export._error_line(error))
             continue

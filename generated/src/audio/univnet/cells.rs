@@ -5,7 +5,7 @@ pub static CPU: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     runtime::Planned::KnownIssue {
-        reason: "univnet fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '227 defined in (%227 : Float(*, *, *, strides=[8256, 258, 1], requires_grad=1, device=cpu) = onnx::Pad[mode=\"constant\"](%hidden_states.39, %225, %226), scope: export.NamedOutputs::/transformers.models.univnet.modeling_univnet.UnivNe",
+        reason: "univnet fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: the tiny model is not deterministic: output waveforms differs between two runs on the same inputs (its forward draws random numbers), so no reference can check an engine",
         basis: runtime::Basis::Measured,
     },
 );
@@ -14,7 +14,7 @@ pub static CUDA: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     runtime::Planned::KnownIssue {
-        reason: "univnet fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '227 defined in (%227 : Float(*, *, *, strides=[8256, 258, 1], requires_grad=1, device=cpu) = onnx::Pad[mode=\"constant\"](%hidden_states.39, %225, %226), scope: export.NamedOutputs::/transformers.models.univnet.modeling_univnet.UnivNe",
+        reason: "univnet fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: the tiny model is not deterministic: output waveforms differs between two runs on the same inputs (its forward draws random numbers), so no reference can check an engine",
         basis: runtime::Basis::Measured,
     },
 );
@@ -23,7 +23,7 @@ pub static ROCM: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     runtime::Planned::KnownIssue {
-        reason: "univnet fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '227 defined in (%227 : Float(*, *, *, strides=[8256, 258, 1], requires_grad=1, device=cpu) = onnx::Pad[mode=\"constant\"](%hidden_states.39, %225, %226), scope: export.NamedOutputs::/transformers.models.univnet.modeling_univnet.UnivNe",
+        reason: "univnet fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: the tiny model is not deterministic: output waveforms differs between two runs on the same inputs (its forward draws random numbers), so no reference can check an engine",
         basis: runtime::Basis::Measured,
     },
 );
@@ -32,7 +32,7 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     runtime::Planned::KnownIssue {
-        reason: "univnet fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '227 defined in (%227 : Float(*, *, *, strides=[8256, 258, 1], requires_grad=1, device=cpu) = onnx::Pad[mode=\"constant\"](%hidden_states.39, %225, %226), scope: export.NamedOutputs::/transformers.models.univnet.modeling_univnet.UnivNe",
+        reason: "univnet fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: the tiny model is not deterministic: output waveforms differs between two runs on the same inputs (its forward draws random numbers), so no reference can check an engine",
         basis: runtime::Basis::Measured,
     },
 );
@@ -41,7 +41,7 @@ pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
     runtime::Planned::KnownIssue {
-        reason: "univnet fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '227 defined in (%227 : Float(*, *, *, strides=[8256, 258, 1], requires_grad=1, device=cpu) = onnx::Pad[mode=\"constant\"](%hidden_states.39, %225, %226), scope: export.NamedOutputs::/transformers.models.univnet.modeling_univnet.UnivNe",
+        reason: "univnet fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: the tiny model is not deterministic: output waveforms differs between two runs on the same inputs (its forward draws random numbers), so no reference can check an engine",
         basis: runtime::Basis::Measured,
     },
 );
@@ -50,7 +50,7 @@ pub static QNN: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
     runtime::Planned::KnownIssue {
-        reason: "univnet fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '227 defined in (%227 : Float(*, *, *, strides=[8256, 258, 1], requires_grad=1, device=cpu) = onnx::Pad[mode=\"constant\"](%hidden_states.39, %225, %226), scope: export.NamedOutputs::/transformers.models.univnet.modeling_univnet.UnivNe",
+        reason: "univnet fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: the tiny model is not deterministic: output waveforms differs between two runs on the same inputs (its forward draws random numbers), so no reference can check an engine",
         basis: runtime::Basis::Measured,
     },
 );
@@ -59,7 +59,7 @@ pub static WEBNN: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     runtime::Planned::KnownIssue {
-        reason: "univnet fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '227 defined in (%227 : Float(*, *, *, strides=[8256, 258, 1], requires_grad=1, device=cpu) = onnx::Pad[mode=\"constant\"](%hidden_states.39, %225, %226), scope: export.NamedOutputs::/transformers.models.univnet.modeling_univnet.UnivNe",
+        reason: "univnet fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: the tiny model is not deterministic: output waveforms differs between two runs on the same inputs (its forward draws random numbers), so no reference can check an engine",
         basis: runtime::Basis::Measured,
     },
 );
@@ -68,7 +68,7 @@ pub static WEBGPU: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     runtime::Planned::KnownIssue {
-        reason: "univnet fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '227 defined in (%227 : Float(*, *, *, strides=[8256, 258, 1], requires_grad=1, device=cpu) = onnx::Pad[mode=\"constant\"](%hidden_states.39, %225, %226), scope: export.NamedOutputs::/transformers.models.univnet.modeling_univnet.UnivNe",
+        reason: "univnet fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: the tiny model is not deterministic: output waveforms differs between two runs on the same inputs (its forward draws random numbers), so no reference can check an engine",
         basis: runtime::Basis::Measured,
     },
 );

@@ -21,21 +21,9 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "univnet",
     category: "audio",
     spec_path: "model-specs/models/audio/univnet.yaml",
-    spec_digest: "81f07f4ee3592a6186035e061e54d0af2cf9a28b23adb8c04bba32c507300b00",
-    inputs: &[
-        runtime::TensorDecl {
-            name: "input_features",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "frames", "mel_bins"],
-        },
-    ],
-    outputs: &[
-        runtime::TensorDecl {
-            name: "waveforms",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "waveforms_1"],
-        },
-    ],
+    spec_digest: "0b3b962eb06d68532c64a8214ef002050da7345692e5d8631f163d7706ea05bf",
+    inputs: &[],
+    outputs: &[],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "t5gemma",
     category: "encoder_decoders",
     spec_path: "model-specs/models/encoder_decoders/t5gemma.yaml",
-    spec_digest: "e0bcf0e54f3519082ce09a3196bfba0f109ef917da0434b1419eff9540b5aa2e",
+    spec_digest: "e829daf43cac4185f81c14ec16186b0ea6c4d4345eb33e2fa5982c3b6efe5337",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -42,6 +42,11 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     outputs: &[
         runtime::TensorDecl {
             name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "decoder_sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "decoder_hidden_states_0",
             dtype: runtime::DType::Float32,
             axes: &["batch", "decoder_sequence", "hidden"],
         },

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "xlnet",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/xlnet.yaml",
-    spec_digest: "a84697c2c20e9c4cb5626fcf2cb7157bb2f5e02f30f923797a8ea707f6387251",
+    spec_digest: "91d5e1f8e39c65b3bc8c45d0058cdf9481d0d32fc51e15e5c75cf8b9c3887744",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -39,6 +39,16 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             name: "last_hidden_state",
             dtype: runtime::DType::Float32,
             axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "mems_0",
+            dtype: runtime::DType::Float32,
+            axes: &["sequence", "batch", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "mems_1",
+            dtype: runtime::DType::Float32,
+            axes: &["sequence", "batch", "hidden"],
         },
     ],
     tolerance: runtime::Tolerance {

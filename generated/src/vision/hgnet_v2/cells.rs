@@ -5,7 +5,7 @@ pub static CPU: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     runtime::Planned::KnownIssue {
-        reason: "hgnet_v2 fails in the fixture pipeline (recorded by gen import): running the tiny model: NoInformativeOutput: the model returned no tensor output (it returned [])",
+        reason: "hgnet_v2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output feature_maps_0 differs from PyTorch on shape 1: 6 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 9.395e+09); dynamo exporter: RuntimeError: onnxruntime output feature_maps_0 differs from PyTorch on shape 1: 6 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 9.395e+09)",
         basis: runtime::Basis::Measured,
     },
 );
@@ -14,7 +14,7 @@ pub static CUDA: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     runtime::Planned::KnownIssue {
-        reason: "hgnet_v2 fails in the fixture pipeline (recorded by gen import): running the tiny model: NoInformativeOutput: the model returned no tensor output (it returned [])",
+        reason: "hgnet_v2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output feature_maps_0 differs from PyTorch on shape 1: 6 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 9.395e+09); dynamo exporter: RuntimeError: onnxruntime output feature_maps_0 differs from PyTorch on shape 1: 6 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 9.395e+09)",
         basis: runtime::Basis::Measured,
     },
 );
@@ -23,7 +23,7 @@ pub static ROCM: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     runtime::Planned::KnownIssue {
-        reason: "hgnet_v2 fails in the fixture pipeline (recorded by gen import): running the tiny model: NoInformativeOutput: the model returned no tensor output (it returned [])",
+        reason: "hgnet_v2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output feature_maps_0 differs from PyTorch on shape 1: 6 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 9.395e+09); dynamo exporter: RuntimeError: onnxruntime output feature_maps_0 differs from PyTorch on shape 1: 6 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 9.395e+09)",
         basis: runtime::Basis::Measured,
     },
 );
@@ -32,7 +32,7 @@ pub static MPS: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     runtime::Planned::KnownIssue {
-        reason: "hgnet_v2 fails in the fixture pipeline (recorded by gen import): running the tiny model: NoInformativeOutput: the model returned no tensor output (it returned [])",
+        reason: "hgnet_v2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output feature_maps_0 differs from PyTorch on shape 1: 6 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 9.395e+09); dynamo exporter: RuntimeError: onnxruntime output feature_maps_0 differs from PyTorch on shape 1: 6 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 9.395e+09)",
         basis: runtime::Basis::Measured,
     },
 );
@@ -41,7 +41,7 @@ pub static OPENVINO: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::OPENVINO,
     runtime::Planned::KnownIssue {
-        reason: "hgnet_v2 fails in the fixture pipeline (recorded by gen import): running the tiny model: NoInformativeOutput: the model returned no tensor output (it returned [])",
+        reason: "hgnet_v2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output feature_maps_0 differs from PyTorch on shape 1: 6 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 9.395e+09); dynamo exporter: RuntimeError: onnxruntime output feature_maps_0 differs from PyTorch on shape 1: 6 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 9.395e+09)",
         basis: runtime::Basis::Measured,
     },
 );
@@ -50,7 +50,7 @@ pub static QNN: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
     runtime::Planned::KnownIssue {
-        reason: "hgnet_v2 fails in the fixture pipeline (recorded by gen import): running the tiny model: NoInformativeOutput: the model returned no tensor output (it returned [])",
+        reason: "hgnet_v2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output feature_maps_0 differs from PyTorch on shape 1: 6 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 9.395e+09); dynamo exporter: RuntimeError: onnxruntime output feature_maps_0 differs from PyTorch on shape 1: 6 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 9.395e+09)",
         basis: runtime::Basis::Measured,
     },
 );
@@ -59,7 +59,7 @@ pub static WEBNN: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     runtime::Planned::KnownIssue {
-        reason: "hgnet_v2 fails in the fixture pipeline (recorded by gen import): running the tiny model: NoInformativeOutput: the model returned no tensor output (it returned [])",
+        reason: "hgnet_v2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output feature_maps_0 differs from PyTorch on shape 1: 6 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 9.395e+09); dynamo exporter: RuntimeError: onnxruntime output feature_maps_0 differs from PyTorch on shape 1: 6 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 9.395e+09)",
         basis: runtime::Basis::Measured,
     },
 );
@@ -68,7 +68,7 @@ pub static WEBGPU: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     runtime::Planned::KnownIssue {
-        reason: "hgnet_v2 fails in the fixture pipeline (recorded by gen import): running the tiny model: NoInformativeOutput: the model returned no tensor output (it returned [])",
+        reason: "hgnet_v2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output feature_maps_0 differs from PyTorch on shape 1: 6 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 9.395e+09); dynamo exporter: RuntimeError: onnxruntime output feature_maps_0 differs from PyTorch on shape 1: 6 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 9.395e+09)",
         basis: runtime::Basis::Measured,
     },
 );

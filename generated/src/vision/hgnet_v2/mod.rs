@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "hgnet_v2",
     category: "vision",
     spec_path: "model-specs/models/vision/hgnet_v2.yaml",
-    spec_digest: "422cd9926551cace5fe2cc706226a8c1212cdada8f18ae5e1dd1216c310e6618",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "b20e74acb16328c53ebc24126e524777a398650c60b331346be9d69eb54ce2ab",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "feature_maps_0",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "feature_maps_0_1", "feature_maps_0_2", "feature_maps_0_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

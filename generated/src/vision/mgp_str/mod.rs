@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mgp-str",
     category: "vision",
     spec_path: "model-specs/models/vision/mgp-str.yaml",
-    spec_digest: "f5107b4d009d226adc3da42fcd2947f071b2f98fd0f43eb2516bc64d53d81228",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "11d41bc5d12576b46d731318011af382337b815f495ec6ed1e4a43058322d550",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "logits_0",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "logits_0_1", "logits_0_2"],
+        },
+        runtime::TensorDecl {
+            name: "logits_1",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "logits_1_1", "logits_1_2"],
+        },
+        runtime::TensorDecl {
+            name: "logits_2",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "logits_2_1", "logits_2_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam2_hiera_det_model",
     category: "vision",
     spec_path: "model-specs/models/vision/sam2_hiera_det_model.yaml",
-    spec_digest: "9a55e941d9dc2a290e515501e163dca2e331b9eff46914b6953936790743a172",
+    spec_digest: "1f0fd223da514e164ffaeb5908e046e8b6459259cefc70c18439179c2d43d699",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",
@@ -38,6 +38,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
                 "last_hidden_state_1",
                 "last_hidden_state_2",
                 "last_hidden_state_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_hidden_states_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "intermediate_hidden_states_0_1",
+                "intermediate_hidden_states_0_2",
+                "hidden",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_hidden_states_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "intermediate_hidden_states_1_1",
+                "intermediate_hidden_states_1_2",
+                "intermediate_hidden_states_1_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_hidden_states_2",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "intermediate_hidden_states_2_1",
+                "intermediate_hidden_states_2_2",
+                "intermediate_hidden_states_2_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_hidden_states_3",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "intermediate_hidden_states_3_1",
+                "intermediate_hidden_states_3_2",
+                "intermediate_hidden_states_3_3",
             ],
         },
     ],

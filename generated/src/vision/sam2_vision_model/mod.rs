@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam2_vision_model",
     category: "vision",
     spec_path: "model-specs/models/vision/sam2_vision_model.yaml",
-    spec_digest: "ad71bafb25e6ceebb1cb1c6b593192269e0bd5427ac580e7ad1646d56819b962",
+    spec_digest: "2d7286068574d6169f57b7c3281b5097b6fa6c3f45bf8a390f5de6b481c8e651",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",
@@ -38,6 +38,66 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
                 "last_hidden_state_1",
                 "last_hidden_state_2",
                 "last_hidden_state_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_hidden_states_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_hidden_states_0_1",
+                "fpn_hidden_states_0_2",
+                "fpn_hidden_states_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_hidden_states_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_hidden_states_1_1",
+                "fpn_hidden_states_1_2",
+                "fpn_hidden_states_1_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_hidden_states_2",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_hidden_states_2_1",
+                "fpn_hidden_states_2_2",
+                "fpn_hidden_states_2_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_0_1",
+                "fpn_position_encoding_0_2",
+                "fpn_position_encoding_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_1_1",
+                "fpn_position_encoding_1_2",
+                "fpn_position_encoding_1_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_2",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_2_1",
+                "fpn_position_encoding_2_2",
+                "fpn_position_encoding_2_3",
             ],
         },
     ],

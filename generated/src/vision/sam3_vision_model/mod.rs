@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam3_vision_model",
     category: "vision",
     spec_path: "model-specs/models/vision/sam3_vision_model.yaml",
-    spec_digest: "4793a2e7dd386b7773da953e594b6fb2eb5ec7f22633068a1927569438f63d60",
+    spec_digest: "8138bc47949ae93e10df935259c65e4ac097d6ce1ed2499ad41972c6387b02c4",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",
@@ -34,6 +34,86 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             name: "last_hidden_state",
             dtype: runtime::DType::Float32,
             axes: &["batch", "last_hidden_state_1", "last_hidden_state_2"],
+        },
+        runtime::TensorDecl {
+            name: "fpn_hidden_states_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_hidden_states_0_1",
+                "fpn_hidden_states_0_2",
+                "fpn_hidden_states_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_hidden_states_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_hidden_states_1_1",
+                "fpn_hidden_states_1_2",
+                "fpn_hidden_states_1_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_hidden_states_2",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_hidden_states_2_1",
+                "fpn_hidden_states_2_2",
+                "fpn_hidden_states_2_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_hidden_states_3",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_hidden_states_3_1",
+                "fpn_hidden_states_3_2",
+                "fpn_hidden_states_3_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_0_1",
+                "fpn_position_encoding_0_2",
+                "fpn_position_encoding_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_1_1",
+                "fpn_position_encoding_1_2",
+                "fpn_position_encoding_1_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_2",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_2_1",
+                "fpn_position_encoding_2_2",
+                "fpn_position_encoding_2_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_3",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_3_1",
+                "fpn_position_encoding_3_2",
+                "fpn_position_encoding_3_3",
+            ],
         },
     ],
     tolerance: runtime::Tolerance {
