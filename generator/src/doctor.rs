@@ -6,8 +6,9 @@
 //! [`hwmatrix_cell::presence::detect`] (the same probe a check runs before it
 //! opens an engine, so doctor and tests never disagree), the ONNX Runtime
 //! build by [`hwmatrix_cell::presence::onnxruntime_library`] (the one the
-//! runtime loads) and its provider library beside it. A platform is usable
-//! when the hardware is there and its first built engine has what it needs.
+//! runtime loads) and its provider library beside it, for the engine the
+//! planner gives the platform ([`crate::plan::plan_platform`]). A platform is
+//! usable when the hardware is there and that engine has what it needs.
 
 use std::io::Write;
 use std::path::Path;
@@ -42,16 +43,15 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
         Availability::Present(what) => found.push(format!("hardware: {what}")),
         Availability::Absent(why) => missing.push(why),
     }
-    match spec.engines.iter().find(|e| e.kind().is_built()) {
-        None => {
-            let listed: Vec<&str> = spec.engines.iter().map(|e| e.kind().name()).collect();
-            missing.push(format!("none of its engines ({}) is built into the runtime yet", listed.join(", ")));
-        }
-        Some(EngineSpec::Onnxruntime { provider, .. }) => match onnxruntime(*provider) {
+    // The engine the planner gives the platform's cells, or why it has none.
+    let planned = crate::plan::plan_platform(specs, platform);
+    match (&planned.no_engine, &planned.engine) {
+        (Some(reason), _) => missing.push(reason.clone()),
+        (None, EngineSpec::Onnxruntime { provider, .. }) => match onnxruntime(*provider) {
             Ok(lines) => found.extend(lines),
             Err(why) => missing.push(why),
         },
-        Some(other) => missing.push(format!("engine {} has no doctor probe yet", other.kind().name())),
+        (None, other) => missing.push(format!("engine {} has no doctor probe yet", other.kind().name())),
     }
     // The runtime finds the platform's own library (presence::onnxruntime_library): no variable to set.
     let command = format!("cargo test -p generated --features {} ::{}::", spec.feature, platform.name());

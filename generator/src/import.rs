@@ -92,12 +92,17 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
 
     // 1. Derive every selected architecture.
     let mut jobs = Vec::new();
+    // Each existing spec is read once: its curated fields start the derive, and its
+    // curated part and platform measurements go into the new file.
+    let mut texts: BTreeMap<&str, String> = BTreeMap::new();
     for m in &selected {
         let mut job = serde_json::json!({"kind": "derive", "model_type": m});
         if let Some(path) = existing.get(m) {
-            for (key, value) in curated_derive_fields(path)? {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            for (key, value) in curated_derive_fields(&text, path)? {
                 job[key] = value;
             }
+            texts.insert(m, text);
         }
         jobs.push((m.clone(), job));
     }
@@ -113,13 +118,13 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
         let derive_failed = value.get("known_issue").is_some() && value.get("inputs").is_none();
         let mut imported = to_imported(&value, &version)?;
         let path = existing.get(&model_type).cloned();
-        // Platform measurements (`gen import --platform`) are not the derive's to drop.
-        if let Some(p) = &path {
-            imported.platform_issues = measured_platform_issues(p)?;
-        }
-        let curated = match &path {
-            Some(p) => curated_part(&std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?),
-            None => format!("# {model_type}: imported by `gen import`. Curated fields go here, above the line.\nmodel_type: {model_type}\n"),
+        let curated = match (&path, texts.get(model_type.as_str())) {
+            (Some(p), Some(text)) => {
+                // Platform measurements (`gen import --platform`) are not the derive's to drop.
+                imported.platform_issues = imported_block(text, p)?.map(|i| i.platform_issues).unwrap_or_default();
+                curated_part(text)
+            }
+            _ => format!("# {model_type}: imported by `gen import`. Curated fields go here, above the line.\nmodel_type: {model_type}\n"),
         };
         let file: SpecFile = parse_draft(&curated, &imported, &model_type)?;
         // Deriving failed, but a person wrote every field it derives: the
@@ -260,12 +265,6 @@ pub fn curated_part(text: &str) -> String {
     curated
 }
 
-/// The `platform_issues` of a spec's imported block, as `gen import --platform` wrote them.
-fn measured_platform_issues(path: &Path) -> Result<BTreeMap<hwmatrix_cell::Platform, String>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(imported_block(&text, path)?.map(|i| i.platform_issues).unwrap_or_default())
-}
-
 /// A spec file's `imported:` block (below [`MARKER`]), if it has one.
 pub(crate) fn imported_block(text: &str, path: &Path) -> Result<Option<Imported>, String> {
     #[derive(serde::Deserialize)]
@@ -280,10 +279,9 @@ pub(crate) fn imported_block(text: &str, path: &Path) -> Result<Option<Imported>
 /// What a person wrote that the derive must start from: `tiny_config_overrides` (over the
 /// generic shrink), and `inputs` with `shapes` (the input layout to run, when no generic one
 /// fits: LayoutLM's boxes, an AST spectrogram). The derive then measures the outputs.
-fn curated_derive_fields(path: &Path) -> Result<Vec<(&'static str, Value)>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn curated_derive_fields(text: &str, path: &Path) -> Result<Vec<(&'static str, Value)>, String> {
     let curated: serde_yaml::Value =
-        serde_yaml::from_str(&curated_part(&text)).map_err(|e| format!("error: {}: the curated part does not parse: {e}", path.display()))?;
+        serde_yaml::from_str(&curated_part(text)).map_err(|e| format!("error: {}: the curated part does not parse: {e}", path.display()))?;
     let mut fields = Vec::new();
     let layout = curated.get("inputs").is_some() && curated.get("shapes").is_some();
     for (key, wanted) in [("tiny_config_overrides", true), ("inputs", layout), ("shapes", layout)] {

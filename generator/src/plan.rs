@@ -84,7 +84,7 @@ pub fn plan<'a>(specs: &'a Specs, selection: &Selection) -> Result<Plan<'a>, Str
     Ok(Plan { specs, models, platforms })
 }
 
-fn plan_platform(specs: &Specs, platform: Platform) -> PlatformPlan {
+pub fn plan_platform(specs: &Specs, platform: Platform) -> PlatformPlan {
     let engines = &specs.hardware.platforms[&platform].engines;
     match engines.iter().find(|e| e.kind().is_built()) {
         Some(engine) => PlatformPlan { platform, engine: engine.clone(), no_engine: None },

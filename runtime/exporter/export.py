@@ -49,9 +49,12 @@ def image_token_count(config, model=None) -> int:
     `image_grid_pinpoints`, "anyres"): that base image, then the unpadded tile grid with one newline
     feature per row, counted as LlavaNextProcessor._get_number_of_features does for an image of
     image_size x image_size, the size the `image-size` fill gives."""
-    measured = measured_image_tokens(model, config) if model is not None else None
-    if measured is not None:
-        return measured
+    if model is not None:
+        # Measured once per model: every shape's inputs (and the derive's trials) ask again.
+        if not hasattr(model, "_hwmatrix_image_tokens"):
+            model._hwmatrix_image_tokens = measured_image_tokens(model, config)
+        if model._hwmatrix_image_tokens is not None:
+            return model._hwmatrix_image_tokens
     vision = config.vision_config
     side = vision.image_size // vision.patch_size
     strategy = getattr(config, "vision_feature_select_strategy", "default")

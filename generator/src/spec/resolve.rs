@@ -160,13 +160,7 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, BT
 /// override, unless a person set that platform's status.
 fn with_measured_issues(mut platforms: BTreeMap<Platform, PlatformOverride>, imported: Option<&Imported>) -> BTreeMap<Platform, PlatformOverride> {
     for (platform, issue) in imported.map(|i| &i.platform_issues).into_iter().flatten() {
-        let entry = platforms.entry(*platform).or_insert_with(|| PlatformOverride {
-            status: None,
-            reason: None,
-            tolerance: None,
-            fallback_ops: BTreeMap::new(),
-            measured: false,
-        });
+        let entry = platforms.entry(*platform).or_default();
         if entry.status.is_none() {
             entry.status = Some(OverrideStatus::KnownIssue);
             entry.reason = Some(issue.clone());

@@ -401,7 +401,7 @@ pub struct ToleranceSpec {
     pub reason: Option<String>,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlatformOverride {
     #[serde(default, skip_serializing_if = "Option::is_none")]

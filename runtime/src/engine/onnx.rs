@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ort::ep::{self, ArbitrarilyConfigurableExecutionProvider};
@@ -33,7 +33,7 @@ const THREADS: Threads = Threads { intra_op: 1, inter_op: 1 };
 /// never run on the wrong build: each platform's cells run in their own process.
 fn environment(provider: ExecutionProvider) -> Result<(&'static ort::environment::Environment, &'static Path), CheckError> {
     static ENV: OnceLock<Result<(ort::environment::Environment, PathBuf), CheckError>> = OnceLock::new();
-    let wanted = presence::onnxruntime_library(provider).map_err(|m| CheckError::new(ErrorKind::LibraryMissing, m))?;
+    let wanted = library(provider)?;
     let env = ENV.get_or_init(|| {
         let builder = ort::init_from(&wanted).map_err(|e| CheckError::new(ErrorKind::LibraryMissing, format!("cannot load ONNX Runtime from {}: {e}", wanted.display())))?;
         let env = builder.with_name("hwmatrix").build().kind(ErrorKind::LibraryMissing)?;
@@ -52,6 +52,22 @@ fn environment(provider: ExecutionProvider) -> Result<(&'static ort::environment
         ));
     }
     Ok((env, loaded.as_path()))
+}
+
+/// The library a provider's sessions load, looked up (a scan of its venv) once
+/// per provider and process, not at every session a check opens.
+fn library(provider: ExecutionProvider) -> Result<PathBuf, CheckError> {
+    static FOUND: Mutex<Vec<(ExecutionProvider, Result<PathBuf, String>)>> = Mutex::new(Vec::new());
+    let mut found = FOUND.lock().unwrap_or_else(|e| e.into_inner());
+    let entry = match found.iter().find(|(p, _)| *p == provider) {
+        Some((_, entry)) => entry.clone(),
+        None => {
+            let entry = presence::onnxruntime_library(provider);
+            found.push((provider, entry.clone()));
+            entry
+        }
+    };
+    entry.map_err(|m| CheckError::new(ErrorKind::LibraryMissing, m))
 }
 
 pub struct OnnxSession {
