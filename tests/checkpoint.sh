@@ -31,5 +31,5 @@ PY
 export HWMATRIX_FIXTURES="$work/fixtures" HWMATRIX_RESULTS="$work/results"
 cargo run --quiet --locked -p generator --bin gen -- fixtures --model bert --checkpoint "$work/bert-checkpoint"
 grep -o '"source": "[^"]*"' "$HWMATRIX_FIXTURES/bert/meta.json"
-cargo test --quiet --locked -p generated text_encoders::bert::cpu:: 2>&1 | tail -3
+cargo test --quiet --locked -p generated --features torch text_encoders::bert::cpu:: 2>&1 | tail -3
 grep -c '"status":"passed"' "$HWMATRIX_RESULTS"/*.jsonl | sed 's/^/records passed: /'

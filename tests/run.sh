@@ -8,8 +8,9 @@
 #   3. every spec's category, architecture and task against transformers' registries
 #      (gen import --check), then the fixtures (ONNX + PyTorch references),
 #      cached by spec and exporter, built by one Python worker per core
-#   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells;
-#      then the openvino cells, in a test process of their own
+#   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells
+#      with both engines (ONNX Runtime, and libtorch through tch, linked from the
+#      venv's torch); then the openvino cells, in a test process of their own
 #   5. tests/checkpoint.sh: a fixture from a pretrained checkpoint folder passes bert's cell
 #
 # Caches live outside the checkout (HWMATRIX_CACHE, default ~/.cache/hwmatrix):
@@ -56,6 +57,9 @@ else
   echo "up to date"
 fi
 
+# tch links the venv's libtorch: torch-sys asks the venv's python where it is.
+export LIBTORCH_USE_PYTORCH=1 VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH"
+
 step "the platforms this run tests are usable here (gen doctor)"
 cargo run --quiet --locked -p generator --bin gen -- doctor --platform cpu --platform openvino
 
@@ -70,12 +74,12 @@ cargo run --quiet --locked -p generator --bin gen -- fixtures
 step "cargo test --workspace (cpu cells run for real; target $CARGO_TARGET_DIR)"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-cargo test --locked --workspace 2>&1 | tee "$log"
+cargo test --locked --workspace --features generated/torch 2>&1 | tee "$log"
 
 # One ONNX Runtime build per process: the openvino cells run in a test
 # process of their own, with OpenVINO's build (cpu cells are not selected).
 step "the openvino cells (OpenVINO's CPU device, provider verified from the session profile)"
-cargo test --locked -p generated --features openvino ::openvino:: 2>&1 | tee -a "$log"
+cargo test --locked -p generated --features openvino,torch ::openvino:: 2>&1 | tee -a "$log"
 
 step "a fixture from a saved BERT checkpoint folder (gen fixtures --checkpoint), then bert's cpu cell on it"
 bash tests/checkpoint.sh

@@ -43,18 +43,30 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
         Availability::Present(what) => found.push(format!("hardware: {what}")),
         Availability::Absent(why) => missing.push(why),
     }
-    // The engine the planner gives the platform's cells, or why it has none.
+    // Each engine the planner gives the platform's cells: what it would load, or why it cannot.
     let planned = crate::plan::plan_platform(specs, platform);
-    match (&planned.no_engine, &planned.engine) {
-        (Some(reason), _) => missing.push(reason.clone()),
-        (None, EngineSpec::Onnxruntime { provider, .. }) => match onnxruntime(*provider) {
-            Ok(lines) => found.extend(lines),
-            Err(why) => missing.push(why),
-        },
-        (None, other) => missing.push(format!("engine {} has no doctor probe yet", other.kind().name())),
+    let mut features = vec![spec.feature.clone()];
+    for engine in &planned.engines {
+        let name = engine.kind().module();
+        if let Some(reason) = planned.no_engine(engine) {
+            missing.push(format!("{name}: {reason}"));
+            continue;
+        }
+        let probe = match engine {
+            EngineSpec::Onnxruntime { provider, .. } => onnxruntime(*provider),
+            EngineSpec::Libtorch { device } => libtorch(device),
+            other => Err(format!("engine {} has no doctor probe yet", other.kind().name())),
+        };
+        match probe {
+            Ok(lines) => found.extend(lines.into_iter().map(|l| format!("{name}: {l}"))),
+            Err(why) => missing.push(format!("{name}: {why}")),
+        }
+        features.extend(engine.kind().cargo_feature().map(str::to_string));
     }
-    // The runtime finds the platform's own library (presence::onnxruntime_library): no variable to set.
-    let command = format!("cargo test -p generated --features {} ::{}::", spec.feature, platform.name());
+    // The runtime finds the platform's own ONNX Runtime library
+    // (presence::onnxruntime_library); libtorch is linked at build time from
+    // the venv's torch (LIBTORCH_USE_PYTORCH=1 with its python first on PATH).
+    let command = format!("cargo test -p generated --features {} ::{}::", features.join(","), platform.name());
     Diagnosis { platform, found, missing, command }
 }
 
@@ -82,6 +94,14 @@ fn onnxruntime(provider: ExecutionProvider) -> Result<Vec<String>, String> {
         return Err("CoreMLExecutionProvider exists only in macOS builds of ONNX Runtime".into());
     }
     Ok(lines)
+}
+
+/// What was found of libtorch (the exporter venv's torch, which the torch
+/// feature links), or what is missing. The device itself is the hardware
+/// probe's; whether this torch build has it is the engine's to say at run time.
+fn libtorch(device: &str) -> Result<Vec<String>, String> {
+    let (dir, version) = presence::libtorch()?;
+    Ok(vec![format!("libtorch {version} (device {device}): {}", dir.display())])
 }
 
 /// Writes the report; returns whether every diagnosed platform is usable.

@@ -20,14 +20,16 @@ pub fn render(plan: &Plan) -> String {
     let mut out = String::new();
     let width = plan.models.iter().map(|m| m.model.spec.model_type.len()).max().unwrap_or(5).max(5);
 
-    let _ = writeln!(out, "Models ({}), planned cell status per platform ({}):", plan.models.len(), LABELS.join(" / "));
+    let _ = writeln!(out, "Models ({}), planned cell status per platform and engine ({}):", plan.models.len(), LABELS.join(" / "));
     let _ = write!(out, "  {:width$}  {:16}", "model", "category");
     for p in &plan.platforms {
-        let _ = write!(out, " {:>11}", p.platform.name());
+        for e in &p.engines {
+            let _ = write!(out, " {:>14}", format!("{}/{}", p.platform.name(), e.kind().module()));
+        }
     }
     out.push('\n');
     let mut per_category: BTreeMap<&str, (usize, [usize; 4])> = BTreeMap::new();
-    let mut per_platform: BTreeMap<&str, [usize; 4]> = BTreeMap::new();
+    let mut per_engine: BTreeMap<(hwmatrix_cell::Platform, hwmatrix_cell::EngineKind), [usize; 4]> = BTreeMap::new();
     let mut totals = [0usize; 4];
     for m in &plan.models {
         let spec = &m.model.spec;
@@ -36,9 +38,9 @@ pub fn render(plan: &Plan) -> String {
         category.0 += 1;
         for cell in &m.cells {
             let label = cell.planned.label();
-            let _ = write!(out, " {label:>11}");
+            let _ = write!(out, " {label:>14}");
             category.1[slot(label)] += 1;
-            per_platform.entry(cell.platform.name()).or_default()[slot(label)] += 1;
+            per_engine.entry((cell.platform, cell.engine.kind())).or_default()[slot(label)] += 1;
             totals[slot(label)] += 1;
         }
         out.push('\n');
@@ -50,12 +52,14 @@ pub fn render(plan: &Plan) -> String {
         let _ = writeln!(out, "  {name:16} {:24} {models:>3} models {}", category.display_name, counts(&c));
     }
 
-    let _ = writeln!(out, "\nPlatforms ({}):", plan.platforms.len());
+    let _ = writeln!(out, "\nPlatforms ({}), a line per engine:", plan.platforms.len());
     for p in &plan.platforms {
         let hw = &plan.specs.hardware.platforms[&p.platform];
-        let c = per_platform.get(p.platform.name()).copied().unwrap_or_default();
-        let engine = crate::render::cells::engine_doc(&p.engine);
-        let _ = writeln!(out, "  {:9} {:9} {} | {engine}", p.platform.name(), hw.display_name, counts(&c));
+        for e in &p.engines {
+            let c = per_engine.get(&(p.platform, e.kind())).copied().unwrap_or_default();
+            let engine = crate::render::cells::engine_doc(e);
+            let _ = writeln!(out, "  {:9} {:9} {:7} {} | {engine}", p.platform.name(), hw.display_name, e.kind().module(), counts(&c));
+        }
     }
     let cells: usize = totals.iter().sum();
     let _ = writeln!(out, "\n{cells} cells:{}", counts(&totals));

@@ -1,9 +1,10 @@
 //! `gen import --platform P`: a platform's cells run for real, and what they
 //! measured goes into the specs. Every cell of P that can run (its model has
-//! a fixture, no person set its status on P) is tested with P's cargo
-//! feature, today's known issues on P included; a model whose checks all pass
-//! loses its entry, one with a failed check gets `imported.platform_issues[P]`:
-//! the first failed check and its error, in the cell's own words. So a
+//! a fixture, no person set its status on P, its engine is built) is tested
+//! with the cargo features of P and its engines, today's known issues on P
+//! included; a cell whose checks all pass loses its entry, one with a failed
+//! check gets `imported.platform_issues[P][engine]`: the first failed check
+//! and its error, in the cell's own words. So a
 //! platform's known issues are measurements, never typed by hand, and they
 //! come back to `run` when a new engine or library fixes them.
 //!
@@ -17,7 +18,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use hwmatrix_cell::{CHECKS, Platform, Planned};
+use hwmatrix_cell::{CHECKS, EngineKind, Platform, Planned, Precision};
 
 use crate::import::{MARKER, curated_part, imported_block, imported_yaml};
 use crate::plan::{self, Selection};
@@ -36,26 +37,34 @@ pub fn run(root: &Path, specs: &Specs, platform: Platform, models: &[String], ou
     // The cells to measure: those that run, and those a measurement made known issues.
     let mut cells = Vec::new();
     for model in &plan.models {
-        let cell = &model.cells[0];
-        let measured_issue = model.model.imported.as_ref().is_some_and(|i| i.platform_issues.contains_key(&platform));
-        let runnable = matches!(cell.planned, Planned::Run) || (measured_issue && matches!(cell.planned, Planned::KnownIssue { .. }));
-        if runnable {
-            cells.push(model.model);
+        for cell in &model.cells {
+            let engine = cell.engine.kind();
+            let measured_issue = model.model.spec.measured_issues.get(&platform).is_some_and(|m| m.contains_key(&engine));
+            let runnable = matches!(cell.planned, Planned::Run) || (measured_issue && matches!(cell.planned, Planned::KnownIssue { .. }));
+            if runnable {
+                cells.push((model.model, engine));
+            }
         }
     }
     if cells.is_empty() {
         let _ = writeln!(out, "gen import --platform {platform}: no cell to measure (every selected model is a known issue, unsupported or has no engine on {platform})");
         return Ok(0);
     }
-    let feature = &specs.hardware.platforms[&platform].feature;
+    let mut features = vec![specs.hardware.platforms[&platform].feature.clone()];
+    for (_, engine) in &cells {
+        if let Some(f) = engine.cargo_feature().filter(|f| !features.iter().any(|g| g == f)) {
+            features.push(f.to_string());
+        }
+    }
+    let features = features.join(",");
     let results = std::env::temp_dir().join(format!("hwmatrix-measure-{platform}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&results);
     std::fs::create_dir_all(&results).map_err(|e| format!("error: {}: {e}", results.display()))?;
-    let filters: Vec<String> = cells.iter().map(|m| format!("{}::{}::{platform}::", m.spec.category, m.module)).collect();
-    let _ = writeln!(err, "measuring {} models' {platform} cells: cargo test -p generated --features {feature} -- --include-ignored <{} filters>", cells.len(), filters.len());
+    let filters: Vec<String> = cells.iter().map(|(m, e)| format!("{}::{}::{platform}::{}::", m.spec.category, m.module, e.module())).collect();
+    let _ = writeln!(err, "measuring {} cells on {platform}: cargo test -p generated --features {features} -- --include-ignored <{} filters>", cells.len(), filters.len());
     let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .current_dir(root)
-        .args(["test", "--quiet", "-p", "generated", "--lib", "--features", feature, "--no-fail-fast", "--", "--include-ignored"])
+        .args(["test", "--quiet", "-p", "generated", "--lib", "--features", &features, "--no-fail-fast", "--", "--include-ignored"])
         .args(&filters)
         .env("HWMATRIX_RESULTS", &results)
         .stdout(std::process::Stdio::null())
@@ -71,10 +80,11 @@ pub fn run(root: &Path, specs: &Specs, platform: Platform, models: &[String], ou
     let mut passed = 0;
     let mut failed = 0;
     let mut changed = 0;
-    for model in cells {
+    let mut precision_failed = 0;
+    for (model, engine) in cells {
         let model_type = &model.spec.model_type;
-        let Some(measured) = records.get(model_type.as_str()) else {
-            let _ = writeln!(err, "warning: no record of {model_type} on {platform}: its entry is left as it was");
+        let Some(measured) = records.get(&(model_type.clone(), engine)) else {
+            let _ = writeln!(err, "warning: no record of {model_type} on {platform} with {}: its entry is left as it was", engine.name());
             continue;
         };
         let failure = CHECKS.iter().find_map(|check| match measured.checks.get(*check) {
@@ -82,21 +92,42 @@ pub fn run(root: &Path, specs: &Specs, platform: Platform, models: &[String], ou
             Some((false, reason)) => Some(format!("{check}: {}", reason.clone().unwrap_or_default())),
             None => Some(format!("{check}: no record (the test did not run)")),
         });
+        // Precision variants are checks of their own: recorded apart, and only
+        // for a cell whose float32 checks pass (else the cell's issue says it all).
+        let cell_plan = plan.models.iter().find(|m| m.model.spec.model_type == *model_type).and_then(|m| m.cells.iter().find(|c| c.engine.kind() == engine));
+        let mut precision_failures = BTreeMap::new();
+        for p in cell_plan.map(|c| c.precision_checks.as_slice()).unwrap_or_default() {
+            let outcome = match measured.checks.get(p.precision.check_name()) {
+                Some((true, _)) => None,
+                Some((false, reason)) => Some(reason.clone().unwrap_or_default()),
+                None => Some("no record (the test did not run)".to_string()),
+            };
+            precision_failures.insert(p.precision, outcome.filter(|_| failure.is_none()));
+        }
         if failure.is_some() { failed += 1 } else { passed += 1 }
-        if write_issue(&model.path, platform, failure)? {
+        if write_issue(&model.path, platform, engine, failure)? {
             changed += 1;
+        }
+        for (precision, issue) in precision_failures {
+            if issue.is_some() {
+                precision_failed += 1;
+            }
+            if write_precision_issue(&model.path, platform, precision, issue)? {
+                changed += 1;
+            }
         }
     }
     let _ = writeln!(
         out,
-        "gen import --platform {platform}: {} models measured, {passed} pass every check, {failed} known issues with their errors; {changed} spec files written (run `gen` to regenerate the cells)",
+        "gen import --platform {platform}: {} cells measured, {passed} pass every check, {failed} known issues with their errors, {precision_failed} precision checks failed; {changed} spec files written (run `gen` to regenerate the cells)",
         passed + failed
     );
     Ok(0)
 }
 
-fn read_records(dir: &Path, platform: Platform) -> Result<BTreeMap<String, Measured>, String> {
-    let mut by_model: BTreeMap<String, Measured> = BTreeMap::new();
+/// The records of the platform's checks, by model and engine.
+fn read_records(dir: &Path, platform: Platform) -> Result<BTreeMap<(String, EngineKind), Measured>, String> {
+    let mut by_cell: BTreeMap<(String, EngineKind), Measured> = BTreeMap::new();
     let files: Vec<PathBuf> = std::fs::read_dir(dir).map_err(|e| format!("error: {}: {e}", dir.display()))?.flatten().map(|e| e.path()).collect();
     for file in files.iter().filter(|f| f.extension().is_some_and(|e| e == "jsonl")) {
         let text = std::fs::read_to_string(file).map_err(|e| format!("error: {}: {e}", file.display()))?;
@@ -106,28 +137,63 @@ fn read_records(dir: &Path, platform: Platform) -> Result<BTreeMap<String, Measu
                 continue;
             }
             let (Some(model), Some(check)) = (record["model"].as_str(), record["check"].as_str()) else { continue };
+            let Ok(engine) = serde_json::from_value::<EngineKind>(record["engine_kind"].clone()) else { continue };
             let passed = record["status"].as_str() == Some("passed");
             let reason = record["reason"].as_str().map(str::to_string);
-            by_model.entry(model.to_string()).or_default().checks.insert(check.to_string(), (passed, reason));
+            by_cell.entry((model.to_string(), engine)).or_default().checks.insert(check.to_string(), (passed, reason));
         }
     }
-    Ok(by_model)
+    Ok(by_cell)
 }
 
-/// Sets or clears the platform's entry in the spec's imported block; true when the file changed.
-fn write_issue(path: &Path, platform: Platform, issue: Option<String>) -> Result<bool, String> {
+/// Sets or clears a precision check's entry in the spec's imported block; true when the file changed.
+fn write_precision_issue(path: &Path, platform: Platform, precision: Precision, issue: Option<String>) -> Result<bool, String> {
+    rewrite_imported(path, issue.is_some(), |imported| match issue {
+        Some(issue) => {
+            imported.precision_issues.entry(platform).or_default().insert(precision, issue);
+        }
+        None => {
+            if let Some(precisions) = imported.precision_issues.get_mut(&platform) {
+                precisions.remove(&precision);
+                if precisions.is_empty() {
+                    imported.precision_issues.remove(&platform);
+                }
+            }
+        }
+    })
+}
+
+/// Sets or clears the cell's entry in the spec's imported block; true when the file changed.
+fn write_issue(path: &Path, platform: Platform, engine: EngineKind, issue: Option<String>) -> Result<bool, String> {
+    rewrite_imported(path, issue.is_some(), |imported| match issue {
+        Some(issue) => {
+            imported.platform_issues.entry(platform).or_default().insert(engine, issue);
+        }
+        None => {
+            if let Some(engines) = imported.platform_issues.get_mut(&platform) {
+                engines.remove(&engine);
+                if engines.is_empty() {
+                    imported.platform_issues.remove(&platform);
+                }
+            }
+        }
+    })
+}
+
+/// Applies `change` to the spec's imported block and writes the file if it
+/// changed; true when it did. `recording` says whether there is a failure to
+/// record (a spec without an imported block cannot hold one).
+fn rewrite_imported(path: &Path, recording: bool, change: impl FnOnce(&mut crate::spec::Imported)) -> Result<bool, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("error: {}: {e}", path.display()))?;
     let Some(mut imported) = imported_block(&text, path)? else {
         // A spec nobody imported has no imported block to record into.
-        return match issue {
-            None => Ok(false),
-            Some(issue) => Err(format!("error: {}: has no imported block to record its {platform} failure in ({issue}); run `gen import --model <it>` first", path.display())),
+        return if recording {
+            Err(format!("error: {}: has no imported block to record a measured failure in; run `gen import --model <it>` first", path.display()))
+        } else {
+            Ok(false)
         };
     };
-    match issue {
-        Some(issue) => imported.platform_issues.insert(platform, issue),
-        None => imported.platform_issues.remove(&platform),
-    };
+    change(&mut imported);
     let new = format!("{}{MARKER}\n{}", curated_part(&text), imported_yaml(&imported)?);
     if new == text {
         return Ok(false);
@@ -147,14 +213,15 @@ mod tests {
         let copy = std::env::temp_dir().join(format!("hwmatrix-measure-test-{}.yaml", std::process::id()));
         std::fs::write(&copy, &original).unwrap();
 
-        assert!(write_issue(&copy, Platform::Openvino, Some("runs: cannot load model.onnx".into())).unwrap());
+        let ort = EngineKind::Onnxruntime;
+        assert!(write_issue(&copy, Platform::Openvino, ort, Some("runs: cannot load model.onnx".into())).unwrap());
         let with_issue = std::fs::read_to_string(&copy).unwrap();
         assert!(with_issue.starts_with(&curated_part(&original)), "the curated part is never touched");
         let imported = imported_block(&with_issue, &copy).unwrap().unwrap();
-        assert_eq!(imported.platform_issues.get(&Platform::Openvino).map(String::as_str), Some("runs: cannot load model.onnx"));
-        assert!(!write_issue(&copy, Platform::Openvino, Some("runs: cannot load model.onnx".into())).unwrap(), "the same issue writes nothing");
+        assert_eq!(imported.platform_issues[&Platform::Openvino].get(&ort).map(String::as_str), Some("runs: cannot load model.onnx"));
+        assert!(!write_issue(&copy, Platform::Openvino, ort, Some("runs: cannot load model.onnx".into())).unwrap(), "the same issue writes nothing");
 
-        assert!(write_issue(&copy, Platform::Openvino, None).unwrap());
+        assert!(write_issue(&copy, Platform::Openvino, ort, None).unwrap());
         assert_eq!(std::fs::read_to_string(&copy).unwrap(), original);
         std::fs::remove_file(&copy).unwrap();
     }

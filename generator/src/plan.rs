@@ -1,11 +1,12 @@
 //! The planner: which models and platforms a run covers, and the planned
-//! status of each cell (model × platform), resolved once from the specs.
+//! status of each cell (model × platform × engine), resolved once from the
+//! specs. A platform has a cell per engine hardware.yaml lists for it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hwmatrix_cell::{Basis, Planned, Platform};
+use hwmatrix_cell::{Basis, Planned, Platform, Precision};
 
-use crate::spec::{EngineSpec, LoadedModel, OverrideStatus, Specs, Support, ToleranceSpec};
+use crate::spec::{EngineSpec, LoadedModel, OverrideStatus, PrecisionTolerance, Specs, Support, ToleranceSpec};
 
 /// What the user asked for; an empty list means "all".
 #[derive(Clone, Debug, Default)]
@@ -25,11 +26,24 @@ impl Selection {
 #[derive(Debug)]
 pub struct CellPlan {
     pub platform: Platform,
+    pub engine: EngineSpec,
     pub planned: Planned<String>,
     /// The spec's tolerance for this platform, when it overrides the model's.
     pub tolerance_override: Option<ToleranceSpec>,
     /// Operators allowed to run off the platform's provider, with why.
     pub fallback_ops: BTreeMap<String, String>,
+    /// The precision checks besides float32 (ONNX Runtime cells of platforms
+    /// whose hardware.yaml lists `precision_checks`).
+    pub precision_checks: Vec<PrecisionPlan>,
+}
+
+#[derive(Debug)]
+pub struct PrecisionPlan {
+    pub precision: Precision,
+    /// The cell's own status when it does not run; else Run, or the
+    /// variant's measured known issue (`imported.precision_issues`).
+    pub planned: Planned<String>,
+    pub tolerance: PrecisionTolerance,
 }
 
 #[derive(Debug)]
@@ -38,14 +52,23 @@ pub struct ModelPlan<'a> {
     pub cells: Vec<CellPlan>,
 }
 
-/// The engine a platform's cells use: the first one in hardware.yaml that the
-/// runtime has built, else the first listed (its cells are then `no-engine`).
+/// A platform's engines, in hardware.yaml's order; each serves a cell of every model.
 #[derive(Debug)]
 pub struct PlatformPlan {
     pub platform: Platform,
-    pub engine: EngineSpec,
-    /// Set when none of the platform's engines is built.
-    pub no_engine: Option<String>,
+    pub engines: Vec<EngineSpec>,
+}
+
+impl PlatformPlan {
+    /// Why an engine's cells cannot run in this runtime, if they cannot.
+    pub fn no_engine(&self, engine: &EngineSpec) -> Option<String> {
+        (!engine.kind().is_built()).then(|| format!("{}'s {} engine (hardware.yaml) is not built into the runtime yet", self.platform, engine.kind().name()))
+    }
+
+    /// The engine whose library and devices a platform's doctor probes first: the first built one.
+    pub fn first_built(&self) -> Option<&EngineSpec> {
+        self.engines.iter().find(|e| e.kind().is_built())
+    }
 }
 
 #[derive(Debug)]
@@ -76,7 +99,10 @@ pub fn plan<'a>(specs: &'a Specs, selection: &Selection) -> Result<Plan<'a>, Str
         .iter()
         .filter(|m| selection.models.is_empty() || selection.models.contains(&m.spec.model_type))
         .filter(|m| selection.categories.is_empty() || selection.categories.contains(&m.spec.category))
-        .map(|model| ModelPlan { model, cells: platforms.iter().map(|p| plan_cell(specs, model, p)).collect() })
+        .map(|model| ModelPlan {
+            model,
+            cells: platforms.iter().flat_map(|p| p.engines.iter().map(move |e| plan_cell(specs, model, p, e))).collect(),
+        })
         .collect::<Vec<_>>();
     if models.is_empty() {
         return Err("the selection matches no model".into());
@@ -85,26 +111,20 @@ pub fn plan<'a>(specs: &'a Specs, selection: &Selection) -> Result<Plan<'a>, Str
 }
 
 pub fn plan_platform(specs: &Specs, platform: Platform) -> PlatformPlan {
-    let engines = &specs.hardware.platforms[&platform].engines;
-    match engines.iter().find(|e| e.kind().is_built()) {
-        Some(engine) => PlatformPlan { platform, engine: engine.clone(), no_engine: None },
-        None => {
-            let listed: Vec<&str> = engines.iter().map(|e| e.kind().name()).collect();
-            PlatformPlan {
-                platform,
-                // The loader guarantees every platform lists at least one engine.
-                engine: engines[0].clone(),
-                no_engine: Some(format!("none of {platform}'s engines in hardware.yaml ({}) is built into the runtime yet", listed.join(", "))),
-            }
-        }
-    }
+    // The loader guarantees every platform lists at least one engine.
+    PlatformPlan { platform, engines: specs.hardware.platforms[&platform].engines.clone() }
 }
 
-fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan) -> CellPlan {
+fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine: &EngineSpec) -> CellPlan {
     let spec = &model.spec;
     let name = platform.platform;
     let over = spec.platforms.get(&name);
     let expectation = &specs.architectures.architectures[&spec.architecture].platforms[&name];
+    let measured = spec.measured_issues.get(&name).and_then(|m| m.get(&engine.kind()));
+    let run = || match platform.no_engine(engine) {
+        None => Planned::Run,
+        Some(reason) => Planned::NoEngine { reason },
+    };
     let planned = if let Some(error) = &spec.export.known_issue {
         if spec.export.known_issue_measured {
             // Written by `gen import` from the pipeline's own failure.
@@ -115,13 +135,14 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan) -> Cel
     } else if let Some(o) = over.filter(|o| o.status.is_some()) {
         let reason = o.reason.clone().unwrap_or_default();
         match o.status.expect("filtered") {
-            OverrideStatus::Run => run_or_no_engine(platform),
+            OverrideStatus::Run => run(),
             OverrideStatus::Unsupported => Planned::Unsupported { reason, basis: Basis::Spec },
-            OverrideStatus::KnownIssue if o.measured => Planned::KnownIssue {
-                reason: format!("{} fails on {name} (measured by gen import --platform {name}): {reason}", spec.model_type),
-                basis: Basis::Measured,
-            },
             OverrideStatus::KnownIssue => Planned::KnownIssue { reason, basis: Basis::Spec },
+        }
+    } else if let Some(issue) = measured {
+        Planned::KnownIssue {
+            reason: format!("{} fails on {name} with {} (measured by gen import --platform {name}): {issue}", spec.model_type, engine.kind().name()),
+            basis: Basis::Measured,
         }
     } else if expectation.support == Support::No {
         Planned::Unsupported {
@@ -129,20 +150,34 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan) -> Cel
             basis: Basis::SeedExpectation,
         }
     } else {
-        run_or_no_engine(platform)
+        run()
+    };
+    let precision_checks = match engine {
+        EngineSpec::Onnxruntime { .. } => specs.hardware.platforms[&name]
+            .precision_checks
+            .iter()
+            .map(|&precision| {
+                let issue = spec.precision_issues.get(&name).and_then(|m| m.get(&precision));
+                let planned = match (&planned, issue) {
+                    (Planned::Run, Some(issue)) => Planned::KnownIssue {
+                        reason: format!("{} at {} fails on {name} (measured by gen import --platform {name}): {issue}", spec.model_type, precision.name()),
+                        basis: Basis::Measured,
+                    },
+                    (other, _) => other.clone(),
+                };
+                let tolerance = spec.precision_tolerances.get(&precision).cloned().expect("the loader checks every precision check has a tolerance");
+                PrecisionPlan { precision, planned, tolerance }
+            })
+            .collect(),
+        _ => Vec::new(),
     };
     CellPlan {
         platform: name,
+        engine: engine.clone(),
+        precision_checks,
         planned,
         tolerance_override: over.and_then(|o| o.tolerance.clone()),
         fallback_ops: over.map(|o| o.fallback_ops.clone()).unwrap_or_default(),
-    }
-}
-
-fn run_or_no_engine(platform: &PlatformPlan) -> Planned<String> {
-    match &platform.no_engine {
-        None => Planned::Run,
-        Some(reason) => Planned::NoEngine { reason: reason.clone() },
     }
 }
 

@@ -1,5 +1,6 @@
 """Build one hwmatrix fixture: a real transformers architecture with tiny random
-weights, exported to ONNX, with reference inputs and outputs for two shapes.
+weights, exported to ONNX (float32 and dynamic int8) and TorchScript, with reference
+inputs and outputs for two shapes.
 
 `gen fixtures` runs this once per model that needs a (re)build and passes the
 job as JSON on stdin:
@@ -20,19 +21,21 @@ from __future__ import annotations
 import argparse
 import contextlib
 import inspect
+import io
 import json
 import os
 import re
 import shutil
 import sys
 import traceback
+import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
 import transformers
 
-EXPORTER_VERSION = 4
+EXPORTER_VERSION = 5
 
 
 def normalized_vocab_size(config) -> int:
@@ -377,6 +380,8 @@ def export(job: dict) -> None:
 
     verify = lambda: verify_with_onnxruntime(tmp, len(spec["shapes"]), job.get("tolerance") or DEFAULT_TOLERANCE)
     exporter, errors = export_onnx(wrapper, example, input_names, output_names, dynamic_axes(spec), tmp / "model.onnx", spec, verify)
+    torchscript = export_torchscript(wrapper, example, tmp / "model.pt")
+    int8 = quantize_int8(tmp / "model.onnx", tmp / "model.int8.onnx")
     meta = {
         "model_type": spec["model_type"],
         "source": f"checkpoint:{checkpoint}" if checkpoint else "tiny-random",
@@ -384,6 +389,8 @@ def export(job: dict) -> None:
         "seed": seed,
         "cache_key": job.get("cache_key"),
         "exporter": {"name": exporter, "version": EXPORTER_VERSION, "fallback_errors": errors},
+        "torchscript": torchscript,
+        "int8": int8,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "numpy": np.__version__},
         "config": json.loads(config.to_json_string(use_diff=True)) if hasattr(config, "to_json_string")
                   else json.loads(json.dumps(dict(config), default=str)),
@@ -394,6 +401,40 @@ def export(job: dict) -> None:
     (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.rename(out_dir)
+
+
+def export_torchscript(wrapper, example, path: Path) -> dict:
+    """The TorchScript export the libtorch engine runs: the same wrapper traced with the export
+    shape's inputs, returning the spec's outputs in order. Tracing records one path through the
+    model's Python; the second shape's check tells whether it generalises. A model that cannot
+    be traced gets its error in meta.json (its torch cells fail with it, and `gen import
+    --platform cpu` records that as their known issue) instead of failing the fixture."""
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # TracerWarnings: the second-shape check measures what they warn of
+            traced = torch.jit.trace(wrapper, example, check_trace=False, strict=False)
+            traced.save(str(path))
+        return {"file": path.name, "method": "torch.jit.trace", "torch": torch.__version__}
+    except Exception as error:  # noqa: BLE001 - the error is the record
+        path.unlink(missing_ok=True)
+        return {"error": _error_line(error)}
+
+
+def quantize_int8(model: Path, path: Path) -> dict:
+    """The int8 variant the precision checks run: ONNX Runtime's dynamic quantization (int8
+    weights, activations quantized at run time), as users quantize for CPU inference. Its
+    outputs are compared with the float32 reference under the spec's int8 tolerance."""
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        import onnxruntime
+
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            quantize_dynamic(str(model), str(path), weight_type=QuantType.QInt8)
+        return {"file": path.name, "method": "onnxruntime.quantization.quantize_dynamic, weight_type QInt8", "onnxruntime": onnxruntime.__version__}
+    except Exception as error:  # noqa: BLE001 - the error is the record
+        path.unlink(missing_ok=True)
+        return {"error": _error_line(error)}
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ use crate::placement;
 use hwmatrix_cell::presence::{self, Availability};
 use crate::record::{self, DeviationRecord, FixtureRecord, Memory, Outcome, OutputDeviation, Record, Timing, Worst};
 use crate::tensor::Tensor;
-use crate::{Basis, Cell, Engine};
+use crate::{Basis, Cell, Engine, Precision, Tolerance};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Check {
@@ -25,6 +25,9 @@ pub enum Check {
     MatchesReference,
     /// The second shape runs, is shaped as declared, and matches its reference.
     DynamicShapes,
+    /// The model at another precision (int8: the fixture's quantized export)
+    /// matches the float32 reference within that precision's tolerance.
+    Precision(Precision),
 }
 
 impl Check {
@@ -35,6 +38,15 @@ impl Check {
             Check::Runs => crate::CHECKS[0],
             Check::MatchesReference => crate::CHECKS[1],
             Check::DynamicShapes => crate::CHECKS[2],
+            Check::Precision(p) => p.check_name(),
+        }
+    }
+
+    /// The precision of the model the check runs.
+    pub fn precision(self) -> Option<Precision> {
+        match self {
+            Check::Precision(p) => Some(p),
+            _ => None,
         }
     }
 }
@@ -58,6 +70,11 @@ pub fn matches_reference(cell: &Cell) {
 
 pub fn dynamic_shapes(cell: &Cell) {
     execute(cell, Check::DynamicShapes)
+}
+
+/// A precision variant's check (`int8_matches_reference`).
+pub fn precision(cell: &Cell, precision: Precision) {
+    execute(cell, Check::Precision(precision))
 }
 
 /// What a check measured, whether it passed or not.
@@ -113,6 +130,7 @@ pub fn execute(cell: &Cell, check: Check) {
         memory: evidence.memory,
         fixture: evidence.fixture,
         library: evidence.library,
+        precision: check.precision().map_or("float32", Precision::name),
         ..blank_record(cell, check.name())
     };
     if let Err(e) = record::append(&record) {
@@ -132,7 +150,8 @@ pub(crate) fn blank_record(cell: &Cell, check: &str) -> Record {
         model: cell.model.model_type.to_string(),
         category: cell.model.category.to_string(),
         platform: cell.platform.platform.to_string(),
-        engine: cell.platform.engine.describe(),
+        engine_kind: cell.engine.kind(),
+        engine: cell.engine.describe(),
         check: check.to_string(),
         status: Outcome::Failed,
         basis: Basis::Measured,
@@ -144,6 +163,7 @@ pub(crate) fn blank_record(cell: &Cell, check: &str) -> Record {
         memory: None,
         fixture: None,
         library: None,
+        precision: "float32",
         runtime_version: env!("CARGO_PKG_VERSION"),
     }
 }
@@ -169,13 +189,21 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
         cache_key: fixture.meta.cache_key.clone(),
     });
     let shape = match check {
-        Check::Runs | Check::MatchesReference => Shape::Export,
+        Check::Runs | Check::MatchesReference | Check::Precision(_) => Shape::Export,
         Check::DynamicShapes => Shape::Second,
     };
+    let bound = match check {
+        Check::Precision(p) => cell
+            .precision_check(p)
+            .map(|c| Bound::OfSpread(c.max_error_of_spread))
+            .ok_or_else(|| CheckError::new(ErrorKind::FixtureInvalid, format!("{} declares no {} check", cell.id(), p.name())))?,
+        _ => Bound::Allclose(cell.effective_tolerance()),
+    };
+    let model = check.precision();
     let inputs = fixture.inputs(shape)?;
 
     // One profiled run: its outputs are compared, its profile says where it ran.
-    let mut session = engine::open(cell, &fixture, Mode::Profiled)?;
+    let mut session = engine::open(cell, &fixture, model, Mode::Profiled)?;
     evidence.library = Some(session.library());
     let outputs = session.run(&inputs)?;
     let placement = session.placement();
@@ -185,8 +213,8 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
     // failed record keeps all the evidence there is.
     let mut verdicts = vec![verify_placement(cell, placement, evidence), check_declared(cell, &fixture, shape, &outputs)];
     if check != Check::Runs {
-        verdicts.push(check_reference(cell, &fixture, shape, &outputs, evidence));
-        verdicts.push(time(cell, &fixture, &inputs, evidence));
+        verdicts.push(check_reference(cell, &fixture, shape, &outputs, bound, evidence));
+        verdicts.push(time(cell, &fixture, model, &inputs, evidence));
     }
     let mut failures = verdicts.into_iter().filter_map(Result::err);
     match failures.next() {
@@ -202,10 +230,13 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
 /// Every node on the requested provider, or off it only where the spec allows.
 fn verify_placement(cell: &Cell, placement: Result<engine::Placement, CheckError>, evidence: &mut Evidence) -> Result<(), CheckError> {
     let placement = placement?;
-    let (requested, options) = match cell.platform.engine {
-        Engine::OnnxRuntime { provider, options } => (provider.ort_name(), options),
-        other => (other.kind().name(), &[][..]),
+    let (requested, options) = match *cell.engine {
+        Engine::OnnxRuntime { provider, options } => (provider.ort_name().to_string(), options),
+        // The torch engine places by device: `libtorch:cuda` (parameters and outputs).
+        Engine::Libtorch { device } => (format!("libtorch:{device}"), &[][..]),
+        other => (other.kind().name().to_string(), &[][..]),
     };
+    let requested = requested.as_str();
     let judged = placement::judge(requested, options, &placement.ops, cell.allowed_fallback);
     evidence.memory = Some(Memory {
         arena_held_bytes: placement.arena_held_bytes,
@@ -259,12 +290,24 @@ fn check_declared(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(Stri
     Ok(())
 }
 
+/// How close to the reference a check's outputs must be.
+#[derive(Clone, Copy, Debug)]
+enum Bound {
+    /// float32: numpy's allclose rule, element by element.
+    Allclose(Tolerance),
+    /// A precision variant: every element within this fraction of its output's spread.
+    OfSpread(f64),
+}
+
 /// Every reference output within tolerance, and informative: a reference
 /// that a constant would match cannot catch a wrong model.
-fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(String, Tensor)], evidence: &mut Evidence) -> Result<(), CheckError> {
-    let tolerance = cell.effective_tolerance();
+fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(String, Tensor)], bound: Bound, evidence: &mut Evidence) -> Result<(), CheckError> {
     let references = fixture.outputs(shape)?;
-    let mut record = DeviationRecord { tolerance, max_abs: 0.0, max_rel: 0.0, outputs: Vec::new() };
+    let (base, fraction) = match bound {
+        Bound::Allclose(t) => (t, None),
+        Bound::OfSpread(f) => (Tolerance { abs: 0.0, rel: 0.0 }, Some(f)),
+    };
+    let mut record = DeviationRecord { tolerance: base, max_error_of_spread: fraction, max_abs: 0.0, max_rel: 0.0, outputs: Vec::new() };
     let mut out_of_tolerance = Vec::new();
     let mut not_informative = Vec::new();
     for (name, expected) in &references {
@@ -273,24 +316,32 @@ fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(Str
             .find(|(n, _)| n == name)
             .map(|(_, t)| t)
             .ok_or_else(|| CheckError::new(ErrorKind::OutputMismatch, format!("the model has no output {name} that the reference has")))?;
+        // A precision check's bound is a fraction of this output's own spread.
+        let tolerance = match fraction {
+            None => base,
+            Some(f) => Tolerance { abs: f * compare::spread(expected, base).max_from_mean, rel: 0.0 },
+        };
         let dev: Deviation =
             compare::deviation(actual, expected, tolerance).map_err(|e| CheckError::new(ErrorKind::OutputMismatch, format!("output {name}: {e}")))?;
         let spread = compare::spread(expected, tolerance);
         let worst = dev.worst.map(|i| Worst { index: i, expected: expected.value(i), got: actual.value(i) });
         if let Some(w) = &worst {
+            let bound = match fraction {
+                None => format!("abs {} + rel {}", tolerance.abs, tolerance.rel),
+                Some(f) => format!("{f} of the output's spread ({:.3e} abs; precision_tolerances in {})", tolerance.abs, cell.model.spec_path),
+            };
             out_of_tolerance.push(format!(
-                "output {name}: {} of {} elements outside abs {} + rel {} (max abs error {:.3e}; worst at flat index {}: got {}, expected {})",
+                "output {name}: {} of {} elements outside {bound} (max abs error {:.3e}; worst at flat index {}: got {}, expected {})",
                 dev.violations,
                 expected.len(),
-                tolerance.abs,
-                tolerance.rel,
                 dev.max_abs,
                 w.index,
                 w.got,
                 w.expected,
             ));
         }
-        if spread.constant_would_pass {
+        // The float32 checks prove a reference informative; a spread bound below 1 already fails a constant.
+        if spread.constant_would_pass && fraction.is_none() {
             not_informative.push(format!(
                 "output {name} ({} elements) varies by at most {:.3e} around its mean {:.6}, so that constant would pass",
                 expected.len(),
@@ -302,6 +353,7 @@ fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(Str
         record.max_rel = record.max_rel.max(dev.max_rel);
         record.outputs.push(OutputDeviation {
             output: name.clone(),
+            tolerance: fraction.map(|_| tolerance),
             elements: expected.len(),
             violations: dev.violations,
             max_abs: dev.max_abs,
@@ -315,8 +367,8 @@ fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(Str
         format!(
             "reference is not informative: {} (tolerance abs {} + rel {}); fix the fixture in {} (more batch, a better init, other inputs) and rebuild it",
             not_informative.join("; "),
-            tolerance.abs,
-            tolerance.rel,
+            base.abs,
+            base.rel,
             cell.model.spec_path
         )
     });
@@ -332,10 +384,10 @@ fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(Str
 
 /// Latency on a session opened without profiling, one timed section at a
 /// time per process, with the conditions it was taken under.
-fn time(cell: &Cell, fixture: &Fixture, inputs: &[(String, Tensor)], evidence: &mut Evidence) -> Result<(), CheckError> {
+fn time(cell: &Cell, fixture: &Fixture, model: Option<Precision>, inputs: &[(String, Tensor)], evidence: &mut Evidence) -> Result<(), CheckError> {
     let _exclusive = TIMING.lock().unwrap_or_else(|e| e.into_inner());
     let rss_before = record::rss_kb();
-    let mut session = engine::open(cell, fixture, Mode::Timed)?;
+    let mut session = engine::open(cell, fixture, model, Mode::Timed)?;
     let others_before = IN_FLIGHT.load(Ordering::SeqCst).saturating_sub(1);
     for _ in 0..WARMUP_RUNS {
         session.run(inputs)?;

@@ -1,5 +1,5 @@
 //! The fixture contract of DESIGN.md: `<root>/<model_type>/` with meta.json,
-//! model.onnx, and inputs/outputs for two shapes. Anything may produce one
+//! model.onnx, model.pt (TorchScript), and inputs/outputs for two shapes. Anything may produce one
 //! (our exporter, a real checkpoint); checks rely on nothing but this layout.
 
 use std::collections::BTreeMap;
@@ -12,7 +12,7 @@ use crate::fixture_key::fixture_key;
 use crate::npy;
 use crate::paths;
 use crate::tensor::Tensor;
-use crate::ModelDecl;
+use crate::{ModelDecl, Precision};
 
 #[derive(Debug, Deserialize)]
 pub struct Meta {
@@ -28,6 +28,21 @@ pub struct Meta {
     pub versions: BTreeMap<String, String>,
     /// One entry per shape; the first is the export shape.
     pub shapes: Vec<ShapeMeta>,
+    /// The TorchScript export (`model.pt`): absent in fixtures made before it.
+    #[serde(default)]
+    pub torchscript: Option<ExtraExport>,
+    /// The int8 variant (`model.int8.onnx`), or the quantizer's error.
+    #[serde(default)]
+    pub int8: Option<ExtraExport>,
+}
+
+/// How an extra export went (TorchScript, int8): `file` when it was written, else the exporter's `error`.
+#[derive(Debug, Deserialize)]
+pub struct ExtraExport {
+    #[serde(default)]
+    pub file: Option<String>,
+    #[serde(default)]
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -138,6 +153,40 @@ impl Fixture {
 
     pub fn model_onnx(&self) -> PathBuf {
         self.dir.join("model.onnx")
+    }
+
+    /// The TorchScript export, or the exporter's reason for not having one
+    /// (`meta.json`'s `torchscript.error`: tracing failed).
+    pub fn model_torchscript(&self) -> Result<PathBuf, CheckError> {
+        let path = self.dir.join("model.pt");
+        if path.is_file() {
+            return Ok(path);
+        }
+        Err(match &self.meta.torchscript {
+            Some(ExtraExport { error: Some(error), .. }) => {
+                CheckError::new(ErrorKind::ExportFailed, format!("the exporter could not trace the model to TorchScript: {error}"))
+            }
+            _ => CheckError::new(ErrorKind::FixtureInvalid, format!("{} has no model.pt: rebuild the fixture with `gen fixtures`", self.dir.display())),
+        })
+    }
+
+    /// A precision variant's model (`model.int8.onnx`), or the exporter's
+    /// reason for not having one (`meta.json`'s `int8.error`).
+    pub fn model_precision(&self, precision: Precision) -> Result<PathBuf, CheckError> {
+        let path = self.dir.join(precision.model_file());
+        if path.is_file() {
+            return Ok(path);
+        }
+        let error = match precision {
+            Precision::Int8 => self.meta.int8.as_ref().and_then(|m| m.error.clone()),
+        };
+        Err(match error {
+            Some(error) => CheckError::new(ErrorKind::ExportFailed, format!("the exporter could not make the {} model: {error}", precision.name())),
+            None => CheckError::new(
+                ErrorKind::FixtureInvalid,
+                format!("{} has no {}: rebuild the fixture with `gen fixtures`", self.dir.display(), precision.model_file()),
+            ),
+        })
     }
 
     pub fn shape(&self, shape: Shape) -> &ShapeMeta {

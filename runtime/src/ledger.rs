@@ -17,9 +17,12 @@ pub fn not_run(cell: &Cell, feature_on: bool) -> Option<(Outcome, Basis, String)
         Planned::KnownIssue { reason, basis } => Some((Outcome::KnownIssue, basis, reason.to_string())),
         Planned::Run | Planned::NoEngine { .. } if feature_on => None,
         Planned::Run | Planned::NoEngine { .. } => {
+            let features: Vec<&str> = cell.features().collect();
             let mut reason = format!(
                 "{} is off in this build: run `cargo test -p generated --features {}` where {} is present",
-                cell.platform.platform, cell.platform.feature, cell.platform.requires
+                features.join(" or "),
+                features.join(","),
+                cell.platform.requires
             );
             if let Planned::NoEngine { reason: engine } = cell.planned {
                 reason.push_str(&format!("; and {engine}"));
@@ -30,14 +33,31 @@ pub fn not_run(cell: &Cell, feature_on: bool) -> Option<(Outcome, Basis, String)
 }
 
 /// Writes one record per check of every cell that will not run; returns how
-/// many. `feature_on` says whether a platform's cargo feature is on in the
+/// many. `feature_on` says whether a cell's cargo features are on in the
 /// calling crate (features are the caller's, not the runtime's).
 pub fn record_cells_not_run(cells: &[&Cell], feature_on: impl Fn(&Cell) -> bool) -> Result<usize, String> {
     let mut written = 0;
     for cell in cells {
-        let Some((status, basis, reason)) = not_run(cell, feature_on(cell)) else { continue };
-        for check in Check::ALL {
-            let record = Record { status, basis, reason: Some(reason.clone()), ..blank_record(cell, check.name()) };
+        let on = feature_on(cell);
+        let mut not_running: Vec<(Check, (Outcome, Basis, String))> = Vec::new();
+        if let Some(why) = not_run(cell, on) {
+            not_running.extend(Check::ALL.into_iter().chain(cell.precision_checks.iter().map(|p| Check::Precision(p.precision))).map(|c| (c, why.clone())));
+        } else {
+            // The cell runs, but a precision variant of it may be a known issue of its own.
+            for p in cell.precision_checks {
+                if let Some(why) = not_run(&Cell { planned: p.planned, ..**cell }, on) {
+                    not_running.push((Check::Precision(p.precision), why));
+                }
+            }
+        }
+        for (check, (status, basis, reason)) in not_running {
+            let record = Record {
+                status,
+                basis,
+                reason: Some(reason),
+                precision: check.precision().map_or("float32", crate::Precision::name),
+                ..blank_record(cell, check.name())
+            };
             record::append(&record).map_err(|e| format!("{}::{}: cannot write its record: {e}", cell.id(), check.name()))?;
             written += 1;
         }

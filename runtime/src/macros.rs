@@ -4,29 +4,30 @@
 
 /// The three checks of a cell as `#[test]` functions.
 ///
-/// - `cell_tests!(CELL, feature = "cpu", off = "why it is ignored when the feature is off")`:
-///   the checks run when the platform's cargo feature is on (in the calling
-///   crate), and fail there if the platform is absent.
+/// - `cell_tests!(CELL, features = ["cpu", "torch"], off = "why it is ignored when one is off")`:
+///   the checks run when the cell's cargo features (its platform's, and its
+///   engine's if it has one) are all on in the calling crate, and fail there
+///   if the platform is absent.
 /// - `cell_tests!(CELL, ignore = "unsupported: why")`: never run (unsupported
 ///   or known issue); `cargo test -- --include-ignored` tries them anyway.
 #[macro_export]
 macro_rules! cell_tests {
-    ($cell:path, feature = $feature:literal, off = $off:literal) => {
+    ($cell:path, features = [$($feature:literal),+], off = $off:literal) => {
         /// The export shape loads and runs; output names, dtypes and shapes as declared; all finite.
         #[test]
-        #[cfg_attr(not(feature = $feature), ignore = $off)]
+        #[cfg_attr(not(all($(feature = $feature),+)), ignore = $off)]
         fn runs() {
             $crate::checks::runs(&$cell);
         }
         /// Outputs within tolerance of the PyTorch float32 reference, which must be informative.
         #[test]
-        #[cfg_attr(not(feature = $feature), ignore = $off)]
+        #[cfg_attr(not(all($(feature = $feature),+)), ignore = $off)]
         fn matches_reference() {
             $crate::checks::matches_reference(&$cell);
         }
         /// The second input shape (padded masks, another batch) runs and matches its reference too.
         #[test]
-        #[cfg_attr(not(feature = $feature), ignore = $off)]
+        #[cfg_attr(not(all($(feature = $feature),+)), ignore = $off)]
         fn dynamic_shapes() {
             $crate::checks::dynamic_shapes(&$cell);
         }
@@ -49,6 +50,29 @@ macro_rules! cell_tests {
         #[ignore = $why]
         fn dynamic_shapes() {
             $crate::checks::dynamic_shapes(&$cell);
+        }
+    };
+}
+
+/// A precision variant's check as a `#[test]` function named after it
+/// (`int8_matches_reference`), gated like the cell's own checks, or ignored
+/// with its own reason when the variant is a known issue.
+#[macro_export]
+macro_rules! precision_test {
+    ($name:ident, $cell:path, $precision:ident, features = [$($feature:literal),+], off = $off:literal) => {
+        /// The precision variant's outputs within its own tolerance of the float32 reference; the error is recorded.
+        #[test]
+        #[cfg_attr(not(all($(feature = $feature),+)), ignore = $off)]
+        fn $name() {
+            $crate::checks::precision(&$cell, $crate::Precision::$precision);
+        }
+    };
+    ($name:ident, $cell:path, $precision:ident, ignore = $why:literal) => {
+        /// The precision variant's outputs within its own tolerance of the float32 reference; the error is recorded.
+        #[test]
+        #[ignore = $why]
+        fn $name() {
+            $crate::checks::precision(&$cell, $crate::Precision::$precision);
         }
     };
 }

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use crate::Basis;
+use crate::{Basis, EngineKind};
 use crate::compare::Spread;
 use crate::engine::Threads;
 use crate::error::ErrorKind;
@@ -39,6 +39,8 @@ pub struct Record {
     pub model: String,
     pub category: String,
     pub platform: String,
+    /// The engine (`onnxruntime`, `libtorch`...): with model and platform, the cell.
+    pub engine_kind: EngineKind,
     /// The engine and its settings, e.g. `onnxruntime, CUDAExecutionProvider`.
     pub engine: String,
     pub check: String,
@@ -55,12 +57,18 @@ pub struct Record {
     pub memory: Option<Memory>,
     pub fixture: Option<FixtureRecord>,
     pub library: Option<String>,
+    /// The precision of the model the check ran: `float32`, or a variant's (`int8`).
+    pub precision: &'static str,
     pub runtime_version: &'static str,
 }
 
 #[derive(Debug, Serialize)]
 pub struct DeviationRecord {
+    /// float32 checks: the allclose tolerance. A precision check's per-output
+    /// bound comes from `max_error_of_spread` instead (each output's `tolerance`).
     pub tolerance: Tolerance,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_error_of_spread: Option<f64>,
     /// The largest absolute and relative errors over all outputs.
     pub max_abs: f64,
     pub max_rel: f64,
@@ -70,6 +78,9 @@ pub struct DeviationRecord {
 #[derive(Debug, Serialize)]
 pub struct OutputDeviation {
     pub output: String,
+    /// The tolerance this output was held to, where it is its own (precision checks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<Tolerance>,
     pub elements: usize,
     pub violations: usize,
     pub max_abs: f64,

@@ -113,9 +113,9 @@ fn model_type_with_a_dash_renders_a_module_with_underscores() {
     assert!(module.contains(r#"model_type: "bert-dash","#), "ModelDecl keeps the model_type:\n{module}");
     assert!(module.contains("models/text_encoders/bert-dash.yaml"), "{module}");
     let cpu = read("src/text_encoders/bert_dash/cpu.rs");
-    assert!(cpu.contains("Select this cell with `cargo test -p generated text_encoders::bert_dash::cpu::`"), "{cpu}");
+    assert!(cpu.contains("Select this cell with `cargo test -p generated text_encoders::bert_dash::cpu::onnx::`"), "{cpu}");
     assert!(read("src/text_encoders/mod.rs").contains("pub mod bert_dash;"));
-    assert!(read("src/lib.rs").contains("&text_encoders::bert_dash::cells::CPU"));
+    assert!(read("src/lib.rs").contains("&text_encoders::bert_dash::cells::CPU_ONNX"));
     assert!(!out.join("src/text_encoders/bert-dash").exists(), "no folder is named with a dash");
 
     // A keyword gets a trailing underscore.
@@ -229,7 +229,7 @@ fn doctor_names_what_an_absent_platform_lacks_and_fails() {
     assert_eq!(run.code, 1, "an unusable selected platform is exit 1:\n{}", run.stdout);
     assert!(run.stdout.contains("mps       unusable"), "{}", run.stdout);
     assert!(run.stdout.contains("MPS needs an Apple Silicon Mac"), "{}", run.stdout);
-    assert!(run.stdout.contains("run      cargo test -p generated --features mps ::mps::"), "{}", run.stdout);
+    assert!(run.stdout.contains("run      cargo test -p generated --features mps,torch ::mps::"), "{}", run.stdout);
 }
 
 #[test]
@@ -238,6 +238,7 @@ fn doctor_finds_the_cpu_library_the_cells_load() {
     let run = run_gen(&["doctor", "--platform", "cpu"]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("cpu       usable"), "{}", run.stdout);
-    assert!(run.stdout.contains("found    onnxruntime 1."), "{}", run.stdout);
+    assert!(run.stdout.contains("found    onnx: onnxruntime 1."), "{}", run.stdout);
+    assert!(run.stdout.contains("found    torch: libtorch 2.13.0"), "the torch engine's library too:\n{}", run.stdout);
     assert!(run.stdout.contains("1 of 1 platforms usable here: cpu"), "{}", run.stdout);
 }

@@ -13,11 +13,12 @@ use hwmatrix_tests::{Scratch, copy_tree};
 use runtime::{Cell, Tolerance};
 use serde_json::Value;
 
-static BERT: &Cell = &generated::text_encoders::bert::cells::CPU;
+static BERT: &Cell = &generated::text_encoders::bert::cells::CPU_ONNX;
+static BERT_TORCH: &Cell = &generated::text_encoders::bert::cells::CPU_TORCH;
 
 /// The bert cpu cell with another tolerance.
 fn with_tolerance(abs: f64, rel: f64) -> &'static Cell {
-    Box::leak(Box::new(Cell::new(BERT.model, BERT.platform, BERT.planned).with_tolerance(Tolerance { abs, rel })))
+    Box::leak(Box::new(Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned).with_tolerance(Tolerance { abs, rel })))
 }
 
 /// Runs a check that must fail; returns its panic message and the record it wrote.
@@ -75,6 +76,38 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     assert!(message.contains("pooler_output") && message.contains("reference is not informative"), "{message}");
     let pooler_record = record["deviation"]["outputs"].as_array().unwrap().iter().find(|o| o["output"] == "pooler_output").unwrap().clone();
     assert_eq!(pooler_record["reference"]["constant_would_pass"], true, "{pooler_record}");
+
+    // The same broken reference through libtorch (the TorchScript export): the
+    // torch engine fails it too, and its record names its engine. Built
+    // without the `torch` feature, the engine fails saying how to build it in.
+    let (message, record) = failing(runtime::checks::matches_reference, BERT_TORCH, &results);
+    assert_eq!(record["engine_kind"], "libtorch");
+    if runtime::engine::torch::linked_library().is_some() {
+        assert!(message.contains("pooler_output") && message.contains("reference is not informative"), "{message}");
+        assert_eq!(record["providers"]["requested"], "libtorch:cpu");
+        assert_eq!(record["providers"]["verified"], true, "{}", record["providers"]);
+    } else {
+        assert_eq!(record["error_kind"], "engine-not-built");
+        assert!(message.contains("--features cpu,torch"), "{message}");
+    }
+
+    // int8 held to a bound no quantized model meets: it fails with the
+    // measured error, per output, and the record says which precision ran.
+    let strict_int8 = Box::leak(Box::new(
+        Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned).with_precision_checks(Box::leak(Box::new([runtime::PrecisionCheck {
+            precision: runtime::Precision::Int8,
+            planned: runtime::Planned::Run,
+            max_error_of_spread: 1e-6,
+        }]))),
+    ));
+    set("HWMATRIX_FIXTURES", &real_fixtures);
+    let (message, record) = failing(|cell| runtime::checks::precision(cell, runtime::Precision::Int8), strict_int8, &results);
+    assert!(message.contains("of the output's spread") && message.contains("max abs error"), "{message}");
+    assert_eq!(record["check"], "int8_matches_reference");
+    assert_eq!(record["precision"], "int8");
+    assert_eq!(record["deviation"]["max_error_of_spread"], 1e-6);
+    assert!(record["deviation"]["max_abs"].as_f64().unwrap() > 1e-4, "int8 really differs from float32: {}", record["deviation"]);
+    set("HWMATRIX_FIXTURES", &fixtures);
 
     // A fixture built under another key is stale, and says how to rebuild it.
     let meta_path = fixtures.join("bert/meta.json");

@@ -6,7 +6,7 @@ use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
 use hwmatrix_cell::{Planned, Platform, decl};
 
-use crate::plan::{ModelPlan, PlatformPlan};
+use crate::plan::{CellPlan, ModelPlan, PlatformPlan};
 use crate::spec::{EngineSpec, PlatformSpec, TensorSpec, ToleranceSpec};
 
 /// `mod.rs` of a model: its declaration and its modules.
@@ -28,7 +28,9 @@ pub fn model_module(plan: &ModelPlan) -> TokenStream {
     let inputs = spec.inputs.iter().filter(|t| !spec.export.fixed_inputs.contains(&t.name)).map(tensor_decl);
     let outputs = spec.outputs.iter().map(tensor_decl);
     let tolerance = tolerance(&spec.tolerance);
-    let platform_mods = plan.cells.iter().map(|c| ident(c.platform.name()));
+    let mut platforms: Vec<Platform> = plan.cells.iter().map(|c| c.platform).collect();
+    platforms.dedup();
+    let platform_mods = platforms.iter().map(|p| ident(p.name()));
     quote! {
         #![doc = #doc]
 
@@ -47,17 +49,36 @@ pub fn model_module(plan: &ModelPlan) -> TokenStream {
     }
 }
 
-/// `cells.rs` of a model: one cell per platform.
-pub fn cells(plan: &ModelPlan, platforms: &[PlatformPlan]) -> TokenStream {
+/// The name of a cell's static in `cells.rs`, and of its engine's in
+/// `platforms.rs`: `CPU_ONNX`, `CPU_TORCH`.
+pub fn cell_const(cell: &CellPlan) -> String {
+    engine_const(cell.platform, &cell.engine)
+}
+
+fn engine_const(platform: Platform, engine: &EngineSpec) -> String {
+    format!("{}_{}", platform.name(), engine.kind().module()).to_uppercase()
+}
+
+/// `cells.rs` of a model: one cell per platform and engine.
+pub fn cells(plan: &ModelPlan) -> TokenStream {
     let cells = plan.cells.iter().map(|cell| {
-        let name = ident(&cell.platform.name().to_uppercase());
-        let platform = platforms.iter().find(|p| p.platform == cell.platform).expect("planned platform");
-        let doc = format!(" {} on {}: {} ({}).", plan.model.spec.model_type, cell.platform, cell.planned, engine_doc(&platform.engine));
+        let name = ident(&cell_const(cell));
+        let platform = ident(&cell.platform.name().to_uppercase());
+        let doc = format!(" {} on {}: {} ({}).", plan.model.spec.model_type, cell.platform, cell.planned, engine_doc(&cell.engine));
         let planned = planned(&cell.planned);
-        let mut cell_expr = quote!(runtime::Cell::new(&super::MODEL, &crate::platforms::#name, #planned));
+        let mut cell_expr = quote!(runtime::Cell::new(&super::MODEL, &crate::platforms::#platform, &crate::platforms::#name, #planned));
         if let Some(t) = &cell.tolerance_override {
             let t = tolerance(t);
             cell_expr = quote!(#cell_expr.with_tolerance(#t));
+        }
+        if !cell.precision_checks.is_empty() {
+            let checks = cell.precision_checks.iter().map(|p| {
+                let precision = ident(&format!("{:?}", p.precision));
+                let p_planned = self::planned(&p.planned);
+                let bound = p.tolerance.max_error_of_spread;
+                quote!(runtime::PrecisionCheck { precision: runtime::Precision::#precision, planned: #p_planned, max_error_of_spread: #bound })
+            });
+            cell_expr = quote!(#cell_expr.with_precision_checks(&[ #(#checks),* ]));
         }
         if !cell.fallback_ops.is_empty() {
             let fallback = cell.fallback_ops.iter().map(|(op, reason)| quote!(runtime::AllowedFallback { op: #op, reason: #reason }));
@@ -69,45 +90,53 @@ pub fn cells(plan: &ModelPlan, platforms: &[PlatformPlan]) -> TokenStream {
         }
     });
     quote! {
-        //! The cells of this model: how each platform runs it, and what is planned for it.
+        //! The cells of this model: how each platform and engine runs it, and what is planned for it.
         #(#cells)*
     }
 }
 
-/// `platforms.rs`: each planned platform as hardware.yaml describes it, and
-/// which of their cargo features are on in this build.
+/// `platforms.rs`: each planned platform and its engines as hardware.yaml
+/// describes them, and which cargo features are on in this build.
 pub fn platforms<'a>(platforms: &[PlatformPlan], hardware: &dyn Fn(Platform) -> &'a PlatformSpec) -> TokenStream {
     let decls = platforms.iter().map(|p| {
         let spec = hardware(p.platform);
         let name = ident(&p.platform.name().to_uppercase());
-        let doc = format!(" {}: {}.", spec.display_name, engine_doc(&p.engine));
+        let engines: Vec<String> = p.engines.iter().map(engine_doc).collect();
+        let doc = format!(" {}: engines {}.", spec.display_name, engines.join("; "));
         let platform = platform_path(p.platform);
         let feature = &spec.feature;
         let requires = &spec.requires;
-        let engine = engine_expr(&p.engine);
+        let engines = p.engines.iter().map(|e| {
+            let engine_name = ident(&engine_const(p.platform, e));
+            let doc = format!(" {}'s {} engine: {}.", spec.display_name, e.kind().name(), engine_doc(e));
+            let engine = engine_expr(e);
+            quote! {
+                #[doc = #doc]
+                pub static #engine_name: runtime::Engine = #engine;
+            }
+        });
         quote! {
             #[doc = #doc]
             pub static #name: runtime::PlatformDecl = runtime::PlatformDecl {
                 platform: #platform,
                 feature: #feature,
                 requires: #requires,
-                engine: #engine,
             };
+            #(#engines)*
         }
     });
-    let features = platforms.iter().map(|p| {
-        let platform = platform_path(p.platform);
-        let feature = &hardware(p.platform).feature;
-        quote!(#platform => cfg!(feature = #feature),)
-    });
+    let mut features: Vec<&str> = platforms.iter().map(|p| hardware(p.platform).feature.as_str()).collect();
+    features.extend(platforms.iter().flat_map(|p| p.engines.iter().filter_map(|e| e.kind().cargo_feature())));
+    features.sort();
+    features.dedup();
+    let features = features.iter().map(|f| quote!(#f => cfg!(feature = #f),));
     quote! {
-        //! The platforms of hardware.yaml: cargo feature, what each needs, and the engine that serves its cells.
+        //! The platforms of hardware.yaml: cargo feature, what each needs, and the engines that serve its cells.
         #(#decls)*
 
-        /// Whether a platform's cargo feature is on in this build.
-        #[allow(unreachable_patterns)]
-        pub fn feature_on(platform: runtime::Platform) -> bool {
-            match platform {
+        /// Whether a cargo feature (a platform's or an engine's) is on in this build.
+        pub fn feature_on(feature: &str) -> bool {
+            match feature {
                 #(#features)*
                 _ => false,
             }

@@ -48,6 +48,7 @@ pub fn selected_paths(selected: &Plan) -> BTreeSet<PathBuf> {
         let dir = model_dir(model_plan.model);
         paths.insert(dir.join("mod.rs"));
         paths.insert(dir.join("cells.rs"));
+        // One test file per platform, holding a module per engine.
         paths.extend(model_plan.cells.iter().map(|cell| dir.join(format!("{}.rs", cell.platform))));
     }
     paths
@@ -66,8 +67,7 @@ pub fn render(plan: &Plan) -> Result<Files, String> {
         let module = &model_plan.model.module;
         categories.entry(&spec.category).or_default().push(module);
         for cell in &model_plan.cells {
-            let (category, model, name) =
-                (format_ident!("{}", spec.category), format_ident!("{}", module), format_ident!("{}", cell.platform.name().to_uppercase()));
+            let (category, model, name) = (format_ident!("{}", spec.category), format_ident!("{}", module), format_ident!("{}", cells::cell_const(cell)));
             all_cells.push(quote!(&#category::#model::cells::#name));
         }
     }
@@ -108,7 +108,7 @@ pub fn render(plan: &Plan) -> Result<Files, String> {
         mod ledger {
             #[test]
             fn cells_that_do_not_run_are_recorded() {
-                let written = runtime::ledger::record_cells_not_run(super::CELLS, |cell| super::platforms::feature_on(cell.platform.platform))
+                let written = runtime::ledger::record_cells_not_run(super::CELLS, |cell| cell.features().all(super::platforms::feature_on))
                     .unwrap_or_else(|e| panic!("{e}"));
                 runtime::ledger::assert_recorded(written);
             }
@@ -129,19 +129,19 @@ pub fn render(plan: &Plan) -> Result<Files, String> {
     Ok(files)
 }
 
-/// One model's files: its mod.rs, cells.rs and a test module per platform.
+/// One model's files: its mod.rs, cells.rs and a test module per platform (a module per engine inside).
 fn model_files(plan: &Plan, model_plan: &crate::plan::ModelPlan) -> Result<Vec<(PathBuf, String)>, String> {
     let dir = model_dir(model_plan.model);
     let source = &model_plan.model.display_path;
     let mut out = vec![
         (dir.join("mod.rs"), format_tokens(cells::model_module(model_plan), source)?),
-        (dir.join("cells.rs"), format_tokens(cells::cells(model_plan, &plan.platforms), source)?),
+        (dir.join("cells.rs"), format_tokens(cells::cells(model_plan), source)?),
     ];
-    for cell in &model_plan.cells {
-        let hardware = &plan.specs.hardware.platforms[&cell.platform];
-        let engine_doc = cells::engine_doc(&plan.platform(cell.platform).engine);
-        let code = test_module::render(model_plan.model, cell, hardware, &engine_doc)?;
-        out.push((dir.join(format!("{}.rs", cell.platform)), format_source(&code, source)?));
+    for platform in &plan.platforms {
+        let engine_cells: Vec<&crate::plan::CellPlan> = model_plan.cells.iter().filter(|c| c.platform == platform.platform).collect();
+        let hardware = &plan.specs.hardware.platforms[&platform.platform];
+        let code = test_module::render(model_plan.model, platform.platform, &engine_cells, hardware)?;
+        out.push((dir.join(format!("{}.rs", platform.platform)), format_source(&code, source)?));
     }
     Ok(out)
 }

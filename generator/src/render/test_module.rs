@@ -1,8 +1,9 @@
-//! The per-cell test module, rendered from templates/cell_tests.rs.tera: one
-//! `runtime::cell_tests!` invocation, so the check names and their bodies
-//! live in the runtime only.
+//! The test module of a model on a platform, rendered from
+//! templates/cell_tests.rs.tera: a module per engine with one
+//! `runtime::cell_tests!` invocation each, so the check names and their
+//! bodies live in the runtime only.
 
-use hwmatrix_cell::Planned;
+use hwmatrix_cell::{EngineKind, Planned, Platform};
 use tera::{Context, Tera};
 
 use crate::plan::CellPlan;
@@ -10,33 +11,67 @@ use crate::spec::{LoadedModel, PlatformSpec};
 
 const TEMPLATE: &str = include_str!("../../../templates/cell_tests.rs.tera");
 
-pub fn render(model: &LoadedModel, cell: &CellPlan, hardware: &PlatformSpec, engine_doc: &str) -> Result<String, String> {
-    let platform = cell.platform.name();
+/// The test module of one model on one platform: a module per engine cell.
+pub fn render(model: &LoadedModel, platform: Platform, cells: &[&CellPlan], hardware: &PlatformSpec) -> Result<String, String> {
     let mut ctx = Context::new();
     ctx.insert("model_type", &model.spec.model_type);
     ctx.insert("module", &model.module);
     ctx.insert("category", &model.spec.category);
-    ctx.insert("platform", platform);
-    ctx.insert("status", cell.planned.label());
-    ctx.insert("reason", &cell.planned.reason());
-    ctx.insert("reason_doc", &cell.planned.reason().map(one_line));
-    ctx.insert("engine_doc", engine_doc);
-    ctx.insert("cell_const", &platform.to_uppercase());
-    ctx.insert("feature", &hardware.feature);
-    let ignore_always = match &cell.planned {
-        Planned::Run | Planned::NoEngine { .. } => None,
-        Planned::Unsupported { reason, .. } => Some(format!("unsupported: {reason}")),
-        Planned::KnownIssue { reason, .. } => Some(format!("known issue: {reason}")),
-    };
-    ctx.insert("ignore_always", &ignore_always.map(|r| rust_literal(&r)));
-    ctx.insert(
-        "ignore_feature_off",
-        &rust_literal(&format!(
-            "{platform} is off: run `cargo test -p generated --features {}` where {} is present",
-            hardware.feature, hardware.requires
-        )),
-    );
+    ctx.insert("platform", platform.name());
+    let cells: Vec<_> = cells.iter().map(|cell| engine_cell(cell, hardware)).collect();
+    ctx.insert("cells", &cells);
     template()?.render("cell_tests", &ctx).map_err(|e| format!("templates/cell_tests.rs.tera: {e:?}"))
+}
+
+/// What the template needs of one engine's cell.
+fn engine_cell(cell: &CellPlan, hardware: &PlatformSpec) -> serde_json::Value {
+    let kind = cell.engine.kind();
+    let features: Vec<&str> = std::iter::once(hardware.feature.as_str()).chain(kind.cargo_feature()).collect();
+    let ignore_always = |planned: &Planned<String>| match planned {
+        Planned::Run | Planned::NoEngine { .. } => None,
+        Planned::Unsupported { reason, .. } => Some(rust_literal(&format!("unsupported: {reason}"))),
+        Planned::KnownIssue { reason, .. } => Some(rust_literal(&format!("known issue: {reason}"))),
+    };
+    let precision_checks: Vec<serde_json::Value> = cell
+        .precision_checks
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "test": p.precision.check_name(),
+                "variant": format!("{:?}", p.precision),
+                "name": p.precision.name(),
+                "ignore_always": ignore_always(&p.planned),
+            })
+        })
+        .collect();
+    let needs = match kind.cargo_feature() {
+        Some(_) => format!("{} is present, with {}", hardware.requires, engine_requires(kind)),
+        None => format!("{} is present", hardware.requires),
+    };
+    serde_json::json!({
+        "engine_module": kind.module(),
+        "engine_doc": crate::render::cells::engine_doc(&cell.engine),
+        "status": cell.planned.label(),
+        "reason": cell.planned.reason(),
+        "reason_doc": cell.planned.reason().map(one_line),
+        "cell_const": super::cells::cell_const(cell),
+        "features": features.iter().map(|f| rust_literal(f)).collect::<Vec<_>>().join(", "),
+        "ignore_always": ignore_always(&cell.planned),
+        "precision_checks": precision_checks,
+        "ignore_feature_off": rust_literal(&format!(
+            "{} off: run `cargo test -p generated --features {}` where {needs}",
+            features.join(" or "),
+            features.join(",")
+        )),
+    })
+}
+
+/// What an engine behind its own cargo feature needs, in messages.
+pub fn engine_requires(kind: EngineKind) -> &'static str {
+    match kind {
+        EngineKind::Libtorch => "libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)",
+        _ => "its engine",
+    }
 }
 
 /// The template, parsed once for all the cells (thousands of them).

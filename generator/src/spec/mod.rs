@@ -126,6 +126,14 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
                     format!("platform `{platform}` has feature `{}`", p.feature),
                     format!("the cargo feature of a platform is its name: `feature: {platform}`"),
                 )),
+                Some(p) if p.precision_checks.iter().any(|c| !defaults.as_ref().is_none_or(|(d, _)| d.precision_tolerances.contains_key(c))) => {
+                    errors.push(SpecError::new(
+                        &path,
+                        locate_key(src, "precision_checks", 4).unwrap_or((1, 1)),
+                        format!("platform `{platform}` checks a precision that defaults.yaml gives no tolerance"),
+                        "add it to defaults.yaml's `precision_tolerances` ({abs, rel}, chosen from measurements)",
+                    ))
+                }
                 Some(p) if p.engines.is_empty() => errors.push(SpecError::new(
                     &path,
                     locate_key(src, platform.name(), 2).unwrap_or((1, 1)),

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use hwmatrix_cell::Platform;
 
 use super::types::*;
 
@@ -127,6 +126,8 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, BT
             defaults.tolerance.clone()
         }
     };
+    let mut precision_tolerances = defaults.precision_tolerances.clone();
+    precision_tolerances.extend(file.precision_tolerances);
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -150,24 +151,13 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, BT
         outputs,
         shapes,
         tolerance,
-        platforms: with_measured_issues(file.platforms, imp),
+        platforms: file.platforms,
+        measured_issues: imp.map(|i| i.platform_issues.clone()).unwrap_or_default(),
+        precision_issues: imp.map(|i| i.precision_issues.clone()).unwrap_or_default(),
+        precision_tolerances,
         web_quantization: file.web_quantization,
     };
     Ok((spec, sources))
-}
-
-/// A platform's measured known issue (`imported.platform_issues`) as its
-/// override, unless a person set that platform's status.
-fn with_measured_issues(mut platforms: BTreeMap<Platform, PlatformOverride>, imported: Option<&Imported>) -> BTreeMap<Platform, PlatformOverride> {
-    for (platform, issue) in imported.map(|i| &i.platform_issues).into_iter().flatten() {
-        let entry = platforms.entry(*platform).or_default();
-        if entry.status.is_none() {
-            entry.status = Some(OverrideStatus::KnownIssue);
-            entry.reason = Some(issue.clone());
-            entry.measured = true;
-        }
-    }
-    platforms
 }
 
 /// Merges `overrides` into `config`: a mapping merges key by key (a sub-config keeps the keys

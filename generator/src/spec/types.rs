@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use hwmatrix_cell::{BrowserBackend, DType, EngineKind, ExecutionProvider, Platform};
+use hwmatrix_cell::{BrowserBackend, DType, EngineKind, ExecutionProvider, Platform, Precision as CheckedPrecision};
 use serde::{Deserialize, Serialize};
 
 // ---- hardware.yaml ---------------------------------------------------------
@@ -25,6 +25,11 @@ pub struct PlatformSpec {
     pub engines: Vec<EngineSpec>,
     pub feature: String,
     pub precisions: Vec<Precision>,
+    /// Precision variants every ONNX Runtime cell of the platform checks
+    /// besides float32, each with its tolerance in defaults.yaml (`int8`: the
+    /// fixture's dynamically quantized model).
+    #[serde(default)]
+    pub precision_checks: Vec<CheckedPrecision>,
     pub runner: String,
     /// What must be present; quoted in ignore reasons and failures.
     pub requires: String,
@@ -159,6 +164,9 @@ pub struct CategorySpec {
 pub struct DefaultsFile {
     pub priority: Priority,
     pub tolerance: ToleranceSpec,
+    /// The bound of each precision check, against the float32 reference.
+    #[serde(default)]
+    pub precision_tolerances: BTreeMap<CheckedPrecision, PrecisionTolerance>,
     /// Per modality: the two shapes.
     #[serde(default)]
     pub shapes: BTreeMap<Modality, Vec<BTreeMap<String, u32>>>,
@@ -214,6 +222,10 @@ pub struct SpecFile {
     pub shapes: Option<Vec<BTreeMap<String, u32>>>,
     #[serde(default)]
     pub tolerance: Option<ToleranceSpec>,
+    /// A precision check's tolerance where this model needs another than
+    /// defaults.yaml's, with the reason.
+    #[serde(default)]
+    pub precision_tolerances: BTreeMap<CheckedPrecision, PrecisionTolerance>,
     #[serde(default)]
     pub platforms: BTreeMap<Platform, PlatformOverride>,
     #[serde(default)]
@@ -262,13 +274,20 @@ pub struct Imported {
     /// onnxruntime): the architecture's known issue, written from the error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub known_issue: Option<String>,
-    /// A platform's cells that failed when `gen import --platform P` ran them
-    /// for real: the failed check and its error, as the cell reported it. The
-    /// cell becomes a known issue with basis `measured`; a curated status for
-    /// that platform wins.
+    /// Cells that failed when `gen import --platform P` ran them for real,
+    /// per platform and engine (`openvino: {onnxruntime: ...}`): the failed
+    /// check and its error, as the cell reported it. The cell becomes a known
+    /// issue with basis `measured`; a curated status for that platform wins.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub platform_issues: BTreeMap<Platform, String>,
+    pub platform_issues: MeasuredIssues,
+    /// Precision checks that failed when `gen import --platform P` ran them,
+    /// per platform and precision (`cpu: {int8: ...}`): the check's error.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub precision_issues: PrecisionIssues,
 }
+
+/// Measured failures of precision checks per platform and precision.
+pub type PrecisionIssues = BTreeMap<Platform, BTreeMap<CheckedPrecision, String>>;
 
 /// `export:` as written: every field optional (the class defaults to the imported one).
 #[derive(Debug, Default, Deserialize)]
@@ -304,11 +323,22 @@ pub struct ModelSpec {
     pub outputs: Vec<TensorSpec>,
     pub shapes: Vec<BTreeMap<String, u32>>,
     pub tolerance: ToleranceSpec,
+    /// Each precision check's tolerance: the spec's, else defaults.yaml's.
+    pub precision_tolerances: BTreeMap<CheckedPrecision, PrecisionTolerance>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub platforms: BTreeMap<Platform, PlatformOverride>,
+    /// `imported.platform_issues`: cells measured to fail, per platform and engine.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub measured_issues: MeasuredIssues,
+    /// `imported.precision_issues`: precision checks measured to fail.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub precision_issues: PrecisionIssues,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub web_quantization: Option<WebQuantization>,
 }
+
+/// Measured failures per platform and engine: the failed check and its error.
+pub type MeasuredIssues = BTreeMap<Platform, BTreeMap<EngineKind, String>>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -401,6 +431,17 @@ pub struct ToleranceSpec {
     pub reason: Option<String>,
 }
 
+/// A precision check's bound: every element within this fraction of its
+/// output's spread (largest distance from the mean) of the float32 reference.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrecisionTolerance {
+    pub max_error_of_spread: f64,
+    /// Required in a model's spec: why it needs another bound than defaults.yaml's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlatformOverride {
@@ -414,9 +455,6 @@ pub struct PlatformOverride {
     /// why). Every other node must run on the provider.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fallback_ops: BTreeMap<String, String>,
-    /// Set when the status comes from `imported.platform_issues` (measured), not a person.
-    #[serde(skip)]
-    pub measured: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]

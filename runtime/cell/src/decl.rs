@@ -38,15 +38,14 @@ pub struct Tolerance {
     pub rel: f64,
 }
 
-/// A platform as hardware.yaml describes it: its cargo feature, what it needs,
-/// and the engine that serves its cells.
+/// A platform as hardware.yaml describes it: its cargo feature and what it
+/// needs. Its engines are part of each cell ([`Cell::engine`]).
 #[derive(Debug)]
 pub struct PlatformDecl {
     pub platform: Platform,
     pub feature: &'static str,
     /// What must be present (hardware.yaml `requires`), quoted in failures.
     pub requires: &'static str,
-    pub engine: Engine,
 }
 
 /// How a platform's cells run: an engine and its settings, from hardware.yaml.
@@ -63,7 +62,7 @@ pub enum Engine {
 }
 
 /// The engines, without their settings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EngineKind {
     Onnxruntime,
@@ -82,11 +81,38 @@ impl EngineKind {
         }
     }
 
-    /// Whether this version of the runtime has the engine. The planner gives a
-    /// platform the first engine in its hardware.yaml list that is built; a
-    /// runtime test keeps this in step with `runtime::engine::open`.
+    /// The module a cell of this engine has under its platform in test paths
+    /// (`bert::cpu::onnx::runs`, `bert::cpu::torch::runs`).
+    pub fn module(self) -> &'static str {
+        match self {
+            EngineKind::Onnxruntime => "onnx",
+            EngineKind::Libtorch => "torch",
+            EngineKind::Wgpu => "wgpu",
+            EngineKind::Browser => "browser",
+        }
+    }
+
+    pub fn from_module(module: &str) -> Option<EngineKind> {
+        [EngineKind::Onnxruntime, EngineKind::Libtorch, EngineKind::Wgpu, EngineKind::Browser].into_iter().find(|e| e.module() == module)
+    }
+
+    /// Whether this version of the runtime has code for the engine (it may
+    /// still sit behind a cargo feature: [`EngineKind::cargo_feature`]). A
+    /// platform gets a cell per engine in hardware.yaml; those of engines not
+    /// built are `no-engine`. A runtime test keeps this in step with
+    /// `runtime::engine::open`.
     pub fn is_built(self) -> bool {
-        matches!(self, EngineKind::Onnxruntime)
+        matches!(self, EngineKind::Onnxruntime | EngineKind::Libtorch)
+    }
+
+    /// The cargo feature (of `generated`, passed on to `runtime`) an engine
+    /// needs besides its platform's: libtorch links a 1 GB library that
+    /// users who only want ONNX Runtime should not have to install.
+    pub fn cargo_feature(self) -> Option<&'static str> {
+        match self {
+            EngineKind::Libtorch => Some("torch"),
+            _ => None,
+        }
     }
 }
 
@@ -188,22 +214,69 @@ pub struct AllowedFallback {
     pub reason: &'static str,
 }
 
-/// One model × platform cell.
+/// A precision a cell checks besides float32, each as a check of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// ONNX Runtime's dynamic quantization: int8 weights, activations quantized at run time.
+    Int8,
+}
+
+impl Precision {
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Int8 => "int8",
+        }
+    }
+
+    /// The test function and the `check` of its records.
+    pub fn check_name(self) -> &'static str {
+        match self {
+            Precision::Int8 => "int8_matches_reference",
+        }
+    }
+
+    /// The fixture's model file of this precision.
+    pub fn model_file(self) -> &'static str {
+        match self {
+            Precision::Int8 => "model.int8.onnx",
+        }
+    }
+}
+
+/// A precision check of a cell: its own planned status and bound.
+#[derive(Debug)]
+pub struct PrecisionCheck {
+    pub precision: Precision,
+    pub planned: Planned,
+    /// Every element of every output within this fraction of the output's
+    /// spread (the reference's largest distance from its mean) of the float32
+    /// reference. Quantization error scales with an output's range, not with
+    /// each element's size, so float32's abs + rel rule does not fit it; and a
+    /// fraction below 1 means a constant can never pass. From the spec's
+    /// `precision_tolerances`, else defaults.yaml's (chosen from measurements).
+    pub max_error_of_spread: f64,
+}
+
+/// One model × platform × engine cell.
 #[derive(Debug)]
 pub struct Cell {
     pub model: &'static ModelDecl,
     pub platform: &'static PlatformDecl,
+    pub engine: &'static Engine,
     pub planned: Planned,
     /// Set only where the spec overrides the model's tolerance for this platform.
     pub tolerance_override: Option<Tolerance>,
     pub allowed_fallback: &'static [AllowedFallback],
+    /// Precision variants checked besides float32 (hardware.yaml `precision_checks`).
+    pub precision_checks: &'static [PrecisionCheck],
 }
 
 impl Cell {
     /// A cell with the model's tolerance and no allowed fallback; generated
     /// code adds what its spec overrides, so a plain cell is one line.
-    pub const fn new(model: &'static ModelDecl, platform: &'static PlatformDecl, planned: Planned) -> Cell {
-        Cell { model, platform, planned, tolerance_override: None, allowed_fallback: &[] }
+    pub const fn new(model: &'static ModelDecl, platform: &'static PlatformDecl, engine: &'static Engine, planned: Planned) -> Cell {
+        Cell { model, platform, engine, planned, tolerance_override: None, allowed_fallback: &[], precision_checks: &[] }
     }
 
     pub const fn with_tolerance(mut self, tolerance: Tolerance) -> Cell {
@@ -216,10 +289,24 @@ impl Cell {
         self
     }
 
-    /// `model_type::platform`, the way messages name a cell. (Test paths use
-    /// the model's Rust module, `xlm_roberta::cpu` for `xlm-roberta`.)
+    pub const fn with_precision_checks(mut self, checks: &'static [PrecisionCheck]) -> Cell {
+        self.precision_checks = checks;
+        self
+    }
+
+    pub fn precision_check(&self, precision: Precision) -> Option<&'static PrecisionCheck> {
+        self.precision_checks.iter().find(|c| c.precision == precision)
+    }
+
+    /// `model_type::platform::engine`, the way messages name a cell. (Test
+    /// paths use the model's Rust module, `xlm_roberta::cpu::onnx` for `xlm-roberta`.)
     pub fn id(&self) -> String {
-        format!("{}::{}", self.model.model_type, self.platform.platform)
+        format!("{}::{}::{}", self.model.model_type, self.platform.platform, self.engine.kind().module())
+    }
+
+    /// The cargo features its checks need: the platform's, and the engine's if it has one.
+    pub fn features(&self) -> impl Iterator<Item = &'static str> {
+        std::iter::once(self.platform.feature).chain(self.engine.kind().cargo_feature())
     }
 
     /// The tolerance this cell compares with: its override, else the model's.

@@ -12,7 +12,9 @@ pub mod planned;
 pub mod platform;
 pub mod presence;
 
-pub use decl::{AllowedFallback, BrowserBackend, Cell, Engine, EngineKind, ExecutionProvider, ModelDecl, PlatformDecl, TensorDecl, Tolerance};
+pub use decl::{
+    AllowedFallback, BrowserBackend, Cell, Engine, EngineKind, ExecutionProvider, ModelDecl, PlatformDecl, Precision, PrecisionCheck, TensorDecl, Tolerance,
+};
 pub use dtype::DType;
 pub use planned::{Basis, Planned};
 pub use platform::Platform;

@@ -118,6 +118,24 @@ pub fn provider_library(provider: ExecutionProvider) -> Option<&'static str> {
     }
 }
 
+/// The libtorch of the exporter venv's torch (the one the `torch` feature
+/// links with LIBTORCH_USE_PYTORCH=1), and its version from torch/version.py.
+pub fn libtorch() -> Result<(PathBuf, String), String> {
+    let venv = paths::python().parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
+    let torch = std::fs::read_dir(venv.join("lib"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|python| python.path().join("site-packages/torch"))
+        .find(|t| t.join("lib/libtorch_cpu.so").is_file())
+        .ok_or_else(|| format!("no libtorch: torch is not installed in the venv {} (`bash tests/run.sh` installs torch 2.13.0 there)", venv.display()))?;
+    let version = std::fs::read_to_string(torch.join("version.py"))
+        .ok()
+        .and_then(|text| text.lines().find_map(|l| l.strip_prefix("__version__ = ").map(|v| v.trim_matches(['\'', '"']).to_string())))
+        .unwrap_or_else(|| "unknown version".into());
+    Ok((torch.join("lib"), version))
+}
+
 fn first_existing(paths: &[&str]) -> Option<PathBuf> {
     paths.iter().map(PathBuf::from).find(|p| p.exists())
 }

@@ -3,12 +3,13 @@
 //! operator ran, which [`crate::placement`] turns into a verdict.
 
 pub mod onnx;
+pub mod torch;
 
 use crate::error::{CheckError, ErrorKind};
 use crate::fixture::Fixture;
 use crate::placement::OpPlacement;
 use crate::tensor::Tensor;
-use crate::{Cell, Engine};
+use crate::{Cell, Engine, Precision};
 
 /// How a session is opened: profiled (to see where operators ran) or plain
 /// (to time it: ORT's profiler makes a tiny model's run about 9× slower).
@@ -50,18 +51,31 @@ pub struct Placement {
     pub arena_in_use_peak_bytes: Option<u64>,
 }
 
-/// Opens the fixture's model with the cell's engine.
-pub fn open(cell: &Cell, fixture: &Fixture, mode: Mode) -> Result<Box<dyn Session>, CheckError> {
-    match cell.platform.engine {
-        Engine::OnnxRuntime { provider, options } => Ok(Box::new(onnx::OnnxSession::open(provider, options, &fixture.model_onnx(), mode)?)),
+/// Opens the fixture's model with the cell's engine: the float32 export, or
+/// the variant of `precision` (ONNX only: the quantizer works on ONNX graphs).
+pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: Mode) -> Result<Box<dyn Session>, CheckError> {
+    match *cell.engine {
+        Engine::OnnxRuntime { provider, options } => {
+            let model = match precision {
+                None => fixture.model_onnx(),
+                Some(p) => fixture.model_precision(p)?,
+            };
+            Ok(Box::new(onnx::OnnxSession::open(provider, options, &model, mode)?))
+        }
+        Engine::Libtorch { .. } if precision.is_some() => {
+            Err(CheckError::new(ErrorKind::EngineNotBuilt, format!("{}: the libtorch engine runs float32 TorchScript only", cell.id())))
+        }
+        Engine::Libtorch { device } => {
+            let outputs: Vec<&'static str> = cell.model.outputs.iter().map(|o| o.name).collect();
+            torch::open(cell.platform.platform, device, &fixture.model_torchscript()?, &outputs)
+        }
         engine => Err(CheckError::new(
             ErrorKind::EngineNotBuilt,
             format!(
-                "{} cannot run: its engine ({}) is not built into this runtime yet, and hardware.yaml lists no other engine for {} that is; \
-                 build without the `{}` feature until it lands",
+                "{} cannot run: its engine ({}) is not built into this runtime yet; its cells are planned `no-engine`, \
+                 so they fail only with the `{}` feature on",
                 cell.id(),
                 engine.describe(),
-                cell.platform.platform,
                 cell.platform.feature
             ),
         )),
