@@ -1,8 +1,8 @@
-//! With the `torch` feature, the test binaries link libtorch from the folder
-//! the runtime's build found it in. torch-sys gives them no rpath (they would
-//! not start without LD_LIBRARY_PATH), and the linker's `--as-needed` drops
-//! libtorch_cuda, whose CUDA kernels register only when it is loaded, so a
-//! CUDA torch would never see a GPU: both are fixed here.
+// With the `torch` feature, the test binaries link libtorch from the folder
+// the runtime's build found it in. torch-sys gives them no rpath (they would
+// not start without LD_LIBRARY_PATH), and the linker's `--as-needed` drops
+// libtorch_cuda, whose CUDA kernels register only when it is loaded, so a
+// CUDA torch would never see a GPU: both are fixed here.
 
 fn main() {
     println!("cargo:rerun-if-env-changed=DEP_HWMATRIX_RUNTIME_LIBTORCH_LIB");
