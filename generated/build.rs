@@ -8,12 +8,10 @@ fn main() {
     println!("cargo:rerun-if-env-changed=DEP_HWMATRIX_RUNTIME_LIBTORCH_LIB");
     let Ok(dir) = std::env::var("DEP_HWMATRIX_RUNTIME_LIBTORCH_LIB") else { return };
     println!("cargo:rustc-link-arg=-Wl,-rpath,{dir}");
-    for cuda in ["torch_cuda"] {
-        if std::path::Path::new(&dir).join(format!("lib{cuda}.so")).exists() {
-            println!("cargo:rustc-link-arg=-Wl,--no-as-needed");
-            println!("cargo:rustc-link-arg=-L{dir}");
-            println!("cargo:rustc-link-arg=-l{cuda}");
-            println!("cargo:rustc-link-arg=-Wl,--as-needed");
-        }
+    if std::path::Path::new(&dir).join("libtorch_cuda.so").exists() {
+        println!("cargo:rustc-link-arg=-Wl,--no-as-needed");
+        println!("cargo:rustc-link-arg=-L{dir}");
+        println!("cargo:rustc-link-arg=-ltorch_cuda");
+        println!("cargo:rustc-link-arg=-Wl,--as-needed");
     }
 }

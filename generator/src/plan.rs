@@ -64,11 +64,6 @@ impl PlatformPlan {
     pub fn no_engine(&self, engine: &EngineSpec) -> Option<String> {
         (!engine.kind().is_built()).then(|| format!("{}'s {} engine (hardware.yaml) is not built into the runtime yet", self.platform, engine.kind().name()))
     }
-
-    /// The engine whose library and devices a platform's doctor probes first: the first built one.
-    pub fn first_built(&self) -> Option<&EngineSpec> {
-        self.engines.iter().find(|e| e.kind().is_built())
-    }
 }
 
 #[derive(Debug)]
@@ -181,8 +176,3 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
     }
 }
 
-impl Plan<'_> {
-    pub fn platform(&self, platform: Platform) -> &PlatformPlan {
-        self.platforms.iter().find(|p| p.platform == platform).expect("cells only have planned platforms")
-    }
-}

@@ -92,10 +92,6 @@ impl EngineKind {
         }
     }
 
-    pub fn from_module(module: &str) -> Option<EngineKind> {
-        [EngineKind::Onnxruntime, EngineKind::Libtorch, EngineKind::Wgpu, EngineKind::Browser].into_iter().find(|e| e.module() == module)
-    }
-
     /// Whether this version of the runtime has code for the engine (it may
     /// still sit behind a cargo feature: [`EngineKind::cargo_feature`]). A
     /// platform gets a cell per engine in hardware.yaml; those of engines not

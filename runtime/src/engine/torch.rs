@@ -210,9 +210,15 @@ mod imp {
             Ok(Placement { ops, arena_held_bytes: None, arena_in_use_peak_bytes: None })
         }
 
+        /// Read once per process (torch/version.py), not per session.
         fn library(&self) -> String {
-            let (_, version) = hwmatrix_cell::presence::libtorch().unwrap_or_default();
-            format!("libtorch {} ({})", if version.is_empty() { "unknown version" } else { &version }, super::linked_library().unwrap_or("linked folder unknown"))
+            static LIBRARY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+            LIBRARY
+                .get_or_init(|| {
+                    let version = hwmatrix_cell::presence::libtorch().map(|(_, v)| v).unwrap_or_else(|_| "unknown version".into());
+                    format!("libtorch {version} ({})", super::linked_library().unwrap_or("linked folder unknown"))
+                })
+                .clone()
         }
 
         fn threads(&self) -> Threads {
