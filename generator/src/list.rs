@@ -62,6 +62,6 @@ pub fn render(plan: &Plan) -> String {
         }
     }
     let cells: usize = totals.iter().sum();
-    let _ = writeln!(out, "\n{cells} cells:{}", counts(&totals));
+    let _ = writeln!(out, "\n{cells} cells: {}", counts(&totals).trim_start());
     out
 }

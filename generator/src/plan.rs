@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use hwmatrix_cell::{Basis, Planned, Platform, Precision};
 
-use crate::spec::{EngineSpec, LoadedModel, OverrideStatus, PrecisionTolerance, Specs, Support, ToleranceSpec};
+use crate::spec::{EngineSpec, LoadedModel, OverrideStatus, PrecisionTolerance, Specs, ToleranceSpec};
 
 /// What the user asked for; an empty list means "all".
 #[derive(Clone, Debug, Default)]
@@ -114,12 +114,15 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
     let spec = &model.spec;
     let name = platform.platform;
     let over = spec.platforms.get(&name);
-    let expectation = &specs.architectures.architectures[&spec.architecture].platforms[&name];
     let measured = spec.measured_issues.get(&name).and_then(|m| m.get(&engine.kind()));
     let run = || match platform.no_engine(engine) {
         None => Planned::Run,
         Some(reason) => Planned::NoEngine { reason },
     };
+    // architectures.yaml's `support: no` (the seeds' expectation) never keeps a
+    // cell from running: the run is the evidence, and the report sets the
+    // expectation beside it. Only a person's override with its reason, or a
+    // measured failure, does.
     let planned = if let Some(error) = &spec.export.known_issue {
         if spec.export.known_issue_measured {
             // Written by `gen import` from the pipeline's own failure.
@@ -138,11 +141,6 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
         Planned::KnownIssue {
             reason: format!("{} fails on {name} with {} (measured by gen import --platform {name}): {issue}", spec.model_type, engine.kind().name()),
             basis: Basis::Measured,
-        }
-    } else if expectation.support == Support::No {
-        Planned::Unsupported {
-            reason: format!("architectures.yaml expects no {} support on {name}: {} ({})", spec.architecture, expectation.notes, expectation.source),
-            basis: Basis::SeedExpectation,
         }
     } else {
         run()

@@ -58,8 +58,6 @@ impl<S: AsRef<str>> fmt::Display for Planned<S> {
 pub enum Basis {
     /// A check of this run ran it and measured the outcome.
     Measured,
-    /// `support: no` in architectures.yaml: an expectation copied from the seeds.
-    SeedExpectation,
     /// Written in the model's spec by a person (a platform override with its
     /// reason, or `export.known_issue` with the exporter's error).
     Spec,
@@ -71,7 +69,6 @@ impl Basis {
     pub fn name(self) -> &'static str {
         match self {
             Basis::Measured => "measured",
-            Basis::SeedExpectation => "seed-expectation",
             Basis::Spec => "spec",
             Basis::NotTried => "not-tried",
         }

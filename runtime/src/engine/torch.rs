@@ -39,6 +39,22 @@ pub fn linked_library() -> Option<&'static str> {
     option_env!("HWMATRIX_LIBTORCH_LIB")
 }
 
+/// What went wrong, from a libtorch message. Those carry a TorchScript
+/// traceback and a C++ backtrace: the first line says where it failed ("The
+/// following operation failed in the TorchScript interpreter"), and for the
+/// interpreter's failures the cause is the last `SomethingError: ` line, far
+/// below, after the traceback.
+#[cfg(any(feature = "torch", test))]
+fn root_cause(message: &str) -> String {
+    let mut lines = message.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or_default();
+    let is_error_line = |l: &&str| l.split_once(": ").is_some_and(|(head, _)| head.ends_with("Error") && !head.contains(char::is_whitespace));
+    match lines.filter(is_error_line).last() {
+        Some(cause) => format!("{first} … {cause}"),
+        None => first.to_string(),
+    }
+}
+
 #[cfg(feature = "torch")]
 mod imp {
     use std::path::Path;
@@ -60,10 +76,7 @@ mod imp {
     }
 
     fn error(kind: ErrorKind, what: &str, e: tch::TchError) -> CheckError {
-        let text = e.to_string();
-        // libtorch appends a C++ backtrace to its messages; the first lines say what happened.
-        let short: Vec<&str> = text.lines().take(3).collect();
-        CheckError::new(kind, format!("{what}: {}", short.join(" ")))
+        CheckError::new(kind, format!("{what}: {}", super::root_cause(&e.to_string())))
     }
 
     /// Whether the linked libtorch is a ROCm (HIP) build, which reports AMD GPUs as `cuda`.
@@ -224,5 +237,24 @@ mod imp {
         fn threads(&self) -> Threads {
             Threads { intra_op: tch::get_num_threads().max(0) as usize, inter_op: tch::get_num_interop_threads().max(0) as usize }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::root_cause;
+
+    #[test]
+    fn root_cause_keeps_the_first_line_and_the_last_error_line() {
+        let message = "The following operation failed in the TorchScript interpreter.\n\
+            Traceback of TorchScript, serialized code (most recent call last):\n  File \"code/__torch__/export.py\", line 12, in forward\n\
+            RuntimeError: inner frame\n\nTraceback of TorchScript, original code (most recent call last):\n\
+            RuntimeError: The size of tensor a (8) must match the size of tensor b (13) at non-singleton dimension 1\n\
+            Exception raised from infer_size_impl at aten/src/ATen/ExpandUtils.cpp:31 (most recent call first):\nframe #0: c10::Error::Error";
+        assert_eq!(
+            root_cause(message),
+            "The following operation failed in the TorchScript interpreter. … RuntimeError: The size of tensor a (8) must match the size of tensor b (13) at non-singleton dimension 1"
+        );
+        assert_eq!(root_cause("Could not run 'aten::empty' with arguments from the 'CUDA' backend."), "Could not run 'aten::empty' with arguments from the 'CUDA' backend.");
     }
 }

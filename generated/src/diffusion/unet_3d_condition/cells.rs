@@ -87,43 +87,37 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// unet_3d_condition on qnn: unsupported (onnxruntime, QNNExecutionProvider (backend_type=htp)).
+/// unet_3d_condition on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
     &crate::platforms::QNN_ONNX,
-    runtime::Planned::Unsupported {
-        reason: "architectures.yaml expects no diffusion support on qnn: Diffusion models exceed current QNN capabilities (seed 001 (seed 003 matrix agrees; seed 003 has no detail table for this type))",
-        basis: runtime::Basis::SeedExpectation,
-    },
+    runtime::Planned::Run,
 );
-/// unet_3d_condition on webnn: unsupported (onnxruntime-web in headless Chromium, webnn).
+/// unet_3d_condition on webnn: no-engine (onnxruntime-web in headless Chromium, webnn).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::Unsupported {
-        reason: "architectures.yaml expects no diffusion support on webnn: Diffusion Models: 0% of 12 architectures covered on WebNN (seed 002 extended coverage table) (seed 002 (Diffusion Models category mapped to diffusion))",
-        basis: runtime::Basis::SeedExpectation,
+    runtime::Planned::NoEngine {
+        reason: "webnn's browser engine (hardware.yaml) is not built into the runtime yet",
     },
 );
-/// unet_3d_condition on webgpu: unsupported (wgpu).
+/// unet_3d_condition on webgpu: no-engine (wgpu).
 pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_WGPU,
-    runtime::Planned::Unsupported {
-        reason: "architectures.yaml expects no diffusion support on webgpu: Diffusion Models: 0% of 12 architectures covered on WebGPU (seed 002 extended coverage table) (seed 002 (Diffusion Models category mapped to diffusion))",
-        basis: runtime::Basis::SeedExpectation,
+    runtime::Planned::NoEngine {
+        reason: "webgpu's wgpu engine (hardware.yaml) is not built into the runtime yet",
     },
 );
-/// unet_3d_condition on webgpu: unsupported (onnxruntime-web in headless Chromium, webgpu).
+/// unet_3d_condition on webgpu: no-engine (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Unsupported {
-        reason: "architectures.yaml expects no diffusion support on webgpu: Diffusion Models: 0% of 12 architectures covered on WebGPU (seed 002 extended coverage table) (seed 002 (Diffusion Models category mapped to diffusion))",
-        basis: runtime::Basis::SeedExpectation,
+    runtime::Planned::NoEngine {
+        reason: "webgpu's browser engine (hardware.yaml) is not built into the runtime yet",
     },
 );

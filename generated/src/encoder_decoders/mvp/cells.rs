@@ -81,15 +81,12 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// mvp on qnn: unsupported (onnxruntime, QNNExecutionProvider (backend_type=htp)).
+/// mvp on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
     &crate::platforms::QNN_ONNX,
-    runtime::Planned::Unsupported {
-        reason: "architectures.yaml expects no encoder-decoder support on qnn: Complex architecture not well-suited for current QNN capabilities (seed 001 (seed 003 matrix agrees; seed 003 has no detail table for this type))",
-        basis: runtime::Basis::SeedExpectation,
-    },
+    runtime::Planned::Run,
 );
 /// mvp on webnn: no-engine (onnxruntime-web in headless Chromium, webnn).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(

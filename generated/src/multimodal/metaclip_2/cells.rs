@@ -84,24 +84,20 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// metaclip_2 on qnn: unsupported (onnxruntime, QNNExecutionProvider (backend_type=htp)).
+/// metaclip_2 on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
     &crate::platforms::QNN_ONNX,
-    runtime::Planned::Unsupported {
-        reason: "architectures.yaml expects no multimodal support on qnn: Most multimodal models exceed current QNN capabilities. Seed 003: too complex for current QNN (seeds 001, 003)",
-        basis: runtime::Basis::SeedExpectation,
-    },
+    runtime::Planned::Run,
 );
-/// metaclip_2 on webnn: unsupported (onnxruntime-web in headless Chromium, webnn).
+/// metaclip_2 on webnn: no-engine (onnxruntime-web in headless Chromium, webnn).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::Unsupported {
-        reason: "architectures.yaml expects no multimodal support on webnn: LLaVA: not supported at any precision; XCLIP: 16-bit and 8-bit limited (seed 002). LLaVA, FLAVA, XCLIP too large (seed 004). Multimodal family N/A and LLaVA not fully supported on WebNN (seed 000) (seeds 000, 002, 004 (LLaVA, FLAVA, XCLIP families mapped to multimodal))",
-        basis: runtime::Basis::SeedExpectation,
+    runtime::Planned::NoEngine {
+        reason: "webnn's browser engine (hardware.yaml) is not built into the runtime yet",
     },
 );
 /// metaclip_2 on webgpu: no-engine (wgpu).

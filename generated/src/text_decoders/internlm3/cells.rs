@@ -81,15 +81,12 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// internlm3 on qnn: unsupported (onnxruntime, QNNExecutionProvider (backend_type=htp)).
+/// internlm3 on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
     &crate::platforms::QNN_ONNX,
-    runtime::Planned::Unsupported {
-        reason: "architectures.yaml expects no decoder-only support on qnn: Most decoder-only models exceed current QNN capabilities. Seed 003: marked as limited support for large LLMs (❌), performance N/A (seeds 001, 003)",
-        basis: runtime::Basis::SeedExpectation,
-    },
+    runtime::Planned::Run,
 );
 /// internlm3 on webnn: no-engine (onnxruntime-web in headless Chromium, webnn).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(

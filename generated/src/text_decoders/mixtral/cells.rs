@@ -51,57 +51,42 @@ pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::ROCM_TORCH,
     runtime::Planned::Run,
 );
-/// mixtral on mps: unsupported (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
+/// mixtral on mps: run (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
 pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     &crate::platforms::MPS_ONNX,
-    runtime::Planned::Unsupported {
-        reason: "architectures.yaml expects no mixture-of-experts support on mps: MoE models typically exceed MPS memory limits. Seed 003: memory requirements exceed capabilities (seeds 001, 003)",
-        basis: runtime::Basis::SeedExpectation,
-    },
+    runtime::Planned::Run,
 );
-/// mixtral on mps: unsupported (libtorch, device mps).
+/// mixtral on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
-    runtime::Planned::Unsupported {
-        reason: "architectures.yaml expects no mixture-of-experts support on mps: MoE models typically exceed MPS memory limits. Seed 003: memory requirements exceed capabilities (seeds 001, 003)",
-        basis: runtime::Basis::SeedExpectation,
-    },
+    runtime::Planned::Run,
 );
-/// mixtral on openvino: unsupported (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// mixtral on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
-        runtime::Planned::Unsupported {
-            reason: "architectures.yaml expects no mixture-of-experts support on openvino: MoE models not well supported on current OpenVINO. Seed 003: not currently supported (seeds 001, 003)",
-            basis: runtime::Basis::SeedExpectation,
-        },
+        runtime::Planned::Run,
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Unsupported {
-                    reason: "architectures.yaml expects no mixture-of-experts support on openvino: MoE models not well supported on current OpenVINO. Seed 003: not currently supported (seeds 001, 003)",
-                    basis: runtime::Basis::SeedExpectation,
-                },
+                planned: runtime::Planned::Run,
                 max_error_of_spread: 0.1f64,
             },
         ],
     );
-/// mixtral on qnn: unsupported (onnxruntime, QNNExecutionProvider (backend_type=htp)).
+/// mixtral on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
     &crate::platforms::QNN_ONNX,
-    runtime::Planned::Unsupported {
-        reason: "architectures.yaml expects no mixture-of-experts support on qnn: MoE models exceed current QNN capabilities. Seed 003: not currently supported (seeds 001, 003)",
-        basis: runtime::Basis::SeedExpectation,
-    },
+    runtime::Planned::Run,
 );
 /// mixtral on webnn: no-engine (onnxruntime-web in headless Chromium, webnn).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(

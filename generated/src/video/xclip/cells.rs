@@ -87,15 +87,12 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// xclip on qnn: unsupported (onnxruntime, QNNExecutionProvider (backend_type=htp)).
+/// xclip on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
     &crate::platforms::QNN_ONNX,
-    runtime::Planned::Unsupported {
-        reason: "architectures.yaml expects no multimodal support on qnn: Most multimodal models exceed current QNN capabilities. Seed 003: too complex for current QNN (seeds 001, 003)",
-        basis: runtime::Basis::SeedExpectation,
-    },
+    runtime::Planned::Run,
 );
 /// xclip on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
