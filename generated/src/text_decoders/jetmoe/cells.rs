@@ -25,7 +25,7 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "jetmoe fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. Traceback of TorchScript, serialized code (most recent call last):   File \"code/__torch__/export/___torch_mangle_3337.py\", line 11, in forward",
+        reason: "jetmoe fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: split_with_sizes expects split_sizes to sum exactly to 52 (input tensor's size at dimension 0), but got split_sizes=[5, 4, 2, 5]",
         basis: runtime::Basis::Measured,
     },
 );

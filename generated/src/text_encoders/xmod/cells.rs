@@ -22,7 +22,7 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "xmod fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. Traceback of TorchScript, serialized code (most recent call last):   File \"code/__torch__/export/___torch_mangle_9522.py\", line 12, in forward",
+        reason: "xmod fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape '[8, 32]' is invalid for input of size 832",
         basis: runtime::Basis::Measured,
     },
 );

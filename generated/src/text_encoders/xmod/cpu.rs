@@ -14,12 +14,12 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
 }
-/// xmod on cpu with libtorch, device cpu: known-issue (xmod fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. Traceback of TorchScript, serialized code (most recent call last): File "code/__torch__/export/___torch_mangle_9522.py", line 12, in forward).
+/// xmod on cpu with libtorch, device cpu: known-issue (xmod fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape '[8, 32]' is invalid for input of size 832).
 ///
 /// Select this cell with `cargo test -p generated text_encoders::xmod::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
         super::super::cells::CPU_TORCH, ignore =
-        "known issue: xmod fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. Traceback of TorchScript, serialized code (most recent call last):   File \"code/__torch__/export/___torch_mangle_9522.py\", line 12, in forward"
+        "known issue: xmod fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape '[8, 32]' is invalid for input of size 832"
     );
 }
