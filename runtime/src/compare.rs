@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::{TensorDecl, Tolerance};
-use crate::tensor::{Data, Tensor};
+use crate::tensor::Tensor;
 
 /// How far an output is from its reference.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -26,7 +26,7 @@ pub fn deviation(actual: &Tensor, expected: &Tensor, tol: Tolerance) -> Result<D
     if actual.dtype() != expected.dtype() {
         return Err(format!("dtype {} differs from the reference {}", actual.dtype(), expected.dtype()));
     }
-    let exact = !matches!(expected.data, Data::Float32(_));
+    let exact = !expected.dtype().is_float();
     let mut dev = Deviation::default();
     let mut worst_excess = 0.0;
     for (i, (a, e)) in actual.values().into_iter().zip(expected.values()).enumerate() {
@@ -65,7 +65,7 @@ pub fn spread(expected: &Tensor, tol: Tolerance) -> Spread {
     let values = expected.values();
     let mean = if values.is_empty() { 0.0 } else { values.iter().sum::<f64>() / values.len() as f64 };
     // Integers compare exactly, so for them the constant is the value itself.
-    let exact = !matches!(expected.data, Data::Float32(_));
+    let exact = !expected.dtype().is_float();
     let constant = if exact { values.first().copied().unwrap_or(0.0) } else { mean };
     let constant_would_pass = values.iter().all(|&e| {
         let bound = if exact { 0.0 } else { tol.abs + tol.rel * e.abs() };
@@ -123,6 +123,7 @@ pub fn expected_shape(decl: &TensorDecl, sizes: &BTreeMap<String, usize>) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tensor::Data;
     use crate::tensor::DType;
 
     fn f32s(shape: &[usize], v: &[f32]) -> Tensor {

@@ -34,9 +34,12 @@ pub struct Meta {
     /// The int8 variant (`model.int8.onnx`), or the quantizer's error.
     #[serde(default)]
     pub int8: Option<ExtraExport>,
+    /// The float16 variant (`model.fp16.onnx`), or the converter's error.
+    #[serde(default)]
+    pub fp16: Option<ExtraExport>,
 }
 
-/// How an extra export went (TorchScript, int8): `file` when it was written, else the exporter's `error`.
+/// How an extra export went (TorchScript, int8, fp16): `file` when it was written, else the exporter's `error`.
 #[derive(Debug, Deserialize)]
 pub struct ExtraExport {
     #[serde(default)]
@@ -178,6 +181,7 @@ impl Fixture {
             return Ok(path);
         }
         let error = match precision {
+            Precision::Fp16 => self.meta.fp16.as_ref().and_then(|m| m.error.clone()),
             Precision::Int8 => self.meta.int8.as_ref().and_then(|m| m.error.clone()),
         };
         Err(match error {

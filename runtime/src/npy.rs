@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::tensor::{Data, Tensor};
+use crate::tensor::{Data, Tensor, bf16, f16};
 
 pub fn read(path: &Path) -> Result<Tensor, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -34,9 +34,18 @@ pub fn parse(bytes: &[u8]) -> Result<Tensor, String> {
     let data = match descr {
         "<f4" => Data::Float32(le_chunks(body, count, f32::from_le_bytes)?),
         "<i8" => Data::Int64(le_chunks(body, count, i64::from_le_bytes)?),
+        "<f2" => Data::Float16(le_chunks(body, count, |b| f16::from_bits(u16::from_le_bytes(b)))?),
+        // numpy has no bfloat16: the exporter writes its bit patterns as uint16.
+        "<u2" => Data::Bfloat16(le_chunks(body, count, |b| bf16::from_bits(u16::from_le_bytes(b)))?),
         "<i4" => Data::Int32(le_chunks(body, count, i32::from_le_bytes)?),
+        "|i1" => Data::Int8(body.get(..count).ok_or("truncated data")?.iter().map(|&b| b as i8).collect()),
+        "|u1" => Data::Uint8(body.get(..count).ok_or("truncated data")?.to_vec()),
         "|b1" => Data::Bool(body.get(..count).ok_or("truncated data")?.iter().map(|b| *b != 0).collect()),
-        other => return Err(format!("unsupported dtype {other:?} (float32, int64, int32 and bool are)")),
+        other => {
+            return Err(format!(
+                "unsupported dtype {other:?} (float32 <f4, float16 <f2, bfloat16 as <u2 bits, int64, int32, int8, uint8 and bool are)"
+            ));
+        }
     };
     Ok(Tensor { shape, data })
 }
@@ -93,6 +102,17 @@ mod tests {
     }
 
     #[test]
+    fn reads_half_precision_and_byte_types() {
+        let halves = [1.5f32, -2.0];
+        let body: Vec<u8> = halves.iter().flat_map(|&x| f16::from_f32(x).to_bits().to_le_bytes()).collect();
+        assert_eq!(parse(&npy("<f2", "(2,)", &body)).unwrap().data, Data::Float16(halves.map(f16::from_f32).to_vec()));
+        let body: Vec<u8> = halves.iter().flat_map(|&x| bf16::from_f32(x).to_bits().to_le_bytes()).collect();
+        assert_eq!(parse(&npy("<u2", "(2,)", &body)).unwrap().data, Data::Bfloat16(halves.map(bf16::from_f32).to_vec()));
+        assert_eq!(parse(&npy("|i1", "(2,)", &[0xff, 0x02])).unwrap().data, Data::Int8(vec![-1, 2]));
+        assert_eq!(parse(&npy("|u1", "(2,)", &[0xff, 0x02])).unwrap().data, Data::Uint8(vec![255, 2]));
+    }
+
+    #[test]
     fn reads_int64_vector_and_scalar_shape() {
         let body: Vec<u8> = [7i64, -1].iter().flat_map(|x| x.to_le_bytes()).collect();
         let t = parse(&npy("<i8", "(2,)", &body)).unwrap();
@@ -105,7 +125,7 @@ mod tests {
     #[test]
     fn rejects_truncated_and_unknown() {
         assert!(parse(&npy("<f4", "(4,)", &[0; 8])).unwrap_err().contains("truncated"));
-        assert!(parse(&npy("<f2", "(1,)", &[0; 2])).unwrap_err().contains("unsupported dtype"));
+        assert!(parse(&npy("<c8", "(1,)", &[0; 8])).unwrap_err().contains("unsupported dtype"));
         assert!(parse(b"not numpy at all").is_err());
     }
 }

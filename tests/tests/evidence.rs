@@ -91,22 +91,26 @@ fn broken_inputs_fail_and_keep_their_evidence() {
         assert!(message.contains("--features cpu,torch"), "{message}");
     }
 
-    // int8 held to a bound no quantized model meets: it fails with the
-    // measured error, per output, and the record says which precision ran.
-    let strict_int8 = Box::leak(Box::new(
-        Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned).with_precision_checks(Box::leak(Box::new([runtime::PrecisionCheck {
-            precision: runtime::Precision::Int8,
-            planned: runtime::Planned::Run,
-            max_error_of_spread: 1e-6,
-        }]))),
-    ));
+    // int8 and fp16 held to a bound no lower-precision model meets: each fails
+    // with the measured error, per output, and the record says which precision
+    // ran. (fp16 is planned on GPUs only; here the CPU provider runs bert's
+    // float16 model to prove the check itself can fail.)
     set("HWMATRIX_FIXTURES", &real_fixtures);
-    let (message, record) = failing(|cell| runtime::checks::precision(cell, runtime::Precision::Int8), strict_int8, &results);
-    assert!(message.contains("of the output's spread") && message.contains("max abs error"), "{message}");
-    assert_eq!(record["check"], "int8_matches_reference");
-    assert_eq!(record["precision"], "int8");
-    assert_eq!(record["deviation"]["max_error_of_spread"], 1e-6);
-    assert!(record["deviation"]["max_abs"].as_f64().unwrap() > 1e-4, "int8 really differs from float32: {}", record["deviation"]);
+    for precision in [runtime::Precision::Int8, runtime::Precision::Fp16] {
+        let strict = Box::leak(Box::new(Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned).with_precision_checks(Box::leak(Box::new([
+            runtime::PrecisionCheck { precision, planned: runtime::Planned::Run, max_error_of_spread: 1e-6 },
+        ])))));
+        let check: fn(&Cell) = match precision {
+            runtime::Precision::Int8 => |cell| runtime::checks::precision(cell, runtime::Precision::Int8),
+            runtime::Precision::Fp16 => |cell| runtime::checks::precision(cell, runtime::Precision::Fp16),
+        };
+        let (message, record) = failing(check, strict, &results);
+        assert!(message.contains("of the output's spread") && message.contains("max abs error"), "{message}");
+        assert_eq!(record["check"], precision.check_name());
+        assert_eq!(record["precision"], precision.name());
+        assert_eq!(record["deviation"]["max_error_of_spread"], 1e-6);
+        assert!(record["deviation"]["max_abs"].as_f64().unwrap() > 1e-5, "{} really differs from float32: {}", precision.name(), record["deviation"]);
+    }
     set("HWMATRIX_FIXTURES", &fixtures);
 
     // A fixture built under another key is stale, and says how to rebuild it.

@@ -214,6 +214,10 @@ pub struct AllowedFallback {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
+    /// Half precision: the float32 graph with its weights and arithmetic in
+    /// float16 (ONNX Runtime's `convert_float_to_float16`, float32 inputs and
+    /// outputs), for the platforms whose hardware computes in float16.
+    Fp16,
     /// ONNX Runtime's dynamic quantization: int8 weights, activations quantized at run time.
     Int8,
 }
@@ -221,6 +225,7 @@ pub enum Precision {
 impl Precision {
     pub fn name(self) -> &'static str {
         match self {
+            Precision::Fp16 => "fp16",
             Precision::Int8 => "int8",
         }
     }
@@ -228,6 +233,7 @@ impl Precision {
     /// The test function and the `check` of its records.
     pub fn check_name(self) -> &'static str {
         match self {
+            Precision::Fp16 => "fp16_matches_reference",
             Precision::Int8 => "int8_matches_reference",
         }
     }
@@ -235,6 +241,7 @@ impl Precision {
     /// The fixture's model file of this precision.
     pub fn model_file(self) -> &'static str {
         match self {
+            Precision::Fp16 => "model.fp16.onnx",
             Precision::Int8 => "model.int8.onnx",
         }
     }

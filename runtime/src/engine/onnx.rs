@@ -211,8 +211,12 @@ fn to_ort(tensor: &Tensor) -> Result<DynValue, CheckError> {
     let shape: Vec<i64> = tensor.shape.iter().map(|&d| d as i64).collect();
     let value = match &tensor.data {
         Data::Float32(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
+        Data::Float16(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
+        Data::Bfloat16(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
         Data::Int64(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
         Data::Int32(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
+        Data::Int8(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
+        Data::Uint8(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
         Data::Bool(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
     };
     value.map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("cannot build input tensor: {e}")))
@@ -230,10 +234,18 @@ fn from_ort(value: &ort::value::DynValueRef<'_>) -> Result<Tensor, CheckError> {
     }
     let (shape, data) = match ty {
         TensorElementType::Float32 => extract::<f32>(value).map(|(s, d)| (s, Data::Float32(d)))?,
+        TensorElementType::Float16 => extract::<crate::tensor::f16>(value).map(|(s, d)| (s, Data::Float16(d)))?,
+        TensorElementType::Bfloat16 => extract::<crate::tensor::bf16>(value).map(|(s, d)| (s, Data::Bfloat16(d)))?,
         TensorElementType::Int64 => extract::<i64>(value).map(|(s, d)| (s, Data::Int64(d)))?,
         TensorElementType::Int32 => extract::<i32>(value).map(|(s, d)| (s, Data::Int32(d)))?,
+        TensorElementType::Int8 => extract::<i8>(value).map(|(s, d)| (s, Data::Int8(d)))?,
+        TensorElementType::Uint8 => extract::<u8>(value).map(|(s, d)| (s, Data::Uint8(d)))?,
         TensorElementType::Bool => extract::<bool>(value).map(|(s, d)| (s, Data::Bool(d)))?,
-        other => return Err(mismatch(format!("output element type {other:?} is not one hwmatrix compares (float32, int64, int32, bool)"))),
+        other => {
+            return Err(mismatch(format!(
+                "output element type {other:?} is not one hwmatrix compares (float32, float16, bfloat16, int64, int32, int8, uint8, bool)"
+            )));
+        }
     };
     Ok(Tensor { shape, data })
 }

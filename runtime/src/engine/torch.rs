@@ -65,7 +65,7 @@ mod imp {
     use crate::engine::{Placement, Session, Threads};
     use crate::error::{CheckError, ErrorKind};
     use crate::placement::OpPlacement;
-    use crate::tensor::{Data, Tensor};
+    use crate::tensor::{Data, Tensor, bf16, f16};
 
     pub struct TorchSession {
         module: CModule,
@@ -140,8 +140,12 @@ mod imp {
         let shape: Vec<i64> = tensor.shape.iter().map(|&d| d as i64).collect();
         let flat = match &tensor.data {
             Data::Float32(v) => tch::Tensor::f_from_slice(v)?,
+            Data::Float16(v) => tch::Tensor::f_from_slice(v)?,
+            Data::Bfloat16(v) => tch::Tensor::f_from_slice(v)?,
             Data::Int64(v) => tch::Tensor::f_from_slice(v)?,
             Data::Int32(v) => tch::Tensor::f_from_slice(v)?,
+            Data::Int8(v) => tch::Tensor::f_from_slice(v)?,
+            Data::Uint8(v) => tch::Tensor::f_from_slice(v)?,
             Data::Bool(v) => tch::Tensor::f_from_slice(v)?,
         };
         flat.f_reshape(&shape)?.f_to_device(device)
@@ -153,8 +157,12 @@ mod imp {
         let flat = host.f_reshape([-1]).map_err(|e| e.to_string())?;
         let data = match host.kind() {
             Kind::Float => Data::Float32(Vec::<f32>::try_from(&flat).map_err(|e| e.to_string())?),
+            Kind::Half => Data::Float16(Vec::<f16>::try_from(&flat).map_err(|e| e.to_string())?),
+            Kind::BFloat16 => Data::Bfloat16(Vec::<bf16>::try_from(&flat).map_err(|e| e.to_string())?),
             Kind::Int64 => Data::Int64(Vec::<i64>::try_from(&flat).map_err(|e| e.to_string())?),
             Kind::Int => Data::Int32(Vec::<i32>::try_from(&flat).map_err(|e| e.to_string())?),
+            Kind::Int8 => Data::Int8(Vec::<i8>::try_from(&flat).map_err(|e| e.to_string())?),
+            Kind::Uint8 => Data::Uint8(Vec::<u8>::try_from(&flat).map_err(|e| e.to_string())?),
             Kind::Bool => Data::Bool(Vec::<bool>::try_from(&flat).map_err(|e| e.to_string())?),
             other => return Err(format!("element type {other:?}, which hwmatrix tensors do not hold")),
         };

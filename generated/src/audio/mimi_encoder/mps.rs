@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::MPS_ONNX, ignore =
         "known issue: mimi_encoder fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_352' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was "
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
+        "known issue: mimi_encoder fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_352' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was "
+    );
 }
 /// mimi_encoder on mps with libtorch, device mps: known-issue (mimi_encoder fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_352' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was).
 ///

@@ -8,6 +8,11 @@ mod onnx {
         super::super::cells::MPS_ONNX, features = ["mps"], off =
         "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, features = ["mps"],
+        off =
+        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
+    );
 }
 /// muse_spark_audio on mps with libtorch, device mps: run.
 ///

@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::ROCM_ONNX, ignore =
         "known issue: autoencoder_rae fails in the fixture pipeline (recorded by gen import): running the tiny model: ZeroDivisionError: integer division or modulo by zero"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, ignore =
+        "known issue: autoencoder_rae fails in the fixture pipeline (recorded by gen import): running the tiny model: ZeroDivisionError: integer division or modulo by zero"
+    );
 }
 /// autoencoder_rae on rocm with libtorch, device cuda: known-issue (autoencoder_rae fails in the fixture pipeline (recorded by gen import): running the tiny model: ZeroDivisionError: integer division or modulo by zero).
 ///

@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::MPS_ONNX, ignore =
         "known issue: transformer_2d_dreamlite fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: `DreamLiteTransformer2DModel` only supports continuous inputs; `in_channels` must be provided."
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
+        "known issue: transformer_2d_dreamlite fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: `DreamLiteTransformer2DModel` only supports continuous inputs; `in_channels` must be provided."
+    );
 }
 /// transformer_2d_dreamlite on mps with libtorch, device mps: known-issue (transformer_2d_dreamlite fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: `DreamLiteTransformer2DModel` only supports continuous inputs; `in_channels` must be provided.).
 ///

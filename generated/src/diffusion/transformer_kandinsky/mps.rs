@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::MPS_ONNX, ignore =
         "known issue: transformer_kandinsky fails in the fixture pipeline (recorded by gen import): running the tiny model: AssertionError: "
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
+        "known issue: transformer_kandinsky fails in the fixture pipeline (recorded by gen import): running the tiny model: AssertionError: "
+    );
 }
 /// transformer_kandinsky on mps with libtorch, device mps: known-issue (transformer_kandinsky fails in the fixture pipeline (recorded by gen import): running the tiny model: AssertionError:).
 ///

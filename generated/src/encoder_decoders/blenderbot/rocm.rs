@@ -8,6 +8,11 @@ mod onnx {
         super::super::cells::ROCM_ONNX, features = ["rocm"], off =
         "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, features =
+        ["rocm"], off =
+        "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
+    );
 }
 /// blenderbot on rocm with libtorch, device cuda: run.
 ///

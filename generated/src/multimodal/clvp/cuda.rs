@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::CUDA_ONNX, ignore =
         "known issue: clvp fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: conv1d() received an invalid combination of arguments - got (NoneType, Parameter, Parameter, tuple, tuple, tuple, int), but expected one of:"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
+        "known issue: clvp fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: conv1d() received an invalid combination of arguments - got (NoneType, Parameter, Parameter, tuple, tuple, tuple, int), but expected one of:"
+    );
 }
 /// clvp on cuda with libtorch, device cuda: known-issue (clvp fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: conv1d() received an invalid combination of arguments - got (NoneType, Parameter, Parameter, tuple, tuple, tuple, int), but expected one of:).
 ///

@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::CUDA_ONNX, ignore =
         "known issue: pe_audio fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: PeAudioModel.forward() missing 1 required positional argument: 'input_values'"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
+        "known issue: pe_audio fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: PeAudioModel.forward() missing 1 required positional argument: 'input_values'"
+    );
 }
 /// pe_audio on cuda with libtorch, device cuda: known-issue (pe_audio fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: PeAudioModel.forward() missing 1 required positional argument: 'input_values').
 ///

@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::CUDA_ONNX, ignore =
         "known issue: videoprism fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: VideoPrismClipModel.forward() missing 1 required positional argument: 'pixel_values_videos'"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
+        "known issue: videoprism fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: VideoPrismClipModel.forward() missing 1 required positional argument: 'pixel_values_videos'"
+    );
 }
 /// videoprism on cuda with libtorch, device cuda: known-issue (videoprism fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: VideoPrismClipModel.forward() missing 1 required positional argument: 'pixel_values_videos').
 ///

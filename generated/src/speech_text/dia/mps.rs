@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::MPS_ONNX, ignore =
         "known issue: dia fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: IndexError: index out of range in self"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
+        "known issue: dia fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: IndexError: index out of range in self"
+    );
 }
 /// dia on mps with libtorch, device mps: known-issue (dia fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: IndexError: index out of range in self).
 ///

@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::MPS_ONNX, ignore =
         "known issue: voxtral fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: embedding(): argument 'indices' (position 2) must be Tensor, not NoneType"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
+        "known issue: voxtral fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: embedding(): argument 'indices' (position 2) must be Tensor, not NoneType"
+    );
 }
 /// voxtral on mps with libtorch, device mps: known-issue (voxtral fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: embedding(): argument 'indices' (position 2) must be Tensor, not NoneType).
 ///

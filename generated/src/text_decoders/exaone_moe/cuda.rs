@@ -8,6 +8,11 @@ mod onnx {
         super::super::cells::CUDA_ONNX, features = ["cuda"], off =
         "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, features =
+        ["cuda"], off =
+        "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
+    );
 }
 /// exaone_moe on cuda with libtorch, device cuda: run.
 ///

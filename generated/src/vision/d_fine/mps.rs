@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::MPS_ONNX, ignore =
         "known issue: d_fine fails in the fixture pipeline (recorded by gen import): running the tiny model: IndexError: list index out of range"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
+        "known issue: d_fine fails in the fixture pipeline (recorded by gen import): running the tiny model: IndexError: list index out of range"
+    );
 }
 /// d_fine on mps with libtorch, device mps: known-issue (d_fine fails in the fixture pipeline (recorded by gen import): running the tiny model: IndexError: list index out of range).
 ///

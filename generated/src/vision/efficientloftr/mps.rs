@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::MPS_ONNX, ignore =
         "known issue: efficientloftr fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: hidden_size should be equal to the last value in out_features. hidden_size = 32, out_features = 256)"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
+        "known issue: efficientloftr fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: hidden_size should be equal to the last value in out_features. hidden_size = 32, out_features = 256)"
+    );
 }
 /// efficientloftr on mps with libtorch, device mps: known-issue (efficientloftr fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: hidden_size should be equal to the last value in out_features. hidden_size = 32, out_features = 256)).
 ///

@@ -25,11 +25,20 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
 );
 /// focalnet on cuda: run (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::CUDA,
-    &crate::platforms::CUDA_ONNX,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::CUDA,
+        &crate::platforms::CUDA_ONNX,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::Run,
+                max_error_of_spread: 0.1f64,
+            },
+        ],
+    );
 /// focalnet on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -39,11 +48,20 @@ pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
 );
 /// focalnet on rocm: run (onnxruntime, MIGraphXExecutionProvider).
 pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::ROCM,
-    &crate::platforms::ROCM_ONNX,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::ROCM,
+        &crate::platforms::ROCM_ONNX,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::Run,
+                max_error_of_spread: 0.1f64,
+            },
+        ],
+    );
 /// focalnet on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -53,11 +71,20 @@ pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
 );
 /// focalnet on mps: run (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
 pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::MPS,
-    &crate::platforms::MPS_ONNX,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::MPS,
+        &crate::platforms::MPS_ONNX,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::Run,
+                max_error_of_spread: 0.1f64,
+            },
+        ],
+    );
 /// focalnet on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,

@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::CUDA_ONNX, ignore =
         "known issue: glm_image_vision fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: GlmImageVisionModel.forward() missing 1 required positional argument: 'grid_thw'"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
+        "known issue: glm_image_vision fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: GlmImageVisionModel.forward() missing 1 required positional argument: 'grid_thw'"
+    );
 }
 /// glm_image_vision on cuda with libtorch, device cuda: known-issue (glm_image_vision fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: GlmImageVisionModel.forward() missing 1 required positional argument: 'grid_thw').
 ///

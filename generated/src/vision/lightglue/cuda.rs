@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::CUDA_ONNX, ignore =
         "known issue: lightglue fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Input must be a 5D tensor of shape (batch_size, 2, num_channels, height, width)"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
+        "known issue: lightglue fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Input must be a 5D tensor of shape (batch_size, 2, num_channels, height, width)"
+    );
 }
 /// lightglue on cuda with libtorch, device cuda: known-issue (lightglue fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Input must be a 5D tensor of shape (batch_size, 2, num_channels, height, width)).
 ///

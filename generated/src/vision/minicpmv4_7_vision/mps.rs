@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::MPS_ONNX, ignore =
         "known issue: minicpmv4_7_vision fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: AttributeError: 'NoneType' object has no attribute 'device'"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
+        "known issue: minicpmv4_7_vision fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: AttributeError: 'NoneType' object has no attribute 'device'"
+    );
 }
 /// minicpmv4_7_vision on mps with libtorch, device mps: known-issue (minicpmv4_7_vision fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: AttributeError: 'NoneType' object has no attribute 'device').
 ///

@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::MPS_ONNX, ignore =
         "known issue: timm_backbone fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: backbone is not set in the config. Please set it to a timm model name."
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
+        "known issue: timm_backbone fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: backbone is not set in the config. Please set it to a timm model name."
+    );
 }
 /// timm_backbone on mps with libtorch, device mps: known-issue (timm_backbone fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: backbone is not set in the config. Please set it to a timm model name.).
 ///

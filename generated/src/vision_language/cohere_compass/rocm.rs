@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::ROCM_ONNX, ignore =
         "known issue: cohere_compass fails in the fixture pipeline (recorded by gen import): running the tiny model: KeyError: 'full_attention'"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, ignore =
+        "known issue: cohere_compass fails in the fixture pipeline (recorded by gen import): running the tiny model: KeyError: 'full_attention'"
+    );
 }
 /// cohere_compass on rocm with libtorch, device cuda: known-issue (cohere_compass fails in the fixture pipeline (recorded by gen import): running the tiny model: KeyError: 'full_attention').
 ///

@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::MPS_ONNX, ignore =
         "known issue: deepseek_vl_hybrid fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Both pixel_values and high_res_pixel_values should be specified at the same time"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
+        "known issue: deepseek_vl_hybrid fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Both pixel_values and high_res_pixel_values should be specified at the same time"
+    );
 }
 /// deepseek_vl_hybrid on mps with libtorch, device mps: known-issue (deepseek_vl_hybrid fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Both pixel_values and high_res_pixel_values should be specified at the same time).
 ///

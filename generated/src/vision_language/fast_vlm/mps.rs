@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::MPS_ONNX, ignore =
         "known issue: fast_vlm fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'TimmWrapperConfig' object has no attribute 'image_size'"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
+        "known issue: fast_vlm fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'TimmWrapperConfig' object has no attribute 'image_size'"
+    );
 }
 /// fast_vlm on mps with libtorch, device mps: known-issue (fast_vlm fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'TimmWrapperConfig' object has no attribute 'image_size').
 ///

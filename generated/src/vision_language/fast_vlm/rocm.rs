@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::ROCM_ONNX, ignore =
         "known issue: fast_vlm fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'TimmWrapperConfig' object has no attribute 'image_size'"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, ignore =
+        "known issue: fast_vlm fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'TimmWrapperConfig' object has no attribute 'image_size'"
+    );
 }
 /// fast_vlm on rocm with libtorch, device cuda: known-issue (fast_vlm fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'TimmWrapperConfig' object has no attribute 'image_size').
 ///

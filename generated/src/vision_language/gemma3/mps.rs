@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::MPS_ONNX, ignore =
         "known issue: gemma3 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: stride should not be zero"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
+        "known issue: gemma3 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: stride should not be zero"
+    );
 }
 /// gemma3 on mps with libtorch, device mps: known-issue (gemma3 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: stride should not be zero).
 ///

@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::MPS_ONNX, ignore =
         "known issue: glm_ocr fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: AttributeError: 'NoneType' object has no attribute 'device'"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
+        "known issue: glm_ocr fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: AttributeError: 'NoneType' object has no attribute 'device'"
+    );
 }
 /// glm_ocr on mps with libtorch, device mps: known-issue (glm_ocr fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: AttributeError: 'NoneType' object has no attribute 'device').
 ///

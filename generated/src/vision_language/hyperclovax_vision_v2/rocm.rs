@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::ROCM_ONNX, ignore =
         "known issue: hyperclovax_vision_v2 fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'Qwen2_5_VLVisionConfig' object has no attribute 'image_size'"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, ignore =
+        "known issue: hyperclovax_vision_v2 fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'Qwen2_5_VLVisionConfig' object has no attribute 'image_size'"
+    );
 }
 /// hyperclovax_vision_v2 on rocm with libtorch, device cuda: known-issue (hyperclovax_vision_v2 fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'Qwen2_5_VLVisionConfig' object has no attribute 'image_size').
 ///

@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::CUDA_ONNX, ignore =
         "known issue: inkling_mm_model fails in the fixture pipeline (recorded by gen import): running the tiny model: ModuleNotFoundError: No module named 'scipy'"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
+        "known issue: inkling_mm_model fails in the fixture pipeline (recorded by gen import): running the tiny model: ModuleNotFoundError: No module named 'scipy'"
+    );
 }
 /// inkling_mm_model on cuda with libtorch, device cuda: known-issue (inkling_mm_model fails in the fixture pipeline (recorded by gen import): running the tiny model: ModuleNotFoundError: No module named 'scipy').
 ///

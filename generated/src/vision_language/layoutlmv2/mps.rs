@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::MPS_ONNX, ignore =
         "known issue: layoutlmv2 fails in the fixture pipeline (recorded by gen import): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment. Check out the instructions on the"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
+        "known issue: layoutlmv2 fails in the fixture pipeline (recorded by gen import): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment. Check out the instructions on the"
+    );
 }
 /// layoutlmv2 on mps with libtorch, device mps: known-issue (layoutlmv2 fails in the fixture pipeline (recorded by gen import): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment. Check out the instructions on the).
 ///

@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::ROCM_ONNX, ignore =
         "known issue: llama4 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: mat1 and mat2 shapes cannot be multiplied (1x128 and 64x4096)"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, ignore =
+        "known issue: llama4 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: mat1 and mat2 shapes cannot be multiplied (1x128 and 64x4096)"
+    );
 }
 /// llama4 on rocm with libtorch, device cuda: known-issue (llama4 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: mat1 and mat2 shapes cannot be multiplied (1x128 and 64x4096)).
 ///

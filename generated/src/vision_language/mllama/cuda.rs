@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::CUDA_ONNX, ignore =
         "known issue: mllama fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: `aspect_ratio_ids` must be provided if `pixel_values` is provided"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
+        "known issue: mllama fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: `aspect_ratio_ids` must be provided if `pixel_values` is provided"
+    );
 }
 /// mllama on cuda with libtorch, device cuda: known-issue (mllama fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: `aspect_ratio_ids` must be provided if `pixel_values` is provided).
 ///

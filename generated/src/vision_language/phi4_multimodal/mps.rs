@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::MPS_ONNX, ignore =
         "known issue: phi4_multimodal fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: AttributeError: 'Phi4MultimodalConfig' object has no attribute 'image_token_id'"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
+        "known issue: phi4_multimodal fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: AttributeError: 'Phi4MultimodalConfig' object has no attribute 'image_token_id'"
+    );
 }
 /// phi4_multimodal on mps with libtorch, device mps: known-issue (phi4_multimodal fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: AttributeError: 'Phi4MultimodalConfig' object has no attribute 'image_token_id').
 ///

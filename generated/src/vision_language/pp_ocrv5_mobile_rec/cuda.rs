@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::CUDA_ONNX, ignore =
         "known issue: pp_ocrv5_mobile_rec fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'PPOCRV5MobileRecConfig' object has no attribute 'vision_config'"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
+        "known issue: pp_ocrv5_mobile_rec fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'PPOCRV5MobileRecConfig' object has no attribute 'vision_config'"
+    );
 }
 /// pp_ocrv5_mobile_rec on cuda with libtorch, device cuda: known-issue (pp_ocrv5_mobile_rec fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'PPOCRV5MobileRecConfig' object has no attribute 'vision_config').
 ///

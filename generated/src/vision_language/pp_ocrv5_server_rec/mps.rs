@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::MPS_ONNX, ignore =
         "known issue: pp_ocrv5_server_rec fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'PPOCRV5ServerRecConfig' object has no attribute 'vision_config'"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
+        "known issue: pp_ocrv5_server_rec fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'PPOCRV5ServerRecConfig' object has no attribute 'vision_config'"
+    );
 }
 /// pp_ocrv5_server_rec on mps with libtorch, device mps: known-issue (pp_ocrv5_server_rec fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'PPOCRV5ServerRecConfig' object has no attribute 'vision_config').
 ///

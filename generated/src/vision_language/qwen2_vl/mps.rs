@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::MPS_ONNX, ignore =
         "known issue: qwen2_vl fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'Qwen2VLVisionConfig' object has no attribute 'image_size'"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
+        "known issue: qwen2_vl fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'Qwen2VLVisionConfig' object has no attribute 'image_size'"
+    );
 }
 /// qwen2_vl on mps with libtorch, device mps: known-issue (qwen2_vl fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'Qwen2VLVisionConfig' object has no attribute 'image_size').
 ///

@@ -8,6 +8,10 @@ mod onnx {
         super::super::cells::MPS_ONNX, ignore =
         "known issue: vilt fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'ViltConfig' object has no attribute 'vision_config'"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
+        "known issue: vilt fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'ViltConfig' object has no attribute 'vision_config'"
+    );
 }
 /// vilt on mps with libtorch, device mps: known-issue (vilt fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'ViltConfig' object has no attribute 'vision_config').
 ///
