@@ -54,7 +54,7 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
         }
         let probe = match engine {
             EngineSpec::Onnxruntime { provider, .. } => onnxruntime(*provider),
-            EngineSpec::Libtorch { device } => libtorch(device),
+            EngineSpec::Libtorch { device } => libtorch(platform, device),
             other => Err(format!("engine {} has no doctor probe yet", other.kind().name())),
         };
         match probe {
@@ -97,10 +97,23 @@ fn onnxruntime(provider: ExecutionProvider) -> Result<Vec<String>, String> {
 }
 
 /// What was found of libtorch (the exporter venv's torch, which the torch
-/// feature links), or what is missing. The device itself is the hardware
-/// probe's; whether this torch build has it is the engine's to say at run time.
-fn libtorch(device: &str) -> Result<Vec<String>, String> {
+/// feature links), or what is missing: a build without the GPU backend the
+/// platform needs is missing, whatever the hardware. Whether the device is
+/// really there is the hardware probe's, and the engine's at run time.
+fn libtorch(platform: Platform, device: &str) -> Result<Vec<String>, String> {
     let (dir, version) = presence::libtorch()?;
+    let has = |file: &str| dir.join(file).is_file();
+    let hip = has("libamdhip64.so") || has("libtorch_hip.so");
+    match platform {
+        Platform::Cuda if !has("libtorch_cuda.so") || hip => {
+            return Err(format!("the venv's torch {version} is not a CUDA build (no libtorch_cuda.so in {}): cuda cells need torch built for CUDA", dir.display()));
+        }
+        Platform::Rocm if !hip => {
+            return Err(format!("the venv's torch {version} is not a ROCm build (no libamdhip64.so in {}): rocm cells need torch built for ROCm", dir.display()));
+        }
+        Platform::Mps if !cfg!(target_os = "macos") => return Err(format!("torch has MPS only on macOS; the venv's torch {version} is a {} build", std::env::consts::OS)),
+        _ => {}
+    }
     Ok(vec![format!("libtorch {version} (device {device}): {}", dir.display())])
 }
 

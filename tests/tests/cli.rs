@@ -229,6 +229,7 @@ fn doctor_names_what_an_absent_platform_lacks_and_fails() {
     assert_eq!(run.code, 1, "an unusable selected platform is exit 1:\n{}", run.stdout);
     assert!(run.stdout.contains("mps       unusable"), "{}", run.stdout);
     assert!(run.stdout.contains("MPS needs an Apple Silicon Mac"), "{}", run.stdout);
+    assert!(run.stdout.contains("missing  torch: torch has MPS only on macOS"), "the engine's own reason too:\n{}", run.stdout);
     assert!(run.stdout.contains("run      cargo test -p generated --features mps,torch ::mps::"), "{}", run.stdout);
 }
 
