@@ -102,10 +102,9 @@ fn onnxruntime(provider: ExecutionProvider) -> Result<Vec<String>, String> {
 /// really there is the hardware probe's, and the engine's at run time.
 fn libtorch(platform: Platform, device: &str) -> Result<Vec<String>, String> {
     let (dir, version) = presence::libtorch()?;
-    let has = |file: &str| dir.join(file).is_file();
-    let hip = has("libamdhip64.so") || has("libtorch_hip.so");
+    let hip = presence::libtorch_is_hip(&dir);
     match platform {
-        Platform::Cuda if !has("libtorch_cuda.so") || hip => {
+        Platform::Cuda if !dir.join("libtorch_cuda.so").is_file() || hip => {
             return Err(format!("the venv's torch {version} is not a CUDA build (no libtorch_cuda.so in {}): cuda cells need torch built for CUDA", dir.display()));
         }
         Platform::Rocm if !hip => {

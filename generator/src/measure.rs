@@ -18,7 +18,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use hwmatrix_cell::{CHECKS, EngineKind, Platform, Planned, Precision};
+use hwmatrix_cell::{CHECKS, EngineKind, Platform, Planned};
 
 use crate::import::{MARKER, curated_part, imported_block, imported_yaml};
 use crate::plan::{self, Selection};
@@ -105,16 +105,17 @@ pub fn run(root: &Path, specs: &Specs, platform: Platform, models: &[String], ou
             precision_failures.insert(p.precision, outcome.filter(|_| failure.is_none()));
         }
         if failure.is_some() { failed += 1 } else { passed += 1 }
-        if write_issue(&model.path, platform, engine, failure)? {
+        precision_failed += precision_failures.values().filter(|issue| issue.is_some()).count();
+        let recording = failure.is_some() || precision_failures.values().any(Option::is_some);
+        // One rewrite of the spec per cell: its float32 issue and its precision issues together.
+        let written = rewrite_imported(&model.path, recording, |imported| {
+            set_issue(&mut imported.platform_issues, platform, engine, failure);
+            for (precision, issue) in precision_failures {
+                set_issue(&mut imported.precision_issues, platform, precision, issue);
+            }
+        })?;
+        if written {
             changed += 1;
-        }
-        for (precision, issue) in precision_failures {
-            if issue.is_some() {
-                precision_failed += 1;
-            }
-            if write_precision_issue(&model.path, platform, precision, issue)? {
-                changed += 1;
-            }
         }
     }
     let _ = writeln!(
@@ -146,38 +147,22 @@ fn read_records(dir: &Path, platform: Platform) -> Result<BTreeMap<(String, Engi
     Ok(by_cell)
 }
 
-/// Sets or clears a precision check's entry in the spec's imported block; true when the file changed.
-fn write_precision_issue(path: &Path, platform: Platform, precision: Precision, issue: Option<String>) -> Result<bool, String> {
-    rewrite_imported(path, issue.is_some(), |imported| match issue {
+/// Sets (`Some`) or clears (`None`) one entry of a platform's issues in an
+/// imported block (`platform_issues` by engine, `precision_issues` by precision).
+fn set_issue<K: Ord>(issues: &mut BTreeMap<Platform, BTreeMap<K, String>>, platform: Platform, key: K, issue: Option<String>) {
+    match issue {
         Some(issue) => {
-            imported.precision_issues.entry(platform).or_default().insert(precision, issue);
+            issues.entry(platform).or_default().insert(key, issue);
         }
         None => {
-            if let Some(precisions) = imported.precision_issues.get_mut(&platform) {
-                precisions.remove(&precision);
-                if precisions.is_empty() {
-                    imported.precision_issues.remove(&platform);
+            if let Some(entries) = issues.get_mut(&platform) {
+                entries.remove(&key);
+                if entries.is_empty() {
+                    issues.remove(&platform);
                 }
             }
         }
-    })
-}
-
-/// Sets or clears the cell's entry in the spec's imported block; true when the file changed.
-fn write_issue(path: &Path, platform: Platform, engine: EngineKind, issue: Option<String>) -> Result<bool, String> {
-    rewrite_imported(path, issue.is_some(), |imported| match issue {
-        Some(issue) => {
-            imported.platform_issues.entry(platform).or_default().insert(engine, issue);
-        }
-        None => {
-            if let Some(engines) = imported.platform_issues.get_mut(&platform) {
-                engines.remove(&engine);
-                if engines.is_empty() {
-                    imported.platform_issues.remove(&platform);
-                }
-            }
-        }
-    })
+    }
 }
 
 /// Applies `change` to the spec's imported block and writes the file if it
@@ -214,6 +199,9 @@ mod tests {
         std::fs::write(&copy, &original).unwrap();
 
         let ort = EngineKind::Onnxruntime;
+        let write_issue = |path: &Path, platform, engine, issue: Option<String>| {
+            rewrite_imported(path, issue.is_some(), |imported| set_issue(&mut imported.platform_issues, platform, engine, issue))
+        };
         assert!(write_issue(&copy, Platform::Openvino, ort, Some("runs: cannot load model.onnx".into())).unwrap());
         let with_issue = std::fs::read_to_string(&copy).unwrap();
         assert!(with_issue.starts_with(&curated_part(&original)), "the curated part is never touched");

@@ -22,7 +22,7 @@ fn with_tolerance(abs: f64, rel: f64) -> &'static Cell {
 }
 
 /// Runs a check that must fail; returns its panic message and the record it wrote.
-fn failing(check: fn(&Cell), cell: &'static Cell, results: &Path) -> (String, Value) {
+fn failing(check: impl Fn(&Cell) + std::panic::RefUnwindSafe, cell: &'static Cell, results: &Path) -> (String, Value) {
     let _ = std::fs::remove_dir_all(results);
     let panic = std::panic::catch_unwind(|| check(cell)).expect_err("the broken check passed");
     let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
@@ -100,11 +100,7 @@ fn broken_inputs_fail_and_keep_their_evidence() {
         let strict = Box::leak(Box::new(Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned).with_precision_checks(Box::leak(Box::new([
             runtime::PrecisionCheck { precision, planned: runtime::Planned::Run, max_error_of_spread: 1e-6 },
         ])))));
-        let check: fn(&Cell) = match precision {
-            runtime::Precision::Int8 => |cell| runtime::checks::precision(cell, runtime::Precision::Int8),
-            runtime::Precision::Fp16 => |cell| runtime::checks::precision(cell, runtime::Precision::Fp16),
-        };
-        let (message, record) = failing(check, strict, &results);
+        let (message, record) = failing(|cell| runtime::checks::precision(cell, precision), strict, &results);
         assert!(message.contains("of the output's spread") && message.contains("max abs error"), "{message}");
         assert_eq!(record["check"], precision.check_name());
         assert_eq!(record["precision"], precision.name());

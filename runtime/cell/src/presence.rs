@@ -136,6 +136,12 @@ pub fn libtorch() -> Result<(PathBuf, String), String> {
     Ok((torch.join("lib"), version))
 }
 
+/// Whether the libtorch in `lib_dir` is a ROCm (HIP) build. Such a build
+/// calls AMD GPUs `cuda`, so the folder's libraries tell the vendors apart.
+pub fn libtorch_is_hip(lib_dir: &Path) -> bool {
+    lib_dir.join("libamdhip64.so").is_file() || lib_dir.join("libtorch_hip.so").is_file()
+}
+
 fn first_existing(paths: &[&str]) -> Option<PathBuf> {
     paths.iter().map(PathBuf::from).find(|p| p.exists())
 }

@@ -81,7 +81,7 @@ mod imp {
 
     /// Whether the linked libtorch is a ROCm (HIP) build, which reports AMD GPUs as `cuda`.
     fn is_hip_build() -> bool {
-        super::linked_library().is_some_and(|dir| Path::new(dir).join("libamdhip64.so").exists() || Path::new(dir).join("libtorch_hip.so").exists())
+        super::linked_library().is_some_and(|dir| hwmatrix_cell::presence::libtorch_is_hip(Path::new(dir)))
     }
 
     /// The torch device a platform's `device` names, or why this libtorch cannot give it.
