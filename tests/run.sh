@@ -57,11 +57,46 @@ else
   echo "up to date"
 fi
 
+# The web platforms: Debian's chromium (WebGPU on SwiftShader), Mesa's Vulkan
+# driver (lavapipe, for WebGPU through Vulkan), and from npm onnxruntime-web
+# (served to the harness page) and @sparticuz/chromium, the Chromium with WebNN,
+# unpacked into the cache. Nothing is fetched at test time.
+step "the web platforms: Chromium, Mesa's Vulkan driver, onnxruntime-web, a WebNN Chromium ($cache/web)"
+web="$cache/web"
+missing=()
+command -v chromium >/dev/null || missing+=(chromium)
+ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 || missing+=(mesa-vulkan-drivers)
+ldconfig -p | grep -q 'libvulkan.so.1 ' || missing+=(libvulkan1)
+if (( ${#missing[@]} )); then
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null \
+      || { apt-get update >/dev/null && apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; }
+    echo "installed ${missing[*]}"
+  else
+    echo "cannot install ${missing[*]} here (needs root and apt-get): install them; until then the webgpu and webnn cells fail saying what is missing"
+  fi
+fi
+web_stamp="$web/.package-lock.sha256"
+web_want=$(sha256sum runtime/web/package-lock.json | cut -d' ' -f1)
+if ! command -v npm >/dev/null; then
+  echo "no npm here: install Node.js 20+ and npm; until then the webgpu and webnn cells fail saying what is missing"
+elif [[ ! -x "$web/chromium-webnn/chromium" || "$(cat "$web_stamp" 2>/dev/null)" != "$web_want" ]]; then
+  mkdir -p "$web"
+  cp runtime/web/package.json runtime/web/package-lock.json "$web/"
+  (cd "$web" && npm ci --no-audit --no-fund --loglevel=error)
+  # executablePath() unpacks the binary (~209 MB) into the temporary folder.
+  rm -rf "$web/chromium-webnn" && mkdir -p "$web/chromium-webnn"
+  (cd "$web" && TMPDIR="$web/chromium-webnn" node -e "require('@sparticuz/chromium').default.executablePath().then(p => console.log('WebNN Chromium at ' + p))")
+  echo "$web_want" > "$web_stamp"
+else
+  echo "up to date"
+fi
+
 # tch links the venv's libtorch: torch-sys asks the venv's python where it is.
 export LIBTORCH_USE_PYTORCH=1 VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH"
 
 step "the platforms this run tests are usable here (gen doctor)"
-cargo run --quiet --locked -p generator --bin gen -- doctor --platform cpu --platform openvino
+cargo run --quiet --locked -p generator --bin gen -- doctor --platform cpu --platform openvino --platform webgpu --platform webnn
 
 step "generated/ is up to date with model-specs/"
 cargo run --quiet --locked -p generator --bin gen -- --all --check

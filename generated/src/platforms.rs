@@ -82,27 +82,27 @@ pub static QNN_ONNX: runtime::Engine = runtime::Engine::OnnxRuntime {
     provider: runtime::ExecutionProvider::Qnn,
     options: &[("backend_type", "htp")],
 };
-/// WebNN: engines onnxruntime-web in headless Chromium, webnn.
+/// WebNN: engines onnxruntime-web in headless Chromium, webnn (deviceType cpu).
 pub static WEBNN: runtime::PlatformDecl = runtime::PlatformDecl {
     platform: runtime::Platform::Webnn,
     feature: "webnn",
     requires: "a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web",
 };
-/// WebNN's browser engine: onnxruntime-web in headless Chromium, webnn.
+/// WebNN's browser engine: onnxruntime-web in headless Chromium, webnn (deviceType cpu).
 pub static WEBNN_BROWSER: runtime::Engine = runtime::Engine::Browser {
     backend: runtime::BrowserBackend::Webnn,
+    device_type: Some("cpu"),
 };
-/// WebGPU: engines wgpu; onnxruntime-web in headless Chromium, webgpu.
+/// WebGPU: engines onnxruntime-web in headless Chromium, webgpu.
 pub static WEBGPU: runtime::PlatformDecl = runtime::PlatformDecl {
     platform: runtime::Platform::Webgpu,
     feature: "webgpu",
     requires: "a WebGPU adapter (Vulkan, e.g. Mesa lavapipe) or a Chromium with WebGPU",
 };
-/// WebGPU's wgpu engine: wgpu.
-pub static WEBGPU_WGPU: runtime::Engine = runtime::Engine::Wgpu;
 /// WebGPU's browser engine: onnxruntime-web in headless Chromium, webgpu.
 pub static WEBGPU_BROWSER: runtime::Engine = runtime::Engine::Browser {
     backend: runtime::BrowserBackend::Webgpu,
+    device_type: None,
 };
 /// Whether a cargo feature (a platform's or an engine's) is on in this build.
 pub fn feature_on(feature: &str) -> bool {

@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::Path;
 
 use hwmatrix_cell::presence::{self, Availability};
-use hwmatrix_cell::{ExecutionProvider, Platform};
+use hwmatrix_cell::{BrowserBackend, ExecutionProvider, Platform};
 
 use crate::spec::{EngineSpec, Specs};
 
@@ -55,6 +55,7 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
         let probe = match engine {
             EngineSpec::Onnxruntime { provider, .. } => onnxruntime(*provider),
             EngineSpec::Libtorch { device } => libtorch(platform, device),
+            EngineSpec::Browser { backend, device_type } => browser(*backend, device_type.as_deref()),
             other => Err(format!("engine {} has no doctor probe yet", other.kind().name())),
         };
         match probe {
@@ -94,6 +95,16 @@ fn onnxruntime(provider: ExecutionProvider) -> Result<Vec<String>, String> {
         return Err("CoreMLExecutionProvider exists only in macOS builds of ONNX Runtime".into());
     }
     Ok(lines)
+}
+
+/// What the browser engine would use: the backend's Chromium and onnxruntime-web.
+/// Whether that Chromium really has a WebGPU adapter or a WebNN context is
+/// for its cells to find out (they fail saying so).
+fn browser(backend: BrowserBackend, device_type: Option<&str>) -> Result<Vec<String>, String> {
+    let chromium = presence::browser_executable(backend)?;
+    let ort = presence::onnxruntime_web_dist()?;
+    let device = device_type.map(|d| format!(", deviceType {d}")).unwrap_or_default();
+    Ok(vec![format!("Chromium {} ({}{device})", chromium.display(), backend.name()), format!("onnxruntime-web {}", ort.display())])
 }
 
 /// What was found of libtorch (the exporter venv's torch, which the torch

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 import transformers
 
-EXPORTER_VERSION = 6
+EXPORTER_VERSION = 7
 
 
 def normalized_vocab_size(config) -> int:
@@ -386,6 +386,7 @@ def export(job: dict) -> None:
     torchscript = export_torchscript(wrapper, example, tmp / "model.pt")
     int8 = quantize_int8(tmp / "model.onnx", tmp / "model.int8.onnx")
     fp16 = convert_fp16(tmp / "model.onnx", tmp / "model.fp16.onnx")
+    integer = integer_nodes(tmp / "model.onnx")
     meta = {
         "model_type": spec["model_type"],
         "source": f"checkpoint:{checkpoint}" if checkpoint else "tiny-random",
@@ -396,6 +397,7 @@ def export(job: dict) -> None:
         "torchscript": torchscript,
         "int8": int8,
         "fp16": fp16,
+        "integer_nodes": integer,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "numpy": np.__version__},
         "config": json.loads(config.to_json_string(use_diff=True)) if hasattr(config, "to_json_string")
                   else json.loads(json.dumps(dict(config), default=str)),
@@ -459,6 +461,31 @@ def convert_fp16(model: Path, path: Path) -> dict:
         return {"file": path.name, "method": "onnxruntime.transformers.float16.convert_float_to_float16, keep_io_types", "onnxruntime": onnxruntime.__version__}
     except Exception as error:  # noqa: BLE001 - the error is the record
         path.unlink(missing_ok=True)
+        return {"error": _error_line(error)}
+
+
+FLOAT_TYPES = {1, 10, 11, 16}  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
+
+
+def integer_nodes(model: Path) -> dict:
+    """The names of model.onnx's nodes that produce no floating-point tensor: index and
+    shape arithmetic (Shape, Gather on shapes, Range, Unsqueeze...). Web and GPU providers
+    leave such int64 nodes to ONNX Runtime's CPU provider by design; a fallback node that
+    is not listed here computes on floats, and the placement check fails it. A node whose
+    output type shape inference cannot tell counts as floating-point."""
+    try:
+        import onnx
+
+        graph = onnx.shape_inference.infer_shapes(onnx.load(str(model))).graph
+        types = {v.name: v.type.tensor_type.elem_type for v in [*graph.input, *graph.value_info, *graph.output]}
+        types.update({t.name: t.data_type for t in graph.initializer})
+        names = sorted(
+            node.name for node in graph.node
+            if node.name and node.output
+            and all(out == "" or types.get(out, 0) not in FLOAT_TYPES | {0} for out in node.output)
+        )
+        return {"names": names, "method": "onnx.shape_inference over model.onnx; outputs all int or bool"}
+    except Exception as error:  # noqa: BLE001 - the error is the record
         return {"error": _error_line(error)}
 
 

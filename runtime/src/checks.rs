@@ -204,17 +204,20 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
 
     // One profiled run: its outputs are compared, its profile says where it ran.
     let mut session = engine::open(cell, &fixture, model, Mode::Profiled)?;
+    let outputs = session.run(&inputs);
+    // After the run: an engine may open its model lazily and only then know its library.
     evidence.library = Some(session.library());
-    let outputs = session.run(&inputs)?;
+    let outputs = outputs?;
     let placement = session.placement();
-    drop(session);
+    // Engines whose profiled sessions time true are timed as they are, not opened twice.
+    let reusable = session.reusable_for_timing().then_some(session);
 
     // Every verdict is measured before the first failure is reported, so a
     // failed record keeps all the evidence there is.
     let mut verdicts = vec![verify_placement(cell, placement, evidence), check_declared(cell, &fixture, shape, &outputs)];
     if check != Check::Runs {
         verdicts.push(check_reference(cell, &fixture, shape, &outputs, bound, evidence));
-        verdicts.push(time(cell, &fixture, model, &inputs, evidence));
+        verdicts.push(time(cell, &fixture, model, &inputs, reusable, evidence));
     }
     let mut failures = verdicts.into_iter().filter_map(Result::err);
     match failures.next() {
@@ -234,6 +237,7 @@ fn verify_placement(cell: &Cell, placement: Result<engine::Placement, CheckError
         Engine::OnnxRuntime { provider, options } => (provider.ort_name().to_string(), options),
         // The torch engine places by device: `libtorch:cuda` (parameters and outputs).
         Engine::Libtorch { device } => (format!("libtorch:{device}"), &[][..]),
+        Engine::Browser { backend, .. } => (backend.ort_provider().to_string(), &[][..]),
         other => (other.kind().name().to_string(), &[][..]),
     };
     let requested = requested.as_str();
@@ -384,20 +388,29 @@ fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(Str
 
 /// Latency on a session opened without profiling, one timed section at a
 /// time per process, with the conditions it was taken under.
-fn time(cell: &Cell, fixture: &Fixture, model: Option<Precision>, inputs: &[(String, Tensor)], evidence: &mut Evidence) -> Result<(), CheckError> {
+fn time(
+    cell: &Cell,
+    fixture: &Fixture,
+    model: Option<Precision>,
+    inputs: &[(String, Tensor)],
+    opened: Option<Box<dyn engine::Session>>,
+    evidence: &mut Evidence,
+) -> Result<(), CheckError> {
     let _exclusive = TIMING.lock().unwrap_or_else(|e| e.into_inner());
-    let rss_before = record::rss_kb();
-    let mut session = engine::open(cell, fixture, model, Mode::Timed)?;
+    // The memory a session takes to open is measured only where this check opens it.
+    let rss_before = if opened.is_none() { record::rss_kb() } else { None };
+    let mut session = match opened {
+        Some(session) => session,
+        None => engine::open(cell, fixture, model, Mode::Timed)?,
+    };
     let others_before = IN_FLIGHT.load(Ordering::SeqCst).saturating_sub(1);
     for _ in 0..WARMUP_RUNS {
-        session.run(inputs)?;
+        session.time_run(inputs)?;
     }
     let mut times = Vec::with_capacity(TIMED_RUNS);
     let timed = Instant::now();
     while times.len() < TIMED_RUNS && (times.len() < MIN_TIMED_RUNS || timed.elapsed() < TIMED_BUDGET) {
-        let start = Instant::now();
-        session.run(inputs)?;
-        times.push(start.elapsed().as_secs_f64() * 1e3);
+        times.push(session.time_run(inputs)?);
     }
     let others_after = IN_FLIGHT.load(Ordering::SeqCst).saturating_sub(1);
     let rss_after = record::rss_kb();

@@ -40,6 +40,10 @@ pub enum ErrorKind {
     OutOfTolerance,
     /// A constant output would pass: the reference cannot catch a wrong model.
     ReferenceNotInformative,
+    /// A step of the check ran past its time limit.
+    Timeout,
+    /// The engine's process (the browser) exited or was killed during the run.
+    EngineExited,
     /// The check's record could not be written.
     RecordWrite,
 }

@@ -37,6 +37,19 @@ pub struct Meta {
     /// The float16 variant (`model.fp16.onnx`), or the converter's error.
     #[serde(default)]
     pub fp16: Option<ExtraExport>,
+    /// model.onnx's nodes that produce no floating-point tensor (index and
+    /// shape arithmetic), which providers may leave to the CPU by design.
+    #[serde(default)]
+    pub integer_nodes: Option<IntegerNodes>,
+}
+
+/// The exporter's list of integer-only nodes, or why it has none.
+#[derive(Debug, Default, Deserialize)]
+pub struct IntegerNodes {
+    #[serde(default)]
+    pub names: Vec<String>,
+    #[serde(default)]
+    pub error: Option<String>,
 }
 
 /// How an extra export went (TorchScript, int8, fp16): `file` when it was written, else the exporter's `error`.

@@ -17,6 +17,9 @@ pub struct OpPlacement {
     pub nodes: usize,
     /// Profiled kernel time, summed.
     pub kernel_us: u64,
+    /// Why the engine's own evidence clears these nodes to run off the
+    /// requested provider (e.g. integer shape arithmetic); None for most.
+    pub exempt: Option<&'static str>,
 }
 
 /// A provider's share of a run, by node count and by profiled kernel time.
@@ -99,7 +102,7 @@ pub fn judge(requested: &str, options: &[(&str, &str)], ops: &[OpPlacement], all
             op: o.op.clone(),
             provider: o.provider.clone(),
             nodes: o.nodes,
-            allowed_because: allowed.iter().find(|a| a.op == o.op).map(|a| a.reason.to_string()),
+            allowed_because: allowed.iter().find(|a| a.op == o.op).map(|a| a.reason).or(o.exempt).map(str::to_string),
         })
         .collect();
     let verified = total_nodes > 0 && fallback.iter().all(|f| f.allowed_because.is_some());
@@ -117,7 +120,7 @@ mod tests {
     use super::*;
 
     fn op(op: &str, provider: &str, nodes: usize, us: u64) -> OpPlacement {
-        OpPlacement { op: op.into(), provider: provider.into(), nodes, kernel_us: us }
+        OpPlacement { op: op.into(), provider: provider.into(), nodes, kernel_us: us, exempt: None }
     }
 
     const CUDA: &str = "CUDAExecutionProvider";

@@ -150,7 +150,7 @@ pub fn engine_doc(engine: &EngineSpec) -> String {
         EngineSpec::Onnxruntime { provider, options } => decl::describe_onnxruntime(*provider, options.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
         EngineSpec::Libtorch { device } => decl::describe_libtorch(device),
         EngineSpec::Wgpu {} => "wgpu".into(),
-        EngineSpec::Browser { backend } => decl::describe_browser(*backend),
+        EngineSpec::Browser { backend, device_type } => decl::describe_browser(*backend, device_type.as_deref()),
     }
 }
 
@@ -163,9 +163,13 @@ fn engine_expr(engine: &EngineSpec) -> TokenStream {
         }
         EngineSpec::Libtorch { device } => quote!(runtime::Engine::Libtorch { device: #device }),
         EngineSpec::Wgpu {} => quote!(runtime::Engine::Wgpu),
-        EngineSpec::Browser { backend } => {
+        EngineSpec::Browser { backend, device_type } => {
             let backend = ident(&format!("{backend:?}"));
-            quote!(runtime::Engine::Browser { backend: runtime::BrowserBackend::#backend })
+            let device_type = match device_type {
+                Some(d) => quote!(Some(#d)),
+                None => quote!(None),
+            };
+            quote!(runtime::Engine::Browser { backend: runtime::BrowserBackend::#backend, device_type: #device_type })
         }
     }
 }

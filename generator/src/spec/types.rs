@@ -51,6 +51,9 @@ pub enum EngineSpec {
     Wgpu {},
     Browser {
         backend: BrowserBackend,
+        /// WebNN's `deviceType` (cpu, gpu, npu), asked of `navigator.ml.createContext` and the EP.
+        #[serde(default)]
+        device_type: Option<String>,
     },
 }
 

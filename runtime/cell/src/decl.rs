@@ -57,8 +57,8 @@ pub enum Engine {
     Libtorch { device: &'static str },
     /// Native WebGPU compute through wgpu.
     Wgpu,
-    /// onnxruntime-web in a headless Chromium.
-    Browser { backend: BrowserBackend },
+    /// onnxruntime-web in a headless Chromium; WebNN asks for a device type.
+    Browser { backend: BrowserBackend, device_type: Option<&'static str> },
 }
 
 /// The engines, without their settings.
@@ -98,7 +98,7 @@ impl EngineKind {
     /// built are `no-engine`. A runtime test keeps this in step with
     /// `runtime::engine::open`.
     pub fn is_built(self) -> bool {
-        matches!(self, EngineKind::Onnxruntime | EngineKind::Libtorch)
+        matches!(self, EngineKind::Onnxruntime | EngineKind::Libtorch | EngineKind::Browser)
     }
 
     /// The cargo feature (of `generated`, passed on to `runtime`) an engine
@@ -128,7 +128,7 @@ impl Engine {
             Engine::OnnxRuntime { provider, options } => describe_onnxruntime(provider, options.iter().copied()),
             Engine::Libtorch { device } => describe_libtorch(device),
             Engine::Wgpu => "wgpu".into(),
-            Engine::Browser { backend } => describe_browser(backend),
+            Engine::Browser { backend, device_type } => describe_browser(backend, device_type),
         }
     }
 }
@@ -147,8 +147,11 @@ pub fn describe_libtorch(device: &str) -> String {
     format!("libtorch, device {device}")
 }
 
-pub fn describe_browser(backend: BrowserBackend) -> String {
-    format!("onnxruntime-web in headless Chromium, {}", backend.name())
+pub fn describe_browser(backend: BrowserBackend, device_type: Option<&str>) -> String {
+    match device_type {
+        Some(device) => format!("onnxruntime-web in headless Chromium, {} (deviceType {device})", backend.name()),
+        None => format!("onnxruntime-web in headless Chromium, {}", backend.name()),
+    }
 }
 
 /// ONNX Runtime's execution providers, named as ORT names them (in its
@@ -194,6 +197,15 @@ pub enum BrowserBackend {
 }
 
 impl BrowserBackend {
+    /// The execution provider onnxruntime-web names in its log for this
+    /// backend: in 1.30 its WebGPU kernels run in the JS execution provider (JSEP).
+    pub fn ort_provider(self) -> &'static str {
+        match self {
+            BrowserBackend::Webnn => "WebNNExecutionProvider",
+            BrowserBackend::Webgpu => "JsExecutionProvider",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             BrowserBackend::Webnn => "webnn",

@@ -28,6 +28,12 @@ pub fn export_error_file(fixtures: &Path, model_type: &str) -> PathBuf {
     fixtures.join(format!("{model_type}.error.txt"))
 }
 
+/// The web platforms' npm install (onnxruntime-web, @sparticuz/chromium) and
+/// the WebNN Chromium unpacked from it: `HWMATRIX_WEB`, else `<cache>/web`.
+pub fn web_dir() -> PathBuf {
+    std::env::var_os("HWMATRIX_WEB").map(PathBuf::from).unwrap_or_else(|| cache_dir().join("web"))
+}
+
 /// The Python of the exporter's venv: `HWMATRIX_PYTHON`, else `<cache>/venv/bin/python`.
 pub fn python() -> PathBuf {
     std::env::var_os("HWMATRIX_PYTHON").map(PathBuf::from).unwrap_or_else(|| cache_dir().join("venv/bin/python"))

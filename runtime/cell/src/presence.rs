@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{paths, ExecutionProvider, Platform};
+use crate::{paths, BrowserBackend, ExecutionProvider, Platform};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Availability {
@@ -50,12 +50,56 @@ pub fn detect(platform: Platform) -> Availability {
             .unwrap_or_else(|| {
                 Availability::Absent("no Qualcomm Hexagon NPU: none of /dev/fastrpc-cdsp, /dev/adsprpc-smd, /dev/fastrpc-adsp exists".into())
             }),
-        Platform::Webnn | Platform::Webgpu => match find_chromium() {
-            Some(path) => Availability::Present(format!("Chromium at {}", path.display())),
-            None => Availability::Absent(
-                "no Chromium: set HWMATRIX_CHROMIUM or install one (Debian package chromium, or npm @sparticuz/chromium for WebNN)".into(),
-            ),
-        },
+        Platform::Webnn => browser_presence(BrowserBackend::Webnn),
+        Platform::Webgpu => browser_presence(BrowserBackend::Webgpu),
+    }
+}
+
+fn browser_presence(backend: BrowserBackend) -> Availability {
+    match (browser_executable(backend), onnxruntime_web_dist()) {
+        (Ok(chromium), Ok(_)) => Availability::Present(format!("Chromium at {} with onnxruntime-web", chromium.display())),
+        (Err(missing), _) | (_, Err(missing)) => Availability::Absent(missing),
+    }
+}
+
+/// The onnxruntime-web the browser cells load: its `dist/` folder in the
+/// web platforms' npm install ([`paths::web_dir`]).
+pub fn onnxruntime_web_dist() -> Result<PathBuf, String> {
+    let dist = paths::web_dir().join("node_modules/onnxruntime-web/dist");
+    if dist.join("ort.all.min.mjs").is_file() {
+        Ok(dist)
+    } else {
+        Err(format!(
+            "no onnxruntime-web at {}: `bash tests/run.sh` installs it (npm ci from runtime/web/package.json into {}), or set HWMATRIX_WEB to a folder holding node_modules/onnxruntime-web",
+            dist.display(),
+            paths::web_dir().display()
+        ))
+    }
+}
+
+/// The Chromium a browser backend runs in. WebGPU: `HWMATRIX_CHROMIUM`, else
+/// a `chromium` on PATH (Debian's package has WebGPU with
+/// `--enable-unsafe-webgpu`). WebNN: Debian's build has none, so
+/// `HWMATRIX_WEBNN_CHROMIUM`, else the npm package @sparticuz/chromium's
+/// binary, unpacked by the set-up to `<web>/chromium-webnn/chromium`.
+pub fn browser_executable(backend: BrowserBackend) -> Result<PathBuf, String> {
+    match backend {
+        BrowserBackend::Webgpu => find_chromium().ok_or_else(|| {
+            "no Chromium for WebGPU: install Debian's `chromium` package (`bash tests/run.sh` does, as root on Debian) or set HWMATRIX_CHROMIUM to a Chromium with WebGPU".into()
+        }),
+        BrowserBackend::Webnn => {
+            let path = std::env::var_os("HWMATRIX_WEBNN_CHROMIUM")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| paths::web_dir().join("chromium-webnn/chromium"));
+            if is_file(&path) {
+                Ok(path)
+            } else {
+                Err(format!(
+                    "no Chromium with WebNN at {}: `bash tests/run.sh` unpacks npm's @sparticuz/chromium@153.0.0 there, or set HWMATRIX_WEBNN_CHROMIUM to a Chromium with WebNN (Debian's has none)",
+                    path.display()
+                ))
+            }
+        }
     }
 }
 

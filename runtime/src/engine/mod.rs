@@ -2,6 +2,8 @@
 //! strictly (no silent fallback) and gives its own account of where every
 //! operator ran, which [`crate::placement`] turns into a verdict.
 
+#[cfg(feature = "browser")]
+pub mod browser;
 pub mod onnx;
 pub mod torch;
 
@@ -9,7 +11,9 @@ use crate::error::{CheckError, ErrorKind};
 use crate::fixture::Fixture;
 use crate::placement::OpPlacement;
 use crate::tensor::Tensor;
-use crate::{Cell, Engine, Precision};
+use std::path::Path;
+
+use crate::{BrowserBackend, Cell, Engine, Precision};
 
 /// How a session is opened: profiled (to see where operators ran) or plain
 /// (to time it: ORT's profiler makes a tiny model's run about 9× slower).
@@ -39,6 +43,22 @@ pub trait Session {
     fn library(&self) -> String;
 
     fn threads(&self) -> Threads;
+
+    /// One run's time in milliseconds. By default the run as the check sees
+    /// it; an engine whose runs cross a process boundary times the run alone.
+    fn time_run(&mut self, inputs: &[(String, Tensor)]) -> Result<f64, CheckError> {
+        let start = std::time::Instant::now();
+        self.run(inputs)?;
+        Ok(start.elapsed().as_secs_f64() * 1e3)
+    }
+
+    /// Whether the session the check opened [`Mode::Profiled`] may be timed
+    /// as it is: true where profiling does not slow runs (the browser engine
+    /// reads placements from the log written when the session opened), so the
+    /// model is not compiled twice.
+    fn reusable_for_timing(&self) -> bool {
+        false
+    }
 }
 
 /// What a profiled run tells: per-operator placement and the engine's own memory figures.
@@ -69,6 +89,14 @@ pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: 
             let outputs: Vec<&'static str> = cell.model.outputs.iter().map(|o| o.name).collect();
             torch::open(cell.platform.platform, device, &fixture.model_torchscript()?, &outputs)
         }
+        Engine::Browser { backend, device_type } => {
+            let model = match precision {
+                None => fixture.model_onnx(),
+                Some(p) => fixture.model_precision(p)?,
+            };
+            let integer_nodes = fixture.meta.integer_nodes.as_ref().map(|n| n.names.iter().cloned().collect()).unwrap_or_default();
+            open_browser(cell, backend, device_type, &model, integer_nodes, mode)
+        }
         engine => Err(CheckError::new(
             ErrorKind::EngineNotBuilt,
             format!(
@@ -80,4 +108,31 @@ pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: 
             ),
         )),
     }
+}
+
+#[cfg(feature = "browser")]
+fn open_browser(
+    cell: &Cell,
+    backend: BrowserBackend,
+    device_type: Option<&'static str>,
+    model: &Path,
+    integer_nodes: std::collections::HashSet<String>,
+    mode: Mode,
+) -> Result<Box<dyn Session>, CheckError> {
+    browser::open(cell, backend, device_type, model, integer_nodes, mode)
+}
+
+#[cfg(not(feature = "browser"))]
+fn open_browser(
+    cell: &Cell,
+    _: BrowserBackend,
+    _: Option<&'static str>,
+    _: &Path,
+    _: std::collections::HashSet<String>,
+    _: Mode,
+) -> Result<Box<dyn Session>, CheckError> {
+    Err(CheckError::new(
+        ErrorKind::EngineNotBuilt,
+        format!("{}: this runtime was built without its `browser` feature (the generated crate's `webgpu` and `webnn` features turn it on)", cell.id()),
+    ))
 }

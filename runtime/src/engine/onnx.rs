@@ -203,7 +203,7 @@ pub fn parse_profile(profile_json: &str) -> Result<Placement, String> {
     if ops.is_empty() {
         return Err("the ORT profile records no node executions, so the provider cannot be verified".into());
     }
-    placement.ops = ops.into_iter().map(|((op, provider), (nodes, kernel_us))| OpPlacement { op, provider, nodes, kernel_us }).collect();
+    placement.ops = ops.into_iter().map(|((op, provider), (nodes, kernel_us))| OpPlacement { op, provider, nodes, kernel_us, exempt: None }).collect();
     Ok(placement)
 }
 
@@ -267,8 +267,8 @@ mod tests {
         assert_eq!(
             placement.ops,
             vec![
-                OpPlacement { op: "Add".into(), provider: "CUDAExecutionProvider".into(), nodes: 2, kernel_us: 11 },
-                OpPlacement { op: "MatMul".into(), provider: "CPUExecutionProvider".into(), nodes: 1, kernel_us: 40 },
+                OpPlacement { op: "Add".into(), provider: "CUDAExecutionProvider".into(), nodes: 2, kernel_us: 11, exempt: None },
+                OpPlacement { op: "MatMul".into(), provider: "CPUExecutionProvider".into(), nodes: 1, kernel_us: 40, exempt: None },
             ]
         );
         assert_eq!((placement.arena_held_bytes, placement.arena_in_use_peak_bytes), (Some(2048), Some(900)));

@@ -220,10 +220,10 @@ mod imp {
                 *by_device.entry(device_name(p.device())).or_default() += 1;
             }
             for (device, count) in by_device {
-                ops.push(OpPlacement { op: "parameter".into(), provider: format!("libtorch:{device}"), nodes: count, kernel_us: 0 });
+                ops.push(OpPlacement { op: "parameter".into(), provider: format!("libtorch:{device}"), nodes: count, kernel_us: 0, exempt: None });
             }
             for (name, device) in &self.output_devices {
-                ops.push(OpPlacement { op: format!("output {name}"), provider: format!("libtorch:{}", device_name(*device)), nodes: 1, kernel_us: 0 });
+                ops.push(OpPlacement { op: format!("output {name}"), provider: format!("libtorch:{}", device_name(*device)), nodes: 1, kernel_us: 0, exempt: None });
             }
             if self.output_devices.is_empty() {
                 return Err(CheckError::new(ErrorKind::ProviderUnverified, "no run yet: nothing shows where libtorch computed"));

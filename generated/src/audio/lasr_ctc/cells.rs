@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// lasr_ctc on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// lasr_ctc on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "lasr_ctc fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: mat1 and mat2 shapes cannot be multiplied (80x32 and 128x32)",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// lasr_ctc on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "lasr_ctc fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: mat1 and mat2 shapes cannot be multiplied (80x32 and 128x32)",
         basis: runtime::Basis::Measured,

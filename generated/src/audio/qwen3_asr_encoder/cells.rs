@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// qwen3_asr_encoder on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// qwen3_asr_encoder on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "qwen3_asr_encoder fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Qwen3ASREncoder expects `padded_feature_length` to be a multiple of `n_window * 2` (100), but got 32.",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// qwen3_asr_encoder on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "qwen3_asr_encoder fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Qwen3ASREncoder expects `padded_feature_length` to be a multiple of `n_window * 2` (100), but got 32.",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// sew-d on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// sew-d on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "sew-d fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [2, 6, 32] on shape 2, the reference has [2, 7, 32]; dynamo exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [2, 6, 32] on shape 2, the reference has [2, 7, 32]",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// sew-d on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "sew-d fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [2, 6, 32] on shape 2, the reference has [2, 7, 32]; dynamo exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [2, 6, 32] on shape 2, the reference has [2, 7, 32]",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// wav2vec2-bert on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// wav2vec2-bert on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "wav2vec2-bert fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: Given normalized_shape=[160], expected input with shape [*, 160], but got input of size[1, 80, 32]",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// wav2vec2-bert on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "wav2vec2-bert fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: Given normalized_shape=[160], expected input with shape [*, 160], but got input of size[1, 80, 32]",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// autoencoder_kl_minimax_h3_audio on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// autoencoder_kl_minimax_h3_audio on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "autoencoder_kl_minimax_h3_audio fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: cannot reshape tensor of 0 elements into shape [0, -1] because the unspecified dimension size -1 can be any value and is ambiguous",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// autoencoder_kl_minimax_h3_audio on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "autoencoder_kl_minimax_h3_audio fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: cannot reshape tensor of 0 elements into shape [0, -1] because the unspecified dimension size -1 can be any value and is ambiguous",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// cogvideox_transformer_3d on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// cogvideox_transformer_3d on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "cogvideox_transformer_3d fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: CogVideoXTransformer3DModel.forward() missing 1 required positional argument: 'encoder_hidden_states'",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// cogvideox_transformer_3d on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "cogvideox_transformer_3d fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: CogVideoXTransformer3DModel.forward() missing 1 required positional argument: 'encoder_hidden_states'",
         basis: runtime::Basis::Measured,

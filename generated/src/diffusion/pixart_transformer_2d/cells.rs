@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// pixart_transformer_2d on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// pixart_transformer_2d on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "pixart_transformer_2d fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/pixart_transformer_2d.partial/model.onnx failed:Node (/model/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 1 must be 1 instead of 64; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntime",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// pixart_transformer_2d on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "pixart_transformer_2d fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/pixart_transformer_2d.partial/model.onnx failed:Node (/model/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 1 must be 1 instead of 64; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntime",
         basis: runtime::Basis::Measured,

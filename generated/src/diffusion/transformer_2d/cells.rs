@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// transformer_2d on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// transformer_2d on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "transformer_2d fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: Has to define `in_channels`: None, `num_vector_embeds`: None, or patch_size: None. Make sure that `in_channels`, `num_vector_embeds` or `num_patches` is not None.",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// transformer_2d on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "transformer_2d fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: Has to define `in_channels`: None, `num_vector_embeds`: None, or patch_size: None. Make sure that `in_channels`, `num_vector_embeds` or `num_patches` is not None.",
         basis: runtime::Basis::Measured,

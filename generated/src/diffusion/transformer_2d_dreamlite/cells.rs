@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// transformer_2d_dreamlite on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// transformer_2d_dreamlite on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "transformer_2d_dreamlite fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: `DreamLiteTransformer2DModel` only supports continuous inputs; `in_channels` must be provided.",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// transformer_2d_dreamlite on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "transformer_2d_dreamlite fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: `DreamLiteTransformer2DModel` only supports continuous inputs; `in_channels` must be provided.",
         basis: runtime::Basis::Measured,

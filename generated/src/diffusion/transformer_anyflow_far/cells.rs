@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// transformer_anyflow_far on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// transformer_anyflow_far on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "transformer_anyflow_far fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: AnyFlowFARTransformer3DModel.forward() missing 3 required positional arguments: 'r_timestep', 'encoder_hidden_states', and 'chunk_partition'",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// transformer_anyflow_far on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "transformer_anyflow_far fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: AnyFlowFARTransformer3DModel.forward() missing 3 required positional arguments: 'r_timestep', 'encoder_hidden_states', and 'chunk_partition'",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// transformer_ernie_image on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// transformer_ernie_image on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "transformer_ernie_image fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: ErnieImageTransformer2DModel.forward() missing 2 required positional arguments: 'text_bth' and 'text_lens'",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// transformer_ernie_image on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "transformer_ernie_image fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: ErnieImageTransformer2DModel.forward() missing 2 required positional arguments: 'text_bth' and 'text_lens'",
         basis: runtime::Basis::Measured,

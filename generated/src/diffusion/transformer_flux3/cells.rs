@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// transformer_flux3 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// transformer_flux3 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "transformer_flux3 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: Flux3Transformer2DModel.forward() missing 2 required positional arguments: 'img_ids' and 'txt_ids'",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// transformer_flux3 on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "transformer_flux3 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: Flux3Transformer2DModel.forward() missing 2 required positional arguments: 'img_ids' and 'txt_ids'",
         basis: runtime::Basis::Measured,

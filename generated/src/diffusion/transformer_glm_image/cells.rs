@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// transformer_glm_image on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// transformer_glm_image on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "transformer_glm_image fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: GlmImageTransformer2DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states', 'prior_token_id', 'prior_token_drop', 'target_size', and 'crop_coords'",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// transformer_glm_image on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "transformer_glm_image fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: GlmImageTransformer2DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states', 'prior_token_id', 'prior_token_drop', 'target_size', and 'crop_coords'",
         basis: runtime::Basis::Measured,

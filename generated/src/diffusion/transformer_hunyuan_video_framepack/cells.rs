@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// transformer_hunyuan_video_framepack on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// transformer_hunyuan_video_framepack on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "transformer_hunyuan_video_framepack fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: HunyuanVideoFramepackTransformer3DModel.forward() missing 4 required positional arguments: 'encoder_hidden_states', 'encoder_attention_mask', 'image_embeds', and 'indices_latents'",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// transformer_hunyuan_video_framepack on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "transformer_hunyuan_video_framepack fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: HunyuanVideoFramepackTransformer3DModel.forward() missing 4 required positional arguments: 'encoder_hidden_states', 'encoder_attention_mask', 'image_embeds', and 'indices_latents'",
         basis: runtime::Basis::Measured,

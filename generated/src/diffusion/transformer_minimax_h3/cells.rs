@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// transformer_minimax_h3 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// transformer_minimax_h3 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "transformer_minimax_h3 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states', 'encoder_hidden_states', 'timestep_indices', 'token_tags', 'position_ids', 'video_indices', 'audio_indices', and 'text_indices'",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// transformer_minimax_h3 on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "transformer_minimax_h3 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states', 'encoder_hidden_states', 'timestep_indices', 'token_tags', 'position_ids', 'video_indices', 'audio_indices', and 'text_indices'",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// transformer_prx on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// transformer_prx on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "transformer_prx fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: Hidden size 32 must be divisible by num_heads 28",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// transformer_prx on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "transformer_prx fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: Hidden size 32 must be divisible by num_heads 28",
         basis: runtime::Basis::Measured,

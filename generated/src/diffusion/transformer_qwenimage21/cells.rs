@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// transformer_qwenimage21 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// transformer_qwenimage21 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "transformer_qwenimage21 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states', 'img_shapes', and 'img_mask'",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// transformer_qwenimage21 on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "transformer_qwenimage21 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states', 'img_shapes', and 'img_mask'",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// transformer_wan_animate_2 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// transformer_wan_animate_2 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "transformer_wan_animate_2 fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: `dim` (32) must split into an even head size across `num_heads` (40).",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// transformer_wan_animate_2 on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "transformer_wan_animate_2 fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: `dim` (32) must split into an even head size across `num_heads` (40).",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// unet_1d on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// unet_1d on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "unet_1d fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: Tensors must have same number of dimensions: got 4 and 3",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// unet_1d on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "unet_1d fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: Tensors must have same number of dimensions: got 4 and 3",
         basis: runtime::Basis::Measured,

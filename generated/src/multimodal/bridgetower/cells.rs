@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// bridgetower on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// bridgetower on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "bridgetower fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: embed_dim and num_heads must be greater than 0, got embed_dim=32 and num_heads=0 instead",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// bridgetower on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "bridgetower fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: embed_dim and num_heads must be greater than 0, got embed_dim=32 and num_heads=0 instead",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// embedding_gemma2 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// embedding_gemma2 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "embedding_gemma2 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Image features were requested, but the model was initialized without a vision_config. Cannot process images without a vision tower and vision embedder.",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// embedding_gemma2 on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "embedding_gemma2 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Image features were requested, but the model was initialized without a vision_config. Cannot process images without a vision tower and vision embedder.",
         basis: runtime::Basis::Measured,

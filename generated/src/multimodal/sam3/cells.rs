@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// sam3 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// sam3 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "sam3 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: Given normalized_shape=[32], expected input with shape [*, 32], but got input of size[2, 4, 256]",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// sam3 on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "sam3 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: Given normalized_shape=[32], expected input with shape [*, 32], but got input of size[2, 4, 256]",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// cohere_asr on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// cohere_asr on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "cohere_asr fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: mat1 and mat2 shapes cannot be multiplied (10x1024 and 4096x32)",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// cohere_asr on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "cohere_asr fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: mat1 and mat2 shapes cannot be multiplied (10x1024 and 4096x32)",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// dia on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// dia on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "dia fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: IndexError: index out of range in self",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// dia on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "dia fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: IndexError: index out of range in self",
         basis: runtime::Basis::Measured,

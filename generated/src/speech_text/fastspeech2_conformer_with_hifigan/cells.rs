@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// fastspeech2_conformer_with_hifigan on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// fastspeech2_conformer_with_hifigan on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "fastspeech2_conformer_with_hifigan fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: AttributeError: 'FastSpeech2ConformerWithHifiGanConfig' object has no attribute 'vocab_size'",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// fastspeech2_conformer_with_hifigan on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "fastspeech2_conformer_with_hifigan fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: AttributeError: 'FastSpeech2ConformerWithHifiGanConfig' object has no attribute 'vocab_size'",
         basis: runtime::Basis::Measured,

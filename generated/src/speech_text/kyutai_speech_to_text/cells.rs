@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// kyutai_speech_to_text on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// kyutai_speech_to_text on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "kyutai_speech_to_text fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: The size of tensor a (8) must match the size of tensor b (33) at non-singleton dimension 1",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// kyutai_speech_to_text on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "kyutai_speech_to_text fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: The size of tensor a (8) must match the size of tensor b (33) at non-singleton dimension 1",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// moonshine on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// moonshine on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "moonshine fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: You must specify exactly one of input_ids or inputs_embeds",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// moonshine on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "moonshine fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: You must specify exactly one of input_ids or inputs_embeds",
         basis: runtime::Basis::Measured,

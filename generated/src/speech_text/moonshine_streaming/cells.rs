@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// moonshine_streaming on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// moonshine_streaming on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "moonshine_streaming fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'MoonshineStreamingConfig' object has no attribute 'num_key_value_heads'",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// moonshine_streaming on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "moonshine_streaming fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'MoonshineStreamingConfig' object has no attribute 'num_key_value_heads'",
         basis: runtime::Basis::Measured,

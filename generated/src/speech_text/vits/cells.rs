@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// vits on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// vits on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "vits fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: the tiny model is not deterministic: output waveform, sequence_lengths, spectrogram differs between two runs on the same inputs (its forward draws random numbers), so no reference can check an engine",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// vits on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "vits fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: the tiny model is not deterministic: output waveform, sequence_lengths, spectrogram differs between two runs on the same inputs (its forward draws random numbers), so no reference can check an engine",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// voxtral on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// voxtral on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "voxtral fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: embedding(): argument 'indices' (position 2) must be Tensor, not NoneType",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// voxtral on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "voxtral fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: embedding(): argument 'indices' (position 2) must be Tensor, not NoneType",
         basis: runtime::Basis::Measured,

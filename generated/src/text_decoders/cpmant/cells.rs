@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// cpmant on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// cpmant on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "cpmant fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '100 defined in (%100 : Int(*, 1, *, strides=[40, 40, 1], requires_grad=0, device=cpu) = onnx::Unsqueeze(%context, %99), scope: export.NamedOutputs::/transformers.models.cpmant.modeling_cpmant.CpmAntModel::model # /root/.cache/hwmatrix/venv/lib/python3.11/site-packages/transformers/models/cpmant/modeling_cpmant.py:561:0; dynamo exporter: RuntimeE",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// cpmant on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "cpmant fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '100 defined in (%100 : Int(*, 1, *, strides=[40, 40, 1], requires_grad=0, device=cpu) = onnx::Unsqueeze(%context, %99), scope: export.NamedOutputs::/transformers.models.cpmant.modeling_cpmant.CpmAntModel::model # /root/.cache/hwmatrix/venv/lib/python3.11/site-packages/transformers/models/cpmant/modeling_cpmant.py:561:0; dynamo exporter: RuntimeE",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// inkling2_text on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// inkling2_text on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "inkling2_text fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1331 defined in (%1331 : Float(*, *, *, strides=[176, 11, 1], requires_grad=1, device=cpu) = onnx::Slice(%1317, %1326, %1328, %1324, %1330), scope: export.NamedOutputs::/transformers.models.inkling2.modeling_inkling2.Inkling2TextMod",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// inkling2_text on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "inkling2_text fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1331 defined in (%1331 : Float(*, *, *, strides=[176, 11, 1], requires_grad=1, device=cpu) = onnx::Slice(%1317, %1326, %1328, %1324, %1330), scope: export.NamedOutputs::/transformers.models.inkling2.modeling_inkling2.Inkling2TextMod",
         basis: runtime::Basis::Measured,

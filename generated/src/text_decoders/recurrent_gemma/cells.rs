@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// recurrent_gemma on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// recurrent_gemma on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// recurrent_gemma on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// rwkv on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// rwkv on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "rwkv fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// rwkv on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "rwkv fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// zamba on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// zamba on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "zamba fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: There is an issue with your definition of `tie_weights_keys` for ^layers.1.shared_transf:^layers.(?!1\\.)\\d+.shared_transf. We found ['layers.1.shared_transf.feed_forward.down_proj.weight', 'layers.1.shared_transf.feed_forward.gate_proj.weight', 'layers.1.shared_transf.feed_forward.up_proj.weight', 'layers.1.shared_transf.input_layernorm.weight', 'layers.1.shared_transf.pre_ff_layernorm.weight', 'layers.1.shared_transf.self_attn.k_proj.weight', 'layers.1.shared_transf.self_attn.o_proj",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// zamba on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "zamba fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: There is an issue with your definition of `tie_weights_keys` for ^layers.1.shared_transf:^layers.(?!1\\.)\\d+.shared_transf. We found ['layers.1.shared_transf.feed_forward.down_proj.weight', 'layers.1.shared_transf.feed_forward.gate_proj.weight', 'layers.1.shared_transf.feed_forward.up_proj.weight', 'layers.1.shared_transf.input_layernorm.weight', 'layers.1.shared_transf.pre_ff_layernorm.weight', 'layers.1.shared_transf.self_attn.k_proj.weight', 'layers.1.shared_transf.self_attn.o_proj",
         basis: runtime::Basis::Measured,

@@ -121,23 +121,13 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &crate::platforms::QNN_ONNX,
     runtime::Planned::Run,
 );
-/// xclip on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// xclip on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::KnownIssue {
         reason: "XCLIP not implemented for webnn (seed 000, Implementation Issues: partially fixed)",
-        basis: runtime::Basis::Spec,
-    },
-);
-/// xclip on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
-    runtime::Planned::KnownIssue {
-        reason: "XCLIP not implemented for webgpu (seed 000, Implementation Issues: partially fixed)",
         basis: runtime::Basis::Spec,
     },
 );

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// bit on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// bit on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "bit fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 3764 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 4.004e-02); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 3764 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 4.003e-02)",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// bit on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "bit fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 3764 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 4.004e-02); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 3764 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 4.003e-02)",
         basis: runtime::Basis::Measured,

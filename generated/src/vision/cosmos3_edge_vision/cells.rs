@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// cosmos3_edge_vision on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// cosmos3_edge_vision on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "cosmos3_edge_vision fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: Cosmos3EdgeVisionModel.forward() missing 1 required positional argument: 'grid_thw'",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// cosmos3_edge_vision on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "cosmos3_edge_vision fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: Cosmos3EdgeVisionModel.forward() missing 1 required positional argument: 'grid_thw'",
         basis: runtime::Basis::Measured,

@@ -118,30 +118,17 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &crate::platforms::QNN_ONNX,
     runtime::Planned::Run,
 );
-/// dab-detr on webnn: no-engine (onnxruntime-web in headless Chromium, webnn).
+/// dab-detr on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::NoEngine {
-        reason: "webnn's browser engine (hardware.yaml) is not built into the runtime yet",
-    },
+    runtime::Planned::Run,
 );
-/// dab-detr on webgpu: no-engine (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
-    runtime::Planned::NoEngine {
-        reason: "webgpu's wgpu engine (hardware.yaml) is not built into the runtime yet",
-    },
-);
-/// dab-detr on webgpu: no-engine (onnxruntime-web in headless Chromium, webgpu).
+/// dab-detr on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::NoEngine {
-        reason: "webgpu's browser engine (hardware.yaml) is not built into the runtime yet",
-    },
+    runtime::Planned::Run,
 );

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// deformable_detr on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// deformable_detr on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "deformable_detr fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Expected more than 1 value per channel when training, got input size [1, 32, 1, 1]",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// deformable_detr on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "deformable_detr fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Expected more than 1 value per channel when training, got input size [1, 32, 1, 1]",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// deimv2 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// deimv2 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "deimv2 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: Given groups=1, weight of size [256, 128, 1, 1], expected input[1, 2048, 2, 2] to have 128 channels, but got 2048 channels instead",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// deimv2 on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "deimv2 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: Given groups=1, weight of size [256, 128, 1, 1], expected input[1, 2048, 2, 2] to have 128 channels, but got 2048 channels instead",
         basis: runtime::Basis::Measured,

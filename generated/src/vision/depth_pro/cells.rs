@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// depth_pro on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// depth_pro on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "depth_pro fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Image size 64x64 is too small to be scaled with scaled_images_ratios=(0.25, 0.5, 1) when patch_size=384.",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// depth_pro on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "depth_pro fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Image size 64x64 is too small to be scaled with scaled_images_ratios=(0.25, 0.5, 1) when patch_size=384.",
         basis: runtime::Basis::Measured,

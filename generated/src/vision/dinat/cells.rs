@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// dinat on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// dinat on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "dinat fails in the fixture pipeline (recorded by gen import): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// dinat on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "dinat fails in the fixture pipeline (recorded by gen import): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
         basis: runtime::Basis::Measured,

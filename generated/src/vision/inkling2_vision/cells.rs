@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// inkling2_vision on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// inkling2_vision on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "inkling2_vision fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: Inkling2VisionModel.forward() missing 1 required positional argument: 'image_grid_thw'",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// inkling2_vision on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "inkling2_vision fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: Inkling2VisionModel.forward() missing 1 required positional argument: 'image_grid_thw'",
         basis: runtime::Basis::Measured,

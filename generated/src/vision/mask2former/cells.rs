@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// mask2former on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// mask2former on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "mask2former fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: The size of tensor a (4) must match the size of tensor b (12) at non-singleton dimension 3",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// mask2former on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "mask2former fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: The size of tensor a (4) must match the size of tensor b (12) at non-singleton dimension 3",
         basis: runtime::Basis::Measured,

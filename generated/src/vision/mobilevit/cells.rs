@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// mobilevit on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// mobilevit on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "mobilevit fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 1 of 1280 elements outside abs 0.0001 + rel 0.001 (max abs error 5.629e+14); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 1 of 1280 elements outside abs 0.0001 + rel 0.001 (max abs error 5.629e+14)",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// mobilevit on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "mobilevit fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 1 of 1280 elements outside abs 0.0001 + rel 0.001 (max abs error 5.629e+14); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 1 of 1280 elements outside abs 0.0001 + rel 0.001 (max abs error 5.629e+14)",
         basis: runtime::Basis::Measured,

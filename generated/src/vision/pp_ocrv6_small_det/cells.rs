@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// pp_ocrv6_small_det on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// pp_ocrv6_small_det on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "pp_ocrv6_small_det fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: Given groups=1, weight of size [96, 12, 1, 1], expected input[1, 384, 4, 16] to have 12 channels, but got 384 channels instead",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// pp_ocrv6_small_det on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "pp_ocrv6_small_det fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: Given groups=1, weight of size [96, 12, 1, 1], expected input[1, 384, 4, 16] to have 12 channels, but got 384 channels instead",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// sam2 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// sam2 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "sam2 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: the tiny model has 27M parameters after shrinking (some width it does not know stayed full size); the limit is 25M",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// sam2 on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "sam2 fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: the tiny model has 27M parameters after shrinking (some width it does not know stayed full size); the limit is 25M",
         basis: runtime::Basis::Measured,

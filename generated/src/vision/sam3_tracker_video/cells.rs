@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// sam3_tracker_video on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// sam3_tracker_video on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "sam3_tracker_video fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: Sam3TrackerVideoModel.forward() missing 1 required positional argument: 'inference_session'",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// sam3_tracker_video on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "sam3_tracker_video fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: Sam3TrackerVideoModel.forward() missing 1 required positional argument: 'inference_session'",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// siglip2_vision_model on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// siglip2_vision_model on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "siglip2_vision_model fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: Siglip2VisionModel.forward() missing 2 required positional arguments: 'pixel_attention_mask' and 'spatial_shapes'",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// siglip2_vision_model on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "siglip2_vision_model fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: TypeError: Siglip2VisionModel.forward() missing 2 required positional arguments: 'pixel_attention_mask' and 'spatial_shapes'",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// aria on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// aria on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "aria fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: KeyError: 'Number of patches 1 not found in patch_to_query_dict amongst possible values dict_keys([1225, 4900]).'",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// aria on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "aria fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: KeyError: 'Number of patches 1 not found in patch_to_query_dict amongst possible values dict_keys([1225, 4900]).'",
         basis: runtime::Basis::Measured,

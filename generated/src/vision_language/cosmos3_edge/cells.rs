@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// cosmos3_edge on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// cosmos3_edge on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "cosmos3_edge fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `rope_parameters.mrope_section` must contain three sections whose sum equals half of `head_dim`, got [24, 20, 20] for head_dim=8.)",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// cosmos3_edge on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "cosmos3_edge fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `rope_parameters.mrope_section` must contain three sections whose sum equals half of `head_dim`, got [24, 20, 20] for head_dim=8.)",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// deepseek_vl_hybrid on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// deepseek_vl_hybrid on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "deepseek_vl_hybrid fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Both pixel_values and high_res_pixel_values should be specified at the same time",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// deepseek_vl_hybrid on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "deepseek_vl_hybrid fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: ValueError: Both pixel_values and high_res_pixel_values should be specified at the same time",
         basis: runtime::Basis::Measured,

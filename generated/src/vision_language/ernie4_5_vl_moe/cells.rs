@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// ernie4_5_vl_moe on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// ernie4_5_vl_moe on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "ernie4_5_vl_moe fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: The expanded size of the tensor (4) must match the existing size (0) at non-singleton dimension 0.  Target sizes: [4].  Tensor sizes: [0]",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// ernie4_5_vl_moe on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "ernie4_5_vl_moe fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: The expanded size of the tensor (4) must match the existing size (0) at non-singleton dimension 0.  Target sizes: [4].  Tensor sizes: [0]",
         basis: runtime::Basis::Measured,

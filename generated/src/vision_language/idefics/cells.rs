@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// idefics on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// idefics on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "idefics fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: AttributeError: 'IdeficsConfig' object has no attribute 'image_token_id'",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// idefics on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "idefics fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: AttributeError: 'IdeficsConfig' object has no attribute 'image_token_id'",
         basis: runtime::Basis::Measured,

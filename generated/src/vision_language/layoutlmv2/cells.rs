@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// layoutlmv2 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// layoutlmv2 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "layoutlmv2 fails in the fixture pipeline (recorded by gen import): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment. Check out the instructions on the",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// layoutlmv2 on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "layoutlmv2 fails in the fixture pipeline (recorded by gen import): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment. Check out the instructions on the",
         basis: runtime::Basis::Measured,

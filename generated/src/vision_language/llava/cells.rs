@@ -124,23 +124,13 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Spec,
     },
 );
-/// llava on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// llava on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::KnownIssue {
         reason: "LLaVA models not fully supported on webnn (seed 000, Implementation Issues: skipped, not marked as fixable)",
-        basis: runtime::Basis::Spec,
-    },
-);
-/// llava on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
-    runtime::Planned::KnownIssue {
-        reason: "LLaVA models not fully supported on webgpu (seed 000, Implementation Issues: skipped, not marked as fixable)",
         basis: runtime::Basis::Spec,
     },
 );

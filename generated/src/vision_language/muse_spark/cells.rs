@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// muse_spark on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// muse_spark on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "muse_spark fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `patch_sizes`, `hidden_sizes` and `depths` must have one entry per layer, got 4, 4 and 4 for `num_hidden_layers`=2.)",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// muse_spark on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "muse_spark fails in the fixture pipeline (recorded by gen import): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `patch_sizes`, `hidden_sizes` and `depths` must have one entry per layer, got 4, 4 and 4 for `num_hidden_layers`=2.)",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// qwen3_5 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// qwen3_5 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "qwen3_5 fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'Qwen3_5VisionConfig' object has no attribute 'image_size'",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// qwen3_5 on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "qwen3_5 fails in the fixture pipeline (recorded by gen import): running the tiny model: AttributeError: 'Qwen3_5VisionConfig' object has no attribute 'image_size'",
         basis: runtime::Basis::Measured,

@@ -160,21 +160,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// video_llava on webnn: known-issue (onnxruntime-web in headless Chromium, webnn).
+/// video_llava on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "video_llava fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: Calculated padded input size per channel: (28 x 28). Kernel size: (32 x 32). Kernel size can't be greater than actual input size",
-        basis: runtime::Basis::Measured,
-    },
-);
-/// video_llava on webgpu: known-issue (wgpu).
-pub static WEBGPU_WGPU: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_WGPU,
     runtime::Planned::KnownIssue {
         reason: "video_llava fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: Calculated padded input size per channel: (28 x 28). Kernel size: (32 x 32). Kernel size can't be greater than actual input size",
         basis: runtime::Basis::Measured,

@@ -1,0 +1,401 @@
+//! The browser engine: onnxruntime-web in a real headless Chromium, for the
+//! webgpu and webnn platforms.
+//!
+//! One Chromium per test process and executable ([`chromium`]), one static
+//! server ([`server`]), and a fresh page per session with the harness
+//! (`harness.mjs`). The session is opened with ORT's verbose log on, and the
+//! log's node placements ([`ort_log`]) say which execution provider really
+//! ran: a session that fell back to wasm fails the placement check like any
+//! other fallback. Every step has a time limit, and a browser that died makes
+//! the step fail with how it died.
+
+mod chromium;
+mod ort_log;
+mod server;
+
+use std::collections::{HashSet, VecDeque};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use chromiumoxide::Page;
+use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
+use hwmatrix_cell::{paths, presence};
+use serde_json::{Value, json};
+
+use self::chromium::{Chromium, runtime};
+use super::{Mode, Placement, Session, Threads};
+use crate::error::{CheckError, ErrorKind};
+use crate::tensor::{Data, Tensor, f16};
+use crate::{BrowserBackend, Cell};
+
+/// Time limits of each step, generous for SwiftShader on two cores (a
+/// session of a large model compiles hundreds of shaders on the CPU).
+const PAGE_TIMEOUT: Duration = Duration::from_secs(60);
+const OPEN_TIMEOUT: Duration = Duration::from_secs(300);
+const RUN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The flags every Chromium gets here. Background networking off: this
+/// machine's network is closed, and Chromium would retry at every start.
+const COMMON_FLAGS: [&str; 8] = [
+    "--headless=new",
+    "--no-sandbox",
+    "--enable-unsafe-webgpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+];
+
+/// Opens `model` (a file under the fixture root) in the backend's Chromium:
+/// in the page this cell's last check used, else a fresh one ([`POOL`]). The
+/// ORT session itself opens at the first run, when the input shapes are
+/// known: WebNN builds static graphs, so its named dimensions are fixed to
+/// those shapes (`freeDimensionOverrides`). `integer_nodes` are the model's
+/// nodes without floating-point output (from its fixture).
+pub fn open(
+    cell: &Cell,
+    backend: BrowserBackend,
+    device_type: Option<&'static str>,
+    model: &Path,
+    integer_nodes: HashSet<String>,
+    mode: Mode,
+) -> Result<Box<dyn Session>, CheckError> {
+    let _ = mode; // The page's runs are never profiled; the log is read at session creation.
+    let executable = presence::browser_executable(backend).map_err(|m| CheckError::new(ErrorKind::PlatformAbsent, m))?;
+    let ort_dist = presence::onnxruntime_web_dist().map_err(|m| CheckError::new(ErrorKind::LibraryMissing, m))?;
+    let fixtures = paths::fixtures_dir();
+    let addr = server_address(&ort_dist, &fixtures)?;
+    let relative = model.strip_prefix(&fixtures).map_err(|_| {
+        CheckError::new(ErrorKind::FixtureInvalid, format!("{} is not under the fixture root {}", model.display(), fixtures.display()))
+    })?;
+    let model_url = format!("/fixtures/{}", relative.display());
+    let key = format!("{} {model_url} {device_type:?}", backend.name());
+    let page = match take_pooled(&key) {
+        Some(page) => page,
+        None => {
+            let chromium = chromium::shared(&executable, &flags(backend))?;
+            let page = new_page(&chromium, &format!("http://{addr}/harness.html"))?;
+            PageSession { chromium, page, key, opened: None }
+        }
+    };
+    let inputs = cell.model.inputs.iter().map(|d| (d.name, d.axes)).collect();
+    Ok(Box::new(BrowserSession { page: Some(page), healthy: true, backend, device_type, model_url, inputs, integer_nodes }))
+}
+
+/// Pages kept open between the checks of a cell: a cell's three checks run
+/// one after another (tests run in name order), so each cell compiles its
+/// model once, not once per check. Two pages: one per test thread.
+static POOL: Mutex<VecDeque<PageSession>> = Mutex::new(VecDeque::new());
+const POOL_PAGES: usize = 2;
+
+fn take_pooled(key: &str) -> Option<PageSession> {
+    let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    let at = pool.iter().position(|p| p.key == key)?;
+    pool.remove(at).filter(|p| p.chromium.exited().is_none())
+}
+
+fn give_back(page: PageSession) {
+    let evicted: Vec<PageSession> = {
+        let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        pool.push_back(page);
+        let excess = pool.len().saturating_sub(POOL_PAGES);
+        pool.drain(..excess).collect()
+    };
+    evicted.into_iter().for_each(PageSession::close);
+}
+
+/// A harness page and the ORT session open in it.
+struct PageSession {
+    chromium: Arc<Chromium>,
+    page: Page,
+    /// Backend, model and device type: what a pooled page may be reused for.
+    key: String,
+    opened: Option<Opened>,
+}
+
+impl PageSession {
+    fn close(self) {
+        if self.chromium.exited().is_none() {
+            let _ = runtime().block_on(async { tokio::time::timeout(Duration::from_secs(10), self.page.close()).await });
+        }
+    }
+}
+
+fn flags(backend: BrowserBackend) -> Vec<String> {
+    let mut flags: Vec<String> = COMMON_FLAGS.iter().map(|f| f.to_string()).collect();
+    if backend == BrowserBackend::Webnn {
+        // Only the last --enable-features counts: this must be the one.
+        flags.push("--enable-features=WebMachineLearningNeuralNetwork".into());
+    }
+    flags
+}
+
+/// The process's static server, started on first use.
+fn server_address(ort_dist: &Path, fixtures: &Path) -> Result<SocketAddr, CheckError> {
+    static SERVER: OnceLock<Result<SocketAddr, String>> = OnceLock::new();
+    SERVER
+        .get_or_init(|| {
+            server::start(server::Roots { ort_dist: ort_dist.to_path_buf(), fixtures: fixtures.to_path_buf() })
+                .map_err(|e| format!("cannot serve the harness on 127.0.0.1: {e}"))
+        })
+        .clone()
+        .map_err(|m| CheckError::new(ErrorKind::EngineExited, m))
+}
+
+fn new_page(chromium: &Chromium, url: &str) -> Result<Page, CheckError> {
+    if let Some(how) = chromium.exited() {
+        return Err(CheckError::new(ErrorKind::EngineExited, how));
+    }
+    let started = Instant::now();
+    let page = match runtime().block_on(async { tokio::time::timeout(PAGE_TIMEOUT, chromium.browser.new_page(url)).await }) {
+        Ok(Ok(page)) => page,
+        Ok(Err(e)) => return Err(chromium.explain(CheckError::new(ErrorKind::ModelLoad, format!("cannot open the harness page {url}: {e}")))),
+        Err(_) => return Err(chromium.explain(timeout("opening the harness page", PAGE_TIMEOUT))),
+    };
+    // The harness module imports onnxruntime-web; wait until it has run.
+    loop {
+        let ready = evaluate(chromium, &page, "opening the harness page", "window.hwmatrix?.ready === true".into(), PAGE_TIMEOUT)?;
+        if ready == Value::Bool(true) {
+            return Ok(page);
+        }
+        if started.elapsed() > PAGE_TIMEOUT {
+            let log = evaluate(chromium, &page, "reading the page's log", "window.hwmatrixLog ?? []".into(), PAGE_TIMEOUT).unwrap_or_default();
+            return Err(CheckError::new(
+                ErrorKind::LibraryMissing,
+                format!("the harness at {url} did not start within {} s (is onnxruntime-web served from /ort/?); page log: {log}", PAGE_TIMEOUT.as_secs()),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Evaluates `expression` in the page (awaiting a promise), within `limit`.
+fn evaluate(chromium: &Chromium, page: &Page, step: &str, expression: String, limit: Duration) -> Result<Value, CheckError> {
+    if let Some(how) = chromium.exited() {
+        return Err(CheckError::new(ErrorKind::EngineExited, how));
+    }
+    let params = EvaluateParams::builder()
+        .expression(expression)
+        .await_promise(true)
+        .return_by_value(true)
+        .build()
+        .map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("{step}: {e}")))?;
+    match runtime().block_on(async { tokio::time::timeout(limit, page.evaluate_expression(params)).await }) {
+        Ok(Ok(result)) => Ok(result.value().cloned().unwrap_or(Value::Null)),
+        Ok(Err(e)) => Err(chromium.explain(CheckError::new(ErrorKind::RunFailed, format!("{step}: {e}")))),
+        Err(_) => Err(chromium.explain(timeout(step, limit))),
+    }
+}
+
+fn timeout(step: &str, limit: Duration) -> CheckError {
+    CheckError::new(ErrorKind::Timeout, format!("{step} took longer than its limit of {} s", limit.as_secs()))
+}
+
+struct BrowserSession {
+    page: Option<PageSession>,
+    /// False after a step failed: the page may still be busy, so it is closed, not pooled.
+    healthy: bool,
+    backend: BrowserBackend,
+    device_type: Option<&'static str>,
+    model_url: String,
+    /// The model's declared inputs and their named axes, for WebNN's overrides.
+    inputs: Vec<(&'static str, &'static [&'static str])>,
+    integer_nodes: HashSet<String>,
+}
+
+/// What the harness reported when it opened the ORT session.
+struct Opened {
+    log: Vec<String>,
+    found: Value,
+    overrides: serde_json::Map<String, Value>,
+}
+
+impl BrowserSession {
+    fn page(&self) -> &PageSession {
+        self.page.as_ref().expect("the page lives as long as the session")
+    }
+
+    fn call(&mut self, step: &str, function: &str, argument: Value, limit: Duration) -> Result<Value, CheckError> {
+        let page = self.page();
+        let reply = evaluate(&page.chromium, &page.page, step, format!("window.hwmatrix.{function}({argument})"), limit);
+        let reply = reply.inspect_err(|_| self.healthy = false)?;
+        if reply.get("ok") == Some(&Value::Bool(true)) {
+            return Ok(reply);
+        }
+        let error = reply.get("error").and_then(Value::as_str).unwrap_or("the harness gave no reply");
+        let kind = if function == "open" { ErrorKind::ModelLoad } else { ErrorKind::RunFailed };
+        let log = last_lines(reply.get("log"), 5);
+        Err(CheckError::new(kind, format!("onnxruntime-web ({}) {step}: {error}{log}", self.backend.name())))
+    }
+
+    fn ensure_open(&mut self, inputs: &[(String, Tensor)]) -> Result<(), CheckError> {
+        let mut overrides = serde_json::Map::new();
+        if self.backend == BrowserBackend::Webnn {
+            for (name, axes) in &self.inputs {
+                if let Some((_, tensor)) = inputs.iter().find(|(n, _)| n == name) {
+                    for (axis, size) in axes.iter().zip(&tensor.shape) {
+                        overrides.insert(axis.to_string(), json!(size));
+                    }
+                }
+            }
+        }
+        // A pooled page's session serves again unless WebNN needs other static shapes.
+        if self.page().opened.as_ref().is_some_and(|o| o.overrides == overrides) {
+            return Ok(());
+        }
+        let argument = json!({
+            "model": self.model_url,
+            "backend": self.backend.name(),
+            "deviceType": self.device_type,
+            "overrides": overrides,
+        });
+        let reply = self.call("opening the model", "open", argument, OPEN_TIMEOUT)?;
+        let log: Vec<String> = reply.get("log").and_then(Value::as_array).map(|l| l.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default();
+        // For a maintainer reading why nodes were placed where they were.
+        if let Some(dir) = std::env::var_os("HWMATRIX_WEB_LOG_DIR") {
+            let file = Path::new(&dir).join(format!("{}.{}.log", self.model_url.trim_start_matches("/fixtures/").replace('/', "_"), self.backend.name()));
+            let _ = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&file, log.join("\n")));
+        }
+        let found = reply.get("found").cloned().unwrap_or(Value::Null);
+        self.page.as_mut().expect("the page lives as long as the session").opened = Some(Opened { log, found, overrides });
+        Ok(())
+    }
+
+    fn run_in_page(&mut self, inputs: &[(String, Tensor)], time_only: bool) -> Result<Value, CheckError> {
+        self.ensure_open(inputs)?;
+        let inputs: Vec<Value> = inputs.iter().map(|(name, t)| encode(name, t)).collect::<Result<_, _>>()?;
+        self.call("running the model", "run", json!({"inputs": inputs, "timeOnly": time_only}), RUN_TIMEOUT)
+    }
+}
+
+impl Session for BrowserSession {
+    fn run(&mut self, inputs: &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, CheckError> {
+        let reply = self.run_in_page(inputs, false)?;
+        let outputs = reply.get("outputs").and_then(Value::as_array).cloned().unwrap_or_default();
+        outputs.iter().map(decode).collect()
+    }
+
+    fn time_run(&mut self, inputs: &[(String, Tensor)]) -> Result<f64, CheckError> {
+        let reply = self.run_in_page(inputs, true)?;
+        reply.get("ms").and_then(Value::as_f64).ok_or_else(|| CheckError::new(ErrorKind::RunFailed, "the harness returned no time"))
+    }
+
+    fn placement(&mut self) -> Result<Placement, CheckError> {
+        let opened = self.page().opened.as_ref().ok_or_else(|| CheckError::new(ErrorKind::ProviderUnverified, "the model was never opened in the page"))?;
+        Ok(Placement { ops: ort_log::placements(&opened.log, &self.integer_nodes)?, ..Placement::default() })
+    }
+
+    fn library(&self) -> String {
+        let page = self.page();
+        let found = page.opened.as_ref().map(|o| &o.found);
+        let ort = found.and_then(|f| f.get("ortVersion")).and_then(Value::as_str).unwrap_or("?");
+        let device = match self.backend {
+            BrowserBackend::Webgpu => {
+                let adapter = found.and_then(|f| f.get("adapter")).cloned().unwrap_or(Value::Null);
+                format!("WebGPU adapter {adapter}")
+            }
+            BrowserBackend::Webnn => format!("WebNN deviceType {} asked", self.device_type.unwrap_or("default")),
+        };
+        format!("onnxruntime-web {ort} in {} ({}); {device}", page.chromium.version, page.chromium.executable.display())
+    }
+
+    fn threads(&self) -> Threads {
+        // The harness sets onnxruntime-web's wasm threads to 1.
+        Threads { intra_op: 1, inter_op: 1 }
+    }
+
+    fn reusable_for_timing(&self) -> bool {
+        true
+    }
+}
+
+impl Drop for BrowserSession {
+    fn drop(&mut self) {
+        if let Some(page) = self.page.take() {
+            if self.healthy && page.chromium.exited().is_none() {
+                give_back(page);
+            } else {
+                page.close();
+            }
+        }
+    }
+}
+
+fn last_lines(log: Option<&Value>, n: usize) -> String {
+    let lines: Vec<&str> = log.and_then(Value::as_array).map(|l| l.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!(" (page log: {})", lines[lines.len().saturating_sub(n)..].join(" | "))
+}
+
+/// A tensor as the harness takes it: dtype name, shape, little-endian bytes in base64.
+fn encode(name: &str, tensor: &Tensor) -> Result<Value, CheckError> {
+    let bytes: Vec<u8> = match &tensor.data {
+        Data::Float32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Data::Float16(v) => v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect(),
+        Data::Int64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Data::Int32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Data::Int8(v) => v.iter().map(|x| *x as u8).collect(),
+        Data::Uint8(v) => v.clone(),
+        Data::Bool(v) => v.iter().map(|x| u8::from(*x)).collect(),
+        Data::Bfloat16(_) => {
+            return Err(CheckError::new(ErrorKind::RunFailed, format!("input {name} is bfloat16, which onnxruntime-web has no tensor type for")));
+        }
+    };
+    Ok(json!({"name": name, "dtype": tensor.dtype().name(), "shape": tensor.shape, "data": BASE64.encode(bytes)}))
+}
+
+fn decode(output: &Value) -> Result<(String, Tensor), CheckError> {
+    let bad = |m: String| CheckError::new(ErrorKind::RunFailed, m);
+    let name = output.get("name").and_then(Value::as_str).ok_or_else(|| bad("an output without a name".into()))?;
+    let dtype = output.get("dtype").and_then(Value::as_str).unwrap_or("");
+    let shape: Vec<usize> = output.get("shape").and_then(Value::as_array).map(|s| s.iter().filter_map(Value::as_u64).map(|d| d as usize).collect()).unwrap_or_default();
+    let bytes = BASE64.decode(output.get("data").and_then(Value::as_str).unwrap_or("")).map_err(|e| bad(format!("output {name}: {e}")))?;
+    let data = match dtype {
+        "float32" => Data::Float32(bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()),
+        "float16" => Data::Float16(bytes.chunks_exact(2).map(|c| f16::from_bits(u16::from_le_bytes(c.try_into().unwrap()))).collect()),
+        "int64" => Data::Int64(bytes.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect()),
+        "int32" => Data::Int32(bytes.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect()),
+        "int8" => Data::Int8(bytes.iter().map(|b| *b as i8).collect()),
+        "uint8" => Data::Uint8(bytes),
+        "bool" => Data::Bool(bytes.iter().map(|b| *b != 0).collect()),
+        other => return Err(bad(format!("output {name} has type {other:?}, which hwmatrix does not read"))),
+    };
+    let tensor = Tensor { shape, data };
+    let elements: usize = tensor.shape.iter().product();
+    if tensor.len() != elements {
+        return Err(bad(format!("output {name}: {} elements for shape {:?}", tensor.len(), tensor.shape)));
+    }
+    Ok((name.to_string(), tensor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tensors_cross_to_the_page_and_back_unchanged() {
+        for tensor in [
+            Tensor { shape: vec![2], data: Data::Float32(vec![1.5, -2.0]) },
+            Tensor { shape: vec![1, 2], data: Data::Int64(vec![7, -9]) },
+            Tensor { shape: vec![2], data: Data::Float16(vec![f16::from_f32(0.5), f16::from_f32(-3.0)]) },
+            Tensor { shape: vec![3], data: Data::Bool(vec![true, false, true]) },
+        ] {
+            let (name, back) = decode(&encode("x", &tensor).unwrap()).unwrap();
+            assert_eq!((name.as_str(), back), ("x", tensor));
+        }
+    }
+
+    #[test]
+    fn webnn_gets_its_feature_as_the_only_enable_features_switch() {
+        let webnn = flags(BrowserBackend::Webnn);
+        assert_eq!(webnn.iter().filter(|f| f.starts_with("--enable-features")).count(), 1);
+        assert!(!flags(BrowserBackend::Webgpu).iter().any(|f| f.starts_with("--enable-features")));
+    }
+}

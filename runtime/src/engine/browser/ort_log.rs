@@ -1,0 +1,110 @@
+//! Where onnxruntime-web placed each node, from its own verbose log: at
+//! session creation ORT's `VerifyEachNodeIsAssignedToAnEp` writes either
+//! "All nodes placed on [X]. Number of nodes: N" or, per provider,
+//! " Node(s) placed on [X]. Number of nodes: N" followed by one
+//! "  OpType (node name)" line per node.
+
+use std::collections::{BTreeMap, HashSet};
+
+use crate::error::{CheckError, ErrorKind};
+use crate::placement::OpPlacement;
+
+const TAG: &str = "VerifyEachNodeIsAssignedToAnEp]";
+
+/// What a whole-graph placement is listed as when ORT gives no op types.
+pub const ALL_NODES: &str = "(all nodes)";
+
+/// Why an integer-only node may run on ORT's CPU provider.
+pub const INTEGER_ON_CPU: &str = "integer index and shape arithmetic (no floating-point output, per the fixture's integer_nodes), which ONNX Runtime leaves to its CPU provider by design";
+
+const CPU: &str = "CPUExecutionProvider";
+
+/// The placements in `log`. Nodes on ORT's CPU provider that the fixture lists
+/// as integer-only are exempt ([`INTEGER_ON_CPU`]); every other node off the
+/// requested provider is a fallback the check judges.
+pub fn placements(log: &[String], integer_nodes: &HashSet<String>) -> Result<Vec<OpPlacement>, CheckError> {
+    let mut counts: BTreeMap<(String, String, bool), usize> = BTreeMap::new();
+    let mut provider: Option<String> = None;
+    for line in log {
+        let Some(at) = line.find(TAG) else { continue };
+        let body = &line[at + TAG.len()..];
+        if let Some((name, nodes)) = placed_on(body, "All nodes placed on [") {
+            return Ok(vec![OpPlacement { op: ALL_NODES.into(), provider: name, nodes, kernel_us: 0, exempt: None }]);
+        }
+        if let Some((name, _)) = placed_on(body, "Node(s) placed on [") {
+            provider = Some(name);
+            continue;
+        }
+        if let (Some(provider), Some((op, node))) = (&provider, node_line(body)) {
+            let exempt = provider == CPU && integer_nodes.contains(node);
+            *counts.entry((op.to_string(), provider.clone(), exempt)).or_default() += 1;
+        }
+    }
+    if counts.is_empty() {
+        return Err(CheckError::new(
+            ErrorKind::ProviderUnverified,
+            "onnxruntime-web's log has no node placements (VerifyEachNodeIsAssignedToAnEp): the session was not opened with logSeverityLevel 0, or this onnxruntime-web no longer logs them",
+        ));
+    }
+    Ok(counts
+        .into_iter()
+        .map(|((op, provider, exempt), nodes)| OpPlacement { op, provider, nodes, kernel_us: 0, exempt: exempt.then_some(INTEGER_ON_CPU) })
+        .collect())
+}
+
+/// `  OpType (node name)`: the op type and the node's name.
+fn node_line(body: &str) -> Option<(&str, &str)> {
+    let (op, rest) = body.trim().split_once(" (")?;
+    let name = rest.strip_suffix(')')?;
+    (!op.is_empty() && op.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then_some((op, name))
+}
+
+/// `[Provider]. Number of nodes: N` after `prefix`.
+fn placed_on(body: &str, prefix: &str) -> Option<(String, usize)> {
+    let rest = &body[body.find(prefix)? + prefix.len()..];
+    let (name, rest) = rest.split_once(']')?;
+    let nodes = rest.split_once("Number of nodes:").map(|(_, n)| n.trim().parse().unwrap_or(0)).unwrap_or(0);
+    Some((name.to_string(), nodes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &str) -> Vec<String> {
+        text.lines().map(|l| format!("[V:onnxruntime:, session_state.cc:1 {TAG}{l}")).collect()
+    }
+
+    #[test]
+    fn a_graph_wholly_on_one_provider() {
+        let got = placements(&lines(" All nodes placed on [JsExecutionProvider]. Number of nodes: 25"), &HashSet::new()).unwrap();
+        assert_eq!(got, vec![OpPlacement { op: ALL_NODES.into(), provider: "JsExecutionProvider".into(), nodes: 25, kernel_us: 0, exempt: None }]);
+    }
+
+    #[test]
+    fn nodes_listed_per_provider_are_counted_by_op_and_integer_ones_exempt_on_cpu() {
+        // As onnxruntime-web 1.30 writes it for bert (the warning shares the tag).
+        let log = lines(
+            "  Node(s) placed on [JsExecutionProvider]. Number of nodes: 2\n   MatMul (/l/MatMul)\n   MatMul (/l2/MatMul)\n  Node(s) placed on [CPUExecutionProvider]. Number of nodes: 3\n   Shape (/Shape)\n   Gather (/Gather)\n   Gather (/emb/Gather)\n Some nodes were not assigned to the preferred execution providers which may or may not have an negative impact on performance. e.g. ORT explicitly assigns shape related ops to CPU to improve perf.\u{1b}[m",
+        );
+        let integer: HashSet<String> = ["/Shape", "/Gather"].map(String::from).into();
+        let got = placements(&log, &integer).unwrap();
+        let js = "JsExecutionProvider".to_string();
+        let cpu = CPU.to_string();
+        assert_eq!(
+            got,
+            vec![
+                OpPlacement { op: "Gather".into(), provider: cpu.clone(), nodes: 1, kernel_us: 0, exempt: None },
+                OpPlacement { op: "Gather".into(), provider: cpu.clone(), nodes: 1, kernel_us: 0, exempt: Some(INTEGER_ON_CPU) },
+                OpPlacement { op: "MatMul".into(), provider: js, nodes: 2, kernel_us: 0, exempt: None },
+                OpPlacement { op: "Shape".into(), provider: cpu, nodes: 1, kernel_us: 0, exempt: Some(INTEGER_ON_CPU) },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_log_without_placements_is_unverified() {
+        let err = placements(&["some other line".to_string()], &HashSet::new()).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::ProviderUnverified);
+    }
+}
