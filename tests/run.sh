@@ -3,7 +3,9 @@
 # is the one command; warm, it only rebuilds what changed.
 #
 #   1. the exporter's Python venv (torch, transformers, onnxruntime) in the cache,
-#      and ONNX Runtime's OpenVINO build in a venv of its own; gen doctor checks both
+#      ONNX Runtime's OpenVINO build in a venv of its own, and the web platforms'
+#      pieces (Debian's chromium and Mesa's Vulkan driver, npm's onnxruntime-web
+#      and WebNN Chromium); gen doctor checks them all
 #   2. generated/ checked against model-specs/ (gen --all --check)
 #   3. every spec's category, architecture and task against transformers' registries
 #      (gen import --check), then the fixtures (ONNX + PyTorch references),
@@ -11,7 +13,9 @@
 #   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells
 #      with both engines (ONNX Runtime, and libtorch through tch, linked from the
 #      venv's torch); then the openvino cells, in a test process of their own
-#   5. tests/checkpoint.sh: a fixture from a pretrained checkpoint folder passes bert's cell
+#   5. the web cells in headless Chromium (every webnn cell; webgpu for the
+#      high-priority models), and the browser engine's failure test
+#   6. tests/checkpoint.sh: a fixture from a pretrained checkpoint folder passes bert's cell
 #
 # Caches live outside the checkout (HWMATRIX_CACHE, default ~/.cache/hwmatrix):
 # venv/, fixtures/ and target/<checkout key>/, a cargo target folder per
@@ -119,6 +123,23 @@ step "the openvino cells (OpenVINO's CPU device, provider verified from the sess
 # linked list corrupted") after about 800 cells, at a different cell each time;
 # every cell passes when run alone or in smaller sets.
 cargo test --locked -p generated --features openvino,torch ::openvino:: -- --test-threads=1 2>&1 | tee -a "$log"
+
+# The web cells in a real headless Chromium (onnxruntime-web): every webnn
+# cell, and the webgpu cells of the seeds' high-priority models. WebGPU here is
+# SwiftShader, Chromium's software adapter, at about 10 s a model on two cores:
+# all 304 would take most of an hour, so `gen import --platform webgpu`
+# measures them all and records each failure as a known issue (README, "The
+# web platforms").
+step "the web cells: every webnn cell, and webgpu for the high-priority models"
+webgpu_filters=()
+for spec in $(grep -l '^priority: high' -r model-specs/models | sort); do
+  model_type=$(sed -n 's/^model_type: *//p' "$spec")
+  webgpu_filters+=("::${model_type//[-.]/_}::webgpu::")
+done
+cargo test --locked -p generated --features webgpu,webnn -- ::webnn:: "${webgpu_filters[@]}" 2>&1 | tee -a "$log"
+
+step "the browser engine fails cleanly: a fallback it must catch, a browser killed mid-run"
+cargo test --locked -p hwmatrix-tests --features web --test browser 2>&1 | tee -a "$log"
 
 step "a fixture from a saved BERT checkpoint folder (gen fixtures --checkpoint), then bert's cpu cell on it"
 bash tests/checkpoint.sh

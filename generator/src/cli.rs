@@ -101,6 +101,10 @@ pub enum Command {
         /// Python worker processes (default: one per core)
         #[arg(long, value_name = "N")]
         jobs: Option<usize>,
+        /// With --platform: import the records of a run already made (a results
+        /// folder of *.jsonl, e.g. from another machine) instead of running the cells
+        #[arg(long, value_name = "DIR")]
+        records: Option<PathBuf>,
     },
     /// Say, per platform, whether its cells can run here and exactly what is missing; exit 1 if any selected platform is unusable
     #[command(long_about = DOCTOR_ABOUT)]
@@ -211,16 +215,19 @@ fn workers(jobs: Option<usize>) -> usize {
 fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
     let root = workspace_root();
     let specs_dir = cli.select.specs.clone().unwrap_or_else(|| root.join("model-specs"));
-    if let (Some(Command::Import { check_only: false, .. }), false) = (&cli.command, cli.select.platform.is_empty()) {
+    if let (Some(Command::Import { check_only: false, records, .. }), false) = (&cli.command, cli.select.platform.is_empty()) {
         // Measure the platforms' cells rather than derive from transformers.
         let specs = spec::load(&specs_dir).map_err(|e| e.to_string())?;
         let mut code = 0;
         for platform in &cli.select.platform {
-            code = code.max(crate::measure::run(&root, &specs, *platform, &cli.select.model, out, err)?);
+            code = code.max(crate::measure::run(&root, &specs, *platform, &cli.select.model, records.as_deref(), out, err)?);
         }
         return Ok(code);
     }
-    if let Some(Command::Import { check_only, fixtures, python, jobs }) = &cli.command {
+    if let Some(Command::Import { records: Some(_), .. }) = &cli.command {
+        return Err("error: --records imports a run's records for the platforms given with --platform: add --platform P".into());
+    }
+    if let Some(Command::Import { check_only, fixtures, python, jobs, .. }) = &cli.command {
         let options = crate::import::Options {
             python: python.clone().unwrap_or_else(hwmatrix_cell::paths::python),
             fixtures: fixtures.clone().unwrap_or_else(hwmatrix_cell::paths::fixtures_dir),

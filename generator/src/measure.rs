@@ -31,7 +31,17 @@ struct Measured {
     checks: BTreeMap<String, (bool, Option<String>)>,
 }
 
-pub fn run(root: &Path, specs: &Specs, platform: Platform, models: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
+/// `records`: a results folder of a run already made (here or on another
+/// machine) to import instead of running the cells.
+pub fn run(
+    root: &Path,
+    specs: &Specs,
+    platform: Platform,
+    models: &[String],
+    records: Option<&Path>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32, String> {
     let selection = Selection { models: models.to_vec(), categories: vec![], platforms: vec![platform] };
     let plan = plan::plan(specs, &selection).map_err(|e| format!("error: {e}"))?;
     // The cells to measure: those that run, and those a measurement made known issues.
@@ -57,25 +67,16 @@ pub fn run(root: &Path, specs: &Specs, platform: Platform, models: &[String], ou
         }
     }
     let features = features.join(",");
-    let results = std::env::temp_dir().join(format!("hwmatrix-measure-{platform}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&results);
-    std::fs::create_dir_all(&results).map_err(|e| format!("error: {}: {e}", results.display()))?;
-    let filters: Vec<String> = cells.iter().map(|(m, e)| format!("{}::{}::{platform}::{}::", m.spec.category, m.module, e.module())).collect();
-    let _ = writeln!(err, "measuring {} cells on {platform}: cargo test -p generated --features {features} -- --include-ignored <{} filters>", cells.len(), filters.len());
-    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .current_dir(root)
-        .args(["test", "--quiet", "-p", "generated", "--lib", "--features", &features, "--no-fail-fast", "--", "--include-ignored"])
-        .args(&filters)
-        .env("HWMATRIX_RESULTS", &results)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .map_err(|e| format!("error: cannot run cargo: {e}"))?;
-    // Failed cells make cargo exit 101; that is what is being measured. No record at all is not.
-    let records = read_records(&results, platform)?;
-    let _ = std::fs::remove_dir_all(&results);
-    if records.is_empty() {
-        return Err(format!("error: the {platform} cells wrote no result record (cargo exited with {status}); see the build output above"));
-    }
+    let records = match records {
+        Some(dir) => {
+            let records = read_records(dir, platform)?;
+            if records.is_empty() {
+                return Err(format!("error: {} holds no record of a {platform} check", dir.display()));
+            }
+            records
+        }
+        None => measure(root, platform, &cells, &features, err)?,
+    };
 
     let mut passed = 0;
     let mut failed = 0;
@@ -124,6 +125,30 @@ pub fn run(root: &Path, specs: &Specs, platform: Platform, models: &[String], ou
         passed + failed
     );
     Ok(0)
+}
+
+/// Runs the cells in a scratch results folder and reads their records.
+fn measure(root: &Path, platform: Platform, cells: &[(&crate::spec::LoadedModel, EngineKind)], features: &str, err: &mut dyn Write) -> Result<BTreeMap<(String, EngineKind), Measured>, String> {
+    let results = std::env::temp_dir().join(format!("hwmatrix-measure-{platform}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&results);
+    std::fs::create_dir_all(&results).map_err(|e| format!("error: {}: {e}", results.display()))?;
+    let filters: Vec<String> = cells.iter().map(|(m, e)| format!("{}::{}::{platform}::{}::", m.spec.category, m.module, e.module())).collect();
+    let _ = writeln!(err, "measuring {} cells on {platform}: cargo test -p generated --features {features} -- --include-ignored <{} filters>", cells.len(), filters.len());
+    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .current_dir(root)
+        .args(["test", "--quiet", "-p", "generated", "--lib", "--features", features, "--no-fail-fast", "--", "--include-ignored"])
+        .args(&filters)
+        .env("HWMATRIX_RESULTS", &results)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("error: cannot run cargo: {e}"))?;
+    // Failed cells make cargo exit 101; that is what is being measured. No record at all is not.
+    let records = read_records(&results, platform)?;
+    let _ = std::fs::remove_dir_all(&results);
+    if records.is_empty() {
+        return Err(format!("error: the {platform} cells wrote no result record (cargo exited with {status}); see the build output above"));
+    }
+    Ok(records)
 }
 
 /// The records of the platform's checks, by model and engine.

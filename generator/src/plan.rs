@@ -52,6 +52,17 @@ pub struct ModelPlan<'a> {
     pub cells: Vec<CellPlan>,
 }
 
+/// The platform's least tolerance where it is wider than the model's own in
+/// either part (each part the larger of the two); None where the model's serves.
+fn platform_tolerance(platform: &Option<ToleranceSpec>, model: &ToleranceSpec) -> Option<ToleranceSpec> {
+    let least = platform.as_ref()?;
+    (least.abs > model.abs || least.rel > model.rel).then(|| ToleranceSpec {
+        abs: least.abs.max(model.abs),
+        rel: least.rel.max(model.rel),
+        reason: least.reason.clone(),
+    })
+}
+
 /// A platform's engines, in hardware.yaml's order; each serves a cell of every model.
 #[derive(Debug)]
 pub struct PlatformPlan {
@@ -169,7 +180,7 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
         engine: engine.clone(),
         precision_checks,
         planned,
-        tolerance_override: over.and_then(|o| o.tolerance.clone()),
+        tolerance_override: over.and_then(|o| o.tolerance.clone()).or_else(|| platform_tolerance(&specs.hardware.platforms[&name].tolerance, &spec.tolerance)),
         fallback_ops: over.map(|o| o.fallback_ops.clone()).unwrap_or_default(),
     }
 }

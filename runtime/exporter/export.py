@@ -35,7 +35,7 @@ import numpy as np
 import torch
 import transformers
 
-EXPORTER_VERSION = 7
+EXPORTER_VERSION = 8
 
 
 def normalized_vocab_size(config) -> int:
@@ -468,23 +468,33 @@ FLOAT_TYPES = {1, 10, 11, 16}  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT
 
 
 def integer_nodes(model: Path) -> dict:
-    """The names of model.onnx's nodes that produce no floating-point tensor: index and
-    shape arithmetic (Shape, Gather on shapes, Range, Unsqueeze...). Web and GPU providers
-    leave such int64 nodes to ONNX Runtime's CPU provider by design; a fallback node that
-    is not listed here computes on floats, and the placement check fails it. A node whose
-    output type shape inference cannot tell counts as floating-point."""
+    """Which of model.onnx's nodes compute on index and shape data only: those with no
+    floating-point output (Shape, Gather on shapes, Range, Unsqueeze...) or no
+    floating-point input (a Cast of positions to float, ConstantOfShape). Web and GPU
+    providers leave such int64 nodes to ONNX Runtime's CPU provider by design; a fallback
+    node listed under `float` computes on floats, and the placement check fails it. A
+    node in neither list was made by ONNX Runtime's optimizer. A tensor whose type shape
+    inference cannot tell counts as floating-point."""
     try:
         import onnx
 
         graph = onnx.shape_inference.infer_shapes(onnx.load(str(model))).graph
         types = {v.name: v.type.tensor_type.elem_type for v in [*graph.input, *graph.value_info, *graph.output]}
         types.update({t.name: t.data_type for t in graph.initializer})
-        names = sorted(
-            node.name for node in graph.node
-            if node.name and node.output
-            and all(out == "" or types.get(out, 0) not in FLOAT_TYPES | {0} for out in node.output)
-        )
-        return {"names": names, "method": "onnx.shape_inference over model.onnx; outputs all int or bool"}
+        is_float = lambda name: types.get(name, 0) in FLOAT_TYPES | {0}
+        integer, floating = [], []
+        for node in graph.node:
+            if not node.name:
+                continue
+            outputs = [o for o in node.output if o]
+            inputs = [i for i in node.input if i]
+            on_integers = not any(map(is_float, outputs)) or (inputs and not any(map(is_float, inputs)))
+            (integer if on_integers else floating).append(node.name)
+        return {
+            "names": sorted(integer),
+            "float": sorted(floating),
+            "method": "onnx.shape_inference over model.onnx; names: no float output or no float input",
+        }
     except Exception as error:  # noqa: BLE001 - the error is the record
         return {"error": _error_line(error)}
 

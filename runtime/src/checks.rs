@@ -217,6 +217,9 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
     let mut verdicts = vec![verify_placement(cell, placement, evidence), check_declared(cell, &fixture, shape, &outputs)];
     if check != Check::Runs {
         verdicts.push(check_reference(cell, &fixture, shape, &outputs, bound, evidence));
+    }
+    // Latency is taken at the export shape, once per model and precision.
+    if matches!(check, Check::MatchesReference | Check::Precision(_)) {
         verdicts.push(time(cell, &fixture, model, &inputs, reusable, evidence));
     }
     let mut failures = verdicts.into_iter().filter_map(Result::err);
@@ -399,12 +402,14 @@ fn time(
     let _exclusive = TIMING.lock().unwrap_or_else(|e| e.into_inner());
     // The memory a session takes to open is measured only where this check opens it.
     let rss_before = if opened.is_none() { record::rss_kb() } else { None };
+    // A reused session's warm-up was the check's own run.
+    let warmups = if opened.is_some() { WARMUP_RUNS - 1 } else { WARMUP_RUNS };
     let mut session = match opened {
         Some(session) => session,
         None => engine::open(cell, fixture, model, Mode::Timed)?,
     };
     let others_before = IN_FLIGHT.load(Ordering::SeqCst).saturating_sub(1);
-    for _ in 0..WARMUP_RUNS {
+    for _ in 0..warmups {
         session.time_run(inputs)?;
     }
     let mut times = Vec::with_capacity(TIMED_RUNS);

@@ -43,11 +43,16 @@ pub struct Meta {
     pub integer_nodes: Option<IntegerNodes>,
 }
 
-/// The exporter's list of integer-only nodes, or why it has none.
+/// The exporter's split of model.onnx's named nodes, or why it has none:
+/// `names` compute on index and shape data only (no float output, or no
+/// float input), `float` on floating-point data. A node in neither was made by
+/// ONNX Runtime's optimizer.
 #[derive(Debug, Default, Deserialize)]
 pub struct IntegerNodes {
     #[serde(default)]
     pub names: Vec<String>,
+    #[serde(default)]
+    pub float: Vec<String>,
     #[serde(default)]
     pub error: Option<String>,
 }

@@ -74,6 +74,28 @@ impl ProviderEvidence {
     }
 }
 
+/// What the fixture says of the exported graph's named nodes (its
+/// `integer_nodes`), for engines that report placements by node name.
+#[derive(Clone, Debug, Default)]
+pub struct GraphNodes {
+    /// Nodes computing on index and shape data only.
+    pub integer: std::collections::HashSet<String>,
+    /// Nodes computing on floating-point data.
+    pub float: std::collections::HashSet<String>,
+}
+
+impl GraphNodes {
+    pub fn new(integer: &[String], float: &[String]) -> GraphNodes {
+        GraphNodes { integer: integer.iter().cloned().collect(), float: float.iter().cloned().collect() }
+    }
+
+    /// A node the fixture's graph does not have: ONNX Runtime's optimizer
+    /// made it. Unknowable without the fixture's lists.
+    pub fn made_by_optimizer(&self, name: &str) -> bool {
+        !(self.integer.is_empty() && self.float.is_empty()) && !self.integer.contains(name) && !self.float.contains(name)
+    }
+}
+
 /// Judges a run's placement against the requested provider and the allowed fallbacks.
 pub fn judge(requested: &str, options: &[(&str, &str)], ops: &[OpPlacement], allowed: &[AllowedFallback]) -> ProviderEvidence {
     let total_nodes: usize = ops.iter().map(|o| o.nodes).sum();

@@ -134,6 +134,12 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
                         "add it to defaults.yaml's `precision_tolerances` ({abs, rel}, chosen from measurements)",
                     ))
                 }
+                Some(p) if p.tolerance.as_ref().is_some_and(|t| t.reason.as_deref().is_none_or(|r| r.trim().is_empty())) => errors.push(SpecError::new(
+                    &path,
+                    locate_key(src, "tolerance", 4).unwrap_or((1, 1)),
+                    format!("platform `{platform}`'s tolerance has no reason"),
+                    "add `reason:` inside `tolerance:` with the measurement it was chosen from",
+                )),
                 Some(p) if p.engines.is_empty() => errors.push(SpecError::new(
                     &path,
                     locate_key(src, platform.name(), 2).unwrap_or((1, 1)),

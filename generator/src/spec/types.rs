@@ -33,6 +33,11 @@ pub struct PlatformSpec {
     pub runner: String,
     /// What must be present; quoted in ignore reasons and failures.
     pub requires: String,
+    /// The least float32 tolerance of the platform's cells, with its reason
+    /// (measured): a model's own tolerance applies where it is wider, and a
+    /// spec's per-platform override always wins.
+    #[serde(default)]
+    pub tolerance: Option<ToleranceSpec>,
 }
 
 /// An engine and its settings, e.g. `- onnxruntime: {provider: CUDAExecutionProvider}`.

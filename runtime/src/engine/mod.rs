@@ -9,7 +9,7 @@ pub mod torch;
 
 use crate::error::{CheckError, ErrorKind};
 use crate::fixture::Fixture;
-use crate::placement::OpPlacement;
+use crate::placement::{self, OpPlacement};
 use crate::tensor::Tensor;
 use std::path::Path;
 
@@ -94,8 +94,8 @@ pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: 
                 None => fixture.model_onnx(),
                 Some(p) => fixture.model_precision(p)?,
             };
-            let integer_nodes = fixture.meta.integer_nodes.as_ref().map(|n| n.names.iter().cloned().collect()).unwrap_or_default();
-            open_browser(cell, backend, device_type, &model, integer_nodes, mode)
+            let nodes = fixture.meta.integer_nodes.as_ref().map(|n| placement::GraphNodes::new(&n.names, &n.float)).unwrap_or_default();
+            open_browser(cell, backend, device_type, &model, nodes, mode)
         }
         engine => Err(CheckError::new(
             ErrorKind::EngineNotBuilt,
@@ -116,10 +116,10 @@ fn open_browser(
     backend: BrowserBackend,
     device_type: Option<&'static str>,
     model: &Path,
-    integer_nodes: std::collections::HashSet<String>,
+    nodes: placement::GraphNodes,
     mode: Mode,
 ) -> Result<Box<dyn Session>, CheckError> {
-    browser::open(cell, backend, device_type, model, integer_nodes, mode)
+    browser::open(cell, backend, device_type, model, nodes, mode)
 }
 
 #[cfg(not(feature = "browser"))]
@@ -128,7 +128,7 @@ fn open_browser(
     _: BrowserBackend,
     _: Option<&'static str>,
     _: &Path,
-    _: std::collections::HashSet<String>,
+    _: placement::GraphNodes,
     _: Mode,
 ) -> Result<Box<dyn Session>, CheckError> {
     Err(CheckError::new(

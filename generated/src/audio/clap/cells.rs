@@ -121,17 +121,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &crate::platforms::QNN_ONNX,
     runtime::Planned::Run,
 );
-/// clap on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// clap on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "clap fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+        basis: runtime::Basis::Measured,
+    },
 );
-/// clap on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// clap on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "clap fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output logits_per_audio: 4 of 4 elements outside abs 0.0001 + rel 0.001 (max abs error 4.663e0; worst at flat index 3: got 3.4650633335113525, expected -1.1980650424957275); output logits_per_text: 4 of 4 elements outside abs 0.0001 + rel 0.001 (max abs error 4.663e0; worst at flat index 3: got 3.4650633335113525, expected -1.1980650424957275); output text_embeds: 32 of 32 elements outside abs 0.0001 + rel 0.001 (max abs error 3.543e-1; worst at flat index 4: got -0.18715061247348785, expected 0.16712602972984314)",
+        basis: runtime::Basis::Measured,
+    },
 );

@@ -128,10 +128,13 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// dac on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// dac on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "dac fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output audio_values: 1536 of 1536 elements outside abs 0.0001 + rel 0.001 (max abs error 1.507e-2; worst at flat index 1535: got 0, expected 0.015074441209435463); output projected_latents: 216 of 216 elements outside abs 0.0001 + rel 0.001 (max abs error 6.370e-2; worst at flat index 91: got -0.05619044229388237, expected 0.007506409659981728)",
+        basis: runtime::Basis::Measured,
+    },
 );

@@ -84,7 +84,6 @@ impl Chromium {
 /// `flags` (one browser per executable: webgpu and webnn cells use different
 /// builds). A failed launch is remembered and reported to every later check.
 pub fn shared(executable: &Path, flags: &[String]) -> Result<Arc<Chromium>, CheckError> {
-    static BROWSERS: Mutex<Vec<(PathBuf, Result<Arc<Chromium>, CheckError>)>> = Mutex::new(Vec::new());
     let mut browsers = BROWSERS.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, found)) = browsers.iter().find(|(path, _)| path == executable) {
         return found.clone();
@@ -92,6 +91,15 @@ pub fn shared(executable: &Path, flags: &[String]) -> Result<Arc<Chromium>, Chec
     let launched = launch(executable, flags).map(Arc::new);
     browsers.push((executable.to_path_buf(), launched.clone()));
     launched
+}
+
+static BROWSERS: Mutex<Vec<(PathBuf, Result<Arc<Chromium>, CheckError>)>> = Mutex::new(Vec::new());
+
+/// The pids of the Chromium processes this test process started (for tests
+/// that kill one to prove the checks fail cleanly).
+pub fn pids() -> Vec<u32> {
+    let browsers = BROWSERS.lock().unwrap_or_else(|e| e.into_inner());
+    browsers.iter().filter_map(|(_, b)| b.as_ref().ok().map(|c| c.pid)).collect()
 }
 
 fn launch(executable: &Path, flags: &[String]) -> Result<Chromium, CheckError> {
@@ -150,8 +158,9 @@ fn launch(executable: &Path, flags: &[String]) -> Result<Chromium, CheckError> {
 
 type Started = Result<(u32, String), CheckError>;
 
-/// Starts Chromium, sends back its pid and DevTools address, then keeps its
-/// stderr (a full pipe would block it) and records how it ended.
+/// Starts Chromium, sends back its pid and DevTools address, keeps its stderr
+/// (a full pipe would block it) and records how it ended. The wait is not on
+/// stderr's end: Chromium's child processes share the pipe and may outlive it.
 fn keep(mut command: Command, executable: PathBuf, started: mpsc::Sender<Started>, state: Arc<Mutex<ProcessState>>) {
     let mut child = match command.spawn() {
         Ok(child) => child,
@@ -162,31 +171,34 @@ fn keep(mut command: Command, executable: PathBuf, started: mpsc::Sender<Started
     };
     let pid = child.id();
     let stderr = child.stderr.take().expect("stderr is piped");
-    let mut announced = false;
-    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-        if !announced && let Some(url) = line.strip_prefix("DevTools listening on ") {
-            announced = true;
-            let _ = started.send(Ok((pid, url.trim().to_string())));
-            continue;
+    let reader_state = state.clone();
+    let announce = started.clone();
+    let _ = std::thread::Builder::new().name("hwmatrix-chromium-stderr".into()).spawn(move || {
+        let mut announced = false;
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if !announced && let Some(url) = line.strip_prefix("DevTools listening on ") {
+                announced = true;
+                let _ = announce.send(Ok((pid, url.trim().to_string())));
+                continue;
+            }
+            let mut state = reader_state.lock().unwrap_or_else(|e| e.into_inner());
+            state.stderr.push_back(line);
+            if state.stderr.len() > STDERR_LINES {
+                state.stderr.pop_front();
+            }
         }
-        let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
-        state.stderr.push_back(line);
-        if state.stderr.len() > STDERR_LINES {
-            state.stderr.pop_front();
-        }
-    }
+    });
     let how = match child.wait() {
         Ok(status) => describe_exit(status),
         Err(e) => format!("could not be waited on ({e})"),
     };
     let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
-    if !announced {
-        let tail: Vec<String> = state.stderr.iter().cloned().collect();
-        let _ = started.send(Err(CheckError::new(
-            ErrorKind::EngineExited,
-            format!("Chromium ({}) {how} before it opened DevTools: {}", executable.display(), tail.join(" | ")),
-        )));
-    }
+    // If it never announced DevTools, the launch is waiting for this (a later send is ignored).
+    let tail: Vec<String> = state.stderr.iter().cloned().collect();
+    let _ = started.send(Err(CheckError::new(
+        ErrorKind::EngineExited,
+        format!("Chromium ({}) {how} before it opened DevTools: {}", executable.display(), tail.join(" | ")),
+    )));
     state.exited = Some(how);
 }
 

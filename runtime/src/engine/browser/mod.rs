@@ -13,7 +13,7 @@ mod chromium;
 mod ort_log;
 mod server;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -27,16 +27,25 @@ use hwmatrix_cell::{paths, presence};
 use serde_json::{Value, json};
 
 use self::chromium::{Chromium, runtime};
+pub use self::chromium::pids as chromium_pids;
 use super::{Mode, Placement, Session, Threads};
 use crate::error::{CheckError, ErrorKind};
+use crate::placement::GraphNodes;
 use crate::tensor::{Data, Tensor, f16};
 use crate::{BrowserBackend, Cell};
 
 /// Time limits of each step, generous for SwiftShader on two cores (a
 /// session of a large model compiles hundreds of shaders on the CPU).
 const PAGE_TIMEOUT: Duration = Duration::from_secs(60);
-const OPEN_TIMEOUT: Duration = Duration::from_secs(300);
-const RUN_TIMEOUT: Duration = Duration::from_secs(300);
+/// Opening: WebNN builds its graph on the CPU in seconds; a WebNN session
+/// that takes a minute has hung (measured: clap never returns).
+fn open_timeout(backend: BrowserBackend) -> Duration {
+    match backend {
+        BrowserBackend::Webgpu => Duration::from_secs(120),
+        BrowserBackend::Webnn => Duration::from_secs(60),
+    }
+}
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The flags every Chromium gets here. Background networking off: this
 /// machine's network is closed, and Chromium would retry at every start.
@@ -55,14 +64,14 @@ const COMMON_FLAGS: [&str; 8] = [
 /// in the page this cell's last check used, else a fresh one ([`POOL`]). The
 /// ORT session itself opens at the first run, when the input shapes are
 /// known: WebNN builds static graphs, so its named dimensions are fixed to
-/// those shapes (`freeDimensionOverrides`). `integer_nodes` are the model's
-/// nodes without floating-point output (from its fixture).
+/// those shapes (`freeDimensionOverrides`). `nodes` is the fixture's account
+/// of the graph's nodes, for judging what ran off the provider.
 pub fn open(
     cell: &Cell,
     backend: BrowserBackend,
     device_type: Option<&'static str>,
     model: &Path,
-    integer_nodes: HashSet<String>,
+    nodes: GraphNodes,
     mode: Mode,
 ) -> Result<Box<dyn Session>, CheckError> {
     let _ = mode; // The page's runs are never profiled; the log is read at session creation.
@@ -84,7 +93,7 @@ pub fn open(
         }
     };
     let inputs = cell.model.inputs.iter().map(|d| (d.name, d.axes)).collect();
-    Ok(Box::new(BrowserSession { page: Some(page), healthy: true, backend, device_type, model_url, inputs, integer_nodes }))
+    Ok(Box::new(BrowserSession { page: Some(page), healthy: true, backend, device_type, model_url, inputs, nodes }))
 }
 
 /// Pages kept open between the checks of a cell: a cell's three checks run
@@ -108,6 +117,9 @@ fn give_back(page: PageSession) {
     };
     evicted.into_iter().for_each(PageSession::close);
 }
+
+/// Sessions whose opening ran out of time in this process, with the error.
+static HUNG: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 
 /// A harness page and the ORT session open in it.
 struct PageSession {
@@ -205,7 +217,7 @@ struct BrowserSession {
     model_url: String,
     /// The model's declared inputs and their named axes, for WebNN's overrides.
     inputs: Vec<(&'static str, &'static [&'static str])>,
-    integer_nodes: HashSet<String>,
+    nodes: GraphNodes,
 }
 
 /// What the harness reported when it opened the ORT session.
@@ -254,7 +266,18 @@ impl BrowserSession {
             "deviceType": self.device_type,
             "overrides": overrides,
         });
-        let reply = self.call("opening the model", "open", argument, OPEN_TIMEOUT)?;
+        // A model whose session hung once in this process hangs again: later
+        // checks of the cell fail at once with that measurement, not after
+        // another full time limit.
+        let hung_key = format!("{} {overrides:?}", self.page().key);
+        if let Some(earlier) = HUNG.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(k, _)| *k == hung_key) {
+            return Err(CheckError::new(ErrorKind::Timeout, format!("{} (measured by an earlier check of this cell in this process; not retried)", earlier.1)));
+        }
+        let reply = self.call("opening the model", "open", argument, open_timeout(self.backend)).inspect_err(|e| {
+            if e.kind == ErrorKind::Timeout {
+                HUNG.lock().unwrap_or_else(|e| e.into_inner()).push((hung_key.clone(), e.message.clone()));
+            }
+        })?;
         let log: Vec<String> = reply.get("log").and_then(Value::as_array).map(|l| l.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default();
         // For a maintainer reading why nodes were placed where they were.
         if let Some(dir) = std::env::var_os("HWMATRIX_WEB_LOG_DIR") {
@@ -287,7 +310,7 @@ impl Session for BrowserSession {
 
     fn placement(&mut self) -> Result<Placement, CheckError> {
         let opened = self.page().opened.as_ref().ok_or_else(|| CheckError::new(ErrorKind::ProviderUnverified, "the model was never opened in the page"))?;
-        Ok(Placement { ops: ort_log::placements(&opened.log, &self.integer_nodes)?, ..Placement::default() })
+        Ok(Placement { ops: ort_log::placements(&opened.log, &self.nodes)?, ..Placement::default() })
     }
 
     fn library(&self) -> String {

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use crate::error::{CheckError, ErrorKind};
-use crate::placement::OpPlacement;
+use crate::placement::{GraphNodes, OpPlacement};
 
 const TAG: &str = "VerifyEachNodeIsAssignedToAnEp]";
 
@@ -15,15 +15,44 @@ const TAG: &str = "VerifyEachNodeIsAssignedToAnEp]";
 pub const ALL_NODES: &str = "(all nodes)";
 
 /// Why an integer-only node may run on ORT's CPU provider.
-pub const INTEGER_ON_CPU: &str = "integer index and shape arithmetic (no floating-point output, per the fixture's integer_nodes), which ONNX Runtime leaves to its CPU provider by design";
+pub const INTEGER_ON_CPU: &str =
+    "index and shape arithmetic (no floating-point output or input, per the fixture's integer_nodes), which ONNX Runtime leaves to its CPU provider by design";
+
+/// Why a node ORT itself moved to the CPU may run there.
+pub const CPU_PREFERRED: &str =
+    "ONNX Runtime chose the CPU for it though the provider supports it (its log: \"Candidate for fallback CPU execution\": a small node on the way to CPU shape computations)";
+
+/// Why a data-movement node ORT's optimizer made may run on the CPU.
+pub const OPTIMIZER_DATA_MOVEMENT: &str =
+    "a data-movement node ONNX Runtime's optimizer made (not in the fixture's graph, so of unknown type): it moves or reshapes data and computes nothing";
+
+/// Operators that move, select or reshape data without arithmetic.
+const DATA_MOVEMENT: [&str; 12] = ["Concat", "Expand", "Flatten", "Gather", "Identity", "Reshape", "Shape", "Slice", "Split", "Squeeze", "Transpose", "Unsqueeze"];
+
+const CANDIDATE: &str = "Candidate for fallback CPU execution: ";
 
 const CPU: &str = "CPUExecutionProvider";
 
-/// The placements in `log`. Nodes on ORT's CPU provider that the fixture lists
-/// as integer-only are exempt ([`INTEGER_ON_CPU`]); every other node off the
-/// requested provider is a fallback the check judges.
-pub fn placements(log: &[String], integer_nodes: &HashSet<String>) -> Result<Vec<OpPlacement>, CheckError> {
-    let mut counts: BTreeMap<(String, String, bool), usize> = BTreeMap::new();
+/// The placements in `log`. A node on ORT's CPU provider is exempt when the
+/// evidence clears it: the fixture lists it as integer-only
+/// ([`INTEGER_ON_CPU`]), ORT's log names it a CPU candidate ([`CPU_PREFERRED`]),
+/// or ORT's optimizer made it and it only moves data
+/// ([`OPTIMIZER_DATA_MOVEMENT`]). Every other node off the requested provider
+/// is a fallback the check judges.
+pub fn placements(log: &[String], nodes: &GraphNodes) -> Result<Vec<OpPlacement>, CheckError> {
+    let candidates: HashSet<&str> = log.iter().filter_map(|l| l.find(CANDIDATE).map(|at| l[at + CANDIDATE.len()..].trim())).collect();
+    let exemption = |op: &str, node: &str| -> Option<&'static str> {
+        if nodes.integer.contains(node) {
+            Some(INTEGER_ON_CPU)
+        } else if candidates.contains(node) {
+            Some(CPU_PREFERRED)
+        } else if nodes.made_by_optimizer(node) && DATA_MOVEMENT.contains(&op) {
+            Some(OPTIMIZER_DATA_MOVEMENT)
+        } else {
+            None
+        }
+    };
+    let mut counts: BTreeMap<(String, String, Option<&'static str>), usize> = BTreeMap::new();
     let mut provider: Option<String> = None;
     for line in log {
         let Some(at) = line.find(TAG) else { continue };
@@ -36,7 +65,7 @@ pub fn placements(log: &[String], integer_nodes: &HashSet<String>) -> Result<Vec
             continue;
         }
         if let (Some(provider), Some((op, node))) = (&provider, node_line(body)) {
-            let exempt = provider == CPU && integer_nodes.contains(node);
+            let exempt = if provider == CPU { exemption(op, node) } else { None };
             *counts.entry((op.to_string(), provider.clone(), exempt)).or_default() += 1;
         }
     }
@@ -48,7 +77,7 @@ pub fn placements(log: &[String], integer_nodes: &HashSet<String>) -> Result<Vec
     }
     Ok(counts
         .into_iter()
-        .map(|((op, provider, exempt), nodes)| OpPlacement { op, provider, nodes, kernel_us: 0, exempt: exempt.then_some(INTEGER_ON_CPU) })
+        .map(|((op, provider, exempt), nodes)| OpPlacement { op, provider, nodes, kernel_us: 0, exempt })
         .collect())
 }
 
@@ -77,18 +106,18 @@ mod tests {
 
     #[test]
     fn a_graph_wholly_on_one_provider() {
-        let got = placements(&lines(" All nodes placed on [JsExecutionProvider]. Number of nodes: 25"), &HashSet::new()).unwrap();
+        let got = placements(&lines(" All nodes placed on [JsExecutionProvider]. Number of nodes: 25"), &GraphNodes::default()).unwrap();
         assert_eq!(got, vec![OpPlacement { op: ALL_NODES.into(), provider: "JsExecutionProvider".into(), nodes: 25, kernel_us: 0, exempt: None }]);
     }
 
     #[test]
-    fn nodes_listed_per_provider_are_counted_by_op_and_integer_ones_exempt_on_cpu() {
+    fn nodes_listed_per_provider_are_counted_by_op_and_cleared_ones_exempt_on_cpu() {
         // As onnxruntime-web 1.30 writes it for bert (the warning shares the tag).
         let log = lines(
             "  Node(s) placed on [JsExecutionProvider]. Number of nodes: 2\n   MatMul (/l/MatMul)\n   MatMul (/l2/MatMul)\n  Node(s) placed on [CPUExecutionProvider]. Number of nodes: 3\n   Shape (/Shape)\n   Gather (/Gather)\n   Gather (/emb/Gather)\n Some nodes were not assigned to the preferred execution providers which may or may not have an negative impact on performance. e.g. ORT explicitly assigns shape related ops to CPU to improve perf.\u{1b}[m",
         );
-        let integer: HashSet<String> = ["/Shape", "/Gather"].map(String::from).into();
-        let got = placements(&log, &integer).unwrap();
+        let nodes = GraphNodes::new(&["/Shape".into(), "/Gather".into()], &["/emb/Gather".into(), "/l/MatMul".into(), "/l2/MatMul".into()]);
+        let got = placements(&log, &nodes).unwrap();
         let js = "JsExecutionProvider".to_string();
         let cpu = CPU.to_string();
         assert_eq!(
@@ -103,8 +132,22 @@ mod tests {
     }
 
     #[test]
+    fn candidates_and_optimizer_made_data_movement_are_exempt_but_not_optimizer_made_arithmetic() {
+        let mut log = vec![format!("[I:onnxruntime:, fallback_cpu_capability.cc:89 operator()] {CANDIDATE}/pos/Gather")];
+        log.extend(lines(
+            "  Node(s) placed on [JsExecutionProvider]. Number of nodes: 1\n   MatMul (/l/MatMul)\n  Node(s) placed on [CPUExecutionProvider]. Number of nodes: 3\n   Gather (/pos/Gather)\n   Squeeze (Squeeze_token_18)\n   Abs (Abs_token_3)",
+        ));
+        let nodes = GraphNodes::new(&[], &["/pos/Gather".into(), "/l/MatMul".into()]);
+        let got = placements(&log, &nodes).unwrap();
+        let exempt = |op: &str| got.iter().find(|p| p.op == op).unwrap().exempt;
+        assert_eq!(exempt("Gather"), Some(CPU_PREFERRED));
+        assert_eq!(exempt("Squeeze"), Some(OPTIMIZER_DATA_MOVEMENT));
+        assert_eq!(exempt("Abs"), None);
+    }
+
+    #[test]
     fn a_log_without_placements_is_unverified() {
-        let err = placements(&["some other line".to_string()], &HashSet::new()).unwrap_err();
+        let err = placements(&["some other line".to_string()], &GraphNodes::default()).unwrap_err();
         assert_eq!(err.kind, ErrorKind::ProviderUnverified);
     }
 }

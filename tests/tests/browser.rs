@@ -1,0 +1,75 @@
+//! The browser engine's checks can fail, and fail cleanly: bert's webgpu cell
+//! in the real Chromium, once with its placement evidence broken, once with
+//! the browser killed under it. Needs the web set-up of `tests/run.sh` and the
+//! bert fixture; built only with this crate's `web` feature.
+//!
+//! One test function: the cases point HWMATRIX_RESULTS and HWMATRIX_FIXTURES
+//! at scratch folders, and the environment is the process's.
+#![cfg(feature = "web")]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use hwmatrix_tests::{Scratch, copy_tree};
+use runtime::Cell;
+use serde_json::Value;
+
+static BERT: &Cell = &generated::text_encoders::bert::cells::WEBGPU_BROWSER;
+
+/// Runs a check that must fail; returns its panic message, the record it wrote and how long it took.
+fn failing(check: fn(&Cell), results: &Path) -> (String, Value, Duration) {
+    let _ = std::fs::remove_dir_all(results);
+    let started = Instant::now();
+    let panic = std::panic::catch_unwind(|| check(BERT)).expect_err("the broken check passed");
+    let took = started.elapsed();
+    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    let text = std::fs::read_to_string(results.join(format!("{}.jsonl", runtime::record::host()))).expect("the failed check wrote a record");
+    let record: Value = serde_json::from_str(text.lines().last().expect("one record")).expect("a JSON record");
+    assert_eq!(record["status"], "failed", "{record}");
+    (message, record, took)
+}
+
+fn set(name: &str, value: &Path) {
+    // SAFETY: this test binary has one test, so no other thread reads the environment.
+    unsafe { std::env::set_var(name, value) }
+}
+
+#[test]
+fn a_fallback_and_a_killed_browser_fail_with_their_reason() {
+    let scratch = Scratch::new("browser");
+    let results = scratch.path().join("results");
+    set("HWMATRIX_RESULTS", &results);
+    let real_fixtures = runtime::paths::fixtures_dir();
+    assert!(real_fixtures.join("bert/meta.json").is_file(), "no bert fixture in {}: run `gen fixtures --model bert`", real_fixtures.display());
+
+    // Without the fixture's list of integer-only nodes, bert's shape arithmetic
+    // on ORT's CPU provider is a fallback like any other, and fails the check.
+    let fixtures = scratch.path().join("fixtures");
+    copy_tree(&real_fixtures.join("bert"), &fixtures.join("bert"));
+    let meta_path = fixtures.join("bert/meta.json");
+    let mut meta: Value = serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta.as_object_mut().unwrap().remove("integer_nodes");
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    set("HWMATRIX_FIXTURES", &fixtures);
+    let (message, record, _) = failing(runtime::checks::runs, &results);
+    assert_eq!(record["error_kind"], "provider-fallback", "{message}");
+    assert!(message.contains("not every node ran on JsExecutionProvider") && message.contains("Shape"), "{message}");
+    assert_eq!(record["providers"]["verified"], false);
+
+    // The real fixture passes, in a page of the same browser.
+    set("HWMATRIX_FIXTURES", &real_fixtures);
+    runtime::checks::runs(BERT);
+
+    // Chromium killed under the run: every later check fails at once, saying so.
+    let pids = runtime::engine::browser::chromium_pids();
+    assert_eq!(pids.len(), 1, "one Chromium for the webgpu cells: {pids:?}");
+    let killed = std::process::Command::new("kill").args(["-9", &pids[0].to_string()]).status().expect("run kill");
+    assert!(killed.success());
+    std::thread::sleep(Duration::from_millis(500));
+    for check in [runtime::checks::matches_reference, runtime::checks::dynamic_shapes] {
+        let (message, record, took) = failing(check, &results);
+        assert_eq!(record["error_kind"], "engine-exited", "{message}");
+        assert!(message.contains("was killed by signal 9"), "{message}");
+        assert!(took < Duration::from_secs(30), "the check took {took:?} to fail");
+    }
+}
