@@ -13,7 +13,7 @@
 #   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells
 #      with both engines (ONNX Runtime, and libtorch through tch, linked from the
 #      venv's torch); then the openvino cells, in a test process of their own
-#   5. the web cells in headless Chromium (every webnn cell; webgpu for the
+#   5. the web cells in headless Chromium (webnn and webgpu, for the
 #      high-priority models), and the browser engine's failure test
 #   6. tests/checkpoint.sh: a fixture from a pretrained checkpoint folder passes bert's cell
 #
@@ -124,19 +124,19 @@ step "the openvino cells (OpenVINO's CPU device, provider verified from the sess
 # every cell passes when run alone or in smaller sets.
 cargo test --locked -p generated --features openvino,torch ::openvino:: -- --test-threads=1 2>&1 | tee -a "$log"
 
-# The web cells in a real headless Chromium (onnxruntime-web): every webnn
-# cell, and the webgpu cells of the seeds' high-priority models. WebGPU here is
-# SwiftShader, Chromium's software adapter, at about 10 s a model on two cores:
-# all 304 would take most of an hour, so `gen import --platform webgpu`
-# measures them all and records each failure as a known issue (README, "The
-# web platforms").
-step "the web cells: every webnn cell, and webgpu for the high-priority models"
-webgpu_filters=()
+# The web cells in a real headless Chromium (onnxruntime-web), for the seeds'
+# 13 high-priority models. WebGPU here is SwiftShader, Chromium's software
+# adapter, at about 10 s a model on two cores (minutes for SAM-sized ones):
+# all 304 would take over an hour, so `gen import --platform webgpu` (and
+# webnn) measures the others, recording each failure as a known issue
+# (README, "The web platforms").
+step "the web cells (webnn and webgpu) of the high-priority models"
+web_filters=()
 for spec in $(grep -l '^priority: high' -r model-specs/models | sort); do
-  model_type=$(sed -n 's/^model_type: *//p' "$spec")
-  webgpu_filters+=("::${model_type//[-.]/_}::webgpu::")
+  module=$(sed -n 's/^model_type: *//p' "$spec" | tr -- '-.' '__')
+  web_filters+=("::$module::webnn::" "::$module::webgpu::")
 done
-cargo test --locked -p generated --features webgpu,webnn -- ::webnn:: "${webgpu_filters[@]}" 2>&1 | tee -a "$log"
+cargo test --locked -p generated --features webgpu,webnn -- "${web_filters[@]}" 2>&1 | tee -a "$log"
 
 step "the browser engine fails cleanly: a fallback it must catch, a browser killed mid-run"
 cargo test --locked -p hwmatrix-tests --features web --test browser 2>&1 | tee -a "$log"
