@@ -185,3 +185,21 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tolerance(abs: f64, rel: f64) -> ToleranceSpec {
+        ToleranceSpec { abs, rel, reason: Some("measured".into()) }
+    }
+
+    #[test]
+    fn a_platform_tolerance_widens_only_what_is_tighter_than_it() {
+        let platform = Some(tolerance(1e-3, 1e-3));
+        let widened = platform_tolerance(&platform, &tolerance(1e-4, 1e-2)).expect("abs is tighter than the platform's");
+        assert_eq!((widened.abs, widened.rel, widened.reason.as_deref()), (1e-3, 1e-2, Some("measured")));
+        assert!(platform_tolerance(&platform, &tolerance(1e-2, 1e-2)).is_none(), "the model's own is wider in both parts");
+        assert!(platform_tolerance(&None, &tolerance(1e-4, 1e-3)).is_none());
+    }
+}
