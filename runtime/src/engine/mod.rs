@@ -75,13 +75,7 @@ pub struct Placement {
 /// the variant of `precision` (ONNX only: the quantizer works on ONNX graphs).
 pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: Mode) -> Result<Box<dyn Session>, CheckError> {
     match *cell.engine {
-        Engine::OnnxRuntime { provider, options } => {
-            let model = match precision {
-                None => fixture.model_onnx(),
-                Some(p) => fixture.model_precision(p)?,
-            };
-            Ok(Box::new(onnx::OnnxSession::open(provider, options, &model, mode)?))
-        }
+        Engine::OnnxRuntime { provider, options } => Ok(Box::new(onnx::OnnxSession::open(provider, options, &onnx_model(fixture, precision)?, mode)?)),
         Engine::Libtorch { .. } if precision.is_some() => {
             Err(CheckError::new(ErrorKind::EngineNotBuilt, format!("{}: the libtorch engine runs float32 TorchScript only", cell.id())))
         }
@@ -90,12 +84,8 @@ pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: 
             torch::open(cell.platform.platform, device, &fixture.model_torchscript()?, &outputs)
         }
         Engine::Browser { backend, device_type } => {
-            let model = match precision {
-                None => fixture.model_onnx(),
-                Some(p) => fixture.model_precision(p)?,
-            };
             let nodes = fixture.meta.integer_nodes.as_ref().map(|n| placement::GraphNodes::new(&n.names, &n.float)).unwrap_or_default();
-            open_browser(cell, backend, device_type, &model, nodes, mode)
+            open_browser(cell, backend, device_type, &onnx_model(fixture, precision)?, nodes)
         }
         engine => Err(CheckError::new(
             ErrorKind::EngineNotBuilt,
@@ -110,6 +100,14 @@ pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: 
     }
 }
 
+/// The ONNX export a check runs: float32, or the variant of `precision`.
+fn onnx_model(fixture: &Fixture, precision: Option<Precision>) -> Result<std::path::PathBuf, CheckError> {
+    match precision {
+        None => Ok(fixture.model_onnx()),
+        Some(p) => fixture.model_precision(p),
+    }
+}
+
 #[cfg(feature = "browser")]
 fn open_browser(
     cell: &Cell,
@@ -117,9 +115,8 @@ fn open_browser(
     device_type: Option<&'static str>,
     model: &Path,
     nodes: placement::GraphNodes,
-    mode: Mode,
 ) -> Result<Box<dyn Session>, CheckError> {
-    browser::open(cell, backend, device_type, model, nodes, mode)
+    browser::open(cell, backend, device_type, model, nodes)
 }
 
 #[cfg(not(feature = "browser"))]
@@ -129,7 +126,6 @@ fn open_browser(
     _: Option<&'static str>,
     _: &Path,
     _: placement::GraphNodes,
-    _: Mode,
 ) -> Result<Box<dyn Session>, CheckError> {
     Err(CheckError::new(
         ErrorKind::EngineNotBuilt,

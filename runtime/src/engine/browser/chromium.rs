@@ -88,7 +88,7 @@ pub fn shared(executable: &Path, flags: &[String]) -> Result<Arc<Chromium>, Chec
     if let Some((_, found)) = browsers.iter().find(|(path, _)| path == executable) {
         return found.clone();
     }
-    let launched = launch(executable, flags).map(Arc::new);
+    let launched = launch(executable, flags, browsers.len()).map(Arc::new);
     browsers.push((executable.to_path_buf(), launched.clone()));
     launched
 }
@@ -102,9 +102,27 @@ pub fn pids() -> Vec<u32> {
     browsers.iter().filter_map(|(_, b)| b.as_ref().ok().map(|c| c.pid)).collect()
 }
 
-fn launch(executable: &Path, flags: &[String]) -> Result<Chromium, CheckError> {
-    let profile = std::env::temp_dir().join(format!("hwmatrix-chromium-{}-{}", std::process::id(), executable.display().to_string().len()));
+const PROFILE_PREFIX: &str = "hwmatrix-chromium-";
+
+/// A fresh profile folder for the `n`th browser of this process. Profiles of
+/// test processes that have ended are removed first: their browser died
+/// with them, and nothing else would ever remove the folder.
+fn fresh_profile(n: usize) -> PathBuf {
+    let temp = std::env::temp_dir();
+    for entry in std::fs::read_dir(&temp).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let owner = name.strip_prefix(PROFILE_PREFIX).and_then(|rest| rest.split('-').next()).and_then(|pid| pid.parse::<u32>().ok());
+        if owner.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    let profile = temp.join(format!("{PROFILE_PREFIX}{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&profile);
+    profile
+}
+
+fn launch(executable: &Path, flags: &[String], n: usize) -> Result<Chromium, CheckError> {
+    let profile = fresh_profile(n);
     let mut command = Command::new(executable);
     command
         .args(flags)

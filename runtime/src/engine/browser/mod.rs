@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 
 use self::chromium::{Chromium, runtime};
 pub use self::chromium::pids as chromium_pids;
-use super::{Mode, Placement, Session, Threads};
+use super::{Placement, Session, Threads};
 use crate::error::{CheckError, ErrorKind};
 use crate::placement::GraphNodes;
 use crate::tensor::{Data, Tensor, f16};
@@ -62,7 +62,8 @@ const COMMON_FLAGS: [&str; 8] = [
 
 /// Opens `model` (a file under the fixture root) in the backend's Chromium:
 /// in the page this cell's last check used, else a fresh one ([`POOL`]). The
-/// ORT session itself opens at the first run, when the input shapes are
+/// ORT session itself opens at the first run (its runs are never profiled:
+/// the placements come from the log written when it opens), when the input shapes are
 /// known: WebNN builds static graphs, so its named dimensions are fixed to
 /// those shapes (`freeDimensionOverrides`). `nodes` is the fixture's account
 /// of the graph's nodes, for judging what ran off the provider.
@@ -72,13 +73,11 @@ pub fn open(
     device_type: Option<&'static str>,
     model: &Path,
     nodes: GraphNodes,
-    mode: Mode,
 ) -> Result<Box<dyn Session>, CheckError> {
-    let _ = mode; // The page's runs are never profiled; the log is read at session creation.
     let executable = presence::browser_executable(backend).map_err(|m| CheckError::new(ErrorKind::PlatformAbsent, m))?;
     let ort_dist = presence::onnxruntime_web_dist().map_err(|m| CheckError::new(ErrorKind::LibraryMissing, m))?;
     let fixtures = paths::fixtures_dir();
-    let addr = server_address(&ort_dist, &fixtures)?;
+    let addr = server_address(&ort_dist)?;
     let relative = model.strip_prefix(&fixtures).map_err(|_| {
         CheckError::new(ErrorKind::FixtureInvalid, format!("{} is not under the fixture root {}", model.display(), fixtures.display()))
     })?;
@@ -148,11 +147,11 @@ fn flags(backend: BrowserBackend) -> Vec<String> {
 }
 
 /// The process's static server, started on first use.
-fn server_address(ort_dist: &Path, fixtures: &Path) -> Result<SocketAddr, CheckError> {
+fn server_address(ort_dist: &Path) -> Result<SocketAddr, CheckError> {
     static SERVER: OnceLock<Result<SocketAddr, String>> = OnceLock::new();
     SERVER
         .get_or_init(|| {
-            server::start(server::Roots { ort_dist: ort_dist.to_path_buf(), fixtures: fixtures.to_path_buf() })
+            server::start(server::Roots { ort_dist: ort_dist.to_path_buf(), fixtures: paths::fixtures_dir })
                 .map_err(|e| format!("cannot serve the harness on 127.0.0.1: {e}"))
         })
         .clone()

@@ -16,8 +16,9 @@ const HARNESS_MJS: &str = include_str!("harness.mjs");
 pub struct Roots {
     /// onnxruntime-web's `dist/`, served under `/ort/`.
     pub ort_dist: PathBuf,
-    /// The fixture root, served under `/fixtures/`.
-    pub fixtures: PathBuf,
+    /// The fixture root served under `/fixtures/`, looked up at each request:
+    /// a process may point HWMATRIX_FIXTURES elsewhere between checks.
+    pub fixtures: fn() -> PathBuf,
 }
 
 /// Starts serving on 127.0.0.1 (a port the system picks) in a thread that
@@ -88,13 +89,13 @@ fn respond(path: &str, roots: &Roots) -> Result<(&'static str, Vec<u8>), String>
         _ => {}
     }
     let (root, rest) = if let Some(rest) = path.strip_prefix("/ort/") {
-        (&roots.ort_dist, rest)
+        (roots.ort_dist.clone(), rest)
     } else if let Some(rest) = path.strip_prefix("/fixtures/") {
-        (&roots.fixtures, rest)
+        ((roots.fixtures)(), rest)
     } else {
         return Err(format!("{path}: not served"));
     };
-    let file = inside(root, rest).ok_or_else(|| format!("{path}: not a path under {}", root.display()))?;
+    let file = inside(&root, rest).ok_or_else(|| format!("{path}: not a path under {}", root.display()))?;
     let body = std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?;
     Ok((content_type(&file), body))
 }
