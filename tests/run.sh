@@ -13,8 +13,9 @@
 #   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells
 #      with both engines (ONNX Runtime, and libtorch through tch, linked from the
 #      venv's torch); then the openvino cells, in a test process of their own
-#   5. the web cells in headless Chromium (webnn and webgpu, for the
-#      high-priority models), and the browser engine's failure test
+#   5. webgpu's quantization checks of every model (wgpu's WGSL kernels on Mesa's
+#      lavapipe, five schemes each), the web cells in headless Chromium (webnn and
+#      webgpu, for the high-priority models), and the browser engine's failure test
 #   6. tests/checkpoint.sh: a fixture from a pretrained checkpoint folder passes bert's cell
 #
 # Caches live outside the checkout (HWMATRIX_CACHE, default ~/.cache/hwmatrix):
@@ -130,6 +131,13 @@ cargo test --locked -p generated --features openvino,torch ::openvino:: -- --tes
 # all 304 would take over an hour, so `gen import --platform webgpu` (and
 # webnn) measures the others, recording each failure as a known issue
 # (README, "The web platforms").
+# Quantization is measured on every model: wgpu's kernels take the fixture's
+# own weight matrices, so no browser is involved and the whole set takes a
+# minute or two on lavapipe.
+step "webgpu's quantization checks: each model's weights at 16, 8, 4, 2 bits and 4-bit mixed on wgpu's kernels"
+cargo test --locked -p runtime --features wgpu,browser --lib 2>&1 | tee -a "$log"
+cargo test --locked -p generated --features webgpu,webnn -- ::webgpu::wgpu:: 2>&1 | tee -a "$log"
+
 step "the web cells (webnn and webgpu) of the high-priority models"
 web_filters=()
 for spec in $(grep -l '^priority: high' -r model-specs/models | sort); do
@@ -137,7 +145,7 @@ for spec in $(grep -l '^priority: high' -r model-specs/models | sort); do
   model_type=$(sed -n 's/^model_type: *//p' "$spec")
   module_rs=$(grep -l "^    model_type: \"$model_type\",\$" generated/src/*/*/mod.rs)
   module=$(basename "$(dirname "$module_rs")")
-  web_filters+=("::$module::webnn::" "::$module::webgpu::")
+  web_filters+=("::$module::webnn::" "::$module::webgpu::browser::")
 done
 cargo test --locked -p generated --features webgpu,webnn -- "${web_filters[@]}" 2>&1 | tee -a "$log"
 

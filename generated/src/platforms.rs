@@ -104,6 +104,24 @@ pub static WEBGPU_BROWSER: runtime::Engine = runtime::Engine::Browser {
     backend: runtime::BrowserBackend::Webgpu,
     device_type: None,
 };
+/// model-specs/quantization.yaml: how webgpu's quantization checks quantize, and each rating's bound on the mean relative error.
+pub static QUANTIZATION: runtime::QuantizationDecl = runtime::QuantizationDecl {
+    group_size: 32u32,
+    mixed: runtime::MixedWidths {
+        attention: 8u32,
+        embedding: 8u32,
+        output: 8u32,
+        feed_forward: 4u32,
+    },
+    ratings: &[
+        (runtime::Rating::Excellent, 0.01f64),
+        (runtime::Rating::VeryGood, 0.02f64),
+        (runtime::Rating::Good, 0.05f64),
+        (runtime::Rating::Limited, 0.15f64),
+        (runtime::Rating::NotRecommended, f64::INFINITY),
+        (runtime::Rating::NotSupported, f64::INFINITY),
+    ],
+};
 /// Whether a cargo feature (a platform's or an engine's) is on in this build.
 pub fn feature_on(feature: &str) -> bool {
     match feature {

@@ -9,6 +9,9 @@
 //! runtime loads) and its provider library beside it, for the engine the
 //! planner gives the platform ([`crate::plan::plan_platform`]). A platform is
 //! usable when the hardware is there and that engine has what it needs.
+//! One probe does load something: webgpu's quantization checks need a wgpu
+//! adapter, and only asking wgpu for one tells whether the driver works
+//! ([`hwmatrix_cell::wgpu_adapter::request`], the runtime's own lookup).
 
 use std::io::Write;
 use std::path::Path;
@@ -63,6 +66,20 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
             Err(why) => missing.push(format!("{name}: {why}")),
         }
         features.extend(engine.kind().cargo_feature().map(str::to_string));
+    }
+    // The quantization checks run on wgpu's adapter, found the same way the runtime finds it.
+    if platform == specs.quantization.platform {
+        match hwmatrix_cell::wgpu_adapter::request() {
+            Ok((_, adapter)) => found.push(format!(
+                "wgpu (quantization checks): {}; driver {} {}; max buffer {} MiB, workgroup x {}",
+                adapter.summary(),
+                adapter.driver,
+                adapter.driver_info,
+                adapter.max_buffer_size >> 20,
+                adapter.max_compute_workgroup_size_x
+            )),
+            Err(why) => missing.push(format!("wgpu (quantization checks): {why}")),
+        }
     }
     // The runtime finds the platform's own ONNX Runtime library
     // (presence::onnxruntime_library); libtorch is linked at build time from

@@ -56,7 +56,14 @@ pub fn run(
             }
         }
     }
-    if cells.is_empty() {
+    // Quantization checks (wgpu kernels) that can run: those of models with a fixture.
+    let quantized: Vec<&crate::spec::LoadedModel> = plan
+        .models
+        .iter()
+        .filter(|m| m.quantization.as_ref().is_some_and(|q| q.checks.iter().any(|c| quantization_measurable(m.model, c))))
+        .map(|m| m.model)
+        .collect();
+    if cells.is_empty() && quantized.is_empty() {
         let _ = writeln!(out, "gen import --platform {platform}: no cell to measure (every selected model is a known issue, unsupported or has no engine on {platform})");
         return Ok(0);
     }
@@ -75,7 +82,11 @@ pub fn run(
             }
             records
         }
-        None => measure(root, platform, &cells, &features, err)?,
+        None => {
+            let mut filters: Vec<String> = cells.iter().map(|(m, e)| format!("{}::{}::{platform}::{}::", m.spec.category, m.module, e.module())).collect();
+            filters.extend(quantized.iter().map(|m| format!("{}::{}::{platform}::{}::", m.spec.category, m.module, EngineKind::Wgpu.module())));
+            measure(root, platform, &filters, &features, err)?
+        }
     };
 
     let mut passed = 0;
@@ -119,25 +130,73 @@ pub fn run(
             changed += 1;
         }
     }
+    // Quantization checks are recorded per scheme, each on its own: a rating the
+    // evidence contradicts is the spec's issue, not the platform's cell's.
+    let mut quantization_failed = 0;
+    for model in &quantized {
+        let model_type = &model.spec.model_type;
+        let Some(measured) = records.get(&(model_type.clone(), EngineKind::Wgpu)) else {
+            let _ = writeln!(err, "warning: no record of {model_type}'s quantization checks on {platform}: their entries are left as they were");
+            continue;
+        };
+        let plan_checks = plan.models.iter().find(|m| m.model.spec.model_type == *model_type).and_then(|m| m.quantization.as_ref()).map(|q| q.checks.as_slice()).unwrap_or_default();
+        let failures: Vec<(crate::spec::QuantFormat, Option<String>)> = plan_checks
+            .iter()
+            .filter(|c| quantization_measurable(model, c))
+            .map(|c| {
+                let outcome = match measured.checks.get(c.scheme.check_name()) {
+                    Some((true, _)) => None,
+                    Some((false, reason)) => Some(reason.clone().unwrap_or_default()),
+                    None => Some("no record (the test did not run)".to_string()),
+                };
+                (c.scheme, outcome)
+            })
+            .collect();
+        quantization_failed += failures.iter().filter(|(_, f)| f.is_some()).count();
+        let recording = failures.iter().any(|(_, f)| f.is_some());
+        if rewrite_imported(&model.path, recording, |imported| {
+            for (scheme, issue) in failures {
+                match issue {
+                    Some(issue) => {
+                        imported.quantization_issues.insert(scheme, issue);
+                    }
+                    None => {
+                        imported.quantization_issues.remove(&scheme);
+                    }
+                }
+            }
+        })? {
+            changed += 1;
+        }
+    }
     let _ = writeln!(
         out,
-        "gen import --platform {platform}: {} cells measured, {passed} pass every check, {failed} known issues with their errors, {precision_failed} precision checks failed; {changed} spec files written (run `gen` to regenerate the cells)",
-        passed + failed
+        "gen import --platform {platform}: {} cells measured, {passed} pass every check, {failed} known issues with their errors, {precision_failed} precision checks failed; quantization checks of {} models, {quantization_failed} failed; {changed} spec files written (run `gen` to regenerate the cells)",
+        passed + failed,
+        quantized.len()
     );
     Ok(0)
 }
 
-/// Runs the cells in a scratch results folder and reads their records.
-fn measure(root: &Path, platform: Platform, cells: &[(&crate::spec::LoadedModel, EngineKind)], features: &str, err: &mut dyn Write) -> Result<BTreeMap<(String, EngineKind), Measured>, String> {
+/// Whether a quantization check runs, or is a known issue a measurement made (and may clear).
+fn quantization_measurable(model: &crate::spec::LoadedModel, check: &crate::plan::QuantizationCheckPlan) -> bool {
+    match &check.planned {
+        Planned::Run => true,
+        Planned::KnownIssue { .. } => model.spec.export.known_issue.is_none() && model.spec.quantization_issues.contains_key(&check.scheme),
+        _ => false,
+    }
+}
+
+/// Runs the tests under `filters` in a scratch results folder and reads their records.
+fn measure(root: &Path, platform: Platform, filters: &[String], features: &str, err: &mut dyn Write) -> Result<BTreeMap<(String, EngineKind), Measured>, String> {
     let results = std::env::temp_dir().join(format!("hwmatrix-measure-{platform}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&results);
     std::fs::create_dir_all(&results).map_err(|e| format!("error: {}: {e}", results.display()))?;
-    let filters: Vec<String> = cells.iter().map(|(m, e)| format!("{}::{}::{platform}::{}::", m.spec.category, m.module, e.module())).collect();
-    let _ = writeln!(err, "measuring {} cells on {platform}: cargo test -p generated --features {features} -- --include-ignored <{} filters>", cells.len(), filters.len());
+    let _ = writeln!(err, "measuring on {platform}: cargo test -p generated --features {features} -- --include-ignored <{} filters>", filters.len());
     let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .current_dir(root)
         .args(["test", "--quiet", "-p", "generated", "--lib", "--features", features, "--no-fail-fast", "--", "--include-ignored"])
-        .args(&filters)
+        .args(filters)
         .env("HWMATRIX_RESULTS", &results)
         .stdout(std::process::Stdio::null())
         .status()

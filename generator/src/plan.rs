@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use hwmatrix_cell::{Basis, Planned, Platform, Precision};
 
-use crate::spec::{EngineSpec, LoadedModel, OverrideStatus, PrecisionTolerance, Specs, ToleranceSpec};
+use crate::spec::{EngineSpec, LoadedModel, OverrideStatus, PrecisionTolerance, QuantFormat, Quality, Specs, ToleranceSpec};
 
 /// What the user asked for; an empty list means "all".
 #[derive(Clone, Debug, Default)]
@@ -50,6 +50,26 @@ pub struct PrecisionPlan {
 pub struct ModelPlan<'a> {
     pub model: &'a LoadedModel,
     pub cells: Vec<CellPlan>,
+    /// The quantization checks on quantization.yaml's platform, where it is selected.
+    pub quantization: Option<QuantizationPlan>,
+}
+
+/// A model's quantization checks (wgpu kernels on its own weights), one per scheme.
+#[derive(Debug)]
+pub struct QuantizationPlan {
+    pub platform: Platform,
+    pub checks: Vec<QuantizationCheckPlan>,
+}
+
+#[derive(Debug)]
+pub struct QuantizationCheckPlan {
+    pub scheme: QuantFormat,
+    /// Run, unless the model has no fixture or the check was measured to fail
+    /// (`imported.quantization_issues`). The platform's whole-model cells do not
+    /// decide it: the kernels need only the fixture's weights.
+    pub planned: Planned<String>,
+    /// The spec's `web_quantization.webgpu` rating of the scheme.
+    pub expected: Option<Quality>,
 }
 
 /// The platform's least tolerance where it is wider than the model's own in
@@ -108,6 +128,7 @@ pub fn plan<'a>(specs: &'a Specs, selection: &Selection) -> Result<Plan<'a>, Str
         .map(|model| ModelPlan {
             model,
             cells: platforms.iter().flat_map(|p| p.engines.iter().map(move |e| plan_cell(specs, model, p, e))).collect(),
+            quantization: platforms.iter().any(|p| p.platform == specs.quantization.platform).then(|| plan_quantization(specs, model)),
         })
         .collect::<Vec<_>>();
     if models.is_empty() {
@@ -185,6 +206,28 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
     }
 }
 
+fn plan_quantization(specs: &Specs, model: &LoadedModel) -> QuantizationPlan {
+    let spec = &model.spec;
+    let platform = specs.quantization.platform;
+    let checks = QuantFormat::ALL
+        .into_iter()
+        .map(|scheme| {
+            let planned = if let Some(error) = &spec.export.known_issue {
+                Planned::KnownIssue { reason: format!("{} has no fixture to take weights from: {error}", spec.model_type), basis: if spec.export.known_issue_measured { Basis::Measured } else { Basis::Spec } }
+            } else if let Some(issue) = spec.quantization_issues.get(&scheme) {
+                Planned::KnownIssue {
+                    reason: format!("{} at {} on {platform} (measured by gen import --platform {platform}): {issue}", spec.model_type, scheme.name()),
+                    basis: Basis::Measured,
+                }
+            } else {
+                Planned::Run
+            };
+            let expected = spec.web_quantization.as_ref().and_then(|w| w.webgpu.as_ref()).and_then(|r| r.get(&scheme).copied());
+            QuantizationCheckPlan { scheme, planned, expected }
+        })
+        .collect();
+    QuantizationPlan { platform, checks }
+}
 
 #[cfg(test)]
 mod tests {

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 import transformers
 
-EXPORTER_VERSION = 8
+EXPORTER_VERSION = 9
 
 
 def normalized_vocab_size(config) -> int:
@@ -340,6 +340,97 @@ def save_npy_dir(folder: Path, tensors: dict[str, torch.Tensor]) -> list[dict]:
     return described
 
 
+# The webgpu cells' quantization checks (runtime/src/quant) quantize real weight matrices
+# and multiply them with the activations the layer really received on the export shape.
+LINEAR_LAYERS = 24  # at most, spread evenly over the forward pass
+LINEAR_ROWS = 16  # activation rows per layer, spread evenly over the batch and positions
+LINEAR_MAX_WEIGHTS = 1 << 20  # larger matrices are skipped (a tiny config has none)
+
+
+def linear_role(name: str) -> str:
+    """The role seed 002's 4-bit mixed precision keys on: attention, embedding and output
+    projections stay at 8 bits, feed-forward layers go to 4."""
+    lowered = name.lower()
+    leaf = lowered.rsplit(".", 1)[-1]
+    if "embed" in lowered or "patch" in lowered:
+        return "embedding"
+    if any(k in lowered for k in ("attn", "attention", "q_proj", "k_proj", "v_proj", "o_proj", "qkv", "query", "key", "value", "out_proj")):
+        return "attention"
+    if any(k in leaf for k in ("lm_head", "classifier", "score", "head", "proj_out", "pooler")) or "pooler" in lowered:
+        return "output"
+    return "feed_forward"
+
+
+def as_matmul(module, x: torch.Tensor):
+    """(activations [rows, in], weight [out, in], kind) of a layer that is a matrix product,
+    or None: nn.Linear, transformers' Conv1D (weight stored [in, out]), and ungrouped
+    Conv1d/Conv2d as the product of their unfolded input patches with the flattened kernel."""
+    if isinstance(module, torch.nn.Linear):
+        if x.shape[-1] != module.in_features:
+            return None
+        return x.reshape(-1, x.shape[-1]), module.weight, "linear"
+    if type(module).__name__ == "Conv1D" and hasattr(module, "nf"):
+        return x.reshape(-1, x.shape[-1]), module.weight.t(), "conv1d-transposed"
+    if isinstance(module, (torch.nn.Conv1d, torch.nn.Conv2d)) and module.groups == 1 and isinstance(module.padding, tuple):
+        two_d = isinstance(module, torch.nn.Conv2d)
+        image = x if two_d else x.unsqueeze(-2)
+        pair = lambda v: tuple(v) if two_d else (1, v[0])
+        # Subclasses may lay their input out otherwise (parakeet's CTC head transposes in forward).
+        if image.dim() != 4 or image.shape[1] != module.in_channels:
+            return None
+        patches = torch.nn.functional.unfold(image, pair(module.kernel_size), dilation=pair(module.dilation),
+                                             padding=pair(module.padding), stride=pair(module.stride))
+        return patches.transpose(1, 2).reshape(-1, patches.shape[1]), module.weight.reshape(module.out_channels, -1), "conv2d" if two_d else "conv1d"
+    return None
+
+
+@contextlib.contextmanager
+def capture_linear_layers(model):
+    """Records the first input of every matrix-product layer during one forward pass."""
+    captured, handles = [], []
+    seen = set()
+
+    def hook(name):
+        def pre(module, args):
+            if name in seen or not args or not torch.is_tensor(args[0]) or not args[0].is_floating_point():
+                return
+            seen.add(name)
+            product = as_matmul(module, args[0].detach())
+            if product is not None and product[1].numel() <= LINEAR_MAX_WEIGHTS:
+                captured.append((name, *product))
+        return pre
+
+    for name, module in model.named_modules():
+        if isinstance(module, (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d)) or type(module).__name__ == "Conv1D":
+            handles.append(module.register_forward_pre_hook(hook(name)))
+    try:
+        yield captured
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def evenly(count: int, most: int) -> list[int]:
+    """`most` indices out of range(count), first and last included, evenly spaced."""
+    if count <= most:
+        return list(range(count))
+    return [round(i * (count - 1) / (most - 1)) for i in range(most)]
+
+
+def save_linear_layers(folder: Path, captured: list) -> dict:
+    """Up to LINEAR_LAYERS captured layers, in forward order, as float32 npy files."""
+    layers = []
+    picked = [captured[i] for i in evenly(len(captured), LINEAR_LAYERS)]
+    for n, (name, x, weight, kind) in enumerate(picked):
+        rows = x[evenly(x.shape[0], LINEAR_ROWS)].float()
+        weight = weight.detach().float()
+        tensors = save_npy_dir(folder / f"{n:02}", {"x": rows, "w": weight})
+        layers.append({"name": name, "role": linear_role(name), "kind": kind, "dir": f"linear/{n:02}",
+                       "rows": tensors[0]["shape"][0], "in": tensors[1]["shape"][1], "out": tensors[1]["shape"][0]})
+    return {"layers": layers, "captured": len(captured),
+            "method": f"forward pre-hooks on the export shape: up to {LINEAR_LAYERS} layers and {LINEAR_ROWS} rows each, evenly spread"}
+
+
 def export(job: dict) -> None:
     spec = job["spec"]
     seed = int(job.get("seed", 0))
@@ -368,8 +459,10 @@ def export(job: dict) -> None:
             inputs = build_inputs(spec, shape, config, seed + index, index, model)
         fixed = {name: inputs.pop(name).tolist() for name in fixed_names}
         wrapper.fixed = fixed
-        with torch.no_grad():
+        with torch.no_grad(), (capture_linear_layers(model) if index == 0 else contextlib.nullcontext()) as captured:
             outputs = wrapper(*inputs.values())
+        if index == 0:
+            linear = save_linear_layers(tmp / "linear", captured)
         suffix = "" if index == 0 else str(index + 1)
         shapes_meta.append({
             "axes": {k: int(v) for k, v in sorted(shape.items())},
@@ -398,6 +491,7 @@ def export(job: dict) -> None:
         "int8": int8,
         "fp16": fp16,
         "integer_nodes": integer,
+        "linear_layers": linear,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "numpy": np.__version__},
         "config": json.loads(config.to_json_string(use_diff=True)) if hasattr(config, "to_json_string")
                   else json.loads(json.dumps(dict(config), default=str)),

@@ -164,11 +164,12 @@ pub(crate) fn blank_record(cell: &Cell, check: &str) -> Record {
         fixture: None,
         library: None,
         precision: "float32",
+        quantization: None,
         runtime_version: env!("CARGO_PKG_VERSION"),
     }
 }
 
-fn kind_name(kind: ErrorKind) -> String {
+pub(crate) fn kind_name(kind: ErrorKind) -> String {
     serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| format!("{kind:?}"))
 }
 

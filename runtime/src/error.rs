@@ -44,6 +44,8 @@ pub enum ErrorKind {
     Timeout,
     /// The engine's process (the browser) exited or was killed during the run.
     EngineExited,
+    /// A measured quantization error lies outside the band of the spec's rating.
+    RatingContradicted,
     /// The check's record could not be written.
     RecordWrite,
 }

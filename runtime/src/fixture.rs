@@ -41,6 +41,34 @@ pub struct Meta {
     /// shape arithmetic), which providers may leave to the CPU by design.
     #[serde(default)]
     pub integer_nodes: Option<IntegerNodes>,
+    /// Matrix-product layers with the activations they received on the
+    /// export shape, for the quantization checks (exporter 9 on).
+    #[serde(default)]
+    pub linear_layers: Option<LinearLayers>,
+}
+
+/// The exporter's sample of the model's matrix-product layers.
+#[derive(Debug, Deserialize)]
+pub struct LinearLayers {
+    pub layers: Vec<LinearLayer>,
+    /// How many the forward pass went through (the sample is spread over them).
+    pub captured: usize,
+    pub method: String,
+}
+
+/// One layer: `<dir>/x.npy` `[rows, in]` activations and `<dir>/w.npy` `[out, in]` weights.
+#[derive(Debug, Deserialize)]
+pub struct LinearLayer {
+    pub name: String,
+    pub role: crate::LayerRole,
+    /// `linear`, `conv1d-transposed` (transformers' Conv1D), `conv1d`, `conv2d` (unfolded patches).
+    pub kind: String,
+    pub dir: String,
+    pub rows: usize,
+    #[serde(rename = "in")]
+    pub in_features: usize,
+    #[serde(rename = "out")]
+    pub out_features: usize,
 }
 
 /// The exporter's split of model.onnx's named nodes, or why it has none:
@@ -223,6 +251,22 @@ impl Fixture {
     /// The PyTorch float32 reference outputs of one shape.
     pub fn outputs(&self, shape: Shape) -> Result<Vec<(String, Tensor)>, CheckError> {
         self.load(&format!("outputs{}", shape.suffix()), &self.shape(shape).outputs)
+    }
+
+    /// A layer's activations and weights as float32, checked against meta.json's shapes.
+    pub fn linear_layer(&self, layer: &LinearLayer) -> Result<(Vec<f32>, Vec<f32>), CheckError> {
+        let shapes = [vec![layer.rows, layer.in_features], vec![layer.out_features, layer.in_features]];
+        let [x, w] = ["x", "w"].map(|name| {
+            let path = self.dir.join(&layer.dir).join(format!("{name}.npy"));
+            let invalid = |message: String| CheckError::new(ErrorKind::FixtureInvalid, message);
+            let tensor = npy::read(&path).map_err(invalid)?;
+            let expected = if name == "x" { &shapes[0] } else { &shapes[1] };
+            if &tensor.shape != expected {
+                return Err(invalid(format!("{}/{name}.npy has shape {:?}, meta.json says {expected:?}", layer.dir, tensor.shape)));
+            }
+            Ok(tensor.values().into_iter().map(|v| v as f32).collect::<Vec<f32>>())
+        });
+        Ok((x?, w?))
     }
 
     fn load(&self, folder: &str, tensors: &[TensorMeta]) -> Result<Vec<(String, Tensor)>, CheckError> {

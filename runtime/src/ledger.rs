@@ -8,7 +8,7 @@
 
 use crate::checks::{Check, blank_record};
 use crate::record::{self, Outcome, Record};
-use crate::{Basis, Cell, Planned};
+use crate::{Basis, Cell, Planned, QuantizationCell};
 
 /// Why a cell does not run in this build, or None when its checks run (and record themselves).
 pub fn not_run(cell: &Cell, feature_on: bool) -> Option<(Outcome, Basis, String)> {
@@ -59,6 +59,31 @@ pub fn record_cells_not_run(cells: &[&Cell], feature_on: impl Fn(&Cell) -> bool)
                 ..blank_record(cell, check.name())
             };
             record::append(&record).map_err(|e| format!("{}::{}: cannot write its record: {e}", cell.id(), check.name()))?;
+            written += 1;
+        }
+    }
+    Ok(written)
+}
+
+/// The same for quantization checks (webgpu): one record per scheme that
+/// will not run, because it is a known issue or its platform's feature is off.
+pub fn record_quantization_not_run(cells: &[&QuantizationCell], feature_on: impl Fn(&QuantizationCell) -> bool) -> Result<usize, String> {
+    let mut written = 0;
+    for cell in cells {
+        let on = feature_on(cell);
+        for check in cell.checks {
+            let (status, basis, reason) = match check.planned {
+                Planned::Unsupported { reason, basis } => (Outcome::Unsupported, basis, reason.to_string()),
+                Planned::KnownIssue { reason, basis } => (Outcome::KnownIssue, basis, reason.to_string()),
+                Planned::Run | Planned::NoEngine { .. } if on => continue,
+                Planned::Run | Planned::NoEngine { .. } => (
+                    Outcome::Ignored,
+                    Basis::NotTried,
+                    format!("{0} is off in this build: run `cargo test -p generated --features {0}` where a WebGPU adapter for wgpu is present", cell.platform.feature),
+                ),
+            };
+            let record = Record { status, basis, reason: Some(reason), ..crate::quant::check::blank_record(cell, check.scheme) };
+            record::append(&record).map_err(|e| format!("{}::{}: cannot write its record: {e}", cell.id(), check.scheme.check_name()))?;
             written += 1;
         }
     }

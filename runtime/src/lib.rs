@@ -17,6 +17,7 @@ pub mod ledger;
 mod macros;
 pub mod npy;
 pub mod placement;
+pub mod quant;
 pub mod record;
 pub mod tensor;
 

@@ -76,3 +76,26 @@ macro_rules! precision_test {
         }
     };
 }
+
+/// A quantization scheme's check of a webgpu cell as a `#[test]` function
+/// named after it (`int4_quantization`): wgpu's kernels on the model's own
+/// weights, gated like the platform's cells, or ignored with its own reason.
+#[macro_export]
+macro_rules! quantization_test {
+    ($name:ident, $cell:path, $scheme:ident, features = [$($feature:literal),+], off = $off:literal) => {
+        /// The model's weights quantized with this scheme on the wgpu adapter: the kernel agrees with the CPU, and the error agrees with the spec's rating.
+        #[test]
+        #[cfg_attr(not(all($(feature = $feature),+)), ignore = $off)]
+        fn $name() {
+            $crate::quant::check::quantization(&$cell, $crate::QuantScheme::$scheme);
+        }
+    };
+    ($name:ident, $cell:path, $scheme:ident, ignore = $why:literal) => {
+        /// The model's weights quantized with this scheme on the wgpu adapter: the kernel agrees with the CPU, and the error agrees with the spec's rating.
+        #[test]
+        #[ignore = $why]
+        fn $name() {
+            $crate::quant::check::quantization(&$cell, $crate::QuantScheme::$scheme);
+        }
+    };
+}

@@ -57,8 +57,12 @@ pub struct Record {
     pub memory: Option<Memory>,
     pub fixture: Option<FixtureRecord>,
     pub library: Option<String>,
-    /// The precision of the model the check ran: `float32`, or a variant's (`int8`).
+    /// The precision of the model the check ran: `float32`, or a variant's
+    /// (`int8`); a quantization check's scheme (`int4_mixed`).
     pub precision: &'static str,
+    /// A quantization check's measurements (webgpu cells).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quantization: Option<QuantizationRecord>,
     pub runtime_version: &'static str,
 }
 
@@ -89,6 +93,48 @@ pub struct OutputDeviation {
     pub worst: Option<Worst>,
     /// How much the reference varies: a constant that would pass makes the check vacuous.
     pub reference: Spread,
+}
+
+/// What a quantization check measured: each layer's error against float32
+/// and the kernel's agreement with the CPU, and the weights' memory.
+#[derive(Debug, Serialize)]
+pub struct QuantizationRecord {
+    pub scheme: crate::QuantScheme,
+    pub group_size: u32,
+    pub adapter: Option<crate::wgpu_adapter::AdapterReport>,
+    /// How the fixture's layers were sampled, and from how many.
+    pub layers_captured: Option<usize>,
+    pub sampling: Option<String>,
+    pub layers: Vec<LayerQuantization>,
+    /// Mean over the layers of ‖y_quantized − y_float32‖₂ / ‖y_float32‖₂: what the rating is judged on.
+    pub mean_relative_error: Option<f64>,
+    pub max_relative_error: Option<f64>,
+    pub weight_bytes_float32: usize,
+    /// Codes, scales and minimums, as the kernel reads them.
+    pub weight_bytes_quantized: usize,
+    /// 1 − quantized / float32.
+    pub memory_saved: Option<f64>,
+    pub measured_rating: Option<crate::Rating>,
+    pub expected_rating: Option<crate::Rating>,
+    /// The mean relative errors the expected rating stands for, (above, up to).
+    pub expected_band: Option<(f64, f64)>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LayerQuantization {
+    pub name: String,
+    pub role: crate::LayerRole,
+    pub kind: String,
+    pub bits: u32,
+    pub rows: usize,
+    pub in_features: usize,
+    pub out_features: usize,
+    /// None where the float32 product is all zeros.
+    pub relative_error: Option<f64>,
+    /// The kernel's largest distance from the CPU's product of the same quantized weights, and the
+    /// float32 rounding bound it must stay within.
+    pub kernel_max_abs_difference: f64,
+    pub kernel_bound: f64,
 }
 
 #[derive(Debug, Serialize)]

@@ -7,7 +7,7 @@ use quote::quote;
 use hwmatrix_cell::{Planned, Platform, decl};
 
 use crate::plan::{CellPlan, ModelPlan, PlatformPlan};
-use crate::spec::{EngineSpec, PlatformSpec, TensorSpec, ToleranceSpec};
+use crate::spec::{EngineSpec, PlatformSpec, QuantizationFile, TensorSpec, ToleranceSpec};
 
 /// `mod.rs` of a model: its declaration and its modules.
 pub fn model_module(plan: &ModelPlan) -> TokenStream {
@@ -89,15 +89,72 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
             pub static #name: runtime::Cell = #cell_expr;
         }
     });
+    let quantization = plan.quantization.as_ref().map(|q| {
+        let name = ident(&quantization_const(q.platform));
+        let platform = ident(&q.platform.name().to_uppercase());
+        let doc = format!(" {} on {}: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.", plan.model.spec.model_type, q.platform);
+        let checks = q.checks.iter().map(|c| {
+            let scheme = ident(&format!("{:?}", c.scheme));
+            let planned = planned(&c.planned);
+            let expected = match c.expected {
+                Some(r) => {
+                    let r = ident(&format!("{r:?}"));
+                    quote!(Some(runtime::Rating::#r))
+                }
+                None => quote!(None),
+            };
+            quote!(runtime::QuantizationCheck { scheme: runtime::QuantScheme::#scheme, planned: #planned, expected: #expected })
+        });
+        quote! {
+            #[doc = #doc]
+            pub static #name: runtime::QuantizationCell = runtime::QuantizationCell {
+                model: &super::MODEL,
+                platform: &crate::platforms::#platform,
+                settings: &crate::platforms::QUANTIZATION,
+                checks: &[ #(#checks),* ],
+            };
+        }
+    });
     quote! {
         //! The cells of this model: how each platform and engine runs it, and what is planned for it.
         #(#cells)*
+        #quantization
     }
+}
+
+/// The name of a model's quantization checks in `cells.rs`: `WEBGPU_QUANTIZATION`.
+pub fn quantization_const(platform: Platform) -> String {
+    format!("{}_QUANTIZATION", platform.name().to_uppercase())
+}
+
+/// `QUANTIZATION` in `platforms.rs`: model-specs/quantization.yaml, where its platform is planned.
+fn quantization_settings(platforms: &[PlatformPlan], file: &QuantizationFile) -> Option<TokenStream> {
+    platforms.iter().any(|p| p.platform == file.platform).then(|| {
+        let group_size = file.group_size;
+        let m = file.mixed;
+        let (attention, embedding, output, feed_forward) = (m.attention, m.embedding, m.output, m.feed_forward);
+        let ratings = file.ratings.iter().map(|r| {
+            let rating = ident(&format!("{:?}", r.rating));
+            // proc_macro2 has no literal for infinity.
+            let bound = if r.max_mean_relative_error.is_finite() { let b = r.max_mean_relative_error; quote!(#b) } else { quote!(f64::INFINITY) };
+            quote!((runtime::Rating::#rating, #bound))
+        });
+        let doc = format!(" model-specs/quantization.yaml: how {}'s quantization checks quantize, and each rating's bound on the mean relative error.", file.platform);
+        quote! {
+            #[doc = #doc]
+            pub static QUANTIZATION: runtime::QuantizationDecl = runtime::QuantizationDecl {
+                group_size: #group_size,
+                mixed: runtime::MixedWidths { attention: #attention, embedding: #embedding, output: #output, feed_forward: #feed_forward },
+                ratings: &[ #(#ratings),* ],
+            };
+        }
+    })
 }
 
 /// `platforms.rs`: each planned platform and its engines as hardware.yaml
 /// describes them, and which cargo features are on in this build.
-pub fn platforms<'a>(platforms: &[PlatformPlan], hardware: &dyn Fn(Platform) -> &'a PlatformSpec) -> TokenStream {
+pub fn platforms<'a>(platforms: &[PlatformPlan], hardware: &dyn Fn(Platform) -> &'a PlatformSpec, quantization: &QuantizationFile) -> TokenStream {
+    let quantization = quantization_settings(platforms, quantization);
     let decls = platforms.iter().map(|p| {
         let spec = hardware(p.platform);
         let name = ident(&p.platform.name().to_uppercase());
@@ -133,6 +190,7 @@ pub fn platforms<'a>(platforms: &[PlatformPlan], hardware: &dyn Fn(Platform) -> 
     quote! {
         //! The platforms of hardware.yaml: cargo feature, what each needs, and the engines that serve its cells.
         #(#decls)*
+        #quantization
 
         /// Whether a cargo feature (a platform's or an engine's) is on in this build.
         pub fn feature_on(feature: &str) -> bool {

@@ -62,6 +62,7 @@ pub fn render(plan: &Plan) -> Result<Files, String> {
 
     let mut categories: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut all_cells = Vec::new();
+    let mut quantization_cells = Vec::new();
     for model_plan in &plan.models {
         let spec = &model_plan.model.spec;
         let module = &model_plan.model.module;
@@ -69,6 +70,10 @@ pub fn render(plan: &Plan) -> Result<Files, String> {
         for cell in &model_plan.cells {
             let (category, model, name) = (format_ident!("{}", spec.category), format_ident!("{}", module), format_ident!("{}", cells::cell_const(cell)));
             all_cells.push(quote!(&#category::#model::cells::#name));
+        }
+        if let Some(q) = &model_plan.quantization {
+            let (category, model, name) = (format_ident!("{}", spec.category), format_ident!("{}", module), format_ident!("{}", cells::quantization_const(q.platform)));
+            quantization_cells.push(quote!(&#category::#model::cells::#name));
         }
     }
     // Each model's files are independent: render them on every core (a full
@@ -85,7 +90,7 @@ pub fn render(plan: &Plan) -> Result<Files, String> {
 
     let hardware_source = format!("{specs_folder}/hardware.yaml");
     let hardware = |p| &plan.specs.hardware.platforms[&p];
-    files.insert(PathBuf::from("src/platforms.rs"), format_tokens(cells::platforms(&plan.platforms, &hardware), &hardware_source)?);
+    files.insert(PathBuf::from("src/platforms.rs"), format_tokens(cells::platforms(&plan.platforms, &hardware, &plan.specs.quantization), &hardware_source)?);
 
     let category_mods = categories.keys().map(|c| format_ident!("{}", c));
     let doc = format!(
@@ -101,6 +106,9 @@ pub fn render(plan: &Plan) -> Result<Files, String> {
         /// Every cell of this crate, in spec order.
         pub static CELLS: &[&runtime::Cell] = &[ #(#all_cells),* ];
 
+        /// Every model's quantization checks (webgpu), in spec order.
+        pub static QUANTIZATION_CELLS: &[&runtime::QuantizationCell] = &[ #(#quantization_cells),* ];
+
         /// Cells that do not run in this build (unsupported, known issue, or
         /// their platform's feature off) leave a record each, with its reason,
         /// so a report can tell "not tried" from "no evidence".
@@ -109,7 +117,9 @@ pub fn render(plan: &Plan) -> Result<Files, String> {
             #[test]
             fn cells_that_do_not_run_are_recorded() {
                 let written = runtime::ledger::record_cells_not_run(super::CELLS, |cell| cell.features().all(super::platforms::feature_on))
-                    .unwrap_or_else(|e| panic!("{e}"));
+                    .unwrap_or_else(|e| panic!("{e}"))
+                    + runtime::ledger::record_quantization_not_run(super::QUANTIZATION_CELLS, |cell| super::platforms::feature_on(cell.platform.feature))
+                        .unwrap_or_else(|e| panic!("{e}"));
                 runtime::ledger::assert_recorded(written);
             }
 
@@ -140,7 +150,8 @@ fn model_files(plan: &Plan, model_plan: &crate::plan::ModelPlan) -> Result<Vec<(
     for platform in &plan.platforms {
         let engine_cells: Vec<&crate::plan::CellPlan> = model_plan.cells.iter().filter(|c| c.platform == platform.platform).collect();
         let hardware = &plan.specs.hardware.platforms[&platform.platform];
-        let code = test_module::render(model_plan.model, platform.platform, &engine_cells, hardware)?;
+        let quantization = model_plan.quantization.as_ref().filter(|q| q.platform == platform.platform);
+        let code = test_module::render(model_plan.model, platform.platform, &engine_cells, hardware, quantization)?;
         out.push((dir.join(format!("{}.rs", platform.platform)), format_source(&code, source)?));
     }
     Ok(out)

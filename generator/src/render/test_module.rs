@@ -6,13 +6,13 @@
 use hwmatrix_cell::{EngineKind, Planned, Platform};
 use tera::{Context, Tera};
 
-use crate::plan::CellPlan;
+use crate::plan::{CellPlan, QuantizationPlan};
 use crate::spec::{LoadedModel, PlatformSpec};
 
 const TEMPLATE: &str = include_str!("../../../templates/cell_tests.rs.tera");
 
 /// The test module of one model on one platform: a module per engine cell.
-pub fn render(model: &LoadedModel, platform: Platform, cells: &[&CellPlan], hardware: &PlatformSpec) -> Result<String, String> {
+pub fn render(model: &LoadedModel, platform: Platform, cells: &[&CellPlan], hardware: &PlatformSpec, quantization: Option<&QuantizationPlan>) -> Result<String, String> {
     let mut ctx = Context::new();
     ctx.insert("model_type", &model.spec.model_type);
     ctx.insert("module", &model.module);
@@ -20,6 +20,7 @@ pub fn render(model: &LoadedModel, platform: Platform, cells: &[&CellPlan], hard
     ctx.insert("platform", platform.name());
     let cells: Vec<_> = cells.iter().map(|cell| engine_cell(cell, hardware)).collect();
     ctx.insert("cells", &cells);
+    ctx.insert("quantization", &quantization.map(|q| quantization_checks(q, hardware)));
     template()?.render("cell_tests", &ctx).map_err(|e| format!("templates/cell_tests.rs.tera: {e:?}"))
 }
 
@@ -62,6 +63,35 @@ fn engine_cell(cell: &CellPlan, hardware: &PlatformSpec) -> serde_json::Value {
             "{} off: run `cargo test -p generated --features {}` where {needs}",
             features.join(" or "),
             features.join(",")
+        )),
+    })
+}
+
+/// What the template needs of a model's quantization checks: one test per scheme.
+fn quantization_checks(plan: &QuantizationPlan, hardware: &PlatformSpec) -> serde_json::Value {
+    let checks: Vec<serde_json::Value> = plan
+        .checks
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "test": c.scheme.check_name(),
+                "variant": format!("{:?}", c.scheme),
+                "expected": c.expected.map(|r| r.name()),
+                "ignore_always": match &c.planned {
+                    Planned::Run | Planned::NoEngine { .. } => None,
+                    Planned::Unsupported { reason, .. } => Some(rust_literal(&format!("unsupported: {reason}"))),
+                    Planned::KnownIssue { reason, .. } => Some(rust_literal(&format!("known issue: {reason}"))),
+                },
+            })
+        })
+        .collect();
+    let feature = &hardware.feature;
+    serde_json::json!({
+        "cell_const": super::cells::quantization_const(plan.platform),
+        "features": rust_literal(feature),
+        "checks": checks,
+        "ignore_feature_off": rust_literal(&format!(
+            "{feature} off: run `cargo test -p generated --features {feature}` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
         )),
     })
 }

@@ -25,6 +25,7 @@ pub struct Specs {
     pub architectures: ArchitecturesFile,
     pub categories: CategoriesFile,
     pub defaults: DefaultsFile,
+    pub quantization: QuantizationFile,
     /// Sorted by category, then model_type.
     pub models: Vec<LoadedModel>,
 }
@@ -109,6 +110,10 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
     let architectures: Option<(ArchitecturesFile, String)> = parse_file(&root.join("architectures.yaml"), &mut errors);
     let categories: Option<(CategoriesFile, String)> = parse_file(&root.join("categories.yaml"), &mut errors);
     let defaults: Option<(DefaultsFile, String)> = parse_file(&root.join("defaults.yaml"), &mut errors);
+    let quantization: Option<(QuantizationFile, String)> = parse_file(&root.join("quantization.yaml"), &mut errors);
+    if let Some((file, src)) = &quantization {
+        check_quantization(file, src, &root.join("quantization.yaml"), &mut errors);
+    }
 
     if let Some((hw, src)) = &hardware {
         let path = root.join("hardware.yaml");
@@ -232,12 +237,37 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
         }
     }
 
-    match (hardware, architectures, categories, defaults) {
-        (Some((hardware, _)), Some((architectures, _)), Some((categories, _)), Some((defaults, _))) if errors.is_empty() => {
+    match (hardware, architectures, categories, defaults, quantization) {
+        (Some((hardware, _)), Some((architectures, _)), Some((categories, _)), Some((defaults, _)), Some((quantization, _))) if errors.is_empty() => {
             models.sort_by(|a, b| (&a.spec.category, &a.spec.model_type).cmp(&(&b.spec.category, &b.spec.model_type)));
-            Ok(Specs { root: root.to_path_buf(), hardware, architectures, categories, defaults, models })
+            Ok(Specs { root: root.to_path_buf(), hardware, architectures, categories, defaults, quantization, models })
         }
         _ => Err(SpecErrors(errors)),
+    }
+}
+
+/// quantization.yaml's rules: every rating once, bounds rising, widths the kernels have.
+fn check_quantization(file: &QuantizationFile, src: &str, path: &Path, errors: &mut Vec<SpecError>) {
+    let at = |key: &str| locate_key(src, key, 0).unwrap_or((1, 1));
+    let all = [Quality::Excellent, Quality::VeryGood, Quality::Good, Quality::Limited, Quality::NotRecommended, Quality::NotSupported];
+    let listed: Vec<Quality> = file.ratings.iter().map(|r| r.rating).collect();
+    if listed != all {
+        errors.push(SpecError::new(
+            path,
+            at("ratings"),
+            format!("ratings lists {listed:?}"),
+            "list each rating once, best first: excellent, very-good, good, limited, not-recommended, not-supported",
+        ));
+    }
+    if file.ratings.windows(2).any(|w| !(w[0].max_mean_relative_error <= w[1].max_mean_relative_error)) || file.ratings.iter().any(|r| !(r.max_mean_relative_error >= 0.0)) {
+        errors.push(SpecError::new(path, at("ratings"), "the ratings' bounds do not rise", "each max_mean_relative_error is ≥ 0 and ≥ the one before it (`.inf` for no bound)"));
+    }
+    if file.group_size == 0 {
+        errors.push(SpecError::new(path, at("group_size"), "group_size is 0", "a group holds at least one weight; 32 is the common 4-bit formats' size"));
+    }
+    let m = file.mixed;
+    if [m.attention, m.embedding, m.output, m.feed_forward].iter().any(|b| ![16, 8, 4, 2].contains(b)) {
+        errors.push(SpecError::new(path, at("mixed"), format!("mixed asks for widths {m:?}"), "the kernels have 16, 8, 4 and 2 bits"));
     }
 }
 

@@ -154,6 +154,7 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, BT
         platforms: file.platforms,
         measured_issues: imp.map(|i| i.platform_issues.clone()).unwrap_or_default(),
         precision_issues: imp.map(|i| i.precision_issues.clone()).unwrap_or_default(),
+        quantization_issues: imp.map(|i| i.quantization_issues.clone()).unwrap_or_default(),
         precision_tolerances,
         web_quantization: file.web_quantization,
     };

@@ -14,6 +14,24 @@ pub struct HardwareFile {
     pub platforms: BTreeMap<Platform, PlatformSpec>,
 }
 
+/// model-specs/quantization.yaml: how a platform's cells measure weight quantization.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuantizationFile {
+    pub platform: Platform,
+    pub group_size: u32,
+    pub mixed: hwmatrix_cell::MixedWidths,
+    /// Best first; each the largest mean relative error its rating allows.
+    pub ratings: Vec<RatingBound>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RatingBound {
+    pub rating: Quality,
+    pub max_mean_relative_error: f64,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlatformSpec {
@@ -292,7 +310,15 @@ pub struct Imported {
     /// per platform and precision (`cpu: {int8: ...}`): the check's error.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub precision_issues: PrecisionIssues,
+    /// Quantization checks (webgpu) that failed when `gen import --platform
+    /// webgpu` ran them, per scheme: the check's error, e.g. the rating the
+    /// measurement supports where it contradicts `web_quantization`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub quantization_issues: QuantizationIssues,
 }
+
+/// Measured failures of quantization checks per scheme.
+pub type QuantizationIssues = BTreeMap<QuantFormat, String>;
 
 /// Measured failures of precision checks per platform and precision.
 pub type PrecisionIssues = BTreeMap<Platform, BTreeMap<CheckedPrecision, String>>;
@@ -341,6 +367,9 @@ pub struct ModelSpec {
     /// `imported.precision_issues`: precision checks measured to fail.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub precision_issues: PrecisionIssues,
+    /// `imported.quantization_issues`: quantization checks measured to fail.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub quantization_issues: QuantizationIssues,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub web_quantization: Option<WebQuantization>,
 }
@@ -482,23 +511,5 @@ pub struct WebQuantization {
     pub webnn: Option<BTreeMap<QuantFormat, Quality>>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum QuantFormat {
-    Fp16,
-    Int8,
-    Int4,
-    Int4Mixed,
-    Int2,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Quality {
-    Excellent,
-    VeryGood,
-    Good,
-    Limited,
-    NotRecommended,
-    NotSupported,
-}
+/// Seed 002's schemes and ratings: the vocabulary the runtime's quantization checks share.
+pub use hwmatrix_cell::{QuantScheme as QuantFormat, Rating as Quality};

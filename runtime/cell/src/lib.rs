@@ -11,12 +11,15 @@ pub mod paths;
 pub mod planned;
 pub mod platform;
 pub mod presence;
+pub mod quantization;
+pub mod wgpu_adapter;
 
 pub use decl::{
     AllowedFallback, BrowserBackend, Cell, Engine, EngineKind, ExecutionProvider, ModelDecl, PlatformDecl, Precision, PrecisionCheck, TensorDecl, Tolerance,
 };
 pub use dtype::DType;
 pub use planned::{Basis, Planned};
+pub use quantization::{LayerRole, MixedWidths, QuantScheme, QuantizationCell, QuantizationCheck, QuantizationDecl, Rating};
 pub use platform::Platform;
 
 /// The checks every runnable cell has, in the order the tests list them. The

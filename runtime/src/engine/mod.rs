@@ -6,6 +6,8 @@
 pub mod browser;
 pub mod onnx;
 pub mod torch;
+#[cfg(feature = "wgpu")]
+pub mod wgpu;
 
 use crate::error::{CheckError, ErrorKind};
 use crate::fixture::Fixture;

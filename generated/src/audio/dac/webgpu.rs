@@ -9,3 +9,33 @@ mod browser {
         "known issue: dac fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output audio_values: 1536 of 1536 elements outside abs 0.0001 + rel 0.001 (max abs error 1.507e-2; worst at flat index 1535: got 0, expected 0.015074441209435463); output projected_latents: 216 of 216 elements outside abs 0.0001 + rel 0.001 (max abs error 6.370e-2; worst at flat index 91: got -0.05619044229388237, expected 0.007506409659981728)"
     );
 }
+/// dac's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
+///
+/// Select these checks with `cargo test -p generated audio::dac::webgpu::wgpu::`.
+mod wgpu {
+    runtime::quantization_test!(
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+    runtime::quantization_test!(
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+    runtime::quantization_test!(
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+    runtime::quantization_test!(
+        int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
+        features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+    runtime::quantization_test!(
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+}

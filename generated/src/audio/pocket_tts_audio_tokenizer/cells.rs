@@ -180,3 +180,51 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
+/// pocket_tts_audio_tokenizer on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
+pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
+    model: &super::MODEL,
+    platform: &crate::platforms::WEBGPU,
+    settings: &crate::platforms::QUANTIZATION,
+    checks: &[
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Fp16,
+            planned: runtime::Planned::KnownIssue {
+                reason: "pocket_tts_audio_tokenizer has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression 1 > 16*(((u20 + u21 + u22 + u23 + (((u18 + u19 + (((u12 + u13 + (((u0 + u1 + u6 + u7 + 1586)//4)) - 9)//5)) - 11)//6)) - 33)//16)) + Max(0, Min(1, 16*((",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int8,
+            planned: runtime::Planned::KnownIssue {
+                reason: "pocket_tts_audio_tokenizer has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression 1 > 16*(((u20 + u21 + u22 + u23 + (((u18 + u19 + (((u12 + u13 + (((u0 + u1 + u6 + u7 + 1586)//4)) - 9)//5)) - 11)//6)) - 33)//16)) + Max(0, Min(1, 16*((",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4,
+            planned: runtime::Planned::KnownIssue {
+                reason: "pocket_tts_audio_tokenizer has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression 1 > 16*(((u20 + u21 + u22 + u23 + (((u18 + u19 + (((u12 + u13 + (((u0 + u1 + u6 + u7 + 1586)//4)) - 9)//5)) - 11)//6)) - 33)//16)) + Max(0, Min(1, 16*((",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4Mixed,
+            planned: runtime::Planned::KnownIssue {
+                reason: "pocket_tts_audio_tokenizer has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression 1 > 16*(((u20 + u21 + u22 + u23 + (((u18 + u19 + (((u12 + u13 + (((u0 + u1 + u6 + u7 + 1586)//4)) - 9)//5)) - 11)//6)) - 33)//16)) + Max(0, Min(1, 16*((",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int2,
+            planned: runtime::Planned::KnownIssue {
+                reason: "pocket_tts_audio_tokenizer has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression 1 > 16*(((u20 + u21 + u22 + u23 + (((u18 + u19 + (((u12 + u13 + (((u0 + u1 + u6 + u7 + 1586)//4)) - 9)//5)) - 11)//6)) - 33)//16)) + Max(0, Min(1, 16*((",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+    ],
+};

@@ -9,3 +9,29 @@ mod browser {
         "known issue: pocket_tts_audio_tokenizer_encoder fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_319' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was "
     );
 }
+/// pocket_tts_audio_tokenizer_encoder's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
+///
+/// Select these checks with `cargo test -p generated audio::pocket_tts_audio_tokenizer_encoder::webgpu::wgpu::`.
+mod wgpu {
+    runtime::quantization_test!(
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
+        "known issue: pocket_tts_audio_tokenizer_encoder has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_319' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was "
+    );
+    runtime::quantization_test!(
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
+        "known issue: pocket_tts_audio_tokenizer_encoder has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_319' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was "
+    );
+    runtime::quantization_test!(
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
+        "known issue: pocket_tts_audio_tokenizer_encoder has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_319' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was "
+    );
+    runtime::quantization_test!(
+        int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
+        ignore =
+        "known issue: pocket_tts_audio_tokenizer_encoder has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_319' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was "
+    );
+    runtime::quantization_test!(
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
+        "known issue: pocket_tts_audio_tokenizer_encoder has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_319' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was "
+    );
+}

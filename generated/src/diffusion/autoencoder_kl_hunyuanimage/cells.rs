@@ -180,3 +180,51 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
+/// autoencoder_kl_hunyuanimage on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
+pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
+    model: &super::MODEL,
+    platform: &crate::platforms::WEBGPU,
+    settings: &crate::platforms::QUANTIZATION,
+    checks: &[
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Fp16,
+            planned: runtime::Planned::KnownIssue {
+                reason: "autoencoder_kl_hunyuanimage has no fixture to take weights from: running the tiny model: TypeError: AutoencoderKLHunyuanImage.__init__() missing 7 required positional arguments: 'in_channels', 'out_channels', 'latent_channels', 'block_out_channels', 'layers_per_block', 'spatial_compression_ratio', and 'sample_size'",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int8,
+            planned: runtime::Planned::KnownIssue {
+                reason: "autoencoder_kl_hunyuanimage has no fixture to take weights from: running the tiny model: TypeError: AutoencoderKLHunyuanImage.__init__() missing 7 required positional arguments: 'in_channels', 'out_channels', 'latent_channels', 'block_out_channels', 'layers_per_block', 'spatial_compression_ratio', and 'sample_size'",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4,
+            planned: runtime::Planned::KnownIssue {
+                reason: "autoencoder_kl_hunyuanimage has no fixture to take weights from: running the tiny model: TypeError: AutoencoderKLHunyuanImage.__init__() missing 7 required positional arguments: 'in_channels', 'out_channels', 'latent_channels', 'block_out_channels', 'layers_per_block', 'spatial_compression_ratio', and 'sample_size'",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4Mixed,
+            planned: runtime::Planned::KnownIssue {
+                reason: "autoencoder_kl_hunyuanimage has no fixture to take weights from: running the tiny model: TypeError: AutoencoderKLHunyuanImage.__init__() missing 7 required positional arguments: 'in_channels', 'out_channels', 'latent_channels', 'block_out_channels', 'layers_per_block', 'spatial_compression_ratio', and 'sample_size'",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int2,
+            planned: runtime::Planned::KnownIssue {
+                reason: "autoencoder_kl_hunyuanimage has no fixture to take weights from: running the tiny model: TypeError: AutoencoderKLHunyuanImage.__init__() missing 7 required positional arguments: 'in_channels', 'out_channels', 'latent_channels', 'block_out_channels', 'layers_per_block', 'spatial_compression_ratio', and 'sample_size'",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+    ],
+};

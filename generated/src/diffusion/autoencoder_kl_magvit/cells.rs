@@ -135,3 +135,51 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBGPU_BROWSER,
     runtime::Planned::Run,
 );
+/// autoencoder_kl_magvit on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
+pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
+    model: &super::MODEL,
+    platform: &crate::platforms::WEBGPU,
+    settings: &crate::platforms::QUANTIZATION,
+    checks: &[
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Fp16,
+            planned: runtime::Planned::KnownIssue {
+                reason: "autoencoder_kl_magvit at fp16 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int8,
+            planned: runtime::Planned::KnownIssue {
+                reason: "autoencoder_kl_magvit at int8 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4,
+            planned: runtime::Planned::KnownIssue {
+                reason: "autoencoder_kl_magvit at int4 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4Mixed,
+            planned: runtime::Planned::KnownIssue {
+                reason: "autoencoder_kl_magvit at int4_mixed on webgpu (measured by gen import --platform webgpu): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int2,
+            planned: runtime::Planned::KnownIssue {
+                reason: "autoencoder_kl_magvit at int2 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+    ],
+};

@@ -9,3 +9,29 @@ mod browser {
         "known issue: transformer_2d fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: Has to define `in_channels`: None, `num_vector_embeds`: None, or patch_size: None. Make sure that `in_channels`, `num_vector_embeds` or `num_patches` is not None."
     );
 }
+/// transformer_2d's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
+///
+/// Select these checks with `cargo test -p generated diffusion::transformer_2d::webgpu::wgpu::`.
+mod wgpu {
+    runtime::quantization_test!(
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
+        "known issue: transformer_2d has no fixture to take weights from: running the tiny model: ValueError: Has to define `in_channels`: None, `num_vector_embeds`: None, or patch_size: None. Make sure that `in_channels`, `num_vector_embeds` or `num_patches` is not None."
+    );
+    runtime::quantization_test!(
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
+        "known issue: transformer_2d has no fixture to take weights from: running the tiny model: ValueError: Has to define `in_channels`: None, `num_vector_embeds`: None, or patch_size: None. Make sure that `in_channels`, `num_vector_embeds` or `num_patches` is not None."
+    );
+    runtime::quantization_test!(
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
+        "known issue: transformer_2d has no fixture to take weights from: running the tiny model: ValueError: Has to define `in_channels`: None, `num_vector_embeds`: None, or patch_size: None. Make sure that `in_channels`, `num_vector_embeds` or `num_patches` is not None."
+    );
+    runtime::quantization_test!(
+        int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
+        ignore =
+        "known issue: transformer_2d has no fixture to take weights from: running the tiny model: ValueError: Has to define `in_channels`: None, `num_vector_embeds`: None, or patch_size: None. Make sure that `in_channels`, `num_vector_embeds` or `num_patches` is not None."
+    );
+    runtime::quantization_test!(
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
+        "known issue: transformer_2d has no fixture to take weights from: running the tiny model: ValueError: Has to define `in_channels`: None, `num_vector_embeds`: None, or patch_size: None. Make sure that `in_channels`, `num_vector_embeds` or `num_patches` is not None."
+    );
+}

@@ -180,3 +180,51 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
+/// transformer_wan_vace on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
+pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
+    model: &super::MODEL,
+    platform: &crate::platforms::WEBGPU,
+    settings: &crate::platforms::QUANTIZATION,
+    checks: &[
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Fp16,
+            planned: runtime::Planned::KnownIssue {
+                reason: "transformer_wan_vace has no fixture to take weights from: running the tiny model: ValueError: VACE layers [0, 5, 10, 15, 20, 25, 30, 35] exceed the number of transformer layers 2.",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int8,
+            planned: runtime::Planned::KnownIssue {
+                reason: "transformer_wan_vace has no fixture to take weights from: running the tiny model: ValueError: VACE layers [0, 5, 10, 15, 20, 25, 30, 35] exceed the number of transformer layers 2.",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4,
+            planned: runtime::Planned::KnownIssue {
+                reason: "transformer_wan_vace has no fixture to take weights from: running the tiny model: ValueError: VACE layers [0, 5, 10, 15, 20, 25, 30, 35] exceed the number of transformer layers 2.",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4Mixed,
+            planned: runtime::Planned::KnownIssue {
+                reason: "transformer_wan_vace has no fixture to take weights from: running the tiny model: ValueError: VACE layers [0, 5, 10, 15, 20, 25, 30, 35] exceed the number of transformer layers 2.",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int2,
+            planned: runtime::Planned::KnownIssue {
+                reason: "transformer_wan_vace has no fixture to take weights from: running the tiny model: ValueError: VACE layers [0, 5, 10, 15, 20, 25, 30, 35] exceed the number of transformer layers 2.",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+    ],
+};

@@ -180,3 +180,51 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
+/// led on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
+pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
+    model: &super::MODEL,
+    platform: &crate::platforms::WEBGPU,
+    settings: &crate::platforms::QUANTIZATION,
+    checks: &[
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Fp16,
+            planned: runtime::Planned::KnownIssue {
+                reason: "led has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int8,
+            planned: runtime::Planned::KnownIssue {
+                reason: "led has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4,
+            planned: runtime::Planned::KnownIssue {
+                reason: "led has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4Mixed,
+            planned: runtime::Planned::KnownIssue {
+                reason: "led has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int2,
+            planned: runtime::Planned::KnownIssue {
+                reason: "led has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+    ],
+};

@@ -9,3 +9,33 @@ mod browser {
         "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter (Vulkan, e.g. Mesa lavapipe) or a Chromium with WebGPU is present"
     );
 }
+/// longt5's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
+///
+/// Select these checks with `cargo test -p generated encoder_decoders::longt5::webgpu::wgpu::`.
+mod wgpu {
+    runtime::quantization_test!(
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+    runtime::quantization_test!(
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+    runtime::quantization_test!(
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+    runtime::quantization_test!(
+        int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
+        features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+    runtime::quantization_test!(
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+}

@@ -180,3 +180,51 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
+/// bridgetower on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
+pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
+    model: &super::MODEL,
+    platform: &crate::platforms::WEBGPU,
+    settings: &crate::platforms::QUANTIZATION,
+    checks: &[
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Fp16,
+            planned: runtime::Planned::KnownIssue {
+                reason: "bridgetower has no fixture to take weights from: running the tiny model: ValueError: embed_dim and num_heads must be greater than 0, got embed_dim=32 and num_heads=0 instead",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int8,
+            planned: runtime::Planned::KnownIssue {
+                reason: "bridgetower has no fixture to take weights from: running the tiny model: ValueError: embed_dim and num_heads must be greater than 0, got embed_dim=32 and num_heads=0 instead",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4,
+            planned: runtime::Planned::KnownIssue {
+                reason: "bridgetower has no fixture to take weights from: running the tiny model: ValueError: embed_dim and num_heads must be greater than 0, got embed_dim=32 and num_heads=0 instead",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4Mixed,
+            planned: runtime::Planned::KnownIssue {
+                reason: "bridgetower has no fixture to take weights from: running the tiny model: ValueError: embed_dim and num_heads must be greater than 0, got embed_dim=32 and num_heads=0 instead",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int2,
+            planned: runtime::Planned::KnownIssue {
+                reason: "bridgetower has no fixture to take weights from: running the tiny model: ValueError: embed_dim and num_heads must be greater than 0, got embed_dim=32 and num_heads=0 instead",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+    ],
+};

@@ -180,3 +180,51 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
+/// embedding_gemma2 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
+pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
+    model: &super::MODEL,
+    platform: &crate::platforms::WEBGPU,
+    settings: &crate::platforms::QUANTIZATION,
+    checks: &[
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Fp16,
+            planned: runtime::Planned::KnownIssue {
+                reason: "embedding_gemma2 has no fixture to take weights from: running the tiny model: RuntimeError: ValueError: Image features were requested, but the model was initialized without a vision_config. Cannot process images without a vision tower and vision embedder.",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int8,
+            planned: runtime::Planned::KnownIssue {
+                reason: "embedding_gemma2 has no fixture to take weights from: running the tiny model: RuntimeError: ValueError: Image features were requested, but the model was initialized without a vision_config. Cannot process images without a vision tower and vision embedder.",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4,
+            planned: runtime::Planned::KnownIssue {
+                reason: "embedding_gemma2 has no fixture to take weights from: running the tiny model: RuntimeError: ValueError: Image features were requested, but the model was initialized without a vision_config. Cannot process images without a vision tower and vision embedder.",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4Mixed,
+            planned: runtime::Planned::KnownIssue {
+                reason: "embedding_gemma2 has no fixture to take weights from: running the tiny model: RuntimeError: ValueError: Image features were requested, but the model was initialized without a vision_config. Cannot process images without a vision tower and vision embedder.",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int2,
+            planned: runtime::Planned::KnownIssue {
+                reason: "embedding_gemma2 has no fixture to take weights from: running the tiny model: RuntimeError: ValueError: Image features were requested, but the model was initialized without a vision_config. Cannot process images without a vision tower and vision embedder.",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+    ],
+};

@@ -180,3 +180,51 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
+/// deepseek_v2 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
+pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
+    model: &super::MODEL,
+    platform: &crate::platforms::WEBGPU,
+    settings: &crate::platforms::QUANTIZATION,
+    checks: &[
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Fp16,
+            planned: runtime::Planned::KnownIssue {
+                reason: "deepseek_v2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int8,
+            planned: runtime::Planned::KnownIssue {
+                reason: "deepseek_v2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4,
+            planned: runtime::Planned::KnownIssue {
+                reason: "deepseek_v2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4Mixed,
+            planned: runtime::Planned::KnownIssue {
+                reason: "deepseek_v2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int2,
+            planned: runtime::Planned::KnownIssue {
+                reason: "deepseek_v2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+    ],
+};

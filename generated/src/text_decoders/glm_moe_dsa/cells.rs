@@ -180,3 +180,51 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
+/// glm_moe_dsa on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
+pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
+    model: &super::MODEL,
+    platform: &crate::platforms::WEBGPU,
+    settings: &crate::platforms::QUANTIZATION,
+    checks: &[
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Fp16,
+            planned: runtime::Planned::KnownIssue {
+                reason: "glm_moe_dsa has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0,",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int8,
+            planned: runtime::Planned::KnownIssue {
+                reason: "glm_moe_dsa has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0,",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4,
+            planned: runtime::Planned::KnownIssue {
+                reason: "glm_moe_dsa has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0,",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4Mixed,
+            planned: runtime::Planned::KnownIssue {
+                reason: "glm_moe_dsa has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0,",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int2,
+            planned: runtime::Planned::KnownIssue {
+                reason: "glm_moe_dsa has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0,",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+    ],
+};

@@ -9,3 +9,31 @@ mod browser {
         "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter (Vulkan, e.g. Mesa lavapipe) or a Chromium with WebGPU is present"
     );
 }
+/// llama's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
+///
+/// Select these checks with `cargo test -p generated text_decoders::llama::webgpu::wgpu::`.
+mod wgpu {
+    runtime::quantization_test!(
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
+        "known issue: llama at fp16 on webgpu (measured by gen import --platform webgpu): the spec rates fp16 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 15 of its layers measured 0.0002 (worst layer 0.0002): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)"
+    );
+    runtime::quantization_test!(
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
+        "known issue: llama at int8 on webgpu (measured by gen import --platform webgpu): the spec rates int8 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 15 of its layers measured 0.0047 (worst layer 0.0053): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)"
+    );
+    runtime::quantization_test!(
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+    runtime::quantization_test!(
+        int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
+        features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+    runtime::quantization_test!(
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+}

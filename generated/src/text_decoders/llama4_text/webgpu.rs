@@ -9,3 +9,29 @@ mod browser {
         "known issue: llama4_text fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)"
     );
 }
+/// llama4_text's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
+///
+/// Select these checks with `cargo test -p generated text_decoders::llama4_text::webgpu::wgpu::`.
+mod wgpu {
+    runtime::quantization_test!(
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
+        "known issue: llama4_text has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)"
+    );
+    runtime::quantization_test!(
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
+        "known issue: llama4_text has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)"
+    );
+    runtime::quantization_test!(
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
+        "known issue: llama4_text has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)"
+    );
+    runtime::quantization_test!(
+        int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
+        ignore =
+        "known issue: llama4_text has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)"
+    );
+    runtime::quantization_test!(
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
+        "known issue: llama4_text has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)"
+    );
+}

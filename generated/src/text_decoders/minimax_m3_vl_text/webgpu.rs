@@ -9,3 +9,33 @@ mod browser {
         "known issue: minimax_m3_vl_text fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: ScatterElements ×8 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 352 nodes (43%), 0 µs (0%); JsExecutionProvider: 467 nodes (57%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/minimax_m3_vl_text.yaml only if it may run off JsExecutionProvider, with the reason"
     );
 }
+/// minimax_m3_vl_text's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
+///
+/// Select these checks with `cargo test -p generated text_decoders::minimax_m3_vl_text::webgpu::wgpu::`.
+mod wgpu {
+    runtime::quantization_test!(
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+    runtime::quantization_test!(
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+    runtime::quantization_test!(
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+    runtime::quantization_test!(
+        int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
+        features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+    runtime::quantization_test!(
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+}

@@ -180,3 +180,51 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
+/// rwkv on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
+pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
+    model: &super::MODEL,
+    platform: &crate::platforms::WEBGPU,
+    settings: &crate::platforms::QUANTIZATION,
+    checks: &[
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Fp16,
+            planned: runtime::Planned::KnownIssue {
+                reason: "rwkv has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int8,
+            planned: runtime::Planned::KnownIssue {
+                reason: "rwkv has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4,
+            planned: runtime::Planned::KnownIssue {
+                reason: "rwkv has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4Mixed,
+            planned: runtime::Planned::KnownIssue {
+                reason: "rwkv has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int2,
+            planned: runtime::Planned::KnownIssue {
+                reason: "rwkv has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+    ],
+};

@@ -9,3 +9,29 @@ mod browser {
         "known issue: zamba fails in the fixture pipeline (recorded by gen import): running the tiny model: ValueError: There is an issue with your definition of `tie_weights_keys` for ^layers.1.shared_transf:^layers.(?!1\\.)\\d+.shared_transf. We found ['layers.1.shared_transf.feed_forward.down_proj.weight', 'layers.1.shared_transf.feed_forward.gate_proj.weight', 'layers.1.shared_transf.feed_forward.up_proj.weight', 'layers.1.shared_transf.input_layernorm.weight', 'layers.1.shared_transf.pre_ff_layernorm.weight', 'layers.1.shared_transf.self_attn.k_proj.weight', 'layers.1.shared_transf.self_attn.o_proj"
     );
 }
+/// zamba's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
+///
+/// Select these checks with `cargo test -p generated text_decoders::zamba::webgpu::wgpu::`.
+mod wgpu {
+    runtime::quantization_test!(
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
+        "known issue: zamba has no fixture to take weights from: running the tiny model: ValueError: There is an issue with your definition of `tie_weights_keys` for ^layers.1.shared_transf:^layers.(?!1\\.)\\d+.shared_transf. We found ['layers.1.shared_transf.feed_forward.down_proj.weight', 'layers.1.shared_transf.feed_forward.gate_proj.weight', 'layers.1.shared_transf.feed_forward.up_proj.weight', 'layers.1.shared_transf.input_layernorm.weight', 'layers.1.shared_transf.pre_ff_layernorm.weight', 'layers.1.shared_transf.self_attn.k_proj.weight', 'layers.1.shared_transf.self_attn.o_proj"
+    );
+    runtime::quantization_test!(
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
+        "known issue: zamba has no fixture to take weights from: running the tiny model: ValueError: There is an issue with your definition of `tie_weights_keys` for ^layers.1.shared_transf:^layers.(?!1\\.)\\d+.shared_transf. We found ['layers.1.shared_transf.feed_forward.down_proj.weight', 'layers.1.shared_transf.feed_forward.gate_proj.weight', 'layers.1.shared_transf.feed_forward.up_proj.weight', 'layers.1.shared_transf.input_layernorm.weight', 'layers.1.shared_transf.pre_ff_layernorm.weight', 'layers.1.shared_transf.self_attn.k_proj.weight', 'layers.1.shared_transf.self_attn.o_proj"
+    );
+    runtime::quantization_test!(
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
+        "known issue: zamba has no fixture to take weights from: running the tiny model: ValueError: There is an issue with your definition of `tie_weights_keys` for ^layers.1.shared_transf:^layers.(?!1\\.)\\d+.shared_transf. We found ['layers.1.shared_transf.feed_forward.down_proj.weight', 'layers.1.shared_transf.feed_forward.gate_proj.weight', 'layers.1.shared_transf.feed_forward.up_proj.weight', 'layers.1.shared_transf.input_layernorm.weight', 'layers.1.shared_transf.pre_ff_layernorm.weight', 'layers.1.shared_transf.self_attn.k_proj.weight', 'layers.1.shared_transf.self_attn.o_proj"
+    );
+    runtime::quantization_test!(
+        int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
+        ignore =
+        "known issue: zamba has no fixture to take weights from: running the tiny model: ValueError: There is an issue with your definition of `tie_weights_keys` for ^layers.1.shared_transf:^layers.(?!1\\.)\\d+.shared_transf. We found ['layers.1.shared_transf.feed_forward.down_proj.weight', 'layers.1.shared_transf.feed_forward.gate_proj.weight', 'layers.1.shared_transf.feed_forward.up_proj.weight', 'layers.1.shared_transf.input_layernorm.weight', 'layers.1.shared_transf.pre_ff_layernorm.weight', 'layers.1.shared_transf.self_attn.k_proj.weight', 'layers.1.shared_transf.self_attn.o_proj"
+    );
+    runtime::quantization_test!(
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
+        "known issue: zamba has no fixture to take weights from: running the tiny model: ValueError: There is an issue with your definition of `tie_weights_keys` for ^layers.1.shared_transf:^layers.(?!1\\.)\\d+.shared_transf. We found ['layers.1.shared_transf.feed_forward.down_proj.weight', 'layers.1.shared_transf.feed_forward.gate_proj.weight', 'layers.1.shared_transf.feed_forward.up_proj.weight', 'layers.1.shared_transf.input_layernorm.weight', 'layers.1.shared_transf.pre_ff_layernorm.weight', 'layers.1.shared_transf.self_attn.k_proj.weight', 'layers.1.shared_transf.self_attn.o_proj"
+    );
+}

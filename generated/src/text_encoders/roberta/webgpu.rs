@@ -9,3 +9,33 @@ mod browser {
         "known issue: roberta fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.456e0; worst at flat index 210: got 0.04673533886671066, expected 2.5026729106903076); output pooler_output: 32 of 32 elements outside abs 0.0001 + rel 0.001 (max abs error 1.186e-1; worst at flat index 3: got -0.06725563853979111, expected -0.18581520020961761)"
     );
 }
+/// roberta's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
+///
+/// Select these checks with `cargo test -p generated text_encoders::roberta::webgpu::wgpu::`.
+mod wgpu {
+    runtime::quantization_test!(
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+    runtime::quantization_test!(
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+    runtime::quantization_test!(
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+    runtime::quantization_test!(
+        int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
+        features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+    runtime::quantization_test!(
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+    );
+}

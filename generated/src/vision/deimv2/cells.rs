@@ -180,3 +180,51 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
+/// deimv2 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
+pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
+    model: &super::MODEL,
+    platform: &crate::platforms::WEBGPU,
+    settings: &crate::platforms::QUANTIZATION,
+    checks: &[
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Fp16,
+            planned: runtime::Planned::KnownIssue {
+                reason: "deimv2 has no fixture to take weights from: running the tiny model: RuntimeError: Given groups=1, weight of size [256, 128, 1, 1], expected input[1, 2048, 2, 2] to have 128 channels, but got 2048 channels instead",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int8,
+            planned: runtime::Planned::KnownIssue {
+                reason: "deimv2 has no fixture to take weights from: running the tiny model: RuntimeError: Given groups=1, weight of size [256, 128, 1, 1], expected input[1, 2048, 2, 2] to have 128 channels, but got 2048 channels instead",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4,
+            planned: runtime::Planned::KnownIssue {
+                reason: "deimv2 has no fixture to take weights from: running the tiny model: RuntimeError: Given groups=1, weight of size [256, 128, 1, 1], expected input[1, 2048, 2, 2] to have 128 channels, but got 2048 channels instead",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4Mixed,
+            planned: runtime::Planned::KnownIssue {
+                reason: "deimv2 has no fixture to take weights from: running the tiny model: RuntimeError: Given groups=1, weight of size [256, 128, 1, 1], expected input[1, 2048, 2, 2] to have 128 channels, but got 2048 channels instead",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int2,
+            planned: runtime::Planned::KnownIssue {
+                reason: "deimv2 has no fixture to take weights from: running the tiny model: RuntimeError: Given groups=1, weight of size [256, 128, 1, 1], expected input[1, 2048, 2, 2] to have 128 channels, but got 2048 channels instead",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+    ],
+};

@@ -9,3 +9,29 @@ mod browser {
         "known issue: edgetam_vision_model fails in the fixture pipeline (recorded by gen import): running the tiny model: RuntimeError: Given groups=1, weight of size [256, 384, 1, 1], expected input[1, 1024, 4, 4] to have 384 channels, but got 1024 channels instead"
     );
 }
+/// edgetam_vision_model's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
+///
+/// Select these checks with `cargo test -p generated vision::edgetam_vision_model::webgpu::wgpu::`.
+mod wgpu {
+    runtime::quantization_test!(
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
+        "known issue: edgetam_vision_model has no fixture to take weights from: running the tiny model: RuntimeError: Given groups=1, weight of size [256, 384, 1, 1], expected input[1, 1024, 4, 4] to have 384 channels, but got 1024 channels instead"
+    );
+    runtime::quantization_test!(
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
+        "known issue: edgetam_vision_model has no fixture to take weights from: running the tiny model: RuntimeError: Given groups=1, weight of size [256, 384, 1, 1], expected input[1, 1024, 4, 4] to have 384 channels, but got 1024 channels instead"
+    );
+    runtime::quantization_test!(
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
+        "known issue: edgetam_vision_model has no fixture to take weights from: running the tiny model: RuntimeError: Given groups=1, weight of size [256, 384, 1, 1], expected input[1, 1024, 4, 4] to have 384 channels, but got 1024 channels instead"
+    );
+    runtime::quantization_test!(
+        int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
+        ignore =
+        "known issue: edgetam_vision_model has no fixture to take weights from: running the tiny model: RuntimeError: Given groups=1, weight of size [256, 384, 1, 1], expected input[1, 1024, 4, 4] to have 384 channels, but got 1024 channels instead"
+    );
+    runtime::quantization_test!(
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
+        "known issue: edgetam_vision_model has no fixture to take weights from: running the tiny model: RuntimeError: Given groups=1, weight of size [256, 384, 1, 1], expected input[1, 1024, 4, 4] to have 384 channels, but got 1024 channels instead"
+    );
+}

@@ -180,3 +180,51 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
+/// sam3_tracker on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
+pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
+    model: &super::MODEL,
+    platform: &crate::platforms::WEBGPU,
+    settings: &crate::platforms::QUANTIZATION,
+    checks: &[
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Fp16,
+            planned: runtime::Planned::KnownIssue {
+                reason: "sam3_tracker has no fixture to take weights from: running the tiny model: RuntimeError: Given groups=1, weight of size [4, 32, 1, 1], expected input[1, 256, 8, 8] to have 32 channels, but got 256 channels instead",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int8,
+            planned: runtime::Planned::KnownIssue {
+                reason: "sam3_tracker has no fixture to take weights from: running the tiny model: RuntimeError: Given groups=1, weight of size [4, 32, 1, 1], expected input[1, 256, 8, 8] to have 32 channels, but got 256 channels instead",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4,
+            planned: runtime::Planned::KnownIssue {
+                reason: "sam3_tracker has no fixture to take weights from: running the tiny model: RuntimeError: Given groups=1, weight of size [4, 32, 1, 1], expected input[1, 256, 8, 8] to have 32 channels, but got 256 channels instead",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4Mixed,
+            planned: runtime::Planned::KnownIssue {
+                reason: "sam3_tracker has no fixture to take weights from: running the tiny model: RuntimeError: Given groups=1, weight of size [4, 32, 1, 1], expected input[1, 256, 8, 8] to have 32 channels, but got 256 channels instead",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int2,
+            planned: runtime::Planned::KnownIssue {
+                reason: "sam3_tracker has no fixture to take weights from: running the tiny model: RuntimeError: Given groups=1, weight of size [4, 32, 1, 1], expected input[1, 256, 8, 8] to have 32 channels, but got 256 channels instead",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+    ],
+};

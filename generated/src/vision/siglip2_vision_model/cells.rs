@@ -180,3 +180,51 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
+/// siglip2_vision_model on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
+pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
+    model: &super::MODEL,
+    platform: &crate::platforms::WEBGPU,
+    settings: &crate::platforms::QUANTIZATION,
+    checks: &[
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Fp16,
+            planned: runtime::Planned::KnownIssue {
+                reason: "siglip2_vision_model has no fixture to take weights from: running the tiny model: RuntimeError: TypeError: Siglip2VisionModel.forward() missing 2 required positional arguments: 'pixel_attention_mask' and 'spatial_shapes'",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int8,
+            planned: runtime::Planned::KnownIssue {
+                reason: "siglip2_vision_model has no fixture to take weights from: running the tiny model: RuntimeError: TypeError: Siglip2VisionModel.forward() missing 2 required positional arguments: 'pixel_attention_mask' and 'spatial_shapes'",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4,
+            planned: runtime::Planned::KnownIssue {
+                reason: "siglip2_vision_model has no fixture to take weights from: running the tiny model: RuntimeError: TypeError: Siglip2VisionModel.forward() missing 2 required positional arguments: 'pixel_attention_mask' and 'spatial_shapes'",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4Mixed,
+            planned: runtime::Planned::KnownIssue {
+                reason: "siglip2_vision_model has no fixture to take weights from: running the tiny model: RuntimeError: TypeError: Siglip2VisionModel.forward() missing 2 required positional arguments: 'pixel_attention_mask' and 'spatial_shapes'",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int2,
+            planned: runtime::Planned::KnownIssue {
+                reason: "siglip2_vision_model has no fixture to take weights from: running the tiny model: RuntimeError: TypeError: Siglip2VisionModel.forward() missing 2 required positional arguments: 'pixel_attention_mask' and 'spatial_shapes'",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+    ],
+};

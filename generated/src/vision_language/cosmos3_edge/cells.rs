@@ -180,3 +180,51 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
+/// cosmos3_edge on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
+pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
+    model: &super::MODEL,
+    platform: &crate::platforms::WEBGPU,
+    settings: &crate::platforms::QUANTIZATION,
+    checks: &[
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Fp16,
+            planned: runtime::Planned::KnownIssue {
+                reason: "cosmos3_edge has no fixture to take weights from: building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `rope_parameters.mrope_section` must contain three sections whose sum equals half of `head_dim`, got [24, 20, 20] for head_dim=8.)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int8,
+            planned: runtime::Planned::KnownIssue {
+                reason: "cosmos3_edge has no fixture to take weights from: building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `rope_parameters.mrope_section` must contain three sections whose sum equals half of `head_dim`, got [24, 20, 20] for head_dim=8.)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4,
+            planned: runtime::Planned::KnownIssue {
+                reason: "cosmos3_edge has no fixture to take weights from: building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `rope_parameters.mrope_section` must contain three sections whose sum equals half of `head_dim`, got [24, 20, 20] for head_dim=8.)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4Mixed,
+            planned: runtime::Planned::KnownIssue {
+                reason: "cosmos3_edge has no fixture to take weights from: building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `rope_parameters.mrope_section` must contain three sections whose sum equals half of `head_dim`, got [24, 20, 20] for head_dim=8.)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int2,
+            planned: runtime::Planned::KnownIssue {
+                reason: "cosmos3_edge has no fixture to take weights from: building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `rope_parameters.mrope_section` must contain three sections whose sum equals half of `head_dim`, got [24, 20, 20] for head_dim=8.)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+    ],
+};

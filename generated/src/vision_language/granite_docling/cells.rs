@@ -180,3 +180,51 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
+/// granite_docling on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
+pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
+    model: &super::MODEL,
+    platform: &crate::platforms::WEBGPU,
+    settings: &crate::platforms::QUANTIZATION,
+    checks: &[
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Fp16,
+            planned: runtime::Planned::KnownIssue {
+                reason: "granite_docling has no fixture to take weights from: building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: vision_config.out_hidden_size (1024) must equal text_config.hidden_size (32).)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int8,
+            planned: runtime::Planned::KnownIssue {
+                reason: "granite_docling has no fixture to take weights from: building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: vision_config.out_hidden_size (1024) must equal text_config.hidden_size (32).)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4,
+            planned: runtime::Planned::KnownIssue {
+                reason: "granite_docling has no fixture to take weights from: building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: vision_config.out_hidden_size (1024) must equal text_config.hidden_size (32).)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4Mixed,
+            planned: runtime::Planned::KnownIssue {
+                reason: "granite_docling has no fixture to take weights from: building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: vision_config.out_hidden_size (1024) must equal text_config.hidden_size (32).)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int2,
+            planned: runtime::Planned::KnownIssue {
+                reason: "granite_docling has no fixture to take weights from: building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: vision_config.out_hidden_size (1024) must equal text_config.hidden_size (32).)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+    ],
+};

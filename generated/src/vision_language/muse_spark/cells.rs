@@ -180,3 +180,51 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
+/// muse_spark on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
+pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
+    model: &super::MODEL,
+    platform: &crate::platforms::WEBGPU,
+    settings: &crate::platforms::QUANTIZATION,
+    checks: &[
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Fp16,
+            planned: runtime::Planned::KnownIssue {
+                reason: "muse_spark has no fixture to take weights from: building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `patch_sizes`, `hidden_sizes` and `depths` must have one entry per layer, got 4, 4 and 4 for `num_hidden_layers`=2.)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int8,
+            planned: runtime::Planned::KnownIssue {
+                reason: "muse_spark has no fixture to take weights from: building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `patch_sizes`, `hidden_sizes` and `depths` must have one entry per layer, got 4, 4 and 4 for `num_hidden_layers`=2.)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4,
+            planned: runtime::Planned::KnownIssue {
+                reason: "muse_spark has no fixture to take weights from: building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `patch_sizes`, `hidden_sizes` and `depths` must have one entry per layer, got 4, 4 and 4 for `num_hidden_layers`=2.)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int4Mixed,
+            planned: runtime::Planned::KnownIssue {
+                reason: "muse_spark has no fixture to take weights from: building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `patch_sizes`, `hidden_sizes` and `depths` must have one entry per layer, got 4, 4 and 4 for `num_hidden_layers`=2.)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+        runtime::QuantizationCheck {
+            scheme: runtime::QuantScheme::Int2,
+            planned: runtime::Planned::KnownIssue {
+                reason: "muse_spark has no fixture to take weights from: building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `patch_sizes`, `hidden_sizes` and `depths` must have one entry per layer, got 4, 4 and 4 for `num_hidden_layers`=2.)",
+                basis: runtime::Basis::Measured,
+            },
+            expected: None,
+        },
+    ],
+};

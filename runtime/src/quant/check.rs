@@ -1,0 +1,194 @@
+//! The quantization check of a webgpu cell, one per scheme: the model's own
+//! weight matrices (from its fixture) quantized at the scheme's widths, the
+//! products computed by wgpu's kernels on the adapter with the activations
+//! the layers really received, and then two verdicts:
+//!
+//! - the kernel agrees with the CPU's product of the same quantized weights
+//!   within float32 rounding (so the error below is the quantization's, not a
+//!   broken kernel's);
+//! - the mean relative error against float32 lies in the band of the rating
+//!   the spec gives the scheme (`web_quantization.webgpu`), where it gives one.
+//!   Where it does not, the measured rating is recorded and nothing is judged.
+
+use crate::checks::kind_name;
+use crate::error::{CheckError, ErrorKind};
+use crate::fixture::Fixture;
+use crate::record::{self, FixtureRecord, LayerQuantization, Outcome, QuantizationRecord, Record};
+use crate::{Basis, EngineKind, QuantScheme, QuantizationCell};
+
+/// Runs one scheme's check, writes its record, and panics (fails the test) on failure.
+pub fn quantization(cell: &QuantizationCell, scheme: QuantScheme) {
+    let expected = cell.check(scheme).and_then(|c| c.expected);
+    let mut measured = QuantizationRecord {
+        scheme,
+        group_size: cell.settings.group_size,
+        adapter: None,
+        layers_captured: None,
+        sampling: None,
+        layers: Vec::new(),
+        mean_relative_error: None,
+        max_relative_error: None,
+        weight_bytes_float32: 0,
+        weight_bytes_quantized: 0,
+        memory_saved: None,
+        measured_rating: None,
+        expected_rating: expected,
+        expected_band: expected.and_then(|r| cell.settings.band(r)),
+    };
+    let mut fixture_record = None;
+    let outcome = perform(cell, scheme, &mut measured, &mut fixture_record);
+    let engine = match &measured.adapter {
+        Some(adapter) => format!("wgpu {}, {}", adapter.wgpu_version, adapter.summary()),
+        None => "wgpu (no adapter)".to_string(),
+    };
+    let record = Record {
+        engine,
+        status: if outcome.is_ok() { Outcome::Passed } else { Outcome::Failed },
+        reason: outcome.as_ref().err().map(|e| e.message.clone()),
+        error_kind: outcome.as_ref().err().map(|e| e.kind),
+        fixture: fixture_record,
+        quantization: Some(measured),
+        ..blank_record(cell, scheme)
+    };
+    if let Err(e) = record::append(&record) {
+        panic!("{}::{}: cannot write its result record ({:?}): {e}", cell.id(), scheme.check_name(), ErrorKind::RecordWrite);
+    }
+    if let Err(e) = outcome {
+        panic!("{}::{} failed ({}): {}", cell.id(), scheme.check_name(), kind_name(e.kind), e.message);
+    }
+}
+
+/// A record of `cell`'s `scheme` check with the identifying fields filled and nothing measured.
+pub(crate) fn blank_record(cell: &QuantizationCell, scheme: QuantScheme) -> Record {
+    Record {
+        run_id: record::run_id().to_string(),
+        time: record::now_rfc3339(),
+        host: record::host(),
+        model: cell.model.model_type.to_string(),
+        category: cell.model.category.to_string(),
+        platform: cell.platform.platform.to_string(),
+        engine_kind: EngineKind::Wgpu,
+        engine: "wgpu".to_string(),
+        check: scheme.check_name().to_string(),
+        status: Outcome::Failed,
+        basis: Basis::Measured,
+        reason: None,
+        error_kind: None,
+        providers: None,
+        deviation: None,
+        timing: None,
+        memory: None,
+        fixture: None,
+        library: None,
+        precision: scheme.name(),
+        quantization: None,
+        runtime_version: env!("CARGO_PKG_VERSION"),
+    }
+}
+
+#[cfg(not(feature = "wgpu"))]
+fn perform(cell: &QuantizationCell, _: QuantScheme, _: &mut QuantizationRecord, _: &mut Option<FixtureRecord>) -> Result<(), CheckError> {
+    Err(CheckError::new(
+        ErrorKind::EngineNotBuilt,
+        format!("{}: the runtime was built without its `wgpu` feature, which the quantization kernels need (the generated crate's `webgpu` feature turns it on)", cell.id()),
+    ))
+}
+
+#[cfg(feature = "wgpu")]
+fn perform(cell: &QuantizationCell, scheme: QuantScheme, measured: &mut QuantizationRecord, fixture_record: &mut Option<FixtureRecord>) -> Result<(), CheckError> {
+    use crate::quant::{max_abs_difference, products, quantize, relative_error};
+
+    let gpu = crate::engine::wgpu::gpu()?;
+    measured.adapter = Some(gpu.adapter.clone());
+    let fixture = Fixture::open(cell.model)?;
+    *fixture_record = Some(FixtureRecord { dir: fixture.dir.display().to_string(), source: fixture.meta.source.clone(), cache_key: fixture.meta.cache_key.clone() });
+    let sample = fixture.meta.linear_layers.as_ref().ok_or_else(|| {
+        CheckError::new(ErrorKind::FixtureInvalid, format!("{}'s fixture lists no linear_layers (exporters before 9 did not capture them): rebuild it with `gen fixtures`", cell.model.model_type))
+    })?;
+    measured.layers_captured = Some(sample.captured);
+    let empty = sample.layers.iter().filter(|l| l.rows == 0).count();
+    measured.sampling = Some(if empty == 0 { sample.method.clone() } else { format!("{}; {empty} sampled layers ran on no rows and are left out", sample.method) });
+    if sample.layers.is_empty() {
+        return Err(CheckError::new(
+            ErrorKind::FixtureInvalid,
+            format!("{} has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)", cell.model.model_type),
+        ));
+    }
+    let group_size = cell.settings.group_size as usize;
+    let mut disagreements = Vec::new();
+    // A layer that ran on an empty tensor (no rows) has no product to measure.
+    for layer in sample.layers.iter().filter(|l| l.rows > 0) {
+        let (x, w) = fixture.linear_layer(layer)?;
+        let bits = scheme.bits(layer.role, &cell.settings.mixed);
+        let packed = quantize(&w, layer.out_features, layer.in_features, bits, group_size);
+        let got = gpu.linear(&x, layer.rows, &packed)?;
+        let products = products(&x, layer.rows, &w, &packed.dequantize(), layer.out_features, layer.in_features);
+        // Sequential float32 summation of `in` products is within in·2⁻²⁴/(1 − in·2⁻²⁴) of Σ|xᵢwᵢ| (Higham's γₙ);
+        // twice that leaves room for the kernel's own rounding of each product.
+        let n = layer.in_features as f64 * 2f64.powi(-24);
+        let kernel_bound = 2.0 * n / (1.0 - n) * products.magnitude.iter().copied().fold(0.0, f64::max) + f64::from(f32::MIN_POSITIVE);
+        let kernel_difference = max_abs_difference(&got, &products.dequantized);
+        if !(kernel_difference <= kernel_bound) {
+            disagreements.push(format!("{} ({bits} bits): {kernel_difference:.3e} > {kernel_bound:.3e}", layer.name));
+        }
+        let exact = products.exact;
+        measured.weight_bytes_float32 += 4 * w.len();
+        measured.weight_bytes_quantized += packed.bytes();
+        measured.layers.push(LayerQuantization {
+            name: layer.name.clone(),
+            role: layer.role,
+            kind: layer.kind.clone(),
+            bits,
+            rows: layer.rows,
+            in_features: layer.in_features,
+            out_features: layer.out_features,
+            relative_error: relative_error(&got, &exact),
+            kernel_max_abs_difference: kernel_difference,
+            kernel_bound,
+        });
+    }
+    let errors: Vec<f64> = measured.layers.iter().filter_map(|l| l.relative_error).collect();
+    if measured.weight_bytes_float32 > 0 {
+        measured.memory_saved = Some(1.0 - measured.weight_bytes_quantized as f64 / measured.weight_bytes_float32 as f64);
+    }
+    if !disagreements.is_empty() {
+        return Err(CheckError::new(
+            ErrorKind::OutOfTolerance,
+            format!(
+                "wgpu's kernels ({}) on {} disagree with the CPU's product of the same quantized weights beyond float32 rounding in {} of {} layers: {}{}",
+                scheme.name(),
+                gpu.adapter.name,
+                disagreements.len(),
+                measured.layers.len(),
+                disagreements.iter().take(3).cloned().collect::<Vec<_>>().join("; "),
+                if disagreements.len() > 3 { format!("; and {} more (all in the record)", disagreements.len() - 3) } else { String::new() }
+            ),
+        ));
+    }
+    if errors.is_empty() {
+        return Err(CheckError::new(
+            ErrorKind::ReferenceNotInformative,
+            format!("every sampled layer's float32 product is all zeros on {}'s fixture activations: no error can be measured", cell.model.model_type),
+        ));
+    }
+    let mean = errors.iter().sum::<f64>() / errors.len() as f64;
+    measured.mean_relative_error = Some(mean);
+    measured.max_relative_error = errors.iter().copied().reduce(f64::max);
+    measured.measured_rating = cell.settings.rating_of(mean);
+    let Some(expected) = measured.expected_rating else { return Ok(()) };
+    if cell.settings.agrees(expected, mean) {
+        return Ok(());
+    }
+    let (lower, upper) = measured.expected_band.unwrap_or_default();
+    Err(CheckError::new(
+        ErrorKind::RatingContradicted,
+        format!(
+            "the spec rates {} on webgpu `{}` (a mean relative error above {lower} and up to {upper}), but quantizing {} of its layers measured {mean:.4} (worst layer {:.4}): the evidence supports `{}` (model-specs/quantization.yaml has the bounds)",
+            scheme.name(),
+            expected.name(),
+            errors.len(),
+            measured.max_relative_error.unwrap_or(mean),
+            measured.measured_rating.map_or("no rating", |r| r.name())
+        ),
+    ))
+}
