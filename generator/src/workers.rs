@@ -169,7 +169,7 @@ impl<'a> Progress<'a> {
             self.failed += 1;
             let first = error.lines().next().unwrap_or("");
             let short: String = first.chars().take(160).collect();
-            let _ = write!(self.out, "{}{label}: failed ({:.1} s): {short}\n", if self.tty { "\r\x1b[2K" } else { "" }, took.as_secs_f64());
+            let _ = writeln!(self.out, "{}{label}: failed ({:.1} s): {short}", if self.tty { "\r\x1b[2K" } else { "" }, took.as_secs_f64());
         }
         let elapsed = self.started.elapsed().as_secs_f64();
         let eta = elapsed / self.done as f64 * (self.total - self.done) as f64;

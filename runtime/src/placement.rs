@@ -92,7 +92,8 @@ impl GraphNodes {
     /// A node the fixture's graph does not have: ONNX Runtime's optimizer
     /// made it. Unknowable without the fixture's lists.
     pub fn made_by_optimizer(&self, name: &str) -> bool {
-        !(self.integer.is_empty() && self.float.is_empty()) && !self.integer.contains(name) && !self.float.contains(name)
+        let has_lists = !self.integer.is_empty() || !self.float.is_empty();
+        has_lists && !self.integer.contains(name) && !self.float.contains(name)
     }
 }
 

@@ -259,7 +259,9 @@ fn check_quantization(file: &QuantizationFile, src: &str, path: &Path, errors: &
             "list each rating once, best first: excellent, very-good, good, limited, not-recommended, not-supported",
         ));
     }
-    if file.ratings.windows(2).any(|w| !(w[0].max_mean_relative_error <= w[1].max_mean_relative_error)) || file.ratings.iter().any(|r| !(r.max_mean_relative_error >= 0.0)) {
+    let rising = file.ratings.windows(2).all(|w| w[0].max_mean_relative_error <= w[1].max_mean_relative_error);
+    // NaN is neither ≥ 0 nor ≤ anything: it fails both tests.
+    if !rising || file.ratings.iter().any(|r| r.max_mean_relative_error.is_nan() || r.max_mean_relative_error < 0.0) {
         errors.push(SpecError::new(path, at("ratings"), "the ratings' bounds do not rise", "each max_mean_relative_error is ≥ 0 and ≥ the one before it (`.inf` for no bound)"));
     }
     if file.group_size == 0 {

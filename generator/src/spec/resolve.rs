@@ -17,9 +17,14 @@ pub enum Source {
     Default,
 }
 
-/// The resolved spec and, per top-level field, where it came from. An error
-/// is (the field, the message, the fix).
-pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, BTreeMap<&'static str, Source>), Vec<(&'static str, String, String)>> {
+/// Per top-level field of a resolved spec, where it came from.
+pub type Sources = BTreeMap<&'static str, Source>;
+
+/// A field's resolution error: (the field, the message, the fix).
+pub type FieldError = (&'static str, String, String);
+
+/// The resolved spec and, per top-level field, where it came from.
+pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, Sources), Vec<FieldError>> {
     let mut sources = BTreeMap::new();
     let mut errors = Vec::new();
     let imported = file.imported.clone();

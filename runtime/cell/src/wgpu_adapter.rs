@@ -67,7 +67,7 @@ fn describe(adapter: wgpu::Adapter) -> (wgpu::Adapter, AdapterReport) {
         driver: info.driver,
         driver_info: info.driver_info,
         shader_f16: adapter.features().contains(wgpu::Features::SHADER_F16),
-        max_storage_buffer_binding_size: u64::from(limits.max_storage_buffer_binding_size),
+        max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
         max_buffer_size: limits.max_buffer_size,
         max_compute_workgroup_size_x: limits.max_compute_workgroup_size_x,
         max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,

@@ -128,7 +128,7 @@ fn perform(cell: &QuantizationCell, scheme: QuantScheme, measured: &mut Quantiza
         let n = layer.in_features as f64 * 2f64.powi(-24);
         let kernel_bound = 2.0 * n / (1.0 - n) * products.magnitude.iter().copied().fold(0.0, f64::max) + f64::from(f32::MIN_POSITIVE);
         let kernel_difference = max_abs_difference(&got, &products.dequantized);
-        if !(kernel_difference <= kernel_bound) {
+        if kernel_difference.is_nan() || kernel_difference > kernel_bound {
             disagreements.push(format!("{} ({bits} bits): {kernel_difference:.3e} > {kernel_bound:.3e}", layer.name));
         }
         let exact = products.exact;

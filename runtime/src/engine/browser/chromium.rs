@@ -93,7 +93,10 @@ pub fn shared(executable: &Path, flags: &[String]) -> Result<Arc<Chromium>, Chec
     launched
 }
 
-static BROWSERS: Mutex<Vec<(PathBuf, Result<Arc<Chromium>, CheckError>)>> = Mutex::new(Vec::new());
+/// A launch's outcome, kept so a browser that failed to start is not retried per check.
+type Launched = Result<Arc<Chromium>, CheckError>;
+
+static BROWSERS: Mutex<Vec<(PathBuf, Launched)>> = Mutex::new(Vec::new());
 
 /// The pids of the Chromium processes this test process started (for tests
 /// that kill one to prove the checks fail cleanly).
