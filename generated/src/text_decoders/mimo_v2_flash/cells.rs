@@ -115,12 +115,15 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &crate::platforms::QNN_ONNX,
     runtime::Planned::Run,
 );
-/// mimo_v2_flash on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// mimo_v2_flash on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "mimo_v2_flash fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// mimo_v2_flash on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(

@@ -115,12 +115,15 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &crate::platforms::QNN_ONNX,
     runtime::Planned::Run,
 );
-/// mpt on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// mpt on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "mpt fails on webnn with browser (measured by gen import --platform webnn): matches_reference: output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// mpt on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(

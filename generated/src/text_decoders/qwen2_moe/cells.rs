@@ -115,12 +115,15 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &crate::platforms::QNN_ONNX,
     runtime::Planned::Run,
 );
-/// qwen2_moe on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// qwen2_moe on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "qwen2_moe fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/qwen2_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// qwen2_moe on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(

@@ -130,12 +130,15 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &crate::platforms::QNN_ONNX,
     runtime::Planned::Run,
 );
-/// swin on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// swin on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "swin fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off WebNNExecutionProvider, with the reason",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// swin on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
