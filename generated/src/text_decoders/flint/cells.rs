@@ -122,12 +122,15 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// flint on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// flint on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "flint fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.291e-4; worst at flat index 528: got 0.0904032289981842, expected 0.0901741161942482)",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// flint on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -128,12 +128,15 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// gemma4_unified_text on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// gemma4_unified_text on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "gemma4_unified_text fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.161e-3; worst at flat index 166: got -0.045088887214660645, expected -0.04409926012158394)",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// gemma4_unified_text on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

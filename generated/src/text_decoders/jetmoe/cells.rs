@@ -137,12 +137,15 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// jetmoe on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// jetmoe on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "jetmoe fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: ScatterElements ×4 on CPUExecutionProvider, Sign ×4 on CPUExecutionProvider, TopK ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 185 nodes (40%), 0 µs (0%); JsExecutionProvider: 278 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off JsExecutionProvider, with the reason",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// jetmoe on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -122,12 +122,15 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// lfm2 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// lfm2 on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "lfm2 fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.279e-4; worst at flat index 180: got -0.011607944034039974, expected -0.01181124895811081)",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// lfm2 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -122,12 +122,15 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// esmc on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// esmc on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "esmc fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.239e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// esmc on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -131,12 +131,15 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         basis: runtime::Basis::Measured,
     },
 );
-/// fnet on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// fnet on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "fnet fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
+        basis: runtime::Basis::Measured,
+    },
 );
 /// fnet on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
