@@ -28,11 +28,7 @@ pub fn render(model: &LoadedModel, platform: Platform, cells: &[&CellPlan], hard
 fn engine_cell(cell: &CellPlan, hardware: &PlatformSpec) -> serde_json::Value {
     let kind = cell.engine.kind();
     let features: Vec<&str> = std::iter::once(hardware.feature.as_str()).chain(kind.cargo_feature()).collect();
-    let ignore_always = |planned: &Planned<String>| match planned {
-        Planned::Run | Planned::NoEngine { .. } => None,
-        Planned::Unsupported { reason, .. } => Some(rust_literal(&format!("unsupported: {reason}"))),
-        Planned::KnownIssue { reason, .. } => Some(rust_literal(&format!("known issue: {reason}"))),
-    };
+    let ignore_always = ignore_reason;
     let precision_checks: Vec<serde_json::Value> = cell
         .precision_checks
         .iter()
@@ -77,11 +73,7 @@ fn quantization_checks(plan: &QuantizationPlan, hardware: &PlatformSpec) -> serd
                 "test": c.scheme.check_name(),
                 "variant": format!("{:?}", c.scheme),
                 "expected": c.expected.map(|r| r.name()),
-                "ignore_always": match &c.planned {
-                    Planned::Run | Planned::NoEngine { .. } => None,
-                    Planned::Unsupported { reason, .. } => Some(rust_literal(&format!("unsupported: {reason}"))),
-                    Planned::KnownIssue { reason, .. } => Some(rust_literal(&format!("known issue: {reason}"))),
-                },
+                "ignore_always": ignore_reason(&c.planned),
             })
         })
         .collect();
@@ -94,6 +86,15 @@ fn quantization_checks(plan: &QuantizationPlan, hardware: &PlatformSpec) -> serd
             "{feature} off: run `cargo test -p generated --features {feature}` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
         )),
     })
+}
+
+/// The `#[ignore]` reason of a test that never runs (unsupported or known issue), as a Rust literal.
+fn ignore_reason(planned: &Planned<String>) -> Option<String> {
+    match planned {
+        Planned::Run | Planned::NoEngine { .. } => None,
+        Planned::Unsupported { reason, .. } => Some(rust_literal(&format!("unsupported: {reason}"))),
+        Planned::KnownIssue { reason, .. } => Some(rust_literal(&format!("known issue: {reason}"))),
+    }
 }
 
 /// What an engine behind its own cargo feature needs, in messages.

@@ -112,8 +112,9 @@ pub fn quantize(weights: &[f32], out_features: usize, in_features: usize, bits: 
     packed
 }
 
-/// `x [rows, in] · wᵀ` with `w [out, in]`, accumulated in f64.
-pub fn matmul(x: &[f32], rows: usize, w: &[f32], out_features: usize, in_features: usize) -> Vec<f64> {
+/// `x [rows, in] · wᵀ` with `w [out, in]`, accumulated in f64 (the tests' reference; the check uses [`products`]).
+#[cfg(test)]
+pub(crate) fn matmul(x: &[f32], rows: usize, w: &[f32], out_features: usize, in_features: usize) -> Vec<f64> {
     let mut y = vec![0.0; rows * out_features];
     for r in 0..rows {
         let xr = &x[r * in_features..(r + 1) * in_features];
