@@ -12,8 +12,7 @@
 
 use crate::checks::kind_name;
 use crate::error::{CheckError, ErrorKind};
-use crate::fixture::Fixture;
-use crate::record::{self, FixtureRecord, LayerQuantization, Outcome, QuantizationRecord, Record};
+use crate::record::{self, FixtureRecord, Outcome, QuantizationRecord, Record};
 use crate::{Basis, EngineKind, QuantScheme, QuantizationCell};
 
 /// Runs one scheme's check, writes its record, and panics (fails the test) on failure.
@@ -96,7 +95,9 @@ fn perform(cell: &QuantizationCell, _: QuantScheme, _: &mut QuantizationRecord, 
 
 #[cfg(feature = "wgpu")]
 fn perform(cell: &QuantizationCell, scheme: QuantScheme, measured: &mut QuantizationRecord, fixture_record: &mut Option<FixtureRecord>) -> Result<(), CheckError> {
+    use crate::fixture::Fixture;
     use crate::quant::{max_abs_difference, products, quantize, relative_error};
+    use crate::record::LayerQuantization;
 
     let gpu = crate::engine::wgpu::gpu()?;
     measured.adapter = Some(gpu.adapter.clone());
