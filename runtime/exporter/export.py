@@ -35,7 +35,7 @@ import numpy as np
 import torch
 import transformers
 
-EXPORTER_VERSION = 9
+EXPORTER_VERSION = 10
 
 
 def normalized_vocab_size(config) -> int:
@@ -670,6 +670,32 @@ def verify_with_onnxruntime(folder: Path, shapes: int, tolerance: dict) -> None:
                                    f"{tolerance['rel']} (max abs error {float(np.nanmax(worst)):.3e})")
 
 
+def name_dynamic_axes(path: Path, input_names, axes) -> None:
+    """Gives the dynamo graph's symbolic dimensions the spec's axis names.
+
+    With `Dim.AUTO`, dynamo names them after its own symbols (`s33`), and not even consistently:
+    input_ids' batch and attention_mask's batch can be two symbols. Runtimes that need static
+    shapes fix dimensions by name (onnxruntime's `freeDimensionOverrides`, which WebNN requires),
+    so a graph without the declared names keeps every node off WebNN. Each symbol is renamed
+    wherever it appears: graph inputs, outputs and intermediate shapes."""
+    import onnx
+
+    model = onnx.load(str(path))
+    rename = {}
+    for graph_input in model.graph.input:
+        declared = axes.get(graph_input.name, {})
+        for index, dim in enumerate(graph_input.type.tensor_type.shape.dim):
+            if dim.dim_param and index in declared:
+                rename.setdefault(dim.dim_param, declared[index])
+    if not rename:
+        return
+    for value in [*model.graph.input, *model.graph.output, *model.graph.value_info]:
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.dim_param in rename:
+                dim.dim_param = rename[dim.dim_param]
+    onnx.save(model, str(path))
+
+
 def export_onnx(wrapper, example, input_names, output_names, axes, path: Path, spec: dict, verify):
     """Legacy TorchScript-based export first (fast), the dynamo exporter when it fails, or when
     its graph fails `verify` (onnxruntime against PyTorch): the legacy tracer bakes some shapes
@@ -696,6 +722,7 @@ def export_onnx(wrapper, example, input_names, output_names, axes, path: Path, s
                                                 output_names=output_names, dynamic_shapes=(tuple(dims.values()),),
                                                 opset_version=18, external_data=False)
                 program.save(str(path), external_data=False)
+                name_dynamic_axes(path, input_names, axes)
             verify()
             return name, errors
         except Exception as error:  # noqa: BLE001 - every exporter error is reported, none swallowed

@@ -115,15 +115,12 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &crate::platforms::QNN_ONNX,
     runtime::Planned::Run,
 );
-/// apertus on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// apertus on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "apertus fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×23 on CPUExecutionProvider, Concat ×5 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider, Exp ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, MatMul ×14 on CPUExecutionProvider, Min ×2 on CPUExecutionProvider, Mul ×35 on CPUExecutionProvider, Neg ×4 on CPUExecutionProvider, Pow ×9 on CPUExecutionProvider, Reciprocal ×9 on CPUExecutionProvider, ReduceMean ×9 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Sin ×1 on CPUExecutionProvider, Softmax ×2 on CPUExecutionProvider, Sqrt ×9 on CPUExecutionProvider, Sub ×4 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider, Unsqueeze ×2 on CPUExecutionProvider, Where ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 184 nodes (96%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (4%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/apertus.yaml only if it may run off WebNNExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-    },
+    runtime::Planned::Run,
 );
 /// apertus on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(

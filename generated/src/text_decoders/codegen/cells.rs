@@ -115,15 +115,12 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &crate::platforms::QNN_ONNX,
     runtime::Planned::Run,
 );
-/// codegen on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// codegen on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "codegen fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (35%), 0 µs (0%); WebNNExecutionProvider: 15 nodes (65%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/codegen.yaml only if it may run off WebNNExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-    },
+    runtime::Planned::Run,
 );
 /// codegen on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(

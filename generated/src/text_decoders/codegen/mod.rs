@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "codegen",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/codegen.yaml",
-    spec_digest: "3e3c35a555597f1b452606849e53655825a3d096b3456977d1630d7330a5df96",
+    spec_digest: "741d5f5f2e7b47f7f9f3fa2fa05c1c9ba14105c562eca070880da8988ecd91a4",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -115,15 +115,12 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &crate::platforms::QNN_ONNX,
     runtime::Planned::Run,
 );
-/// cohere on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// cohere on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "cohere fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×13 on CPUExecutionProvider, Concat ×4 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider, Expand ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×17 on CPUExecutionProvider, Neg ×4 on CPUExecutionProvider, Pow ×3 on CPUExecutionProvider, QuickGelu ×2 on CPUExecutionProvider, Reciprocal ×3 on CPUExecutionProvider, ReduceMean ×6 on CPUExecutionProvider, Reshape ×13 on CPUExecutionProvider, Sin ×1 on CPUExecutionProvider, Slice ×8 on CPUExecutionProvider, Softmax ×2 on CPUExecutionProvider, Sqrt ×3 on CPUExecutionProvider, Sub ×3 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider, Unsqueeze ×11 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 149 nodes (95%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (5%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/cohere.yaml only if it may run off WebNNExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-    },
+    runtime::Planned::Run,
 );
 /// cohere on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(

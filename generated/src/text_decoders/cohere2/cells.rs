@@ -115,15 +115,12 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &crate::platforms::QNN_ONNX,
     runtime::Planned::Run,
 );
-/// cohere2 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// cohere2 on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "cohere2 fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×11 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider, Expand ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×13 on CPUExecutionProvider, Neg ×2 on CPUExecutionProvider, Pow ×3 on CPUExecutionProvider, QuickGelu ×2 on CPUExecutionProvider, Reciprocal ×3 on CPUExecutionProvider, ReduceMean ×6 on CPUExecutionProvider, Reshape ×11 on CPUExecutionProvider, Sin ×1 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider, Softmax ×2 on CPUExecutionProvider, Sqrt ×3 on CPUExecutionProvider, Sub ×3 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider, Unsqueeze ×7 on CPUExecutionProvider, Where ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 135 nodes (94%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (6%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/cohere2.yaml only if it may run off WebNNExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-    },
+    runtime::Planned::Run,
 );
 /// cohere2 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(

@@ -115,15 +115,12 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &crate::platforms::QNN_ONNX,
     runtime::Planned::Run,
 );
-/// diffllama on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// diffllama on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "diffllama fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×17 on CPUExecutionProvider, Concat ×7 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, MatMul ×18 on CPUExecutionProvider, Mul ×27 on CPUExecutionProvider, Neg ×4 on CPUExecutionProvider, Pow ×7 on CPUExecutionProvider, QuickGelu ×2 on CPUExecutionProvider, Reciprocal ×7 on CPUExecutionProvider, ReduceMean ×7 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Sin ×1 on CPUExecutionProvider, Softmax ×2 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Sqrt ×7 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Tile ×4 on CPUExecutionProvider, Transpose ×6 on CPUExecutionProvider, Unsqueeze ×2 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 168 nodes (96%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (4%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/diffllama.yaml only if it may run off WebNNExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-    },
+    runtime::Planned::Run,
 );
 /// diffllama on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(

@@ -115,15 +115,12 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &crate::platforms::QNN_ONNX,
     runtime::Planned::Run,
 );
-/// glm on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// glm on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "glm fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Concat ×9 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider, Expand ×6 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, MatMul ×14 on CPUExecutionProvider, Mul ×21 on CPUExecutionProvider, Neg ×4 on CPUExecutionProvider, Pow ×5 on CPUExecutionProvider, QuickGelu ×2 on CPUExecutionProvider, Reciprocal ×5 on CPUExecutionProvider, ReduceMean ×5 on CPUExecutionProvider, Reshape ×18 on CPUExecutionProvider, Sin ×1 on CPUExecutionProvider, Slice ×10 on CPUExecutionProvider, Softmax ×2 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Sqrt ×5 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider, Unsqueeze ×16 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 186 nodes (94%), 0 µs (0%); WebNNExecutionProvider: 11 nodes (6%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/glm.yaml only if it may run off WebNNExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-    },
+    runtime::Planned::Run,
 );
 /// glm on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "gptj",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/gptj.yaml",
-    spec_digest: "af3c94d0ccd8a48a17475b2fe5eecf605bee2ec0d0f85e360ec919de2de3bc3f",
+    spec_digest: "a6f0613988689f47ac655d3f525b5701b8a3c1802d827c10516540dd8a6ff47d",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

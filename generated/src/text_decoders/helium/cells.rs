@@ -115,15 +115,12 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &crate::platforms::QNN_ONNX,
     runtime::Planned::Run,
 );
-/// helium on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// helium on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "helium fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×10 on CPUExecutionProvider, Concat ×5 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider, Expand ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×21 on CPUExecutionProvider, Neg ×4 on CPUExecutionProvider, Pow ×5 on CPUExecutionProvider, QuickGelu ×2 on CPUExecutionProvider, Reciprocal ×5 on CPUExecutionProvider, ReduceMean ×5 on CPUExecutionProvider, Reshape ×14 on CPUExecutionProvider, Sin ×1 on CPUExecutionProvider, Slice ×10 on CPUExecutionProvider, Softmax ×2 on CPUExecutionProvider, Sqrt ×5 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider, Unsqueeze ×12 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 158 nodes (95%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (5%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/helium.yaml only if it may run off WebNNExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-    },
+    runtime::Planned::Run,
 );
 /// helium on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(

@@ -118,15 +118,12 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &crate::platforms::QNN_ONNX,
     runtime::Planned::Run,
 );
-/// tipsv2_vision_model on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// tipsv2_vision_model on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "tipsv2_vision_model fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×20 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, LayerNormalization ×4 on CPUExecutionProvider, MatMul ×14 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, Reshape ×9 on CPUExecutionProvider, SkipLayerNormalization ×1 on CPUExecutionProvider, Softmax ×2 on CPUExecutionProvider, Transpose ×9 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 83 nodes (95%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (5%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/tipsv2_vision_model.yaml only if it may run off WebNNExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-    },
+    runtime::Planned::Run,
 );
 /// tipsv2_vision_model on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(

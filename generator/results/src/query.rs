@@ -1,0 +1,121 @@
+//! What reports read: the latest record of each check, and the runs.
+
+use rusqlite::{Row, params};
+use serde_json::Value;
+
+use crate::Database;
+
+/// One record, as a report cites it.
+#[derive(Clone, Debug)]
+pub struct Evidence {
+    /// The first 16 hex digits of the record's SHA-256: how reports name it.
+    pub record: String,
+    pub run_id: String,
+    pub time: String,
+    pub host: String,
+    pub model: String,
+    pub category: String,
+    pub platform: String,
+    pub engine_kind: String,
+    pub check: String,
+    pub precision: String,
+    pub status: String,
+    pub basis: Option<String>,
+    pub error_kind: Option<String>,
+    pub median_ms: Option<f64>,
+    pub fixture_key: Option<String>,
+    pub runtime_version: Option<String>,
+    /// The whole record.
+    pub body: Value,
+}
+
+/// One run: the records of one test process (or of `HWMATRIX_RUN_ID`).
+#[derive(Clone, Debug)]
+pub struct Run {
+    pub run_id: String,
+    pub hosts: Vec<String>,
+    pub first: String,
+    pub last: String,
+    pub records: u64,
+}
+
+const COLUMNS: &str = "substr(digest, 1, 16), run_id, time, host, model, category, platform, engine_kind, check_name, precision,
+    status, basis, error_kind, median_ms, fixture_key, runtime_version, body";
+
+fn evidence(row: &Row) -> rusqlite::Result<Evidence> {
+    let body: String = row.get(16)?;
+    Ok(Evidence {
+        record: row.get(0)?,
+        run_id: row.get(1)?,
+        time: row.get(2)?,
+        host: row.get(3)?,
+        model: row.get(4)?,
+        category: row.get(5)?,
+        platform: row.get(6)?,
+        engine_kind: row.get(7)?,
+        check: row.get(8)?,
+        precision: row.get(9)?,
+        status: row.get(10)?,
+        basis: row.get(11)?,
+        error_kind: row.get(12)?,
+        median_ms: row.get(13)?,
+        fixture_key: row.get(14)?,
+        runtime_version: row.get(15)?,
+        body: serde_json::from_str(&body).unwrap_or(Value::Null),
+    })
+}
+
+impl Database {
+    /// The newest record of every (model, platform, engine, check, precision):
+    /// what the cell's status is today. Ties in time go to the later import.
+    /// With `runs`, only records of those runs count.
+    pub fn latest(&self, runs: &[String]) -> Result<Vec<Evidence>, String> {
+        let filter = if runs.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE run_id IN ({})", runs.iter().map(|r| quote(r)).collect::<Vec<_>>().join(", "))
+        };
+        let sql = format!(
+            "SELECT {COLUMNS} FROM (
+                SELECT *, ROW_NUMBER() OVER (PARTITION BY model, platform, engine_kind, check_name, precision ORDER BY time DESC, id DESC) AS rank
+                FROM records {filter}
+             ) WHERE rank = 1 ORDER BY model, platform, engine_kind, check_name, precision"
+        );
+        let mut statement = self.conn.prepare(&sql).map_err(|e| self.error("reading the latest records", e))?;
+        let rows = statement.query_map([], evidence).map_err(|e| self.error("reading the latest records", e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.error("reading the latest records", e))
+    }
+
+    /// Every run, oldest first.
+    pub fn runs(&self) -> Result<Vec<Run>, String> {
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT run_id, group_concat(DISTINCT host), min(time), max(time), count(*) FROM records
+                 GROUP BY run_id ORDER BY min(time), run_id",
+            )
+            .map_err(|e| self.error("listing runs", e))?;
+        let rows = statement
+            .query_map([], |row| {
+                let hosts: String = row.get(1)?;
+                let mut hosts: Vec<String> = hosts.split(',').map(str::to_string).collect();
+                hosts.sort();
+                Ok(Run { run_id: row.get(0)?, hosts, first: row.get(2)?, last: row.get(3)?, records: row.get(4)? })
+            })
+            .map_err(|e| self.error("listing runs", e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.error("listing runs", e))
+    }
+
+    /// Whether a record with this name (16 hex digits of its digest) is in the database.
+    pub fn has_record(&self, record: &str) -> Result<bool, String> {
+        let pattern = format!("{record}%");
+        self.conn
+            .query_row("SELECT EXISTS (SELECT 1 FROM records WHERE digest LIKE ?1)", params![pattern], |r| r.get(0))
+            .map_err(|e| self.error("looking a record up", e))
+    }
+}
+
+/// An SQL string literal (run ids come from the command line).
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}

@@ -1,0 +1,99 @@
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+fn record(host: &str, run: &str, time: &str, model: &str, check: &str, status: &str) -> String {
+    serde_json::json!({
+        "run_id": run, "time": time, "host": host, "model": model, "category": "text_encoders",
+        "platform": "cpu", "engine_kind": "onnxruntime", "engine": "onnxruntime, CPUExecutionProvider",
+        "check": check, "status": status, "basis": "measured", "precision": "float32",
+        "timing": {"median_ms": 1.5}, "fixture": {"cache_key": "k1"}
+    })
+    .to_string()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hwmatrix-results-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(path: &Path, lines: &[String], newline_at_end: bool) {
+    let mut text = lines.join("\n");
+    if newline_at_end {
+        text.push('\n');
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn importing_the_same_file_twice_adds_nothing() {
+    let dir = scratch("twice");
+    let file = dir.join("a.jsonl");
+    write(&file, &[record("a", "r1", "2026-01-01T00:00:00Z", "bert", "runs", "passed"), record("a", "r1", "2026-01-01T00:00:01Z", "bert", "matches_reference", "passed")], true);
+    let mut db = Database::open(&dir.join("db.sqlite")).unwrap();
+    let first = db.import_file(&file).unwrap();
+    assert_eq!((first.lines, first.added, first.duplicates), (2, 2, 0));
+    let again = db.import_file(&file).unwrap();
+    assert_eq!((again.added, again.duplicates), (0, 2));
+    assert_eq!(db.record_count().unwrap(), 2);
+}
+
+#[test]
+fn records_of_two_hosts_merge_without_loss_or_duplicates() {
+    let dir = scratch("merge");
+    let a = record("host-a", "r1", "2026-01-01T00:00:00Z", "bert", "runs", "passed");
+    let b = record("host-b", "r2", "2026-01-01T00:00:00Z", "bert", "runs", "failed");
+    write(&dir.join("a.jsonl"), std::slice::from_ref(&a), true);
+    // A file that already merged both (e.g. concatenated by hand) repeats host-a's record.
+    write(&dir.join("b.jsonl"), &[b.clone(), a.clone()], true);
+    let mut db = Database::open(&dir.join("db.sqlite")).unwrap();
+    db.import_file(&dir.join("a.jsonl")).unwrap();
+    let summary = db.import_file(&dir.join("b.jsonl")).unwrap();
+    assert_eq!((summary.added, summary.duplicates), (1, 1));
+    let runs = db.runs().unwrap();
+    assert_eq!(runs.iter().map(|r| (r.run_id.as_str(), r.hosts.join(","))).collect::<Vec<_>>(), [("r1", "host-a".into()), ("r2", "host-b".into())]);
+}
+
+#[test]
+fn a_torn_or_corrupt_line_is_reported_with_its_line_and_the_rest_imports() {
+    let dir = scratch("torn");
+    let file = dir.join("torn.jsonl");
+    let good = record("a", "r1", "2026-01-01T00:00:00Z", "bert", "runs", "passed");
+    let torn = record("a", "r1", "2026-01-01T00:00:02Z", "bert", "dynamic_shapes", "passed");
+    let torn = &torn[..torn.len() / 2];
+    write(&file, &[good, "{\"not\": \"a record\"}".into(), "garbage".into(), torn.to_string()], false);
+    let mut db = Database::open(&dir.join("db.sqlite")).unwrap();
+    let summary = db.import_file(&file).unwrap();
+    assert_eq!(summary.added, 1);
+    let lines: Vec<usize> = summary.rejected.iter().map(|r| r.line).collect();
+    assert_eq!(lines, [2, 3, 4]);
+    assert!(summary.rejected[0].why.contains("no run_id"), "{:?}", summary.rejected[0]);
+    assert!(summary.rejected[1].why.starts_with("not JSON"), "{:?}", summary.rejected[1]);
+    assert!(summary.rejected[2].why.starts_with("torn last line"), "{:?}", summary.rejected[2]);
+}
+
+#[test]
+fn the_latest_record_of_each_check_wins_and_runs_narrow_it() {
+    let dir = scratch("latest");
+    let file = dir.join("a.jsonl");
+    write(
+        &file,
+        &[
+            record("a", "old", "2026-01-01T00:00:00Z", "bert", "runs", "failed"),
+            record("a", "new", "2026-01-02T00:00:00Z", "bert", "runs", "passed"),
+            record("a", "old", "2026-01-01T00:00:00Z", "t5", "runs", "passed"),
+        ],
+        true,
+    );
+    let mut db = Database::open(&dir.join("db.sqlite")).unwrap();
+    db.import_file(&file).unwrap();
+    let latest = db.latest(&[]).unwrap();
+    let statuses: Vec<(&str, &str)> = latest.iter().map(|e| (e.model.as_str(), e.status.as_str())).collect();
+    assert_eq!(statuses, [("bert", "passed"), ("t5", "passed")]);
+    assert!(db.has_record(&latest[0].record).unwrap());
+    assert!(!db.has_record("0000000000000000").unwrap());
+    let old: Vec<String> = db.latest(&["old".into()]).unwrap().iter().map(|e| e.status.clone()).collect();
+    assert_eq!(old, ["failed", "passed"]);
+}
