@@ -17,6 +17,8 @@
 #      lavapipe, five schemes each), the web cells in headless Chromium (webnn and
 #      webgpu, for the high-priority models), and the browser engine's failure test
 #   6. tests/checkpoint.sh: a fixture from a pretrained checkpoint folder passes bert's cell
+#   7. this run's records into the results database (results/hwmatrix.sqlite), and
+#      gen report of them in results/report/ (every passed cell's records verified)
 #
 # Caches live outside the checkout (HWMATRIX_CACHE, default ~/.cache/hwmatrix):
 # venv/, fixtures/ and target/<checkout key>/, a cargo target folder per
@@ -33,6 +35,9 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$cache/target/$checkout_key}"
 venv="$cache/venv"
 requirements=runtime/exporter/requirements.txt
 step() { printf '\n==> %s\n' "$*"; }
+# One run id for every test process of this run: the report is this run's records.
+export HWMATRIX_RUN_ID="${HWMATRIX_RUN_ID:-ci-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
+
 started=$SECONDS
 
 step "Python venv for the fixture exporter ($venv)"
@@ -149,11 +154,19 @@ for spec in $(grep -l '^priority: high' -r model-specs/models | sort); do
 done
 cargo test --locked -p generated --features webgpu,webnn -- "${web_filters[@]}" 2>&1 | tee -a "$log"
 
-step "the browser engine fails cleanly: a fallback it must catch, a browser killed mid-run"
-cargo test --locked -p hwmatrix-tests --features web --test browser 2>&1 | tee -a "$log"
+step "the browser engine fails cleanly (a fallback it must catch, a browser killed mid-run); the HTML report in Chromium"
+cargo test --locked -p hwmatrix-tests --features web --test browser --test report 2>&1 | tee -a "$log"
 
 step "a fixture from a saved BERT checkpoint folder (gen fixtures --checkpoint), then bert's cpu cell on it"
 bash tests/checkpoint.sh
+
+# Every record this run wrote (one run id for the whole run) into the results
+# database, which keeps the history of earlier runs; then the report of this
+# run, and proof that each passed cell names records the database holds.
+step "the report: this run's records into results/hwmatrix.sqlite, gen report (Markdown, HTML, JSON) in results/report/"
+cargo run --quiet --locked -p generator --bin gen -- results import
+cargo run --quiet --locked -p generator --bin gen -- report --run "$HWMATRIX_RUN_ID" --format markdown --format html --format json --out results/report
+cargo run --quiet --locked -p generator --bin gen -- results verify results/report/report.json
 
 # One closing line for the whole run, summed over every test binary.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed/) p += $(i-1); if ($(i) ~ /^failed/) f += $(i-1); if ($(i) ~ /^ignored/) g += $(i-1) } }

@@ -114,6 +114,37 @@ pub enum Command {
         /// The model_type (transformers' own, e.g. xlm-roberta)
         model_type: String,
     },
+    /// The results database: import record files, list runs, verify a report (see --help)
+    #[command(long_about = crate::evidence::RESULTS_ABOUT)]
+    Results {
+        #[command(subcommand)]
+        command: crate::evidence::ResultsCommand,
+        /// The database (default: results/hwmatrix.sqlite in the checkout, or in $HWMATRIX_RESULTS)
+        #[arg(long, value_name = "FILE", global = true)]
+        db: Option<PathBuf>,
+    },
+    /// The compatibility report (Markdown, HTML, JSON) from the results database and the specs (see --help)
+    #[command(long_about = REPORT_ABOUT)]
+    Report {
+        /// The database (default: results/hwmatrix.sqlite in the checkout, or in $HWMATRIX_RESULTS)
+        #[arg(long, value_name = "FILE")]
+        db: Option<PathBuf>,
+        /// Output format (repeatable; several need --out)
+        #[arg(long, value_enum)]
+        format: Vec<crate::evidence::Format>,
+        /// Write report.<md|html|json> into this folder instead of printing
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Only records of this run (repeatable; default: the newest record of each check, whatever its run)
+        #[arg(long, value_name = "RUN_ID")]
+        run: Vec<String>,
+        /// Compare the latencies two runs recorded; exit 1 on a regression beyond --threshold
+        #[arg(long, num_args = 2, value_names = ["RUN_A", "RUN_B"])]
+        compare: Vec<String>,
+        /// With --compare: the relative change that counts (0.25 = 25%)
+        #[arg(long, default_value_t = 0.25)]
+        threshold: f64,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -196,6 +227,23 @@ first failed check and its error>}`, or no entry when every check passed.
 The cell is then a known issue with basis `measured`. Run `gen` afterwards to
 regenerate the cells. A status a person set for P is never measured over.";
 
+const REPORT_ABOUT: &str = "\
+Builds the compatibility report from the results database (`gen results
+import` first) and the specs: summary; platforms (tested, hosts, library
+versions); models; matrices category × platform, architecture type × platform
+and model × platform with architectures.yaml's expectation beside the
+measurement and every disagreement flagged; implementation issues grouped by
+cause; performance; recommendations.
+
+A cell (model × platform × engine) takes the status of the newest record of
+each of its checks: failed if any failed, passed only if all passed. A cell
+without a record is `no evidence`, never a pass. Every mark names its records
+(record id, run, host, time).
+
+  gen report                                   Markdown on stdout
+  gen report --format html --format json --out report/
+  gen report --compare RUN_A RUN_B             latency regressions (exit 1) and speed-ups";
+
 const DOCTOR_ABOUT: &str = "\
 Says, for each platform (all, or those given with --platform), whether its
 cells can run on this machine: the hardware found (the same probe a check runs
@@ -237,7 +285,14 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
         };
         return crate::import::run(&specs_dir, &options, out, err);
     }
+    if let Some(Command::Results { command, db }) = &cli.command {
+        return crate::evidence::results(command, db.as_deref(), out, err);
+    }
     let specs = spec::load(&specs_dir).map_err(|e| e.to_string())?;
+    if let Some(Command::Report { db, format, out: dir, run, compare, threshold }) = &cli.command {
+        let args = crate::evidence::ReportArgs { db: db.as_deref(), formats: format, out: dir.as_deref(), runs: run, compare, threshold: *threshold };
+        return crate::evidence::report(&specs, &args, out, err);
+    }
     if let Some(Command::Doctor) = &cli.command {
         let platforms = if cli.select.platform.is_empty() { Platform::ALL.to_vec() } else { cli.select.platform.clone() };
         let diagnoses: Vec<_> = platforms.into_iter().map(|p| crate::doctor::diagnose(&specs, p)).collect();
@@ -264,7 +319,7 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
             let _ = write!(out, "{}", list::render(&plan));
             Ok(0)
         }
-        Some(Command::Import { .. } | Command::Show { .. } | Command::Doctor) => unreachable!("handled above"),
+        Some(Command::Import { .. } | Command::Show { .. } | Command::Doctor | Command::Results { .. } | Command::Report { .. }) => unreachable!("handled above"),
         Some(Command::Fixtures { fixtures: dir, python, jobs, checkpoint }) => {
             let dir = dir.clone().unwrap_or_else(hwmatrix_cell::paths::fixtures_dir);
             let python = python.clone().unwrap_or_else(hwmatrix_cell::paths::python);

@@ -189,7 +189,12 @@ pub fn run_id() -> &'static str {
     ID.get_or_init(|| std::env::var("HWMATRIX_RUN_ID").unwrap_or_else(|_| format!("{}-{}", unix_seconds(), std::process::id())))
 }
 
+/// `HWMATRIX_HOST` (for a CI runner or container whose hostname says
+/// nothing), else /etc/hostname, else `HOSTNAME`.
 pub fn host() -> String {
+    if let Some(host) = std::env::var("HWMATRIX_HOST").ok().filter(|h| !h.trim().is_empty()) {
+        return host.trim().to_string();
+    }
     std::fs::read_to_string("/etc/hostname")
         .map(|h| h.trim().to_string())
         .ok()

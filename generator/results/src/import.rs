@@ -109,9 +109,17 @@ impl Database {
 
 /// A line as a record: a JSON object with every required field a string.
 fn parse(line: &str) -> Result<Value, String> {
-    let value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON ({e})"))?;
-    if !value.is_object() {
+    let mut value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON ({e})"))?;
+    let Some(object) = value.as_object_mut() else {
         return Err("not a JSON object".into());
+    };
+    // Records written before runtime 0.1's engine_kind field name their engine
+    // only in `engine` ("onnxruntime, CPUExecutionProvider").
+    if !object.contains_key("engine_kind") {
+        let kind = object.get("engine").and_then(Value::as_str).and_then(|e| e.split(',').next()).map(str::trim).map(str::to_string);
+        if let Some(kind) = kind.filter(|k| ["onnxruntime", "libtorch", "wgpu", "browser"].contains(&k.as_str())) {
+            object.insert("engine_kind".into(), Value::String(kind));
+        }
     }
     let missing: Vec<&str> = REQUIRED.iter().copied().filter(|k| value.get(*k).and_then(Value::as_str).is_none()).collect();
     if !missing.is_empty() {

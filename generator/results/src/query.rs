@@ -108,6 +108,9 @@ impl Database {
 
     /// Whether a record with this name (16 hex digits of its digest) is in the database.
     pub fn has_record(&self, record: &str) -> Result<bool, String> {
+        if record.len() != 16 || !record.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(false);
+        }
         let pattern = format!("{record}%");
         self.conn
             .query_row("SELECT EXISTS (SELECT 1 FROM records WHERE digest LIKE ?1)", params![pattern], |r| r.get(0))

@@ -95,6 +95,34 @@ pub fn open(
     Ok(Box::new(BrowserSession { page: Some(page), healthy: true, backend, device_type, model_url, inputs, nodes }))
 }
 
+/// Opens a local HTML file in the webgpu platform's Chromium (Debian's),
+/// evaluates `expression` in it and takes a full-page PNG screenshot: how
+/// tests check hwmatrix's own HTML (the report) in a real browser.
+pub fn inspect_file(file: &Path, expression: &str) -> Result<(Value, Vec<u8>), CheckError> {
+    use chromiumoxide::page::ScreenshotParams;
+
+    let executable = presence::browser_executable(BrowserBackend::Webgpu).map_err(|m| CheckError::new(ErrorKind::PlatformAbsent, m))?;
+    let chromium = chromium::shared(&executable, &flags(BrowserBackend::Webgpu))?;
+    let file = std::fs::canonicalize(file).map_err(|e| CheckError::new(ErrorKind::FixtureInvalid, format!("{}: {e}", file.display())))?;
+    let url = format!("file://{}", file.display());
+    let page = match runtime().block_on(async { tokio::time::timeout(PAGE_TIMEOUT, chromium.browser.new_page(url.as_str())).await }) {
+        Ok(Ok(page)) => page,
+        Ok(Err(e)) => return Err(chromium.explain(CheckError::new(ErrorKind::ModelLoad, format!("cannot open {url}: {e}")))),
+        Err(_) => return Err(chromium.explain(timeout("opening the page", PAGE_TIMEOUT))),
+    };
+    let value = evaluate(&chromium, &page, "reading the page", expression.to_string(), PAGE_TIMEOUT)?;
+    let shot = runtime().block_on(async {
+        tokio::time::timeout(PAGE_TIMEOUT, page.screenshot(ScreenshotParams::builder().full_page(true).build())).await
+    });
+    let png = match shot {
+        Ok(Ok(png)) => png,
+        Ok(Err(e)) => return Err(chromium.explain(CheckError::new(ErrorKind::RunFailed, format!("screenshot of {url}: {e}")))),
+        Err(_) => return Err(chromium.explain(timeout("taking the screenshot", PAGE_TIMEOUT))),
+    };
+    let _ = runtime().block_on(async { tokio::time::timeout(PAGE_TIMEOUT, page.close()).await });
+    Ok((value, png))
+}
+
 /// Pages kept open between the checks of a cell: a cell's three checks run
 /// one after another (tests run in name order), so each cell compiles its
 /// model once, not once per check. Two pages: one per test thread.

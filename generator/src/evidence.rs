@@ -1,0 +1,211 @@
+//! `gen results …` and `gen report`: from record files to the database, and
+//! from the database and the specs to the report.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::{Subcommand, ValueEnum};
+use hwmatrix_results::Database;
+
+use crate::plan::{self, Selection};
+use crate::report;
+use crate::spec::Specs;
+
+pub const RESULTS_ABOUT: &str = "\
+Keeps every record of every run, from every machine, in one SQLite database
+(default: results/hwmatrix.sqlite in the checkout, or $HWMATRIX_RESULTS).
+
+A record is identified by the SHA-256 of its line: importing a file twice adds
+nothing, and record files of several machines merge without loss or
+duplicates. A torn or corrupt line is reported with its file and line, and the
+rest of the file still imports.";
+
+/// Rejected lines shown per file.
+const REJECTED_SHOWN: usize = 10;
+
+#[derive(Debug, Subcommand)]
+pub enum ResultsCommand {
+    /// Import JSON-lines record files (default: every results/*.jsonl)
+    Import {
+        /// Record files (*.jsonl) or folders of them
+        files: Vec<PathBuf>,
+    },
+    /// List the runs in the database: run id, hosts, first and last record, records
+    Runs,
+    /// Exit 1 unless every record a passed cell of a JSON report names is in the database
+    Verify {
+        /// A report written by `gen report --format json`
+        report: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Markdown,
+    Html,
+    Json,
+}
+
+impl Format {
+    fn extension(self) -> &'static str {
+        match self {
+            Format::Markdown => "md",
+            Format::Html => "html",
+            Format::Json => "json",
+        }
+    }
+}
+
+/// The database `--db` names, else results/hwmatrix.sqlite.
+pub fn database_path(db: Option<&Path>) -> Result<PathBuf, String> {
+    match db {
+        Some(path) => Ok(path.to_path_buf()),
+        None => Ok(hwmatrix_cell::paths::results_dir()?.join(hwmatrix_results::DEFAULT_FILE)),
+    }
+}
+
+/// The *.jsonl files named, or in the folders named (sorted: imports are deterministic).
+fn record_files(files: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let roots = if files.is_empty() { vec![hwmatrix_cell::paths::results_dir()?] } else { files.to_vec() };
+    let mut found = Vec::new();
+    for root in roots {
+        if root.is_dir() {
+            let entries = std::fs::read_dir(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+            let mut inside: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "jsonl")).collect();
+            inside.sort();
+            found.extend(inside);
+        } else if root.is_file() {
+            found.push(root);
+        } else {
+            return Err(format!("error: {} does not exist\n  help: name record files (*.jsonl) or folders of them", root.display()));
+        }
+    }
+    Ok(found)
+}
+
+pub fn results(command: &ResultsCommand, db: Option<&Path>, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
+    let mut database = Database::open(&database_path(db)?)?;
+    match command {
+        ResultsCommand::Import { files } => {
+            let files = record_files(files)?;
+            if files.is_empty() {
+                return Err("error: no record files (*.jsonl) to import\n  help: run the cells first (cargo test -p generated), or name the files".into());
+            }
+            let started = Instant::now();
+            let (mut added, mut duplicates, mut rejected) = (0, 0, 0);
+            for (index, file) in files.iter().enumerate() {
+                let summary = database.import_file(file)?;
+                // The first few, then how many more: a file of bad lines must not flood the terminal.
+                for bad in summary.rejected.iter().take(REJECTED_SHOWN) {
+                    let _ = writeln!(err, "warning: {}:{}: {} (skipped; the rest of the file imports)", file.display(), bad.line, bad.why);
+                }
+                if summary.rejected.len() > REJECTED_SHOWN {
+                    let _ = writeln!(err, "warning: {}: {} more lines rejected", file.display(), summary.rejected.len() - REJECTED_SHOWN);
+                }
+                let _ = writeln!(
+                    err,
+                    "imported {}/{}: {} ({} lines: {} added, {} already there, {} rejected)",
+                    index + 1,
+                    files.len(),
+                    file.display(),
+                    summary.lines,
+                    summary.added,
+                    summary.duplicates,
+                    summary.rejected.len()
+                );
+                added += summary.added;
+                duplicates += summary.duplicates;
+                rejected += summary.rejected.len();
+            }
+            let _ = writeln!(
+                out,
+                "{}: {added} records added, {duplicates} already there, {rejected} lines rejected; {} records in all ({:.1} s)",
+                database.path().display(),
+                database.record_count()?,
+                started.elapsed().as_secs_f64()
+            );
+            Ok(0)
+        }
+        ResultsCommand::Runs => {
+            for run in database.runs()? {
+                let _ = writeln!(out, "{}\t{}\t{}\t{}\t{} records", run.run_id, run.hosts.join(","), run.first, run.last, run.records);
+            }
+            Ok(0)
+        }
+        ResultsCommand::Verify { report } => {
+            let text = std::fs::read_to_string(report).map_err(|e| format!("{}: {e}", report.display()))?;
+            let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", report.display()))?;
+            let (checked, missing) = report::verify(&json, &database)?;
+            for m in &missing {
+                let _ = writeln!(err, "error: {m}");
+            }
+            let _ = writeln!(out, "{}: {checked} records named by passed cells, {} missing from {}", report.display(), missing.len(), database.path().display());
+            Ok(if missing.is_empty() && checked > 0 { 0 } else { 1 })
+        }
+    }
+}
+
+pub struct ReportArgs<'a> {
+    pub db: Option<&'a Path>,
+    pub formats: &'a [Format],
+    pub out: Option<&'a Path>,
+    pub runs: &'a [String],
+    pub compare: &'a [String],
+    pub threshold: f64,
+}
+
+pub fn report(specs: &Specs, args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
+    let path = database_path(args.db)?;
+    if !path.is_file() {
+        return Err(format!("error: no results database at {}\n  help: `gen results import` loads the records (results/*.jsonl) first", path.display()));
+    }
+    let db = Database::open(&path)?;
+    if let [before, after] = args.compare {
+        let rows = report::compare::compare(&db, before, after, args.threshold)?;
+        let _ = write!(out, "{}", report::compare::render(&rows, before, after, args.threshold));
+        let regressions = rows.iter().filter(|r| r.change == Some(report::compare::Change::Regression)).count();
+        return Ok(if regressions > 0 { 1 } else { 0 });
+    }
+    let started = Instant::now();
+    let plan = plan::plan(specs, &Selection::default()).map_err(|e| format!("error: {e}"))?;
+    let built = report::build(&plan, &db, args.runs)?;
+    let formats = if args.formats.is_empty() { &[Format::Markdown][..] } else { args.formats };
+    for format in formats {
+        let text = match format {
+            Format::Markdown => report::markdown(&built),
+            Format::Html => report::html(&built),
+            Format::Json => serde_json::to_string_pretty(&built).map_err(|e| e.to_string())? + "\n",
+        };
+        match args.out {
+            None if formats.len() == 1 => {
+                let _ = write!(out, "{text}");
+            }
+            None => return Err("error: several --format need --out DIR (one file per format)".into()),
+            Some(dir) => {
+                std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                let file = dir.join(format!("report.{}", format.extension()));
+                // Written whole then renamed: a reader never sees half a report.
+                let partial = file.with_extension("partial");
+                std::fs::write(&partial, text).and_then(|_| std::fs::rename(&partial, &file)).map_err(|e| format!("{}: {e}", file.display()))?;
+                let _ = writeln!(err, "wrote {}", file.display());
+            }
+        }
+    }
+    let s = &built.summary;
+    let _ = writeln!(
+        err,
+        "report: {} cells from {} records: {} passed, {} failed, {} known issues, {} unsupported, {} ignored, {} without evidence; {} disagreements ({:.1} s)",
+        s.cells,
+        built.source.records,
+        s.counts.get(report::Status::Passed),
+        s.counts.get(report::Status::Failed),
+        s.counts.get(report::Status::KnownIssue),
+        s.counts.get(report::Status::Unsupported),
+        s.counts.get(report::Status::Ignored),
+        s.counts.get(report::Status::NoEvidence),
+        s.disagreements,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(0)
+}

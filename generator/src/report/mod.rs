@@ -1,0 +1,528 @@
+//! `gen report`: the compatibility matrix and everything around it, computed
+//! from the results database and the specs only.
+//!
+//! A cell is one model on one platform through one engine (as the plan
+//! defines them). Its status is that of its newest records, one per check:
+//! any failed check makes it failed; otherwise a known issue, unsupported or
+//! ignored check says so; it is passed only when every check of it passed.
+//! A cell without a record is "no evidence", never a pass. Every cell names
+//! the records behind it (run, host, time), so every mark can be traced.
+
+pub mod compare;
+mod html;
+mod markdown;
+
+use std::collections::BTreeMap;
+
+use hwmatrix_results::{Database, Evidence};
+use serde::Serialize;
+
+use crate::plan::Plan;
+use crate::spec::Support;
+
+pub use html::render as html;
+pub use markdown::render as markdown;
+
+/// A cell's status in the report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Passed,
+    Failed,
+    KnownIssue,
+    Unsupported,
+    Ignored,
+    NoEvidence,
+}
+
+impl Status {
+    pub const ALL: [Status; 6] = [Status::Passed, Status::Failed, Status::KnownIssue, Status::Unsupported, Status::Ignored, Status::NoEvidence];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Passed => "passed",
+            Status::Failed => "failed",
+            Status::KnownIssue => "known-issue",
+            Status::Unsupported => "unsupported",
+            Status::Ignored => "ignored",
+            Status::NoEvidence => "no-evidence",
+        }
+    }
+
+    fn of_record(status: &str) -> Status {
+        match status {
+            "passed" => Status::Passed,
+            "failed" => Status::Failed,
+            "known-issue" => Status::KnownIssue,
+            "unsupported" => Status::Unsupported,
+            _ => Status::Ignored,
+        }
+    }
+
+    /// The cell's status from its checks' (see the module's comment).
+    fn of_checks(checks: &[Status]) -> Status {
+        if checks.is_empty() {
+            return Status::NoEvidence;
+        }
+        [Status::Failed, Status::KnownIssue, Status::Unsupported, Status::Ignored]
+            .into_iter()
+            .find(|s| checks.contains(s))
+            .unwrap_or(Status::Passed)
+    }
+}
+
+/// Counts per status, in `Status::ALL`'s order; every status is present, zeros included.
+#[derive(Clone, Debug, Serialize)]
+pub struct Counts(pub BTreeMap<Status, usize>);
+
+impl Default for Counts {
+    fn default() -> Counts {
+        Counts(Status::ALL.iter().map(|s| (*s, 0)).collect())
+    }
+}
+
+impl Counts {
+    fn add(&mut self, status: Status) {
+        *self.0.entry(status).or_default() += 1;
+    }
+
+    pub fn get(&self, status: Status) -> usize {
+        self.0.get(&status).copied().unwrap_or(0)
+    }
+
+    pub fn total(&self) -> usize {
+        self.0.values().sum()
+    }
+}
+
+/// A record as a mark cites it.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecordRef {
+    pub record: String,
+    pub check: String,
+    pub precision: String,
+    pub status: String,
+    pub run_id: String,
+    pub host: String,
+    pub time: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Cell {
+    pub model: String,
+    pub category: String,
+    pub architecture: String,
+    pub platform: String,
+    pub engine: String,
+    pub status: Status,
+    /// architectures.yaml's expectation for the model's architecture type on the platform.
+    pub expected: Option<Support>,
+    /// Where the evidence contradicts the expectation.
+    pub disagreement: Option<String>,
+    /// The first failing or not-run check's reason.
+    pub reason: Option<String>,
+    pub error_kind: Option<String>,
+    /// Where a status that is not a measurement comes from (`seed-expectation`, `spec`...).
+    pub basis: Option<String>,
+    pub records: Vec<RecordRef>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct MatrixRow {
+    pub row: String,
+    pub platform: String,
+    pub counts: Counts,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected: Option<Support>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Matrices {
+    pub category_platform: Vec<MatrixRow>,
+    pub architecture_platform: Vec<MatrixRow>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PlatformSummary {
+    pub platform: String,
+    /// Hosts with a measured record (passed or failed) on this platform.
+    pub hosts: Vec<String>,
+    pub libraries: Vec<String>,
+    pub counts: Counts,
+    /// At least one cell ran for real here.
+    pub tested: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ModelRow {
+    pub model: String,
+    pub checkpoint: Option<String>,
+    pub category: String,
+    pub modality: String,
+    pub architecture: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct IssueGroup {
+    /// `failed: out-of-tolerance`, `known-issue (measured)`...
+    pub cause: String,
+    pub cells: Vec<IssueCell>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct IssueCell {
+    pub model: String,
+    pub platform: String,
+    pub engine: String,
+    pub reason: String,
+    pub record: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Performance {
+    pub model: String,
+    pub category: String,
+    pub platform: String,
+    pub engine: String,
+    pub check: String,
+    pub median_ms: f64,
+    pub p90_ms: Option<f64>,
+    /// Inferences per second at each batch size (bench records).
+    pub throughput: Option<serde_json::Value>,
+    pub rss_growth_kb: Option<i64>,
+    pub peak_rss_kb: Option<i64>,
+    /// What was running: threads, other checks in flight, test threads.
+    pub conditions: String,
+    pub record: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Fastest {
+    pub category: String,
+    pub platform: String,
+    pub engine: String,
+    /// Median over the models of each model's median latency.
+    pub median_ms: f64,
+    pub models: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Contradiction {
+    pub architecture: String,
+    pub platform: String,
+    pub expected: Support,
+    pub measured: String,
+    pub cells: usize,
+    pub models: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Recommendations {
+    pub fastest_verified_platform: Vec<Fastest>,
+    pub contradicted_expectations: Vec<Contradiction>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Source {
+    pub database: String,
+    pub records: u64,
+    /// The runs whose records the report reads (all, unless narrowed).
+    pub runs: Vec<RunRow>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunRow {
+    pub run_id: String,
+    pub hosts: Vec<String>,
+    pub first: String,
+    pub last: String,
+    pub records: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub models: usize,
+    pub platforms: usize,
+    pub cells: usize,
+    pub counts: Counts,
+    pub disagreements: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub source: Source,
+    pub summary: Summary,
+    pub platforms: Vec<PlatformSummary>,
+    pub models: Vec<ModelRow>,
+    pub matrices: Matrices,
+    /// The model × platform matrix, one entry per cell (model, platform, engine).
+    pub cells: Vec<Cell>,
+    pub issues: Vec<IssueGroup>,
+    pub performance: Vec<Performance>,
+    pub recommendations: Recommendations,
+}
+
+/// The checks that make a cell's status: float32 checks, and a wgpu cell's
+/// quantization checks (its only ones). Precision variants have their own section.
+fn counts_for_cell(evidence: &Evidence) -> bool {
+    evidence.engine_kind == "wgpu" || evidence.precision == "float32"
+}
+
+pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, String> {
+    let evidence = db.latest(runs)?;
+    let mut by_cell: BTreeMap<(String, String, String), Vec<&Evidence>> = BTreeMap::new();
+    for e in evidence.iter().filter(|e| counts_for_cell(e)) {
+        by_cell.entry((e.model.clone(), e.platform.clone(), e.engine_kind.clone())).or_default().push(e);
+    }
+    let specs = plan.specs;
+    let mut cells = Vec::new();
+    for model_plan in &plan.models {
+        let spec = &model_plan.model.spec;
+        let mut engines: Vec<(String, String)> =
+            model_plan.cells.iter().map(|c| (c.platform.name().to_string(), c.engine.kind().name().to_string())).collect();
+        if let Some(q) = &model_plan.quantization {
+            engines.push((q.platform.name().to_string(), "wgpu".into()));
+        }
+        for (platform, engine) in engines {
+            let records = by_cell.remove(&(spec.model_type.clone(), platform.clone(), engine.clone())).unwrap_or_default();
+            let statuses: Vec<Status> = records.iter().map(|e| Status::of_record(&e.status)).collect();
+            let status = Status::of_checks(&statuses);
+            let expected = specs
+                .architectures
+                .architectures
+                .get(&spec.architecture)
+                .and_then(|a| a.platforms.iter().find(|(p, _)| p.name() == platform))
+                .map(|(_, e)| e.support);
+            let first_bad = records.iter().find(|e| Status::of_record(&e.status) == status && status != Status::Passed);
+            // A model without a fixture was never tried on any platform: no platform evidence to disagree with.
+            let no_fixture = spec.export.known_issue.is_some();
+            let disagreement = match (expected, status) {
+                _ if no_fixture => None,
+                (Some(Support::Yes), Status::Failed) => Some("expected yes, measured failure".to_string()),
+                (Some(Support::Yes), Status::KnownIssue) if first_bad.is_some_and(|e| e.basis.as_deref() == Some("measured")) => {
+                    Some("expected yes, measured failure (known issue)".to_string())
+                }
+                (Some(Support::No), Status::Passed) => Some("expected no, measured pass".to_string()),
+                _ => None,
+            };
+            cells.push(Cell {
+                model: spec.model_type.clone(),
+                category: spec.category.clone(),
+                architecture: spec.architecture.clone(),
+                platform,
+                engine,
+                status,
+                expected,
+                disagreement,
+                reason: first_bad.and_then(|e| e.body.get("reason").and_then(|r| r.as_str()).map(str::to_string)),
+                basis: if no_fixture { Some("no fixture (the export fails)".into()) } else { first_bad.and_then(|e| e.basis.clone()) },
+                error_kind: first_bad.and_then(|e| e.error_kind.clone()),
+                records: records.iter().map(|e| record_ref(e)).collect(),
+            });
+        }
+    }
+    let mut counts = Counts::default();
+    cells.iter().for_each(|c| counts.add(c.status));
+    let platform_names: Vec<String> = plan.platforms.iter().map(|p| p.platform.name().to_string()).collect();
+    let summary = Summary {
+        models: plan.models.len(),
+        platforms: platform_names.len(),
+        cells: cells.len(),
+        counts,
+        disagreements: cells.iter().filter(|c| c.disagreement.is_some()).count(),
+    };
+    let platforms = platform_names.iter().map(|p| platform_summary(p, &cells, &evidence)).collect();
+    let models = plan
+        .models
+        .iter()
+        .map(|m| ModelRow {
+            model: m.model.spec.model_type.clone(),
+            checkpoint: m.model.spec.checkpoints.as_ref().map(|c| c.reference.clone()),
+            category: m.model.spec.category.clone(),
+            modality: serde_json::to_value(m.model.spec.modality).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+            architecture: m.model.spec.architecture.clone(),
+        })
+        .collect();
+    let matrices = Matrices {
+        category_platform: matrix(&cells, &platform_names, |c| c.category.clone(), |_, _| None),
+        architecture_platform: matrix(&cells, &platform_names, |c| c.architecture.clone(), |row, platform| {
+            specs.architectures.architectures.get(row).and_then(|a| a.platforms.iter().find(|(p, _)| p.name() == platform)).map(|(_, e)| e.support)
+        }),
+    };
+    let source = Source {
+        database: db.path().display().to_string(),
+        records: db.record_count()?,
+        runs: db
+            .runs()?
+            .into_iter()
+            .filter(|r| runs.is_empty() || runs.contains(&r.run_id))
+            .map(|r| RunRow { run_id: r.run_id, hosts: r.hosts, first: r.first, last: r.last, records: r.records })
+            .collect(),
+    };
+    let performance = performance(&evidence);
+    let recommendations = Recommendations { fastest_verified_platform: fastest(&cells, &performance), contradicted_expectations: contradictions(&cells) };
+    Ok(Report { source, summary, platforms, models, matrices, issues: issues(&cells), cells, performance, recommendations })
+}
+
+fn record_ref(e: &Evidence) -> RecordRef {
+    RecordRef {
+        record: e.record.clone(),
+        check: e.check.clone(),
+        precision: e.precision.clone(),
+        status: e.status.clone(),
+        run_id: e.run_id.clone(),
+        host: e.host.clone(),
+        time: e.time.clone(),
+    }
+}
+
+fn platform_summary(platform: &str, cells: &[Cell], evidence: &[Evidence]) -> PlatformSummary {
+    let mut counts = Counts::default();
+    cells.iter().filter(|c| c.platform == platform).for_each(|c| counts.add(c.status));
+    let measured = evidence.iter().filter(|e| e.platform == platform && matches!(e.status.as_str(), "passed" | "failed"));
+    let mut hosts: Vec<String> = measured.clone().map(|e| e.host.clone()).collect();
+    hosts.sort();
+    hosts.dedup();
+    let mut libraries: Vec<String> = measured.filter_map(|e| e.body.get("library").and_then(|l| l.as_str()).map(str::to_string)).collect();
+    libraries.sort();
+    libraries.dedup();
+    PlatformSummary { platform: platform.to_string(), tested: !hosts.is_empty(), hosts, libraries, counts }
+}
+
+fn matrix(
+    cells: &[Cell],
+    platforms: &[String],
+    row_of: impl Fn(&Cell) -> String,
+    expected: impl Fn(&str, &str) -> Option<Support>,
+) -> Vec<MatrixRow> {
+    let mut grid: BTreeMap<(String, usize), Counts> = BTreeMap::new();
+    for cell in cells {
+        let column = platforms.iter().position(|p| *p == cell.platform).unwrap_or(platforms.len());
+        grid.entry((row_of(cell), column)).or_default().add(cell.status);
+    }
+    grid.into_iter()
+        .map(|((row, column), counts)| {
+            let platform = platforms.get(column).cloned().unwrap_or_default();
+            MatrixRow { expected: expected(&row, &platform), row, platform, counts }
+        })
+        .collect()
+}
+
+fn issues(cells: &[Cell]) -> Vec<IssueGroup> {
+    let mut groups: BTreeMap<String, Vec<IssueCell>> = BTreeMap::new();
+    for cell in cells.iter().filter(|c| matches!(c.status, Status::Failed | Status::KnownIssue)) {
+        let record = cell.records.iter().find(|r| r.status == cell.status.label()).map(|r| r.record.clone()).unwrap_or_default();
+        let cause = match (&cell.error_kind, &cell.basis) {
+            (Some(kind), _) => format!("{}: {kind}", cell.status.label()),
+            (None, Some(basis)) => format!("{}: {basis}", cell.status.label()),
+            (None, None) => cell.status.label().to_string(),
+        };
+        groups.entry(cause).or_default().push(IssueCell {
+            model: cell.model.clone(),
+            platform: cell.platform.clone(),
+            engine: cell.engine.clone(),
+            reason: cell.reason.clone().unwrap_or_default(),
+            record,
+        });
+    }
+    let mut groups: Vec<IssueGroup> = groups.into_iter().map(|(cause, cells)| IssueGroup { cause, cells }).collect();
+    groups.sort_by(|a, b| b.cells.len().cmp(&a.cells.len()).then(a.cause.cmp(&b.cause)));
+    groups
+}
+
+fn performance(evidence: &[Evidence]) -> Vec<Performance> {
+    evidence
+        .iter()
+        .filter(|e| e.status == "passed" && e.precision == "float32")
+        .filter_map(|e| {
+            let timing = e.body.get("timing")?;
+            let median_ms = timing.get("median_ms")?.as_f64()?;
+            let threads = timing.get("threads").map(|t| t.to_string()).unwrap_or_default();
+            let in_flight = timing.get("other_checks_in_flight").and_then(|v| v.as_u64()).unwrap_or(0);
+            Some(Performance {
+                model: e.model.clone(),
+                category: e.category.clone(),
+                platform: e.platform.clone(),
+                engine: e.engine_kind.clone(),
+                check: e.check.clone(),
+                median_ms,
+                p90_ms: timing.get("p90_ms").and_then(|v| v.as_f64()),
+                throughput: e.body.pointer("/bench/throughput").cloned(),
+                rss_growth_kb: e.body.pointer("/memory/rss_growth_kb_session_open").and_then(|v| v.as_i64()),
+                peak_rss_kb: e.body.pointer("/bench/peak_rss_kb").and_then(|v| v.as_i64()),
+                conditions: format!("threads {threads}, {in_flight} other checks in flight, {} runs", timing.get("runs").and_then(|v| v.as_u64()).unwrap_or(0)),
+                record: e.record.clone(),
+            })
+        })
+        .collect()
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 { values[n / 2] } else { (values[n / 2 - 1] + values[n / 2]) / 2.0 }
+}
+
+/// Per category, the platform and engine with the lowest median latency over
+/// the models that passed there (a latency counts only where the cell passed).
+fn fastest(cells: &[Cell], performance: &[Performance]) -> Vec<Fastest> {
+    let passed: std::collections::BTreeSet<(&str, &str, &str)> =
+        cells.iter().filter(|c| c.status == Status::Passed).map(|c| (c.model.as_str(), c.platform.as_str(), c.engine.as_str())).collect();
+    let mut latencies: BTreeMap<(String, String, String), BTreeMap<String, f64>> = BTreeMap::new();
+    for p in performance.iter().filter(|p| passed.contains(&(p.model.as_str(), p.platform.as_str(), p.engine.as_str()))) {
+        let per_model = latencies.entry((p.category.clone(), p.platform.clone(), p.engine.clone())).or_default();
+        // A model's cell has several timed checks; its fastest is what the platform can do.
+        let entry = per_model.entry(p.model.clone()).or_insert(f64::INFINITY);
+        *entry = entry.min(p.median_ms);
+    }
+    let mut best: BTreeMap<String, Fastest> = BTreeMap::new();
+    for ((category, platform, engine), per_model) in latencies {
+        let mut values: Vec<f64> = per_model.values().copied().collect();
+        let candidate = Fastest { category: category.clone(), platform, engine, median_ms: median(&mut values), models: values.len() };
+        if best.get(&category).is_none_or(|b| candidate.median_ms < b.median_ms) {
+            best.insert(category, candidate);
+        }
+    }
+    best.into_values().collect()
+}
+
+fn contradictions(cells: &[Cell]) -> Vec<Contradiction> {
+    let mut grouped: BTreeMap<(String, String, String), (Support, Vec<String>)> = BTreeMap::new();
+    for cell in cells {
+        if let (Some(what), Some(expected)) = (&cell.disagreement, cell.expected) {
+            let entry = grouped.entry((cell.architecture.clone(), cell.platform.clone(), what.clone())).or_insert((expected, Vec::new()));
+            entry.1.push(cell.model.clone());
+        }
+    }
+    grouped
+        .into_iter()
+        .map(|((architecture, platform, measured), (expected, mut models))| {
+            let cells = models.len();
+            models.dedup();
+            Contradiction { architecture, platform, expected, measured, cells, models }
+        })
+        .collect()
+}
+
+/// Every record a passed cell names must be in the database: what CI checks
+/// of the report it just built. Returns the cells naming a missing record.
+pub fn verify(report: &serde_json::Value, db: &Database) -> Result<(usize, Vec<String>), String> {
+    let cells = report.get("cells").and_then(|c| c.as_array()).ok_or("the report has no `cells` list: is it gen report's JSON?")?;
+    let mut checked = 0;
+    let mut missing = Vec::new();
+    for cell in cells.iter().filter(|c| c.get("status").and_then(|s| s.as_str()) == Some("passed")) {
+        let name = format!("{} on {} ({})", cell["model"].as_str().unwrap_or("?"), cell["platform"].as_str().unwrap_or("?"), cell["engine"].as_str().unwrap_or("?"));
+        let records = cell.get("records").and_then(|r| r.as_array()).cloned().unwrap_or_default();
+        if records.is_empty() {
+            missing.push(format!("{name}: passed with no record"));
+        }
+        for record in records {
+            let id = record.get("record").and_then(|r| r.as_str()).unwrap_or("");
+            checked += 1;
+            if !db.has_record(id)? {
+                missing.push(format!("{name}: record {id} is not in {}", db.path().display()));
+            }
+        }
+    }
+    Ok((checked, missing))
+}
