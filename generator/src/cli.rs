@@ -123,6 +123,25 @@ pub enum Command {
         #[arg(long, value_name = "FILE", global = true)]
         db: Option<PathBuf>,
     },
+    /// Benchmark one cell: latency (median, p90), throughput per batch, peak memory, and the Rust/Python ratio (see --help)
+    #[command(long_about = crate::evidence::BENCH_ABOUT)]
+    Bench {
+        /// Timed runs after the warm-up
+        #[arg(long, default_value_t = 50)]
+        runs: usize,
+        /// Warm-up runs
+        #[arg(long, default_value_t = 5)]
+        warmup: usize,
+        /// Batch sizes for throughput, comma-separated
+        #[arg(long, default_value = "1,2,4,8")]
+        batch: String,
+        /// The engine of the cell: onnxruntime, libtorch or browser
+        #[arg(long, default_value = "onnxruntime")]
+        engine: String,
+        /// Skip the Python onnxruntime comparison
+        #[arg(long)]
+        no_python: bool,
+    },
     /// The compatibility report (Markdown, HTML, JSON) from the results database and the specs (see --help)
     #[command(long_about = REPORT_ABOUT)]
     Report {
@@ -285,6 +304,10 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
         };
         return crate::import::run(&specs_dir, &options, out, err);
     }
+    if let Some(Command::Bench { runs, warmup, batch, engine, no_python }) = &cli.command {
+        let args = crate::evidence::BenchArgs { runs: *runs, warmup: *warmup, batch, engine, no_python: *no_python };
+        return crate::evidence::bench(&root, &cli.select, &args, out, err);
+    }
     if let Some(Command::Results { command, db }) = &cli.command {
         return crate::evidence::results(command, db.as_deref(), out, err);
     }
@@ -319,7 +342,7 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
             let _ = write!(out, "{}", list::render(&plan));
             Ok(0)
         }
-        Some(Command::Import { .. } | Command::Show { .. } | Command::Doctor | Command::Results { .. } | Command::Report { .. }) => unreachable!("handled above"),
+        Some(Command::Import { .. } | Command::Show { .. } | Command::Doctor | Command::Results { .. } | Command::Report { .. } | Command::Bench { .. }) => unreachable!("handled above"),
         Some(Command::Fixtures { fixtures: dir, python, jobs, checkpoint }) => {
             let dir = dir.clone().unwrap_or_else(hwmatrix_cell::paths::fixtures_dir);
             let python = python.clone().unwrap_or_else(hwmatrix_cell::paths::python);

@@ -165,6 +165,7 @@ pub(crate) fn blank_record(cell: &Cell, check: &str) -> Record {
         library: None,
         precision: "float32",
         quantization: None,
+        bench: None,
         runtime_version: env!("CARGO_PKG_VERSION"),
     }
 }

@@ -8,6 +8,7 @@
 //! that do not run get records too ([`ledger`]). Failures are typed
 //! ([`error`]). Nothing here simulates a result.
 
+pub mod bench;
 pub mod checks;
 pub mod compare;
 pub mod engine;

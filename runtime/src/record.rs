@@ -63,6 +63,9 @@ pub struct Record {
     /// A quantization check's measurements (webgpu cells).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quantization: Option<QuantizationRecord>,
+    /// A benchmark's measurements (`gen bench`): p90, throughput per batch, peak memory, Python's figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bench: Option<serde_json::Value>,
     pub runtime_version: &'static str,
 }
 

@@ -191,6 +191,8 @@ pub struct Performance {
     pub throughput: Option<serde_json::Value>,
     pub rss_growth_kb: Option<i64>,
     pub peak_rss_kb: Option<i64>,
+    /// Bench records: Rust's median over Python onnxruntime's on the same fixture and threads.
+    pub rust_over_python: Option<f64>,
     /// What was running: threads, other checks in flight, test threads.
     pub conditions: String,
     pub record: String,
@@ -263,10 +265,13 @@ pub struct Report {
 }
 
 /// The checks that make a cell's status: float32 checks, and a wgpu cell's
-/// quantization checks (its only ones). Precision variants have their own section.
+/// quantization checks (its only ones). Precision variants and benchmarks do not.
 fn counts_for_cell(evidence: &Evidence) -> bool {
-    evidence.engine_kind == "wgpu" || evidence.precision == "float32"
+    evidence.check != BENCH && (evidence.engine_kind == "wgpu" || evidence.precision == "float32")
 }
+
+/// `gen bench`'s records: performance evidence, not a check of the cell.
+const BENCH: &str = "bench";
 
 pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, String> {
     let evidence = db.latest(runs)?;
@@ -446,10 +451,11 @@ fn performance(evidence: &[Evidence]) -> Vec<Performance> {
                 engine: e.engine_kind.clone(),
                 check: e.check.clone(),
                 median_ms,
-                p90_ms: timing.get("p90_ms").and_then(|v| v.as_f64()),
+                p90_ms: e.body.pointer("/bench/latency/p90_ms").and_then(|v| v.as_f64()),
                 throughput: e.body.pointer("/bench/throughput").cloned(),
                 rss_growth_kb: e.body.pointer("/memory/rss_growth_kb_session_open").and_then(|v| v.as_i64()),
                 peak_rss_kb: e.body.pointer("/bench/peak_rss_kb").and_then(|v| v.as_i64()),
+                rust_over_python: e.body.pointer("/bench/python/rust_over_python").and_then(|v| v.as_f64()),
                 conditions: format!("threads {threads}, {in_flight} other checks in flight, {} runs", timing.get("runs").and_then(|v| v.as_u64()).unwrap_or(0)),
                 record: e.record.clone(),
             })

@@ -12,8 +12,8 @@ use std::sync::{Mutex, OnceLock};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ort::ep::{self, ArbitrarilyConfigurableExecutionProvider};
-use ort::session::Session as OrtSession;
-use ort::value::{DynValue, Tensor as OrtTensor, TensorElementType, ValueType};
+use ort::session::{Session as OrtSession, SessionInputValue};
+use ort::value::{TensorElementType, TensorRef, ValueType};
 
 use super::{Mode, Placement, Threads};
 use crate::ExecutionProvider;
@@ -24,7 +24,7 @@ use crate::tensor::{Data, Tensor};
 
 /// Every session runs on one thread, so timings compare across machines and
 /// with Python's onnxruntime under the same setting.
-const THREADS: Threads = Threads { intra_op: 1, inter_op: 1 };
+pub const THREADS: Threads = Threads { intra_op: 1, inter_op: 1 };
 
 /// One environment per process: `ort` loads one ONNX Runtime library per
 /// process, and each provider's build is a library of its own
@@ -153,7 +153,7 @@ fn dispatch(provider: ExecutionProvider, options: &[(&str, &str)]) -> Result<Opt
 
 impl super::Session for OnnxSession {
     fn run(&mut self, inputs: &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, CheckError> {
-        let values: Vec<(String, DynValue)> = inputs.iter().map(|(name, t)| to_ort(t).map(|v| (name.clone(), v))).collect::<Result<_, _>>()?;
+        let values: Vec<(&str, SessionInputValue<'_>)> = inputs.iter().map(|(name, t)| to_ort(t).map(|v| (name.as_str(), v))).collect::<Result<_, _>>()?;
         let outputs = self.session.run(values).map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("ONNX Runtime run failed: {e}")))?;
         outputs.iter().map(|(name, value)| from_ort(&value).map(|t| (name.to_string(), t))).collect()
     }
@@ -207,17 +207,22 @@ pub fn parse_profile(profile_json: &str) -> Result<Placement, String> {
     Ok(placement)
 }
 
-fn to_ort(tensor: &Tensor) -> Result<DynValue, CheckError> {
+/// A view of the tensor's own buffer: ORT reads the inputs in place, as
+/// Python's onnxruntime reads numpy arrays, with no copy per run.
+fn to_ort(tensor: &Tensor) -> Result<SessionInputValue<'_>, CheckError> {
     let shape: Vec<i64> = tensor.shape.iter().map(|&d| d as i64).collect();
+    fn view<T: ort::value::PrimitiveTensorElementType + Clone + std::fmt::Debug + 'static>(shape: Vec<i64>, data: &[T]) -> ort::Result<SessionInputValue<'_>> {
+        TensorRef::from_array_view((shape, data)).map(SessionInputValue::from)
+    }
     let value = match &tensor.data {
-        Data::Float32(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
-        Data::Float16(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
-        Data::Bfloat16(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
-        Data::Int64(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
-        Data::Int32(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
-        Data::Int8(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
-        Data::Uint8(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
-        Data::Bool(v) => OrtTensor::from_array((shape, v.clone())).map(|t| t.into_dyn()),
+        Data::Float32(v) => view(shape, v),
+        Data::Float16(v) => view(shape, v),
+        Data::Bfloat16(v) => view(shape, v),
+        Data::Int64(v) => view(shape, v),
+        Data::Int32(v) => view(shape, v),
+        Data::Int8(v) => view(shape, v),
+        Data::Uint8(v) => view(shape, v),
+        Data::Bool(v) => view(shape, v),
     };
     value.map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("cannot build input tensor: {e}")))
 }

@@ -81,6 +81,7 @@ pub(crate) fn blank_record(cell: &QuantizationCell, scheme: QuantScheme) -> Reco
         library: None,
         precision: scheme.name(),
         quantization: None,
+        bench: None,
         runtime_version: env!("CARGO_PKG_VERSION"),
     }
 }

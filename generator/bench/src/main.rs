@@ -1,0 +1,86 @@
+//! hwmatrix-bench: benchmarks one cell in this process (so its peak memory is
+//! the cell's) and prints a table. `gen bench` builds and runs it with the
+//! platform's feature; run it directly as
+//! `cargo run --release -p hwmatrix-bench -- --model bert --platform cpu`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use runtime::bench::{self, Options};
+
+const USAGE: &str = "usage: hwmatrix-bench --model MODEL_TYPE --platform PLATFORM [--engine onnxruntime|libtorch|browser] \
+[--runs N (50)] [--warmup N (5)] [--batch 1,2,4,8] [--python PATH | --no-python]";
+
+struct Args {
+    model: String,
+    platform: String,
+    engine: String,
+    options: Options,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut args = std::env::args().skip(1);
+    let (mut model, mut platform, mut engine) = (None, None, "onnxruntime".to_string());
+    let mut options = Options { warmup: 5, runs: 50, batches: vec![1, 2, 4, 8], python: Some(runtime::paths::python()) };
+    while let Some(flag) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
+        match flag.as_str() {
+            "--model" => model = Some(value()?),
+            "--platform" => platform = Some(value()?),
+            "--engine" => engine = value()?,
+            "--runs" => options.runs = value()?.parse().map_err(|e| format!("--runs: {e}"))?,
+            "--warmup" => options.warmup = value()?.parse().map_err(|e| format!("--warmup: {e}"))?,
+            "--batch" => {
+                options.batches = value()?.split(',').map(|b| b.trim().parse::<usize>().map_err(|e| format!("--batch {b}: {e}"))).collect::<Result<_, _>>()?
+            }
+            "--python" => options.python = Some(PathBuf::from(value()?)),
+            "--no-python" => options.python = None,
+            "-h" | "--help" => return Err(USAGE.to_string()),
+            other => return Err(format!("unknown argument {other}\n{USAGE}")),
+        }
+    }
+    Ok(Args { model: model.ok_or(USAGE)?, platform: platform.ok_or(USAGE)?, engine, options })
+}
+
+fn main() -> ExitCode {
+    let args = match parse() {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(cell) = generated::CELLS
+        .iter()
+        .find(|c| c.model.model_type == args.model && c.platform.platform.name() == args.platform && c.engine.kind().name() == args.engine)
+    else {
+        eprintln!("error: no cell {} on {} with {} in the generated crate\n  help: `gen list` lists models; engines are onnxruntime, libtorch, browser", args.model, args.platform, args.engine);
+        return ExitCode::from(2);
+    };
+    eprintln!("benchmarking {} ({}): {} warm-up and {} timed runs, batches {:?}", cell.id(), cell.engine.describe(), args.options.warmup, args.options.runs, args.options.batches);
+    match bench::run(cell, &args.options) {
+        Ok(result) => {
+            let l = &result.latency;
+            println!("{:<28} {:>10} {:>10} {:>10}", cell.id(), "median ms", "p90 ms", "runs");
+            println!("{:<28} {:>10.4} {:>10.4} {:>10}", "rust (this runtime)", l.median_ms, l.p90_ms, l.runs);
+            if let Some(py) = &result.python {
+                println!("{:<28} {:>10.4} {:>10.4} {:>10}", format!("python onnxruntime {}", py.onnxruntime), py.latency.median_ms, py.latency.p90_ms, py.latency.runs);
+                println!("rust / python: {:.3} (median per inference, same model, inputs and threads)", py.rust_over_python);
+            }
+            for t in &result.throughput {
+                match (t.per_second, &t.error) {
+                    (Some(per_second), _) => println!("batch {:>3}: {:>10.1} inferences/s ({:.4} ms a batch)", t.batch, per_second, t.median_ms.unwrap_or_default()),
+                    (None, error) => println!("batch {:>3}: did not run: {}", t.batch, error.as_deref().unwrap_or("?")),
+                }
+            }
+            if let Some(peak) = result.peak_rss_kb {
+                println!("peak resident memory of this process: {peak} KiB");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {}: {e}", cell.id());
+            ExitCode::FAILURE
+        }
+    }
+}

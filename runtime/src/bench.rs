@@ -1,0 +1,225 @@
+//! The benchmark of one cell: latency (median and p90 over N runs after a
+//! warm-up), throughput at several batch sizes, the process's peak memory,
+//! and the same fixture through Python's onnxruntime with the same threads
+//! for the Rust/Python ratio. One cell per process (`gen bench` starts one),
+//! so the peak resident set is this cell's. Written as a `bench` record.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::checks::blank_record;
+use crate::engine::{self, Mode};
+use crate::error::{CheckError, ErrorKind};
+use crate::fixture::{Fixture, Shape};
+use crate::record::{self, FixtureRecord, Outcome, Timing};
+use crate::tensor::{Data, Tensor};
+use crate::{Cell, Engine, ExecutionProvider};
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub warmup: usize,
+    pub runs: usize,
+    /// Batch sizes for throughput (each input tiled along its first axis).
+    pub batches: Vec<usize>,
+    /// Python with onnxruntime, for the comparison (ONNX Runtime cpu cells); None skips it.
+    pub python: Option<PathBuf>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Latency {
+    pub median_ms: f64,
+    pub p90_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub runs: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Throughput {
+    pub batch: usize,
+    /// Inferences per second (batch / median batch latency), or why this batch did not run.
+    pub per_second: Option<f64>,
+    pub median_ms: Option<f64>,
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Python {
+    pub onnxruntime: String,
+    pub latency: Latency,
+    /// Rust's median over Python's: below 1 is faster than Python.
+    pub rust_over_python: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Bench {
+    pub latency: Latency,
+    pub throughput: Vec<Throughput>,
+    /// VmHWM of this process: the model's session, its runs and the runtime itself.
+    pub peak_rss_kb: Option<u64>,
+    pub python: Option<Python>,
+    pub warmup_runs: usize,
+}
+
+fn latency(mut times: Vec<f64>) -> Latency {
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| times[((times.len() as f64 * q).ceil() as usize).clamp(1, times.len()) - 1];
+    Latency { median_ms: times[times.len() / 2], p90_ms: at(0.9), min_ms: times[0], max_ms: times[times.len() - 1], runs: times.len() }
+}
+
+/// `batch` copies of a batch-1 tensor along its first axis.
+fn tile(tensor: &Tensor, batch: usize) -> Tensor {
+    fn repeat<T: Clone>(v: &[T], n: usize) -> Vec<T> {
+        (0..n).flat_map(|_| v.iter().cloned()).collect()
+    }
+    let data = match &tensor.data {
+        Data::Float32(v) => Data::Float32(repeat(v, batch)),
+        Data::Float16(v) => Data::Float16(repeat(v, batch)),
+        Data::Bfloat16(v) => Data::Bfloat16(repeat(v, batch)),
+        Data::Int64(v) => Data::Int64(repeat(v, batch)),
+        Data::Int32(v) => Data::Int32(repeat(v, batch)),
+        Data::Int8(v) => Data::Int8(repeat(v, batch)),
+        Data::Uint8(v) => Data::Uint8(repeat(v, batch)),
+        Data::Bool(v) => Data::Bool(repeat(v, batch)),
+    };
+    let mut shape = tensor.shape.clone();
+    if let Some(first) = shape.first_mut() {
+        *first *= batch;
+    }
+    Tensor { shape, data }
+}
+
+fn peak_rss_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Benchmarks the cell and appends its `bench` record (failed, with what it
+/// measured, if a step fails).
+pub fn run(cell: &Cell, options: &Options) -> Result<Bench, CheckError> {
+    let mut rec = blank_record(cell, "bench");
+    let result = measure(cell, options, &mut rec);
+    match &result {
+        Ok(bench) => {
+            rec.status = Outcome::Passed;
+            rec.timing = Some(Timing {
+                median_ms: bench.latency.median_ms,
+                min_ms: bench.latency.min_ms,
+                max_ms: bench.latency.max_ms,
+                runs: bench.latency.runs,
+                warmup_runs: bench.warmup_runs,
+                profiling: false,
+                threads: rec.timing.as_ref().map(|t| t.threads).unwrap_or(engine::onnx::THREADS),
+                other_checks_in_flight: 0,
+                test_threads: None,
+            });
+            rec.bench = serde_json::to_value(bench).ok();
+        }
+        Err(e) => {
+            rec.reason = Some(e.message.clone());
+            rec.error_kind = Some(e.kind);
+        }
+    }
+    record::append(&rec).map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("cannot write the bench record: {e}")))?;
+    result
+}
+
+fn measure(cell: &Cell, options: &Options, rec: &mut record::Record) -> Result<Bench, CheckError> {
+    let fixture = Fixture::open(cell.model)?;
+    rec.fixture = Some(FixtureRecord { dir: fixture.dir.display().to_string(), source: fixture.meta.source.clone(), cache_key: fixture.meta.cache_key.clone() });
+    let inputs = fixture.inputs(Shape::Export)?;
+    let mut session = engine::open(cell, &fixture, None, Mode::Timed)?;
+    rec.library = Some(session.library());
+    rec.timing = Some(Timing {
+        median_ms: 0.0,
+        min_ms: 0.0,
+        max_ms: 0.0,
+        runs: 0,
+        warmup_runs: options.warmup,
+        profiling: false,
+        threads: session.threads(),
+        other_checks_in_flight: 0,
+        test_threads: None,
+    });
+    let timed = |session: &mut Box<dyn engine::Session>, inputs: &[(String, Tensor)]| -> Result<Latency, CheckError> {
+        for _ in 0..options.warmup {
+            session.time_run(inputs)?;
+        }
+        let times = (0..options.runs.max(1)).map(|_| session.time_run(inputs)).collect::<Result<Vec<f64>, _>>()?;
+        Ok(latency(times))
+    };
+    let latency = timed(&mut session, &inputs)?;
+    let batch_one = inputs.iter().all(|(_, t)| t.shape.first() == Some(&1));
+    let throughput = options
+        .batches
+        .iter()
+        .map(|&batch| {
+            if !batch_one {
+                return Throughput { batch, per_second: None, median_ms: None, error: Some("the fixture's inputs are not batch 1".into()) };
+            }
+            let tiled: Vec<(String, Tensor)> = inputs.iter().map(|(n, t)| (n.clone(), tile(t, batch))).collect();
+            match timed(&mut session, &tiled) {
+                Ok(l) => Throughput { batch, per_second: Some(batch as f64 * 1e3 / l.median_ms), median_ms: Some(l.median_ms), error: None },
+                Err(e) => Throughput { batch, per_second: None, median_ms: None, error: Some(e.message) },
+            }
+        })
+        .collect();
+    drop(session);
+    let python = match (&options.python, cell.engine) {
+        (Some(python), Engine::OnnxRuntime { provider: ExecutionProvider::Cpu, .. }) => {
+            let py = python_onnxruntime(python, &fixture.model_onnx(), &fixture.dir.join("inputs"), options)?;
+            let rust_over_python = latency.median_ms / py.1.median_ms;
+            Some(Python { onnxruntime: py.0, latency: py.1, rust_over_python })
+        }
+        _ => None,
+    };
+    Ok(Bench { latency, throughput, peak_rss_kb: peak_rss_kb(), python, warmup_runs: options.warmup })
+}
+
+/// The same model and inputs through Python's onnxruntime, same threads, same runs.
+fn python_onnxruntime(python: &Path, model: &Path, inputs: &Path, options: &Options) -> Result<(String, Latency), CheckError> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("exporter/bench_ort.py");
+    let started = Instant::now();
+    let output = Command::new(python)
+        .arg(&script)
+        .args(["--model", &model.display().to_string(), "--inputs", &inputs.display().to_string()])
+        .args(["--warmup", &options.warmup.to_string(), "--runs", &options.runs.max(1).to_string()])
+        .args(["--threads", &engine::onnx::THREADS.intra_op.to_string()])
+        .output()
+        .map_err(|e| CheckError::new(ErrorKind::LibraryMissing, format!("cannot run {} for the Python comparison: {e}", python.display())))?;
+    if !output.status.success() {
+        return Err(CheckError::new(
+            ErrorKind::RunFailed,
+            format!("{} {} failed after {:.1} s: {}", python.display(), script.display(), started.elapsed().as_secs_f64(), String::from_utf8_lossy(&output.stderr).trim()),
+        ));
+    }
+    let reply: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("{}: not JSON ({e}): {}", script.display(), String::from_utf8_lossy(&output.stdout))))?;
+    let times: Vec<f64> = reply["times_ms"].as_array().map(|a| a.iter().filter_map(|v| v.as_f64()).collect()).unwrap_or_default();
+    if times.is_empty() {
+        return Err(CheckError::new(ErrorKind::RunFailed, format!("{} returned no times: {reply}", script.display())));
+    }
+    Ok((reply["onnxruntime"].as_str().unwrap_or("?").to_string(), latency(times)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn p90_and_median_of_known_times() {
+        let l = latency((1..=10).map(f64::from).collect());
+        assert_eq!((l.median_ms, l.p90_ms, l.min_ms, l.runs), (6.0, 9.0, 1.0, 10));
+    }
+
+    #[test]
+    fn tiling_repeats_along_the_first_axis() {
+        let t = Tensor { shape: vec![1, 3], data: Data::Int64(vec![1, 2, 3]) };
+        let tiled = tile(&t, 2);
+        assert_eq!(tiled.shape, [2, 3]);
+        assert!(matches!(tiled.data, Data::Int64(ref v) if v == &[1, 2, 3, 1, 2, 3]));
+    }
+}
