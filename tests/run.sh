@@ -2,7 +2,7 @@
 # Installs what the tests need, then runs all of them. On a fresh machine this
 # is the one command; warm, it only rebuilds what changed.
 #
-#   1. the exporter's Python venv (torch, transformers, onnxruntime) in the cache,
+#   1. tests/setup.sh: the exporter's Python venv (torch, transformers, onnxruntime) in the cache,
 #      ONNX Runtime's OpenVINO build in a venv of its own, and the web platforms'
 #      pieces (Debian's chromium and Mesa's Vulkan driver, npm's onnxruntime-web
 #      and WebNN Chromium); gen doctor checks them all
@@ -17,7 +17,9 @@
 #      lavapipe, five schemes each), the web cells in headless Chromium (webnn and
 #      webgpu, for the high-priority models), and the browser engine's failure test
 #   6. tests/checkpoint.sh: a fixture from a pretrained checkpoint folder passes bert's cell
-#   7. this run's records into the results database (results/hwmatrix.sqlite), and
+#   7. partitioned runs (tests/partitions.sh) merge into one run's report; gen bench
+#      of bert's cpu cell (the Rust/Python ratio)
+#   8. this run's records into the results database (results/hwmatrix.sqlite), and
 #      gen report of them in results/report/ (every passed cell's records verified)
 #
 # Caches live outside the checkout (HWMATRIX_CACHE, default ~/.cache/hwmatrix):
@@ -28,88 +30,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cache="${HWMATRIX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hwmatrix}"
-export HWMATRIX_CACHE="$cache"
-checkout_key=$(pwd -P | sha256sum | cut -c1-16)
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$cache/target/$checkout_key}"
-venv="$cache/venv"
-requirements=runtime/exporter/requirements.txt
-step() { printf '\n==> %s\n' "$*"; }
+# The set-up (venvs, web pieces, nextest; exports CARGO_TARGET_DIR and the venv).
+source tests/setup.sh exporter openvino web tools
 # One run id for every test process of this run: the report is this run's records.
 export HWMATRIX_RUN_ID="${HWMATRIX_RUN_ID:-ci-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
-
 started=$SECONDS
-
-step "Python venv for the fixture exporter ($venv)"
-stamp="$venv/.requirements.sha256"
-want=$(sha256sum "$requirements" | cut -d' ' -f1)
-if [[ ! -x "$venv/bin/python" || "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
-  python3 -m venv "$venv"
-  # torch is the CUDA build (~2.7 GB download); pip's cache keeps it for next time.
-  "$venv/bin/pip" install --disable-pip-version-check --progress-bar off -r "$requirements"
-  echo "$want" > "$stamp"
-else
-  echo "up to date"
-fi
-
-# ONNX Runtime's OpenVINO build is its own wheel under the same package name:
-# a venv of its own, which the openvino cells find (hwmatrix_cell::presence).
-step "ONNX Runtime's OpenVINO build ($cache/venv-openvino)"
-ov_venv="$cache/venv-openvino"
-ov_requirements=runtime/exporter/requirements-openvino.txt
-ov_stamp="$ov_venv/.requirements.sha256"
-ov_want=$(sha256sum "$ov_requirements" | cut -d' ' -f1)
-if [[ ! -x "$ov_venv/bin/python" || "$(cat "$ov_stamp" 2>/dev/null)" != "$ov_want" ]]; then
-  python3 -m venv "$ov_venv"
-  "$ov_venv/bin/pip" install --disable-pip-version-check --progress-bar off -r "$ov_requirements"
-  echo "$ov_want" > "$ov_stamp"
-else
-  echo "up to date"
-fi
-
-# The web platforms: Debian's chromium (WebGPU on SwiftShader), Mesa's Vulkan
-# driver (lavapipe, for WebGPU through Vulkan), and from npm onnxruntime-web
-# (served to the harness page) and @sparticuz/chromium, the Chromium with WebNN,
-# unpacked into the cache. Nothing is fetched at test time.
-step "the web platforms: Chromium, Mesa's Vulkan driver, onnxruntime-web, a WebNN Chromium ($cache/web)"
-web="$cache/web"
-missing=()
-command -v chromium >/dev/null || missing+=(chromium)
-ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 || missing+=(mesa-vulkan-drivers)
-ldconfig -p | grep -q 'libvulkan.so.1 ' || missing+=(libvulkan1)
-if (( ${#missing[@]} )); then
-  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-    apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null \
-      || { apt-get update >/dev/null && apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; }
-    echo "installed ${missing[*]}"
-  else
-    echo "cannot install ${missing[*]} here (needs root and apt-get): install them; until then the webgpu and webnn cells fail saying what is missing"
-  fi
-fi
-web_stamp="$web/.package-lock.sha256"
-web_want=$(sha256sum runtime/web/package-lock.json | cut -d' ' -f1)
-if ! command -v npm >/dev/null; then
-  echo "no npm here: install Node.js 20+ and npm; until then the webgpu and webnn cells fail saying what is missing"
-elif [[ ! -x "$web/chromium-webnn/chromium" || "$(cat "$web_stamp" 2>/dev/null)" != "$web_want" ]]; then
-  mkdir -p "$web"
-  cp runtime/web/package.json runtime/web/package-lock.json "$web/"
-  (cd "$web" && npm ci --no-audit --no-fund --loglevel=error)
-  # executablePath() unpacks the binary (~209 MB) into the temporary folder.
-  rm -rf "$web/chromium-webnn" && mkdir -p "$web/chromium-webnn"
-  (cd "$web" && TMPDIR="$web/chromium-webnn" node -e "require('@sparticuz/chromium').default.executablePath().then(p => console.log('WebNN Chromium at ' + p))")
-  echo "$web_want" > "$web_stamp"
-else
-  echo "up to date"
-fi
-
-# tch links the venv's libtorch: torch-sys asks the venv's python where it is.
-export LIBTORCH_USE_PYTORCH=1 VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH"
 
 step "the platforms this run tests are usable here (gen doctor)"
 cargo run --quiet --locked -p generator --bin gen -- doctor --platform cpu --platform openvino --platform webgpu --platform webnn
 
-step "generated/ is up to date with model-specs/"
+step "generated/ and the CI workflow are up to date with model-specs/"
 cargo run --quiet --locked -p generator --bin gen -- --all --check
+cargo run --quiet --locked -p generator --bin gen -- ci --check
 
 step "each spec's category, architecture type and task against transformers' registries"
 cargo run --quiet --locked -p generator --bin gen -- import --check
@@ -159,6 +91,12 @@ cargo test --locked -p hwmatrix-tests --features web --test browser --test repor
 
 step "a fixture from a saved BERT checkpoint folder (gen fixtures --checkpoint), then bert's cpu cell on it"
 bash tests/checkpoint.sh
+
+step "partitioned runs (cargo-nextest --partition hash:K/2, as gen ci's jobs run) merge into the report of one run"
+bash tests/partitions.sh
+
+step "gen bench: bert's cpu cell, Rust against Python's onnxruntime on the same fixture and threads"
+cargo run --quiet --locked -p generator --bin gen -- bench --model bert --platform cpu
 
 # Every record this run wrote (one run id for the whole run) into the results
 # database, which keeps the history of earlier runs; then the report of this

@@ -142,6 +142,19 @@ pub enum Command {
         #[arg(long)]
         no_python: bool,
     },
+    /// Write the GitHub Actions workflow (.github/workflows/hwmatrix.yml) that runs every platform on its runner (see --help)
+    #[command(long_about = CI_ABOUT)]
+    Ci {
+        /// Write nothing; exit 1 if the workflow differs from what hardware.yaml gives
+        #[arg(long = "check")]
+        check_only: bool,
+    },
+    /// Which cells have evidence, which evidence is stale (older than its spec, fixture or runtime), and the gaps by category and platform
+    Coverage {
+        /// The database (default: results/hwmatrix.sqlite in the checkout, or in $HWMATRIX_RESULTS)
+        #[arg(long, value_name = "FILE")]
+        db: Option<PathBuf>,
+    },
     /// The compatibility report (Markdown, HTML, JSON) from the results database and the specs (see --help)
     #[command(long_about = REPORT_ABOUT)]
     Report {
@@ -246,6 +259,16 @@ first failed check and its error>}`, or no entry when every check passed.
 The cell is then a known issue with basis `measured`. Run `gen` afterwards to
 regenerate the cells. A status a person set for P is never measured over.";
 
+const CI_ABOUT: &str = "\
+Writes .github/workflows/hwmatrix.yml from model-specs/hardware.yaml: a job
+that builds the fixtures once and hands them to the others as an artifact;
+per platform, a job on its runner label (hardware.yaml `runner`) with its
+cargo feature, split into cargo-nextest partitions (--partition hash:K/N),
+each uploading its records under a host name of its own; and a last job that
+imports every record into the results database and builds the report.
+Deterministic: `gen ci --check` (run by tests/run.sh) exits 1 when the
+checked-in workflow differs.";
+
 const REPORT_ABOUT: &str = "\
 Builds the compatibility report from the results database (`gen results
 import` first) and the specs: summary; platforms (tested, hosts, library
@@ -316,6 +339,12 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
         let args = crate::evidence::ReportArgs { db: db.as_deref(), formats: format, out: dir.as_deref(), runs: run, compare, threshold: *threshold };
         return crate::evidence::report(&specs, &args, out, err);
     }
+    if let Some(Command::Coverage { db }) = &cli.command {
+        return crate::evidence::coverage(&specs, db.as_deref(), out);
+    }
+    if let Some(Command::Ci { check_only }) = &cli.command {
+        return crate::ci::run(&specs, &root, *check_only, out);
+    }
     if let Some(Command::Doctor) = &cli.command {
         let platforms = if cli.select.platform.is_empty() { Platform::ALL.to_vec() } else { cli.select.platform.clone() };
         let diagnoses: Vec<_> = platforms.into_iter().map(|p| crate::doctor::diagnose(&specs, p)).collect();
@@ -342,7 +371,7 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
             let _ = write!(out, "{}", list::render(&plan));
             Ok(0)
         }
-        Some(Command::Import { .. } | Command::Show { .. } | Command::Doctor | Command::Results { .. } | Command::Report { .. } | Command::Bench { .. }) => unreachable!("handled above"),
+        Some(Command::Import { .. } | Command::Show { .. } | Command::Doctor | Command::Results { .. } | Command::Report { .. } | Command::Bench { .. } | Command::Ci { .. } | Command::Coverage { .. }) => unreachable!("handled above"),
         Some(Command::Fixtures { fixtures: dir, python, jobs, checkpoint }) => {
             let dir = dir.clone().unwrap_or_else(hwmatrix_cell::paths::fixtures_dir);
             let python = python.clone().unwrap_or_else(hwmatrix_cell::paths::python);

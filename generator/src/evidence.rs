@@ -263,3 +263,16 @@ pub fn bench(root: &Path, select: &crate::cli::SelectArgs, args: &BenchArgs, out
     let _ = err.write_all(&output.stderr);
     Ok(output.status.code().unwrap_or(1))
 }
+
+/// `gen coverage`: the evidence table, gaps and stale cells.
+pub fn coverage(specs: &Specs, db: Option<&Path>, out: &mut dyn Write) -> Result<i32, String> {
+    let path = database_path(db)?;
+    if !path.is_file() {
+        return Err(format!("error: no results database at {}\n  help: `gen results import` loads the records (results/*.jsonl) first", path.display()));
+    }
+    let database = Database::open(&path)?;
+    let plan = plan::plan(specs, &Selection::default()).map_err(|e| format!("error: {e}"))?;
+    let (text, _) = report::coverage::render(&plan, &database)?;
+    let _ = write!(out, "{text}");
+    Ok(0)
+}

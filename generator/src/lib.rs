@@ -6,6 +6,7 @@
 //! [`evidence`] loads records into the results database and [`report`] turns them into the matrix. [`module_name`] is the one rule
 //! that names a model_type's Rust module.
 
+pub mod ci;
 pub mod cli;
 pub mod doctor;
 pub mod evidence;

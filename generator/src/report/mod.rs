@@ -9,6 +9,7 @@
 //! the records behind it (run, host, time), so every mark can be traced.
 
 pub mod compare;
+pub mod coverage;
 mod html;
 mod markdown;
 

