@@ -26,37 +26,31 @@ parts=("$@")
 (( ${#parts[@]} )) || parts=(exporter openvino web tools)
 wants() { [[ " ${parts[*]} " == *" $1 "* ]]; }
 
+# A venv at $1 with the requirements file $2, re-created when that file
+# changes (its sha256 is stamped in the venv).
+venv_with() {
+  local dir=$1 requirements=$2 want
+  want=$(sha256sum "$requirements" | cut -d' ' -f1)
+  if [[ ! -x "$dir/bin/python" || "$(cat "$dir/.requirements.sha256" 2>/dev/null)" != "$want" ]]; then
+    python3 -m venv "$dir"
+    "$dir/bin/pip" install --disable-pip-version-check --progress-bar off -r "$requirements"
+    echo "$want" > "$dir/.requirements.sha256"
+  else
+    echo "up to date"
+  fi
+}
+
 if wants exporter; then
-step "Python venv for the fixture exporter ($venv)"
-stamp="$venv/.requirements.sha256"
-want=$(sha256sum "$requirements" | cut -d' ' -f1)
-if [[ ! -x "$venv/bin/python" || "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
-  python3 -m venv "$venv"
+  step "Python venv for the fixture exporter ($venv)"
   # torch is the CUDA build (~2.7 GB download); pip's cache keeps it for next time.
-  "$venv/bin/pip" install --disable-pip-version-check --progress-bar off -r "$requirements"
-  echo "$want" > "$stamp"
-else
-  echo "up to date"
+  venv_with "$venv" "$requirements"
 fi
 
-fi
-
-if wants openvino; then
 # ONNX Runtime's OpenVINO build is its own wheel under the same package name:
 # a venv of its own, which the openvino cells find (hwmatrix_cell::presence).
-step "ONNX Runtime's OpenVINO build ($cache/venv-openvino)"
-ov_venv="$cache/venv-openvino"
-ov_requirements=runtime/exporter/requirements-openvino.txt
-ov_stamp="$ov_venv/.requirements.sha256"
-ov_want=$(sha256sum "$ov_requirements" | cut -d' ' -f1)
-if [[ ! -x "$ov_venv/bin/python" || "$(cat "$ov_stamp" 2>/dev/null)" != "$ov_want" ]]; then
-  python3 -m venv "$ov_venv"
-  "$ov_venv/bin/pip" install --disable-pip-version-check --progress-bar off -r "$ov_requirements"
-  echo "$ov_want" > "$ov_stamp"
-else
-  echo "up to date"
-fi
-
+if wants openvino; then
+  step "ONNX Runtime's OpenVINO build ($cache/venv-openvino)"
+  venv_with "$cache/venv-openvino" runtime/exporter/requirements-openvino.txt
 fi
 
 if wants web; then
