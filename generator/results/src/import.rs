@@ -113,12 +113,23 @@ fn parse(line: &str) -> Result<Value, String> {
     let Some(object) = value.as_object_mut() else {
         return Err("not a JSON object".into());
     };
-    // Records written before runtime 0.1's engine_kind field name their engine
-    // only in `engine` ("onnxruntime, CPUExecutionProvider").
+    // Records written before the engine_kind field name their engine only in
+    // `engine` ("onnxruntime, CPUExecutionProvider"). Those of "wgpu" were
+    // webgpu's whole-model cells before it had an engine; wgpu now runs only
+    // the quantization checks, so they describe no cell of today.
     if !object.contains_key("engine_kind") {
-        let kind = object.get("engine").and_then(Value::as_str).and_then(|e| e.split(',').next()).map(str::trim).map(str::to_string);
-        if let Some(kind) = kind.filter(|k| ["onnxruntime", "libtorch", "wgpu", "browser"].contains(&k.as_str())) {
-            object.insert("engine_kind".into(), Value::String(kind));
+        let engine = object.get("engine").and_then(Value::as_str).unwrap_or("");
+        let kind = if engine.starts_with("onnxruntime-web") {
+            Some("browser")
+        } else {
+            ["onnxruntime", "libtorch"].into_iter().find(|k| engine.split(',').next().map(str::trim) == Some(*k))
+        };
+        match kind {
+            Some(kind) => {
+                object.insert("engine_kind".into(), Value::String(kind.into()));
+            }
+            None if engine == "wgpu" => return Err("a record of webgpu's whole-model cell from before it had an engine (engine `wgpu`, no engine_kind)".into()),
+            None => {}
         }
     }
     let missing: Vec<&str> = REQUIRED.iter().copied().filter(|k| value.get(*k).and_then(Value::as_str).is_none()).collect();

@@ -97,3 +97,23 @@ fn the_latest_record_of_each_check_wins_and_runs_narrow_it() {
     let old: Vec<String> = db.latest(&["old".into()]).unwrap().iter().map(|e| e.status.clone()).collect();
     assert_eq!(old, ["failed", "passed"]);
 }
+
+#[test]
+fn records_from_before_engine_kind_get_it_from_their_engine() {
+    let dir = scratch("legacy");
+    let file = dir.join("old.jsonl");
+    let legacy = |engine: &str| {
+        let mut r: serde_json::Value = serde_json::from_str(&record("a", "r0", "2025-01-01T00:00:00Z", "bert", "runs", "passed")).unwrap();
+        r.as_object_mut().unwrap().remove("engine_kind");
+        r["engine"] = engine.into();
+        r.to_string()
+    };
+    write(&file, &[legacy("onnxruntime, CPUExecutionProvider"), legacy("onnxruntime-web in headless Chromium, webnn"), legacy("wgpu")], true);
+    let mut db = Database::open(&dir.join("db.sqlite")).unwrap();
+    let summary = db.import_file(&file).unwrap();
+    assert_eq!(summary.added, 2);
+    assert_eq!(summary.rejected.len(), 1);
+    assert!(summary.rejected[0].why.contains("before it had an engine"), "{:?}", summary.rejected);
+    let kinds: Vec<String> = db.latest(&[]).unwrap().into_iter().map(|e| e.engine_kind).collect();
+    assert_eq!(kinds, ["browser", "onnxruntime"]);
+}
