@@ -111,9 +111,11 @@ impl Database {
         if record.len() != 16 || !record.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Ok(false);
         }
-        let pattern = format!("{record}%");
+        // A prefix as a range, so the unique index on digest serves it (LIKE would scan every record).
+        let record = record.to_ascii_lowercase();
+        let end = format!("{record}g");
         self.conn
-            .query_row("SELECT EXISTS (SELECT 1 FROM records WHERE digest LIKE ?1)", params![pattern], |r| r.get(0))
+            .query_row("SELECT EXISTS (SELECT 1 FROM records WHERE digest >= ?1 AND digest < ?2)", params![record, end], |r| r.get(0))
             .map_err(|e| self.error("looking a record up", e))
     }
 }
