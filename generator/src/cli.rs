@@ -41,6 +41,9 @@ Examples:
   gen --category vision --check     exit 1 if the vision models' files or the index files differ
   gen list                          models, categories, platforms and cell counts
   gen fixtures --model bert         build the ONNX fixture and references of bert
+  gen results import                load results/*.jsonl into the results database
+  gen report --format html --out results/report   the compatibility matrix, every mark naming its records
+  gen bench --model bert --platform cpu           latency, throughput, memory and the Rust/Python ratio
 
 A model's Rust module is its model_type with `-` and `.` written `_` (and `_`
 appended to a Rust keyword): xlm-roberta is module xlm_roberta.
