@@ -105,11 +105,7 @@ pub fn run(specs: &Specs, root: &Path, check: bool, out: &mut dyn std::io::Write
         let _ = writeln!(out, "{}: already up to date", path.display());
         return Ok(0);
     }
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-    }
-    let partial = path.with_extension("yml.partial");
-    std::fs::write(&partial, &text).and_then(|_| std::fs::rename(&partial, &path)).map_err(|e| format!("{}: {e}", path.display()))?;
+    crate::write::write_atomically(&path, text.as_bytes())?;
     let _ = writeln!(out, "{}: written ({} platform jobs, {PARTITIONS} partitions each)", path.display(), specs.hardware.platforms.len());
     Ok(0)
 }

@@ -65,6 +65,15 @@ pub fn database_path(db: Option<&Path>) -> Result<PathBuf, String> {
     }
 }
 
+/// The database reports read: it must exist (opening would create an empty one).
+fn existing_database(db: Option<&Path>) -> Result<Database, String> {
+    let path = database_path(db)?;
+    if !path.is_file() {
+        return Err(format!("error: no results database at {}\n  help: `gen results import` loads the records (results/*.jsonl) first", path.display()));
+    }
+    Database::open(&path)
+}
+
 /// The *.jsonl files named, or in the folders named (sorted: imports are deterministic).
 fn record_files(files: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let roots = if files.is_empty() { vec![hwmatrix_cell::paths::results_dir()?] } else { files.to_vec() };
@@ -156,11 +165,7 @@ pub struct ReportArgs<'a> {
 }
 
 pub fn report(specs: &Specs, args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
-    let path = database_path(args.db)?;
-    if !path.is_file() {
-        return Err(format!("error: no results database at {}\n  help: `gen results import` loads the records (results/*.jsonl) first", path.display()));
-    }
-    let db = Database::open(&path)?;
+    let db = existing_database(args.db)?;
     if let [before, after] = args.compare {
         let rows = report::compare::compare(&db, before, after, args.threshold)?;
         let _ = write!(out, "{}", report::compare::render(&rows, before, after, args.threshold));
@@ -183,11 +188,8 @@ pub fn report(specs: &Specs, args: &ReportArgs, out: &mut dyn Write, err: &mut d
             }
             None => return Err("error: several --format need --out DIR (one file per format)".into()),
             Some(dir) => {
-                std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
                 let file = dir.join(format!("report.{}", format.extension()));
-                // Written whole then renamed: a reader never sees half a report.
-                let partial = file.with_extension("partial");
-                std::fs::write(&partial, text).and_then(|_| std::fs::rename(&partial, &file)).map_err(|e| format!("{}: {e}", file.display()))?;
+                crate::write::write_atomically(&file, text.as_bytes())?;
                 let _ = writeln!(err, "wrote {}", file.display());
             }
         }
@@ -266,11 +268,7 @@ pub fn bench(root: &Path, select: &crate::cli::SelectArgs, args: &BenchArgs, out
 
 /// `gen coverage`: the evidence table, gaps and stale cells.
 pub fn coverage(specs: &Specs, db: Option<&Path>, out: &mut dyn Write) -> Result<i32, String> {
-    let path = database_path(db)?;
-    if !path.is_file() {
-        return Err(format!("error: no results database at {}\n  help: `gen results import` loads the records (results/*.jsonl) first", path.display()));
-    }
-    let database = Database::open(&path)?;
+    let database = existing_database(db)?;
     let plan = plan::plan(specs, &Selection::default()).map_err(|e| format!("error: {e}"))?;
     let (text, _) = report::coverage::render(&plan, &database)?;
     let _ = write!(out, "{text}");

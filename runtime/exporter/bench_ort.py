@@ -22,11 +22,12 @@ def main() -> int:
     parser.add_argument("--inputs", required=True, help="folder of <input name>.npy")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--runs", type=int, default=50)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--intra-threads", type=int, default=1)
+    parser.add_argument("--inter-threads", type=int, default=1)
     args = parser.parse_args()
     options = ort.SessionOptions()
-    options.intra_op_num_threads = args.threads
-    options.inter_op_num_threads = args.threads
+    options.intra_op_num_threads = args.intra_threads
+    options.inter_op_num_threads = args.inter_threads
     session = ort.InferenceSession(args.model, options, providers=["CPUExecutionProvider"])
     feeds = {p.stem: np.load(p) for p in sorted(Path(args.inputs).glob("*.npy"))}
     for _ in range(args.warmup):

@@ -11,7 +11,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::checks::blank_record;
-use crate::engine::{self, Mode};
+use crate::engine::{self, Mode, Threads};
 use crate::error::{CheckError, ErrorKind};
 use crate::fixture::{Fixture, Shape};
 use crate::record::{self, FixtureRecord, Outcome, Timing};
@@ -62,6 +62,7 @@ pub struct Bench {
     pub peak_rss_kb: Option<u64>,
     pub python: Option<Python>,
     pub warmup_runs: usize,
+    pub threads: Threads,
 }
 
 fn latency(mut times: Vec<f64>) -> Latency {
@@ -92,11 +93,6 @@ fn tile(tensor: &Tensor, batch: usize) -> Tensor {
     Tensor { shape, data }
 }
 
-fn peak_rss_kb() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()
-}
-
 /// Benchmarks the cell and appends its `bench` record (failed, with what it
 /// measured, if a step fails).
 pub fn run(cell: &Cell, options: &Options) -> Result<Bench, CheckError> {
@@ -112,11 +108,11 @@ pub fn run(cell: &Cell, options: &Options) -> Result<Bench, CheckError> {
                 runs: bench.latency.runs,
                 warmup_runs: bench.warmup_runs,
                 profiling: false,
-                threads: rec.timing.as_ref().map(|t| t.threads).unwrap_or(engine::onnx::THREADS),
+                threads: bench.threads,
                 other_checks_in_flight: 0,
                 test_threads: None,
             });
-            rec.bench = serde_json::to_value(bench).ok();
+            rec.bench = Some(bench.clone());
         }
         Err(e) => {
             rec.reason = Some(e.message.clone());
@@ -133,17 +129,7 @@ fn measure(cell: &Cell, options: &Options, rec: &mut record::Record) -> Result<B
     let inputs = fixture.inputs(Shape::Export)?;
     let mut session = engine::open(cell, &fixture, None, Mode::Timed)?;
     rec.library = Some(session.library());
-    rec.timing = Some(Timing {
-        median_ms: 0.0,
-        min_ms: 0.0,
-        max_ms: 0.0,
-        runs: 0,
-        warmup_runs: options.warmup,
-        profiling: false,
-        threads: session.threads(),
-        other_checks_in_flight: 0,
-        test_threads: None,
-    });
+    let threads = session.threads();
     let timed = |session: &mut Box<dyn engine::Session>, inputs: &[(String, Tensor)]| -> Result<Latency, CheckError> {
         for _ in 0..options.warmup {
             session.time_run(inputs)?;
@@ -170,24 +156,24 @@ fn measure(cell: &Cell, options: &Options, rec: &mut record::Record) -> Result<B
     drop(session);
     let python = match (&options.python, cell.engine) {
         (Some(python), Engine::OnnxRuntime { provider: ExecutionProvider::Cpu, .. }) => {
-            let py = python_onnxruntime(python, &fixture.model_onnx(), &fixture.dir.join("inputs"), options)?;
+            let py = python_onnxruntime(python, &fixture.model_onnx(), &fixture.dir.join("inputs"), options, threads)?;
             let rust_over_python = latency.median_ms / py.1.median_ms;
             Some(Python { onnxruntime: py.0, latency: py.1, rust_over_python })
         }
         _ => None,
     };
-    Ok(Bench { latency, throughput, peak_rss_kb: peak_rss_kb(), python, warmup_runs: options.warmup })
+    Ok(Bench { latency, throughput, peak_rss_kb: record::peak_rss_kb(), python, warmup_runs: options.warmup, threads })
 }
 
 /// The same model and inputs through Python's onnxruntime, same threads, same runs.
-fn python_onnxruntime(python: &Path, model: &Path, inputs: &Path, options: &Options) -> Result<(String, Latency), CheckError> {
+fn python_onnxruntime(python: &Path, model: &Path, inputs: &Path, options: &Options, threads: Threads) -> Result<(String, Latency), CheckError> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("exporter/bench_ort.py");
     let started = Instant::now();
     let output = Command::new(python)
         .arg(&script)
         .args(["--model", &model.display().to_string(), "--inputs", &inputs.display().to_string()])
         .args(["--warmup", &options.warmup.to_string(), "--runs", &options.runs.max(1).to_string()])
-        .args(["--threads", &engine::onnx::THREADS.intra_op.to_string()])
+        .args(["--intra-threads", &threads.intra_op.to_string(), "--inter-threads", &threads.inter_op.to_string()])
         .output()
         .map_err(|e| CheckError::new(ErrorKind::LibraryMissing, format!("cannot run {} for the Python comparison: {e}", python.display())))?;
     if !output.status.success() {

@@ -65,7 +65,7 @@ pub struct Record {
     pub quantization: Option<QuantizationRecord>,
     /// A benchmark's measurements (`gen bench`): p90, throughput per batch, peak memory, Python's figures.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub bench: Option<serde_json::Value>,
+    pub bench: Option<crate::bench::Bench>,
     pub runtime_version: &'static str,
 }
 
@@ -226,8 +226,17 @@ pub fn append(record: &Record) -> Result<(), String> {
 
 /// The process's current resident set (VmRSS), in KiB.
 pub fn rss_kb() -> Option<u64> {
+    proc_status_kb("VmRSS:")
+}
+
+/// The process's peak resident set (VmHWM), in KiB.
+pub fn peak_rss_kb() -> Option<u64> {
+    proc_status_kb("VmHWM:")
+}
+
+fn proc_status_kb(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 

@@ -22,7 +22,7 @@ pub const LEGEND: &str = "✓ passed, ✗ failed, K known issue, – unsupported
 /// `✓12 ✗1 K3`: the non-zero counts in a fixed order.
 pub fn counts_text(counts: &Counts) -> String {
     let parts: Vec<String> = Status::ALL.iter().filter(|s| counts.get(**s) > 0).map(|s| format!("{}{}", mark(*s), counts.get(*s))).collect();
-    if parts.is_empty() { "".into() } else { parts.join(" ") }
+    parts.join(" ")
 }
 
 fn support(expected: Option<crate::spec::Support>) -> &'static str {

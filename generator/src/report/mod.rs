@@ -293,12 +293,7 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
             let records = by_cell.remove(&(spec.model_type.clone(), platform.clone(), engine.clone())).unwrap_or_default();
             let statuses: Vec<Status> = records.iter().map(|e| Status::of_record(&e.status)).collect();
             let status = Status::of_checks(&statuses);
-            let expected = specs
-                .architectures
-                .architectures
-                .get(&spec.architecture)
-                .and_then(|a| a.platforms.iter().find(|(p, _)| p.name() == platform))
-                .map(|(_, e)| e.support);
+            let expected = expected_support(specs, &spec.architecture, &platform);
             let first_bad = records.iter().find(|e| Status::of_record(&e.status) == status && status != Status::Passed);
             // A model without a fixture was never tried on any platform: no platform evidence to disagree with.
             let no_fixture = spec.export.known_issue.is_some();
@@ -351,9 +346,7 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
         .collect();
     let matrices = Matrices {
         category_platform: matrix(&cells, &platform_names, |c| c.category.clone(), |_, _| None),
-        architecture_platform: matrix(&cells, &platform_names, |c| c.architecture.clone(), |row, platform| {
-            specs.architectures.architectures.get(row).and_then(|a| a.platforms.iter().find(|(p, _)| p.name() == platform)).map(|(_, e)| e.support)
-        }),
+        architecture_platform: matrix(&cells, &platform_names, |c| c.architecture.clone(), |row, platform| expected_support(specs, row, platform)),
     };
     let source = Source {
         database: db.path().display().to_string(),
@@ -368,6 +361,12 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
     let performance = performance(&evidence);
     let recommendations = Recommendations { fastest_verified_platform: fastest(&cells, &performance), contradicted_expectations: contradictions(&cells) };
     Ok(Report { source, summary, platforms, models, matrices, issues: issues(&cells), cells, performance, recommendations })
+}
+
+/// What architectures.yaml expects of an architecture type on a platform.
+fn expected_support(specs: &crate::spec::Specs, architecture: &str, platform: &str) -> Option<Support> {
+    let expectations = &specs.architectures.architectures.get(architecture)?.platforms;
+    expectations.iter().find(|(p, _)| p.name() == platform).map(|(_, e)| e.support)
 }
 
 fn record_ref(e: &Evidence) -> RecordRef {

@@ -24,7 +24,7 @@ use crate::tensor::{Data, Tensor};
 
 /// Every session runs on one thread, so timings compare across machines and
 /// with Python's onnxruntime under the same setting.
-pub const THREADS: Threads = Threads { intra_op: 1, inter_op: 1 };
+const THREADS: Threads = Threads { intra_op: 1, inter_op: 1 };
 
 /// One environment per process: `ort` loads one ONNX Runtime library per
 /// process, and each provider's build is a library of its own

@@ -49,7 +49,7 @@ fn root_cause(message: &str) -> String {
     let mut lines = message.lines().map(str::trim).filter(|l| !l.is_empty());
     let first = lines.next().unwrap_or_default();
     let is_error_line = |l: &&str| l.split_once(": ").is_some_and(|(head, _)| head.ends_with("Error") && !head.contains(char::is_whitespace));
-    match lines.filter(is_error_line).next_back() {
+    match lines.rfind(is_error_line) {
         Some(cause) => format!("{first} … {cause}"),
         None => first.to_string(),
     }
