@@ -405,7 +405,11 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
                 let _ = writeln!(err, "error: the exporter failed on {model}: {first}");
             }
             if !summary.failed.is_empty() {
-                let _ = writeln!(err, "  help: fix the spec's tiny_config or inputs, or run `gen import --model <model_type>`, which records the failure as the spec's known issue (details in {}/.logs/)", dir.display());
+                let _ = writeln!(
+                    err,
+                    "  help: the tracebacks are in {}/.logs/. Our harness's failure (building or feeding the tiny model) is ours to fix in the spec's tiny_config or inputs; `gen import --model <model_type>` re-derives the spec and records where the pipeline stops (stage config or reference: not tested; export: the exporters' known issue)",
+                    dir.display()
+                );
             }
             Ok(if summary.failed.is_empty() { 0 } else { 1 })
         }

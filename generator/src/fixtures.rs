@@ -49,7 +49,7 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &S
             python.display()
         ));
     }
-    std::fs::create_dir_all(root).map_err(|e| format!("cannot create the fixture root {}: {e}", root.display()))?;
+    let _lock = StoreLock::acquire(root, log)?;
     let mut summary = Summary::default();
     let mut jobs = Vec::new();
     for model_plan in &plan.models {
@@ -120,4 +120,53 @@ pub const EXPORT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2
 pub fn cached_key(out_dir: &Path) -> Option<String> {
     let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out_dir.join("meta.json")).ok()?).ok()?;
     meta.get("cache_key")?.as_str().map(str::to_string)
+}
+
+/// The fixture store, held by one gen at a time: an exclusive lock on
+/// `<root>/.lock` for as long as this value lives (the OS drops it when gen
+/// ends, however it ends). A second gen waits, saying for whom. Once held,
+/// partial exports left by a gen that was killed are removed: no worker of
+/// another run can still be writing them (workers end with their gen), and
+/// none can be mistaken for a model's failure.
+pub struct StoreLock {
+    _file: std::fs::File,
+}
+
+impl StoreLock {
+    pub fn acquire(root: &Path, log: &mut dyn Write) -> Result<StoreLock, String> {
+        std::fs::create_dir_all(root).map_err(|e| format!("cannot create the fixture root {}: {e}", root.display()))?;
+        let path = root.join(".lock");
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                let _ = writeln!(log, "waiting: another gen ({}) is building fixtures in {}", holder.trim(), root.display());
+                file.lock().map_err(|e| format!("{}: cannot lock the fixture store: {e}", path.display()))?;
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(format!("{}: cannot lock the fixture store: {e}", path.display())),
+        }
+        use std::io::Seek;
+        let _ = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| write!(file, "pid {}", std::process::id()));
+        remove_partial_exports(root)?;
+        Ok(StoreLock { _file: file })
+    }
+}
+
+/// Removes every `<model>.partial*` folder of the store (the exporter's
+/// scratch space; a finished export renames its own into place).
+fn remove_partial_exports(root: &Path) -> Result<(), String> {
+    let entries = std::fs::read_dir(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().contains(".partial") {
+            std::fs::remove_dir_all(entry.path()).map_err(|e| format!("cannot remove the leftover partial export {}: {e}", entry.path().display()))?;
+        }
+    }
+    Ok(())
 }

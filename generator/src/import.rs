@@ -170,6 +170,7 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
     }
     let mut failures: BTreeMap<String, String> = BTreeMap::new();
     if !jobs.is_empty() {
+        let _lock = crate::fixtures::StoreLock::acquire(&options.fixtures, err)?;
         let mut progress = Progress::new("exported", jobs.len(), err, tty);
         for (model_type, outcome) in pool.run(jobs, &mut progress)? {
             let error_path = hwmatrix_cell::paths::export_error_file(&options.fixtures, &model_type);

@@ -6,13 +6,13 @@ use std::fmt::Write;
 use crate::plan::Plan;
 
 /// The planned statuses, in the order the counts are printed.
-const LABELS: [&str; 4] = ["run", "no-engine", "unsupported", "known-issue"];
+const LABELS: [&str; 5] = ["run", "no-engine", "unsupported", "known-issue", "not-tested"];
 
 fn slot(label: &str) -> usize {
     LABELS.iter().position(|l| *l == label).expect("every planned label is listed")
 }
 
-fn counts(c: &[usize; 4]) -> String {
+fn counts(c: &[usize; 5]) -> String {
     LABELS.iter().zip(c).map(|(label, n)| format!("{n:>4} {label}")).collect::<Vec<_>>().join(" ")
 }
 
@@ -28,9 +28,9 @@ pub fn render(plan: &Plan) -> String {
         }
     }
     out.push('\n');
-    let mut per_category: BTreeMap<&str, (usize, [usize; 4])> = BTreeMap::new();
-    let mut per_engine: BTreeMap<(hwmatrix_cell::Platform, hwmatrix_cell::EngineKind), [usize; 4]> = BTreeMap::new();
-    let mut totals = [0usize; 4];
+    let mut per_category: BTreeMap<&str, (usize, [usize; 5])> = BTreeMap::new();
+    let mut per_engine: BTreeMap<(hwmatrix_cell::Platform, hwmatrix_cell::EngineKind), [usize; 5]> = BTreeMap::new();
+    let mut totals = [0usize; 5];
     for m in &plan.models {
         let spec = &m.model.spec;
         let _ = write!(out, "  {:width$}  {:16}", spec.model_type, spec.category);
@@ -61,7 +61,40 @@ pub fn render(plan: &Plan) -> String {
             let _ = writeln!(out, "  {:9} {:9} {:7} {} | {engine}", p.platform.name(), hw.display_name, e.kind().module(), counts(&c));
         }
     }
+    let _ = writeln!(out, "\n{}", stages_by_category(plan));
     let cells: usize = totals.iter().sum();
     let _ = writeln!(out, "\n{cells} cells: {}", counts(&totals).trim_start());
+    out
+}
+
+/// Specs by the stage the fixture pipeline stopped at, per category:
+/// `config` and `reference` are our harness's (their cells are not tested),
+/// `export` the exporters'; `fixture` means a fixture is built and the cells
+/// go on to the engines (whose stages the records and the report give).
+pub fn stages_by_category(plan: &Plan) -> String {
+    use hwmatrix_cell::Stage;
+    const COLUMNS: [&str; 5] = ["specs", "config", "reference", "export", "fixture"];
+    let mut rows: BTreeMap<&str, [usize; 5]> = BTreeMap::new();
+    for m in &plan.models {
+        let spec = &m.model.spec;
+        let row = rows.entry(&spec.category).or_default();
+        row[0] += 1;
+        row[match spec.export.stage {
+            Some(Stage::Config) => 1,
+            Some(Stage::Reference) => 2,
+            Some(_) => 3,
+            None => 4,
+        }] += 1;
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "Specs by the stage the fixture pipeline reached (config and reference: our harness, the cells are not tested):\n");
+    let _ = writeln!(out, "| category | {} |", COLUMNS.join(" | "));
+    let _ = writeln!(out, "|---|{}", "---:|".repeat(COLUMNS.len()));
+    let mut total = [0usize; 5];
+    for (category, row) in &rows {
+        let _ = writeln!(out, "| {category} | {} |", row.map(|n| n.to_string()).join(" | "));
+        total.iter_mut().zip(row).for_each(|(t, n)| *t += n);
+    }
+    let _ = writeln!(out, "| all | {} |", total.map(|n| n.to_string()).join(" | "));
     out
 }

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hwmatrix_cell::{Basis, Planned, Platform, Precision};
+use hwmatrix_cell::{Basis, Planned, Platform, Precision, Stage};
 
 use crate::spec::{EngineSpec, LoadedModel, OverrideStatus, PrecisionTolerance, QuantFormat, Quality, Specs, ToleranceSpec};
 
@@ -156,23 +156,27 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
     // expectation beside it. Only a person's override with its reason, or a
     // measured failure, does.
     let planned = if let Some(error) = &spec.export.known_issue {
-        if spec.export.known_issue_measured {
+        if let Some(stage) = spec.export.stage.filter(|s| s.is_harness()) {
+            // Our harness stopped before any engine: not tested, on every platform alike.
+            Planned::NotTested { reason: format!("not tested: hwmatrix's harness could not {} for {} (stage `{stage}`, our gap, not a fact about the model or {name}): {error}", harness_step(stage), spec.model_type), stage }
+        } else if spec.export.known_issue_measured {
             // Written by `gen import` from the pipeline's own failure.
-            Planned::KnownIssue { reason: format!("{} fails in the fixture pipeline (recorded by gen import): {error}", spec.model_type), basis: Basis::Measured }
+            Planned::KnownIssue { reason: format!("{} fails in the fixture pipeline (recorded by gen import): {error}", spec.model_type), basis: Basis::Measured, stage: Some(Stage::Export) }
         } else {
-            Planned::KnownIssue { reason: format!("{} cannot be exported to ONNX yet: {error}", spec.model_type), basis: Basis::Spec }
+            Planned::KnownIssue { reason: format!("{} cannot be exported to ONNX yet: {error}", spec.model_type), basis: Basis::Spec, stage: Some(Stage::Export) }
         }
     } else if let Some(o) = over.filter(|o| o.status.is_some()) {
         let reason = o.reason.clone().unwrap_or_default();
         match o.status.expect("filtered") {
             OverrideStatus::Run => run(),
             OverrideStatus::Unsupported => Planned::Unsupported { reason, basis: Basis::Spec },
-            OverrideStatus::KnownIssue => Planned::KnownIssue { reason, basis: Basis::Spec },
+            OverrideStatus::KnownIssue => Planned::KnownIssue { reason, basis: Basis::Spec, stage: None },
         }
     } else if let Some(issue) = measured {
         Planned::KnownIssue {
             reason: format!("{} fails on {name} with {} (measured by gen import --platform {name}): {issue}", spec.model_type, engine.kind().name()),
             basis: Basis::Measured,
+            stage: Stage::of_measured_error(issue),
         }
     } else {
         run()
@@ -187,6 +191,7 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
                     (Planned::Run, Some(issue)) => Planned::KnownIssue {
                         reason: format!("{} at {} fails on {name} (measured by gen import --platform {name}): {issue}", spec.model_type, precision.name()),
                         basis: Basis::Measured,
+                        stage: Stage::of_measured_error(issue),
                     },
                     (other, _) => other.clone(),
                 };
@@ -206,18 +211,30 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
     }
 }
 
+/// What the harness was doing at a stage of its own.
+fn harness_step(stage: Stage) -> &'static str {
+    match stage {
+        Stage::Config => "build the tiny config",
+        _ => "build and run the tiny PyTorch model",
+    }
+}
+
 fn plan_quantization(specs: &Specs, model: &LoadedModel) -> QuantizationPlan {
     let spec = &model.spec;
     let platform = specs.quantization.platform;
     let checks = QuantFormat::ALL
         .into_iter()
         .map(|scheme| {
-            let planned = if let Some(error) = &spec.export.known_issue {
-                Planned::KnownIssue { reason: format!("{} has no fixture to take weights from: {error}", spec.model_type), basis: if spec.export.known_issue_measured { Basis::Measured } else { Basis::Spec } }
+            let planned = if let Some(stage) = spec.export.stage.filter(|s| s.is_harness()) {
+                let error = spec.export.known_issue.as_deref().unwrap_or_default();
+                Planned::NotTested { reason: format!("not tested: hwmatrix's harness could not {} for {} (stage `{stage}`): {error}", harness_step(stage), spec.model_type), stage }
+            } else if let Some(error) = &spec.export.known_issue {
+                Planned::KnownIssue { reason: format!("{} has no fixture to take weights from: {error}", spec.model_type), basis: if spec.export.known_issue_measured { Basis::Measured } else { Basis::Spec }, stage: Some(Stage::Export) }
             } else if let Some(issue) = spec.quantization_issues.get(&scheme) {
                 Planned::KnownIssue {
                     reason: format!("{} at {} on {platform} (measured by gen import --platform {platform}): {issue}", spec.model_type, scheme.name()),
                     basis: Basis::Measured,
+                    stage: Stage::of_measured_error(issue),
                 }
             } else {
                 Planned::Run

@@ -43,6 +43,8 @@ impl Worker {
         let mut child = Command::new(python)
             .arg(worker_script())
             .arg("--serve")
+            // The worker dies with gen (PR_SET_PDEATHSIG); this lets it notice a gen already gone.
+            .env("HWMATRIX_PARENT_PID", std::process::id().to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(stderr)

@@ -435,7 +435,9 @@ def export(job: dict) -> None:
     spec = job["spec"]
     seed = int(job.get("seed", 0))
     out_dir = Path(job["out_dir"])
-    tmp = out_dir.with_name(out_dir.name + ".partial")
+    # This process's own scratch folder: a concurrent or leftover export of the same model
+    # (another worker, a killed run) never collides with it. gen removes leftovers.
+    tmp = out_dir.with_name(f"{out_dir.name}.partial-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
 

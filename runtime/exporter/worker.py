@@ -25,6 +25,25 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
+def end_with_parent() -> None:
+    """Dies with the gen that started it, however gen ends (SIGTERM, SIGKILL, a crash): the
+    kernel sends SIGKILL when the parent goes (Linux's PR_SET_PDEATHSIG). Without it a worker
+    outlives a killed gen and keeps writing the fixture store. A parent that went before the
+    call is caught by comparing with the parent gen named (HWMATRIX_PARENT_PID)."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: stdin closing still ends the loop
+        pass
+    parent = os.environ.get("HWMATRIX_PARENT_PID")
+    if parent and os.getppid() != int(parent):
+        os._exit(1)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--serve", action="store_true", help="answer jobs from stdin until it closes")
@@ -32,6 +51,7 @@ def main() -> int:
     if not args.serve:
         parser.print_help()
         return 2
+    end_with_parent()
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # whatever the libraries print lands on stderr, never in the answers
     sys.stdout = sys.stderr

@@ -15,7 +15,7 @@ use crate::placement;
 use hwmatrix_cell::presence::{self, Availability};
 use crate::record::{self, DeviationRecord, FixtureRecord, Memory, Outcome, OutputDeviation, Record, Timing, Worst};
 use crate::tensor::Tensor;
-use crate::{Basis, Cell, Engine, Precision, Tolerance};
+use crate::{Basis, Cell, Engine, Precision, Stage, Tolerance};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Check {
@@ -119,11 +119,18 @@ pub fn execute(cell: &Cell, check: Check) {
         Ok(()) => (None, None),
         Err(e) => (Some(e.kind), Some(e.message.clone())),
     };
+    let stage = match kind {
+        Some(kind) => kind.stage(),
+        // Passed: with operators off the provider that the spec allows, or wholly on it.
+        None if evidence.providers.as_ref().is_some_and(|p| p.fallback.iter().any(|f| f.allowed_because.is_some())) => Some(Stage::Fallback),
+        None => Some(Stage::Pass),
+    };
     let record = Record {
         status: if outcome.is_ok() { Outcome::Passed } else { Outcome::Failed },
         basis: Basis::Measured,
         reason,
         error_kind: kind,
+        stage,
         providers: evidence.providers,
         deviation: evidence.deviation,
         timing: evidence.timing,
@@ -157,6 +164,7 @@ pub(crate) fn blank_record(cell: &Cell, check: &str) -> Record {
         basis: Basis::Measured,
         reason: None,
         error_kind: None,
+        stage: None,
         providers: None,
         deviation: None,
         timing: None,

@@ -5,6 +5,8 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::Stage;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ErrorKind {
@@ -48,6 +50,29 @@ pub enum ErrorKind {
     RatingContradicted,
     /// The check's record could not be written.
     RecordWrite,
+}
+
+impl ErrorKind {
+    /// The stage a check that failed this way stopped at; None where it never
+    /// reached the model (the platform, library, fixture or record is the
+    /// problem: the set-up's, which says nothing about the model).
+    pub fn stage(self) -> Option<Stage> {
+        match self {
+            ErrorKind::ExportFailed => Some(Stage::Export),
+            ErrorKind::ProviderRegistration | ErrorKind::ModelLoad => Some(Stage::Load),
+            ErrorKind::RunFailed | ErrorKind::ProviderFallback | ErrorKind::ProviderUnverified | ErrorKind::Timeout | ErrorKind::EngineExited => Some(Stage::Run),
+            ErrorKind::OutputMismatch | ErrorKind::NonFinite | ErrorKind::OutOfTolerance | ErrorKind::ReferenceNotInformative | ErrorKind::RatingContradicted => {
+                Some(Stage::Mismatch)
+            }
+            ErrorKind::PlatformAbsent
+            | ErrorKind::EngineNotBuilt
+            | ErrorKind::LibraryMissing
+            | ErrorKind::FixtureMissing
+            | ErrorKind::FixtureStale
+            | ErrorKind::FixtureInvalid
+            | ErrorKind::RecordWrite => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

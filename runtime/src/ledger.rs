@@ -8,13 +8,18 @@
 
 use crate::checks::{Check, blank_record};
 use crate::record::{self, Outcome, Record};
-use crate::{Basis, Cell, Planned, QuantizationCell};
+use crate::{Basis, Cell, Planned, QuantizationCell, Stage};
+
+/// Why a check does not run in this build: its outcome, basis, reason, and the
+/// stage the cell stopped at where that is known.
+pub type NotRun = (Outcome, Basis, String, Option<Stage>);
 
 /// Why a cell does not run in this build, or None when its checks run (and record themselves).
-pub fn not_run(cell: &Cell, feature_on: bool) -> Option<(Outcome, Basis, String)> {
+pub fn not_run(cell: &Cell, feature_on: bool) -> Option<NotRun> {
     match cell.planned {
-        Planned::Unsupported { reason, basis } => Some((Outcome::Unsupported, basis, reason.to_string())),
-        Planned::KnownIssue { reason, basis } => Some((Outcome::KnownIssue, basis, reason.to_string())),
+        Planned::NotTested { reason, stage } => Some((Outcome::NotTested, Basis::Measured, reason.to_string(), Some(stage))),
+        Planned::Unsupported { reason, basis } => Some((Outcome::Unsupported, basis, reason.to_string(), None)),
+        Planned::KnownIssue { reason, basis, stage } => Some((Outcome::KnownIssue, basis, reason.to_string(), stage)),
         Planned::Run | Planned::NoEngine { .. } if feature_on => None,
         Planned::Run | Planned::NoEngine { .. } => {
             let features: Vec<&str> = cell.features().collect();
@@ -27,7 +32,7 @@ pub fn not_run(cell: &Cell, feature_on: bool) -> Option<(Outcome, Basis, String)
             if let Planned::NoEngine { reason: engine } = cell.planned {
                 reason.push_str(&format!("; and {engine}"));
             }
-            Some((Outcome::Ignored, Basis::NotTried, reason))
+            Some((Outcome::Ignored, Basis::NotTried, reason, None))
         }
     }
 }
@@ -39,7 +44,7 @@ pub fn record_cells_not_run(cells: &[&Cell], feature_on: impl Fn(&Cell) -> bool)
     let mut written = 0;
     for cell in cells {
         let on = feature_on(cell);
-        let mut not_running: Vec<(Check, (Outcome, Basis, String))> = Vec::new();
+        let mut not_running: Vec<(Check, NotRun)> = Vec::new();
         if let Some(why) = not_run(cell, on) {
             not_running.extend(Check::ALL.into_iter().chain(cell.precision_checks.iter().map(|p| Check::Precision(p.precision))).map(|c| (c, why.clone())));
         } else {
@@ -50,11 +55,12 @@ pub fn record_cells_not_run(cells: &[&Cell], feature_on: impl Fn(&Cell) -> bool)
                 }
             }
         }
-        for (check, (status, basis, reason)) in not_running {
+        for (check, (status, basis, reason, stage)) in not_running {
             let record = Record {
                 status,
                 basis,
                 reason: Some(reason),
+                stage,
                 precision: check.precision().map_or("float32", crate::Precision::name),
                 ..blank_record(cell, check.name())
             };
@@ -73,8 +79,9 @@ pub fn record_quantization_not_run(cells: &[&QuantizationCell], feature_on: impl
         let on = feature_on(cell);
         for check in cell.checks {
             let (status, basis, reason) = match check.planned {
+                Planned::NotTested { reason, .. } => (Outcome::NotTested, Basis::Measured, reason.to_string()),
                 Planned::Unsupported { reason, basis } => (Outcome::Unsupported, basis, reason.to_string()),
-                Planned::KnownIssue { reason, basis } => (Outcome::KnownIssue, basis, reason.to_string()),
+                Planned::KnownIssue { reason, basis, .. } => (Outcome::KnownIssue, basis, reason.to_string()),
                 Planned::Run | Planned::NoEngine { .. } if on => continue,
                 Planned::Run | Planned::NoEngine { .. } => (
                     Outcome::Ignored,
@@ -82,7 +89,12 @@ pub fn record_quantization_not_run(cells: &[&QuantizationCell], feature_on: impl
                     format!("{0} is off in this build: run `cargo test -p generated --features {0}` where a WebGPU adapter for wgpu is present", cell.platform.feature),
                 ),
             };
-            let record = Record { status, basis, reason: Some(reason), ..crate::quant::check::blank_record(cell, check.scheme) };
+            let stage = match check.planned {
+                Planned::NotTested { stage, .. } => Some(stage),
+                Planned::KnownIssue { stage, .. } => stage,
+                _ => None,
+            };
+            let record = Record { status, basis, reason: Some(reason), stage, ..crate::quant::check::blank_record(cell, check.scheme) };
             record::append(&record).map_err(|e| format!("{}::{}: cannot write its record: {e}", cell.id(), check.scheme.check_name()))?;
             written += 1;
         }
@@ -102,7 +114,7 @@ pub fn assert_recorded(written: usize) {
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
         .filter(|r| {
             r["run_id"] == record::run_id()
-                && matches!(r["status"].as_str(), Some("ignored" | "unsupported" | "known-issue"))
+                && matches!(r["status"].as_str(), Some("ignored" | "unsupported" | "known-issue" | "not-tested"))
                 && r["reason"].as_str().is_some_and(|s| !s.is_empty())
         })
         .count();

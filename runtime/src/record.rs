@@ -28,6 +28,9 @@ pub enum Outcome {
     Unsupported,
     /// Not run: expected to fail today (see `basis`).
     KnownIssue,
+    /// Not run: our harness could not build or run the tiny PyTorch model
+    /// (its `stage`), so no engine was ever tried. Our gap, not the model's.
+    NotTested,
 }
 
 #[derive(Debug, Serialize)]
@@ -49,6 +52,10 @@ pub struct Record {
     pub basis: Basis,
     pub reason: Option<String>,
     pub error_kind: Option<ErrorKind>,
+    /// How far the cell got (`pass`, `fallback`, `mismatch`, `run`, `load`,
+    /// `export`, or the harness's own `config` and `reference`); None where
+    /// the check never reached the model (platform or feature absent).
+    pub stage: Option<crate::Stage>,
     /// Where the operators ran, from the engine's own account.
     pub providers: Option<ProviderEvidence>,
     /// The comparison with the reference, per output.

@@ -243,11 +243,22 @@ fn planned(planned: &Planned<String>) -> TokenStream {
             let b = basis(b);
             quote!(runtime::Planned::Unsupported { reason: #reason, basis: #b })
         }
-        Planned::KnownIssue { reason, basis: b } => {
+        Planned::KnownIssue { reason, basis: b, stage } => {
             let b = basis(b);
-            quote!(runtime::Planned::KnownIssue { reason: #reason, basis: #b })
+            let stage = match stage {
+                Some(stage) => {
+                    let stage = ident(&format!("{stage:?}"));
+                    quote!(Some(runtime::Stage::#stage))
+                }
+                None => quote!(None),
+            };
+            quote!(runtime::Planned::KnownIssue { reason: #reason, basis: #b, stage: #stage })
         }
         Planned::NoEngine { reason } => quote!(runtime::Planned::NoEngine { reason: #reason }),
+        Planned::NotTested { reason, stage } => {
+            let stage = ident(&format!("{stage:?}"));
+            quote!(runtime::Planned::NotTested { reason: #reason, stage: runtime::Stage::#stage })
+        }
     }
 }
 

@@ -94,6 +94,7 @@ fn ignore_reason(planned: &Planned<String>) -> Option<String> {
         Planned::Run | Planned::NoEngine { .. } => None,
         Planned::Unsupported { reason, .. } => Some(rust_literal(&format!("unsupported: {reason}"))),
         Planned::KnownIssue { reason, .. } => Some(rust_literal(&format!("known issue: {reason}"))),
+        Planned::NotTested { reason, .. } => Some(rust_literal(reason)),
     }
 }
 

@@ -20,6 +20,8 @@ struct Tally {
     cells: usize,
     measured: usize,
     not_run: usize,
+    /// Planned not tested: our harness never put the model on the platform.
+    not_tested: usize,
     stale: usize,
     none: usize,
 }
@@ -36,7 +38,7 @@ fn stale_because(records: &[&Evidence], fixture_key: Option<&str>, planned: &str
             return Some(format!("{} was written by runtime {} (now {runtime_version})", e.check, e.runtime_version.as_deref().unwrap_or("?")));
         }
         let recorded_run = matches!(e.status.as_str(), "passed" | "failed");
-        let recorded_not_run = matches!(e.status.as_str(), "known-issue" | "unsupported");
+        let recorded_not_run = matches!(e.status.as_str(), "known-issue" | "unsupported" | "not-tested");
         if (planned == "run" && recorded_not_run) || (planned != "run" && planned != "no-engine" && recorded_run && e.basis.as_deref() == Some("measured")) {
             return Some(format!("{} recorded `{}`, the plan now says `{planned}`", e.check, e.status));
         }
@@ -64,6 +66,10 @@ pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
         for (platform, engine, planned) in cells {
             let tally = tallies.entry((spec.category.clone(), platform.clone())).or_default();
             tally.cells += 1;
+            if planned == "not-tested" {
+                tally.not_tested += 1;
+                continue;
+            }
             let Some(records) = by_cell.get(&(spec.model_type.as_str(), platform.as_str(), engine)) else {
                 tally.none += 1;
                 continue;
@@ -82,19 +88,21 @@ pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
     }
     let mut out = String::new();
     let _ = writeln!(out, "# Coverage of {} ({} records)\n", db.path().display(), db.record_count()?);
-    let _ = writeln!(out, "A cell is measured (its newest records ran: passed or failed), recorded not run (ignored, unsupported, known issue), stale, or without evidence.\n");
-    let _ = writeln!(out, "| category | platform | cells | measured | not run | stale | no evidence |");
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "A cell is measured (its newest records ran: passed or failed), recorded not run (ignored, unsupported, known issue), not tested (our harness could not build or run its tiny PyTorch model: our gap), stale, or without evidence.\n");
+    let _ = writeln!(out, "{}", crate::list::stages_by_category(plan));
+    let _ = writeln!(out, "| category | platform | cells | measured | not run | not tested | stale | no evidence |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
     let mut total = Tally::default();
     for ((category, platform), t) in &tallies {
-        let _ = writeln!(out, "| {category} | {platform} | {} | {} | {} | {} | {} |", t.cells, t.measured, t.not_run, t.stale, t.none);
+        let _ = writeln!(out, "| {category} | {platform} | {} | {} | {} | {} | {} | {} |", t.cells, t.measured, t.not_run, t.not_tested, t.stale, t.none);
         total.cells += t.cells;
         total.measured += t.measured;
         total.not_run += t.not_run;
+        total.not_tested += t.not_tested;
         total.stale += t.stale;
         total.none += t.none;
     }
-    let _ = writeln!(out, "| all | all | {} | {} | {} | {} | {} |", total.cells, total.measured, total.not_run, total.stale, total.none);
+    let _ = writeln!(out, "| all | all | {} | {} | {} | {} | {} | {} |", total.cells, total.measured, total.not_run, total.not_tested, total.stale, total.none);
     let _ = writeln!(out, "\n## Gaps: platforms and categories with cells and no evidence\n");
     let mut gaps: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for ((category, platform), t) in &tallies {

@@ -21,15 +21,17 @@ fn color(status: Status) -> &'static str {
         Status::Passed => "#2e7d32",
         Status::Failed => "#c62828",
         Status::KnownIssue => "#ef6c00",
+        Status::NotTested => "#6a1b9a",
         Status::Unsupported => "#757575",
         Status::Ignored => "#b0bec5",
         Status::NoEvidence => "#eceff1",
     }
 }
 
-/// The share of a group's cells that passed, as a white-to-green fill.
+/// The share of a group's tested cells that passed, as a white-to-green fill
+/// (cells not tested, our harness's gap, are not the platform's to pass).
 fn heat(counts: &Counts) -> String {
-    let total = counts.total().max(1) as f64;
+    let total = (counts.total() - counts.get(Status::NotTested)).max(1) as f64;
     let share = counts.get(Status::Passed) as f64 / total;
     let (r, g, b) = (255.0 - share * (255.0 - 46.0), 255.0 - share * (255.0 - 125.0), 255.0 - share * (255.0 - 50.0));
     format!("rgb({},{},{})", r as u8, g as u8, b as u8)
@@ -55,9 +57,13 @@ fn heatmap(rows: &[MatrixRow], platforms: &[String]) -> String {
             let Some(counts) = columns.get(p.as_str()) else { continue };
             let x = label_w + i * cell_w;
             let passed = counts.get(Status::Passed);
+            // Cells our harness never put on the platform are counted apart: not a share of the platform's record.
+            let not_tested = counts.get(Status::NotTested);
+            let tested = counts.total() - not_tested;
+            let apart = if not_tested > 0 { format!(" +{not_tested} N") } else { String::new() };
             let _ = write!(
                 svg,
-                "<rect x=\"{x}\" y=\"{y}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#fff\"><title>{} on {}: {}</title></rect><text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"12\">{passed}/{}</text>",
+                "<rect x=\"{x}\" y=\"{y}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#fff\"><title>{} on {}: {}</title></rect><text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"12\">{passed}/{tested}{apart}</text>",
                 cell_w - 2,
                 cell_h - 2,
                 heat(counts),
@@ -66,7 +72,6 @@ fn heatmap(rows: &[MatrixRow], platforms: &[String]) -> String {
                 esc(&counts_text(counts)),
                 x + cell_w / 2,
                 y + 21,
-                counts.total()
             );
         }
     }
@@ -146,7 +151,7 @@ fn cell_span(cell: &Cell) -> String {
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:.5em 0 1.5em}\
 td,th{border:1px solid #ddd;padding:3px 6px;font-size:13px;vertical-align:top}th{background:#f5f5f5;text-align:left}\
 .cell{display:inline-block;margin:1px;padding:0 4px;border-radius:3px;white-space:nowrap}.s-passed{background:#c8e6c9}\
-.s-failed{background:#ffcdd2}.s-known-issue{background:#ffe0b2}.s-unsupported{background:#e0e0e0}.s-ignored{background:#eceff1;color:#607d8b}\
+.s-failed{background:#ffcdd2}.s-known-issue{background:#ffe0b2}.s-not-tested{background:#e1bee7}.s-unsupported{background:#e0e0e0}.s-ignored{background:#eceff1;color:#607d8b}\
 .s-no-evidence{background:#fff;color:#999;border:1px dashed #bbb}[data-disagreement]{outline:2px solid #c62828}small{color:#666}";
 
 pub fn render(report: &Report) -> String {
@@ -177,6 +182,19 @@ pub fn render(report: &Report) -> String {
             esc(&p.libraries.join("; ")),
             esc(&counts_text(&p.counts))
         );
+    }
+    out.push_str("</table>");
+    out.push_str("<h2>Stages</h2><p><small>How far each cell got: <code>config</code> and <code>reference</code> are our harness's (not tested), <code>export</code> the exporters', <code>load</code>, <code>run</code> and <code>mismatch</code> the engine's; <code>-</code>: no check reached the model.</small></p><table id=\"stages\"><tr><th>platform</th>");
+    for stage in hwmatrix_cell::Stage::ALL {
+        let _ = write!(out, "<th>{}</th>", stage.name());
+    }
+    out.push_str("<th>-</th></tr>");
+    for row in &report.stages {
+        let _ = write!(out, "<tr><td>{}</td>", esc(&row.platform));
+        for (stage, n) in &row.counts {
+            let _ = write!(out, "<td data-stage=\"{}\">{n}</td>", esc(stage));
+        }
+        out.push_str("</tr>");
     }
     out.push_str("</table>");
     let _ = write!(out, "<h2>Matrix: category × platform</h2>{}", heatmap(&report.matrices.category_platform, &platforms));

@@ -11,13 +11,14 @@ pub fn mark(status: Status) -> &'static str {
         Status::Passed => "✓",
         Status::Failed => "✗",
         Status::KnownIssue => "K",
+        Status::NotTested => "N",
         Status::Unsupported => "–",
         Status::Ignored => "○",
         Status::NoEvidence => "·",
     }
 }
 
-pub const LEGEND: &str = "✓ passed, ✗ failed, K known issue, – unsupported, ○ ignored (its platform's feature was off), · no evidence (no record)";
+pub const LEGEND: &str = "✓ passed, ✗ failed, K known issue, N not tested (our harness could not build or run the tiny PyTorch model: our gap, not the model's), – unsupported, ○ ignored (its platform's feature was off), · no evidence (no record)";
 
 /// `✓12 ✗1 K3`: the non-zero counts in a fixed order.
 pub fn counts_text(counts: &Counts) -> String {
@@ -68,6 +69,15 @@ fn matrix_table(out: &mut String, rows: &[MatrixRow], platforms: &[String], firs
     }
 }
 
+fn stage_table(out: &mut String, stages: &[super::StageRow]) {
+    let _ = writeln!(out, "| platform | {} | - |", hwmatrix_cell::Stage::ALL.map(|s| s.name()).join(" | "));
+    let _ = writeln!(out, "|---|{}---|", "---|".repeat(hwmatrix_cell::Stage::ALL.len()));
+    for row in stages {
+        let counts: Vec<String> = row.counts.iter().map(|(_, n)| n.to_string()).collect();
+        let _ = writeln!(out, "| {} | {} |", row.platform, counts.join(" | "));
+    }
+}
+
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     let s = &report.summary;
@@ -102,6 +112,10 @@ pub fn render(report: &Report) -> String {
             counts_text(&p.counts)
         );
     }
+
+    let _ = writeln!(out, "\n## Stages\n");
+    let _ = writeln!(out, "How far each cell got, per platform: `config` and `reference` are our harness's (not tested), `export` the exporters', `load`, `run` and `mismatch` the engine's, `fallback` and `pass` successes; `-` where no check reached the model (the platform's feature was off or it is absent).\n");
+    stage_table(&mut out, &report.stages);
 
     let _ = writeln!(out, "\n## Matrix: category × platform\n");
     matrix_table(&mut out, &report.matrices.category_platform, &platforms, "category", false);

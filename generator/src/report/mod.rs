@@ -31,19 +31,23 @@ pub enum Status {
     Passed,
     Failed,
     KnownIssue,
+    /// Our harness could not build or run the tiny PyTorch model: no engine
+    /// was tried. Our gap, counted apart from the model's known issues.
+    NotTested,
     Unsupported,
     Ignored,
     NoEvidence,
 }
 
 impl Status {
-    pub const ALL: [Status; 6] = [Status::Passed, Status::Failed, Status::KnownIssue, Status::Unsupported, Status::Ignored, Status::NoEvidence];
+    pub const ALL: [Status; 7] = [Status::Passed, Status::Failed, Status::KnownIssue, Status::NotTested, Status::Unsupported, Status::Ignored, Status::NoEvidence];
 
     pub fn label(self) -> &'static str {
         match self {
             Status::Passed => "passed",
             Status::Failed => "failed",
             Status::KnownIssue => "known-issue",
+            Status::NotTested => "not-tested",
             Status::Unsupported => "unsupported",
             Status::Ignored => "ignored",
             Status::NoEvidence => "no-evidence",
@@ -55,6 +59,7 @@ impl Status {
             "passed" => Status::Passed,
             "failed" => Status::Failed,
             "known-issue" => Status::KnownIssue,
+            "not-tested" => Status::NotTested,
             "unsupported" => Status::Unsupported,
             _ => Status::Ignored,
         }
@@ -65,7 +70,7 @@ impl Status {
         if checks.is_empty() {
             return Status::NoEvidence;
         }
-        [Status::Failed, Status::KnownIssue, Status::Unsupported, Status::Ignored]
+        [Status::Failed, Status::NotTested, Status::KnownIssue, Status::Unsupported, Status::Ignored]
             .into_iter()
             .find(|s| checks.contains(s))
             .unwrap_or(Status::Passed)
@@ -123,6 +128,9 @@ pub struct Cell {
     /// The first failing or not-run check's reason.
     pub reason: Option<String>,
     pub error_kind: Option<String>,
+    /// How far the cell got: its first failing or not-run check's stage, else
+    /// `pass` (or `fallback` where a check passed with a declared fallback).
+    pub stage: Option<String>,
     /// Where a status that is not a measurement comes from (`seed-expectation`, `spec`...).
     pub basis: Option<String>,
     pub records: Vec<RecordRef>,
@@ -251,11 +259,34 @@ pub struct Summary {
     pub disagreements: usize,
 }
 
+/// A platform's cells by the stage they reached, in `Stage::ALL`'s order and
+/// then `-` (no check reached the model).
+#[derive(Debug, Serialize)]
+pub struct StageRow {
+    pub platform: String,
+    pub counts: Vec<(String, usize)>,
+}
+
+fn stage_rows(cells: &[Cell], platforms: &[String]) -> Vec<StageRow> {
+    platforms
+        .iter()
+        .map(|platform| {
+            let on: Vec<&Cell> = cells.iter().filter(|c| &c.platform == platform).collect();
+            let mut counts: Vec<(String, usize)> =
+                hwmatrix_cell::Stage::ALL.iter().map(|s| (s.name().to_string(), on.iter().filter(|c| c.stage.as_deref() == Some(s.name())).count())).collect();
+            counts.push(("-".to_string(), on.iter().filter(|c| c.stage.is_none()).count()));
+            StageRow { platform: platform.clone(), counts }
+        })
+        .collect()
+}
+
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub source: Source,
     pub summary: Summary,
     pub platforms: Vec<PlatformSummary>,
+    /// Per platform, its cells by the stage they reached.
+    pub stages: Vec<StageRow>,
     pub models: Vec<ModelRow>,
     pub matrices: Matrices,
     /// The model × platform matrix, one entry per cell (model, platform, engine).
@@ -316,8 +347,13 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
                 expected,
                 disagreement,
                 reason: first_bad.and_then(|e| e.body.get("reason").and_then(|r| r.as_str()).map(str::to_string)),
-                basis: if no_fixture { Some("no fixture (the export fails)".into()) } else { first_bad.and_then(|e| e.basis.clone()) },
+                basis: match spec.export.stage {
+                    Some(stage) if stage.is_harness() => Some(format!("our harness stopped at `{stage}`")),
+                    _ if no_fixture => Some("no fixture (the export fails)".into()),
+                    _ => first_bad.and_then(|e| e.basis.clone()),
+                },
                 error_kind: first_bad.and_then(|e| e.error_kind.clone()),
+                stage: cell_stage(status, first_bad.copied(), &records),
                 records: records.iter().map(|e| record_ref(e)).collect(),
             });
         }
@@ -360,7 +396,19 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
     };
     let performance = performance(&evidence);
     let recommendations = Recommendations { fastest_verified_platform: fastest(&cells, &performance), contradicted_expectations: contradictions(&cells) };
-    Ok(Report { source, summary, platforms, models, matrices, issues: issues(&cells), cells, performance, recommendations })
+    let stages = stage_rows(&cells, &platform_names);
+    Ok(Report { source, summary, platforms, stages, models, matrices, issues: issues(&cells), cells, performance, recommendations })
+}
+
+/// A cell's stage: that of the record that decides its status; a passed cell
+/// is at `fallback` if one of its checks passed with a declared fallback.
+fn cell_stage(status: Status, first_bad: Option<&Evidence>, records: &[&Evidence]) -> Option<String> {
+    let stage_of = |e: &Evidence| e.body.get("stage").and_then(|s| s.as_str()).map(str::to_string);
+    match (status, first_bad) {
+        (Status::Passed, _) => Some(if records.iter().any(|e| stage_of(e).as_deref() == Some("fallback")) { "fallback" } else { "pass" }.to_string()),
+        (_, Some(e)) => stage_of(e),
+        (_, None) => None,
+    }
 }
 
 /// What architectures.yaml expects of an architecture type on a platform.
@@ -415,7 +463,7 @@ fn matrix(
 
 fn issues(cells: &[Cell]) -> Vec<IssueGroup> {
     let mut groups: BTreeMap<String, Vec<IssueCell>> = BTreeMap::new();
-    for cell in cells.iter().filter(|c| matches!(c.status, Status::Failed | Status::KnownIssue)) {
+    for cell in cells.iter().filter(|c| matches!(c.status, Status::Failed | Status::KnownIssue | Status::NotTested)) {
         let record = cell.records.iter().find(|r| r.status == cell.status.label()).map(|r| r.record.clone()).unwrap_or_default();
         let cause = match (&cell.error_kind, &cell.basis) {
             (Some(kind), _) => format!("{}: {kind}", cell.status.label()),

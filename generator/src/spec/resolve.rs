@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 
 use super::types::*;
+use hwmatrix_cell::Stage;
 
 /// Where a resolved field came from (for `gen show`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -74,6 +75,22 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, So
         (Some(k), _) => (Some(k), false),
         (None, Some(k)) => (Some(k), true),
         (None, None) => (None, false),
+    };
+    // A person's `export.known_issue` is about exporting; gen import's names its stage by its prefix.
+    let stage = match &known_issue {
+        None => None,
+        Some(_) if !known_issue_measured => Some(Stage::Export),
+        Some(k) => {
+            let stage = Stage::of_pipeline_error(k);
+            if stage.is_none() {
+                errors.push((
+                    "imported",
+                    format!("`imported.known_issue` does not say where the pipeline stopped: {k:?}"),
+                    "it must start with `building the tiny config:`, `running the tiny model:` or `exporting:`, as gen import writes it: run `gen import --model <model_type>`".into(),
+                ));
+            }
+            stage
+        }
     };
     if class.is_none() {
         errors.push(("export", "`export.class` is set neither in the spec nor by `gen import`".into(), "write `export: {class: <transformers class>}`".into()));
@@ -149,6 +166,7 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, So
             exporter: export_file.exporter.unwrap_or_default(),
             known_issue,
             known_issue_measured,
+            stage,
             fixed_inputs: export_file.fixed_inputs,
         },
         tiny_config,

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use hwmatrix_cell::{BrowserBackend, DType, EngineKind, ExecutionProvider, Platform, Precision as CheckedPrecision};
+use hwmatrix_cell::{BrowserBackend, DType, EngineKind, ExecutionProvider, Platform, Precision as CheckedPrecision, Stage};
 use serde::{Deserialize, Serialize};
 
 // ---- hardware.yaml ---------------------------------------------------------
@@ -415,6 +415,10 @@ pub struct Export {
     /// Whether `known_issue` was measured by `gen import` (else a person wrote it).
     #[serde(skip)]
     pub known_issue_measured: bool,
+    /// Where the fixture pipeline stopped, with `known_issue`: `config` or
+    /// `reference` (our harness: the cells are not tested) or `export`.
+    #[serde(skip)]
+    pub stage: Option<Stage>,
     /// Inputs the exporter gives the model as Python data (not graph inputs):
     /// the fixture and the cells do not have them.
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -12,6 +12,7 @@ pub mod planned;
 pub mod platform;
 pub mod presence;
 pub mod quantization;
+pub mod stage;
 pub mod wgpu_adapter;
 
 pub use decl::{
@@ -21,6 +22,7 @@ pub use dtype::DType;
 pub use planned::{Basis, Planned};
 pub use quantization::{LayerRole, MixedWidths, QuantScheme, QuantizationCell, QuantizationCheck, QuantizationDecl, Rating};
 pub use platform::Platform;
+pub use stage::Stage;
 
 /// The checks every runnable cell has, in the order the tests list them. The
 /// names are the test function names (`runtime::cell_tests!`) and the `check`

@@ -6,6 +6,8 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::stage::Stage;
+
 /// A cell's planned status, resolved once by gen from the specs. Generated
 /// code holds `Planned<&'static str>`; gen builds it with owned strings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,10 +17,16 @@ pub enum Planned<S = &'static str> {
     /// The platform cannot run it; never tried.
     Unsupported { reason: S, basis: Basis },
     /// Expected to fail today; tried only with `--include-ignored`.
-    KnownIssue { reason: S, basis: Basis },
+    /// `stage` is how far it got when that was measured or is known (`export`
+    /// for an export failure); None for a person's note that does not say.
+    KnownIssue { reason: S, basis: Basis, stage: Option<Stage> },
     /// None of the platform's engines is built in this runtime yet. With the
     /// platform's feature on its checks run and fail, saying so.
     NoEngine { reason: S },
+    /// Our own harness stopped before any engine was tried (`stage` is
+    /// `config` or `reference`): our gap, never a known issue of the model or
+    /// of the platform. Tried only with `--include-ignored`.
+    NotTested { reason: S, stage: Stage },
 }
 
 impl<S: AsRef<str>> Planned<S> {
@@ -29,13 +37,16 @@ impl<S: AsRef<str>> Planned<S> {
             Planned::Unsupported { .. } => "unsupported",
             Planned::KnownIssue { .. } => "known-issue",
             Planned::NoEngine { .. } => "no-engine",
+            Planned::NotTested { .. } => "not-tested",
         }
     }
 
     pub fn reason(&self) -> Option<&str> {
         match self {
             Planned::Run => None,
-            Planned::Unsupported { reason, .. } | Planned::KnownIssue { reason, .. } | Planned::NoEngine { reason } => Some(reason.as_ref()),
+            Planned::Unsupported { reason, .. } | Planned::KnownIssue { reason, .. } | Planned::NoEngine { reason } | Planned::NotTested { reason, .. } => {
+                Some(reason.as_ref())
+            }
         }
     }
 

@@ -45,6 +45,10 @@ pub fn quantization(cell: &QuantizationCell, scheme: QuantScheme) {
         status: if outcome.is_ok() { Outcome::Passed } else { Outcome::Failed },
         reason: outcome.as_ref().err().map(|e| e.message.clone()),
         error_kind: outcome.as_ref().err().map(|e| e.kind),
+        stage: match &outcome {
+            Ok(()) => Some(crate::Stage::Pass),
+            Err(e) => e.kind.stage(),
+        },
         fixture: fixture_record,
         quantization: Some(measured),
         ..blank_record(cell, scheme)
@@ -73,6 +77,7 @@ pub(crate) fn blank_record(cell: &QuantizationCell, scheme: QuantScheme) -> Reco
         basis: Basis::Measured,
         reason: None,
         error_kind: None,
+        stage: None,
         providers: None,
         deviation: None,
         timing: None,

@@ -100,6 +100,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "audioflamingo3_encoder fails on openvino with onnxruntime (measured by gen import --platform openvino): dynamic_shapes: output last_hidden_state: 254 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 2.639e-1; worst at flat index 259: got -0.19843345880508423, expected -0.46237707138061523)",
             basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .with_precision_checks(
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "audioflamingo3_encoder fails on openvino with onnxruntime (measured by gen import --platform openvino): dynamic_shapes: output last_hidden_state: 254 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 2.639e-1; worst at flat index 259: got -0.19843345880508423, expected -0.46237707138061523)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -129,6 +131,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "audioflamingo3_encoder fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (78%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/audioflamingo3_encoder.yaml only if it may run off WebNNExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// audioflamingo3_encoder on webgpu: run (onnxruntime-web in headless Chromium, webgpu).

@@ -100,6 +100,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "clap fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_33 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_33_1' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
             basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
         },
     )
     .with_precision_checks(
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "clap fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_33 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_33_1' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -129,6 +131,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "clap fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Load),
     },
 );
 /// clap on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -139,6 +142,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "clap fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output logits_per_audio: 4 of 4 elements outside abs 0.0001 + rel 0.001 (max abs error 4.663e0; worst at flat index 3: got 3.4650633335113525, expected -1.1980650424957275); output logits_per_text: 4 of 4 elements outside abs 0.0001 + rel 0.001 (max abs error 4.663e0; worst at flat index 3: got 3.4650633335113525, expected -1.1980650424957275); output text_embeds: 32 of 32 elements outside abs 0.0001 + rel 0.001 (max abs error 3.543e-1; worst at flat index 4: got -0.18715061247348785, expected 0.16712602972984314)",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
     },
 );
 /// clap on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
@@ -152,6 +156,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "clap at fp16 on webgpu (measured by gen import --platform webgpu): the spec rates fp16 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 24 of its layers measured 0.0002 (worst layer 0.0003): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Mismatch),
             },
             expected: Some(runtime::Rating::Good),
         },
@@ -160,6 +165,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "clap at int8 on webgpu (measured by gen import --platform webgpu): the spec rates int8 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 24 of its layers measured 0.0043 (worst layer 0.0050): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Mismatch),
             },
             expected: Some(runtime::Rating::Good),
         },
@@ -168,6 +174,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "clap at int4 on webgpu (measured by gen import --platform webgpu): the spec rates int4 on webgpu `not-recommended` (a mean relative error above 0.15 and up to inf), but quantizing 24 of its layers measured 0.0746 (worst layer 0.1141): the evidence supports `limited` (model-specs/quantization.yaml has the bounds)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Mismatch),
             },
             expected: Some(runtime::Rating::NotRecommended),
         },
@@ -176,6 +183,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "clap at int4_mixed on webgpu (measured by gen import --platform webgpu): the spec rates int4_mixed on webgpu `limited` (a mean relative error above 0.05 and up to 0.15), but quantizing 24 of its layers measured 0.0292 (worst layer 0.1141): the evidence supports `good` (model-specs/quantization.yaml has the bounds)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Mismatch),
             },
             expected: Some(runtime::Rating::Limited),
         },

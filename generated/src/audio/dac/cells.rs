@@ -14,6 +14,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "dac at int8 fails on cpu (measured by gen import --platform cpu): output quantized_representation: 49 of 96 elements outside 0.1 of the output's spread (9.111e-4 abs; precision_tolerances in model-specs/models/audio/dac.yaml) (max abs error 5.147e-3; worst at flat index 46: got -0.004663760773837566, expected 0.0004831651458516717); output audio_codes: 9 of 27 elements outside 0.1 of the output's spread (5.126e1 abs; precision_tolerances in model-specs/models/audio/dac.yaml) (max abs error 8.490e2; worst at flat index 19: got 18, expected 867)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "dac at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/dac/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -136,6 +138,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "dac fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output audio_values: 1536 of 1536 elements outside abs 0.0001 + rel 0.001 (max abs error 1.507e-2; worst at flat index 1535: got 0, expected 0.015074441209435463); output projected_latents: 216 of 216 elements outside abs 0.0001 + rel 0.001 (max abs error 6.370e-2; worst at flat index 91: got -0.05619044229388237, expected 0.007506409659981728)",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
     },
 );
 /// dac on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -100,6 +100,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "auraflow_transformer_2d fails on openvino with onnxruntime (measured by gen import --platform openvino): matches_reference: output sample: 47 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.322e-4; worst at flat index 677: got 0.01031032856553793, expected 0.009878136217594147)",
             basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .with_precision_checks(
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "auraflow_transformer_2d fails on openvino with onnxruntime (measured by gen import --platform openvino): matches_reference: output sample: 47 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.322e-4; worst at flat index 677: got 0.01031032856553793, expected 0.009878136217594147)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 max_error_of_spread: 0.1f64,
             },

@@ -14,6 +14,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "autoencoder_kl_flux2 at int8 fails on cpu (measured by gen import --platform cpu): output sample_output: 275 of 768 elements outside 0.1 of the output's spread (1.849e-1 abs; precision_tolerances in model-specs/models/diffusion/autoencoder_kl_flux2.yaml) (max abs error 1.179e0; worst at flat index 138: got -1.7258994579315186, expected -0.5464054942131042)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -103,6 +104,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "autoencoder_kl_flux2 fails on openvino with onnxruntime (measured by gen import --platform openvino): matches_reference: output sample_output: 1 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.650e-4; worst at flat index 117: got -0.0038937292993068695, expected -0.0037800800055265427)",
             basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .with_precision_checks(
@@ -112,6 +114,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "autoencoder_kl_flux2 fails on openvino with onnxruntime (measured by gen import --platform openvino): matches_reference: output sample_output: 1 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.650e-4; worst at flat index 117: got -0.0038937292993068695, expected -0.0037800800055265427)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 max_error_of_spread: 0.1f64,
             },

@@ -14,6 +14,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "autoencoder_kl_ltx at int8 fails on cpu (measured by gen import --platform cpu): output sample_output: 6 of 3072 elements outside 0.1 of the output's spread (1.073e-1 abs; precision_tolerances in model-specs/models/diffusion/autoencoder_kl_ltx.yaml) (max abs error 1.343e-1; worst at flat index 646: got 0.23757070302963257, expected 0.1033068597316742)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "autoencoder_kl_ltx at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×78 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 78 nodes (50%), 17236 µs (20%); OpenVINOExecutionProvider: 79 nodes (50%), 67127 µs (80%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_ltx.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output sample_output: 6 of 3072 elements outside 0.1 of the output's spread (1.073e-1 abs; precision_tolerances in model-specs/models/diffusion/autoencoder_kl_ltx.yaml) (max abs error 1.343e-1; worst at flat index 646: got 0.23757073283195496, expected 0.1033068597316742)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -129,6 +131,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "autoencoder_kl_ltx fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Conv ×78 on CPUExecutionProvider, Transpose ×5 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 83 nodes (25%), 0 µs (0%); WebNNExecutionProvider: 250 nodes (75%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_ltx.yaml only if it may run off WebNNExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// autoencoder_kl_ltx on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -149,6 +152,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "autoencoder_kl_ltx at fp16 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Export),
             },
             expected: None,
         },
@@ -157,6 +161,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "autoencoder_kl_ltx at int8 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Export),
             },
             expected: None,
         },
@@ -165,6 +170,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "autoencoder_kl_ltx at int4 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Export),
             },
             expected: None,
         },
@@ -173,6 +179,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "autoencoder_kl_ltx at int4_mixed on webgpu (measured by gen import --platform webgpu): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Export),
             },
             expected: None,
         },
@@ -181,6 +188,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "autoencoder_kl_ltx at int2 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Export),
             },
             expected: None,
         },

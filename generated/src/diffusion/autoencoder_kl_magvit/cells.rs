@@ -14,6 +14,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "autoencoder_kl_magvit at int8 fails on cpu (measured by gen import --platform cpu): output sample_output: 943 of 3840 elements outside 0.1 of the output's spread (1.053e-1 abs; precision_tolerances in model-specs/models/diffusion/autoencoder_kl_magvit.yaml) (max abs error 4.416e-1; worst at flat index 2695: got -0.33056357502937317, expected 0.11099686473608017)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "autoencoder_kl_magvit at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×119 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 119 nodes (40%), 102632 µs (26%); OpenVINOExecutionProvider: 181 nodes (60%), 291920 µs (74%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_magvit.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output sample_output: 940 of 3840 elements outside 0.1 of the output's spread (1.053e-1 abs; precision_tolerances in model-specs/models/diffusion/autoencoder_kl_magvit.yaml) (max abs error 4.416e-1; worst at flat index 2695: got -0.33056363463401794, expected 0.11099686473608017)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -146,6 +148,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "autoencoder_kl_magvit at fp16 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Export),
             },
             expected: None,
         },
@@ -154,6 +157,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "autoencoder_kl_magvit at int8 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Export),
             },
             expected: None,
         },
@@ -162,6 +166,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "autoencoder_kl_magvit at int4 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Export),
             },
             expected: None,
         },
@@ -170,6 +175,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "autoencoder_kl_magvit at int4_mixed on webgpu (measured by gen import --platform webgpu): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Export),
             },
             expected: None,
         },
@@ -178,6 +184,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "autoencoder_kl_magvit at int2 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Export),
             },
             expected: None,
         },

@@ -130,6 +130,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "t5gemma fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: Identity ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 341 nodes (41%), 0 µs (0%); JsExecutionProvider: 483 nodes (59%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/encoder_decoders/t5gemma.yaml only if it may run off JsExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// t5gemma on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -14,6 +14,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "groupvit at int8 fails on cpu (measured by gen import --platform cpu): output logits_per_image: 1 of 4 elements outside 0.1 of the output's spread (2.464e-1 abs; precision_tolerances in model-specs/models/multimodal/groupvit.yaml) (max abs error 2.517e-1; worst at flat index 1: got -4.041740894317627, expected -4.293471336364746); output logits_per_text: 1 of 4 elements outside 0.1 of the output's spread (2.464e-1 abs; precision_tolerances in model-specs/models/multimodal/groupvit.yaml) (max abs error 2.517e-1; worst at flat index 2: got -4.041740894317627, expected -4.293471336364746)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "groupvit at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/groupvit/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
                 },
                 max_error_of_spread: 0.1f64,
             },

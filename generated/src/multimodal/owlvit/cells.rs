@@ -14,6 +14,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "owlvit at int8 fails on cpu (measured by gen import --platform cpu): output logits_per_image: 1 of 4 elements outside 0.1 of the output's spread (9.244e-2 abs; precision_tolerances in model-specs/models/multimodal/owlvit.yaml) (max abs error 9.592e-2; worst at flat index 2: got -1.4059302806854248, expected -1.5018463134765625); output logits_per_text: 1 of 4 elements outside 0.1 of the output's spread (9.244e-2 abs; precision_tolerances in model-specs/models/multimodal/owlvit.yaml) (max abs error 9.592e-2; worst at flat index 1: got -1.4059302806854248, expected -1.5018463134765625)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "owlvit at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/owlvit/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
                 },
                 max_error_of_spread: 0.1f64,
             },

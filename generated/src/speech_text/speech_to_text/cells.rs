@@ -100,6 +100,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "speech_to_text fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1978 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1978_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/graph.cpp:1619:\nNode /model/encoder/ScatterND of type ScatterNDUpdate\nCheck 'dstOffset < elementsCount' failed at src/plugins/intel_cpu/src/nodes/scatter_update.cpp:1071:\nScatterNDUpdate node with name '/model/encoder/ScatterND'  indices contain values that points to non-existing data tensor element\n\n\n\n",
             basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
         },
     )
     .with_precision_checks(
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "speech_to_text fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1978 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1978_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/graph.cpp:1619:\nNode /model/encoder/ScatterND of type ScatterNDUpdate\nCheck 'dstOffset < elementsCount' failed at src/plugins/intel_cpu/src/nodes/scatter_update.cpp:1071:\nScatterNDUpdate node with name '/model/encoder/ScatterND'  indices contain values that points to non-existing data tensor element\n\n\n\n",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
                 },
                 max_error_of_spread: 0.1f64,
             },

@@ -106,6 +106,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "whisper at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/whisper/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -126,6 +127,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "whisper fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×42 on CPUExecutionProvider, Conv ×2 on CPUExecutionProvider, Div ×6 on CPUExecutionProvider, Erf ×6 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, LayerNormalization ×10 on CPUExecutionProvider, MatMul ×45 on CPUExecutionProvider, Mul ×18 on CPUExecutionProvider, Reshape ×24 on CPUExecutionProvider, SkipLayerNormalization ×2 on CPUExecutionProvider, Softmax ×6 on CPUExecutionProvider, Transpose ×25 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 234 nodes (96%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (4%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/whisper.yaml only if it may run off WebNNExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// whisper on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -151,6 +153,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "whisper at int8 on webgpu (measured by gen import --platform webgpu): the spec rates int8 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 24 of its layers measured 0.0045 (worst layer 0.0052): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Mismatch),
             },
             expected: Some(runtime::Rating::Good),
         },
@@ -159,6 +162,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "whisper at int4 on webgpu (measured by gen import --platform webgpu): the spec rates int4 on webgpu `not-recommended` (a mean relative error above 0.15 and up to inf), but quantizing 24 of its layers measured 0.0779 (worst layer 0.1075): the evidence supports `limited` (model-specs/quantization.yaml has the bounds)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Mismatch),
             },
             expected: Some(runtime::Rating::NotRecommended),
         },

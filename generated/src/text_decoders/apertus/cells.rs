@@ -130,6 +130,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "apertus fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: Min ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 29 nodes (14%), 0 µs (0%); JsExecutionProvider: 172 nodes (86%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/apertus.yaml only if it may run off JsExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// apertus on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -100,6 +100,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "bailing_hybrid fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
             basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Load),
         },
     )
     .with_precision_checks(
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "bailing_hybrid fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -129,6 +131,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "bailing_hybrid fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Load),
     },
 );
 /// bailing_hybrid on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -139,6 +142,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "bailing_hybrid fails on webgpu with browser (measured by gen import --platform webgpu): runs: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: Non-zero status code returned while running Split node. Name:'/model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0. (page log: 2026-11-22 18:05:23.782369 [V:onnxruntime:Default, js_kernel.h:207 ComputeInternal] outputs = 1. Y.data=3588. | 2026-11-22 18:05:23.782824 [V:onnxruntime:Default, js_export.cc:17 JsepOutput] JsepOutput(0, {8,2}) | 2026-11-22 18:05:23.783215 [V:onnxruntime:Default, js_export.cc:22 JsepOutput] JsepOutput -- data=3590 | 2026-11-22 18:05:23.783705 [V:onnxruntime:Default, js_kernel.h:207 ComputeInternal] outputs = 1. Y.data=3590. | \u{1b}[1;31m2026-11-22 18:05:23.784175 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Split node. Name:'/model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.\u{1b}[m)",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// bailing_hybrid on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -24,6 +24,7 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "bloom fails on cpu with libtorch (measured by gen import --platform cpu): runs: the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'GeLUFunction'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// bloom on cuda: run (onnxruntime, CUDAExecutionProvider (device_id=0)).

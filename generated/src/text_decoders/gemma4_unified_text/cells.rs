@@ -14,6 +14,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "gemma4_unified_text at int8 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: 4 of 256 elements outside 0.1 of the output's spread (3.108e-1 abs; precision_tolerances in model-specs/models/text_decoders/gemma4_unified_text.yaml) (max abs error 4.658e-1; worst at flat index 176: got 0.1402757167816162, expected -0.325560986995697)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "gemma4_unified_text at int8 fails on openvino (measured by gen import --platform openvino): output last_hidden_state: 4 of 256 elements outside 0.1 of the output's spread (3.108e-1 abs; precision_tolerances in model-specs/models/text_decoders/gemma4_unified_text.yaml) (max abs error 4.658e-1; worst at flat index 176: got 0.1402757465839386, expected -0.325560986995697)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -136,6 +138,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "gemma4_unified_text fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.161e-3; worst at flat index 166: got -0.045088887214660645, expected -0.04409926012158394)",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
     },
 );
 /// gemma4_unified_text on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -123,6 +123,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "glm4_moe_lite fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Load),
     },
 );
 /// glm4_moe_lite on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -133,6 +134,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "glm4_moe_lite fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: ScatterElements ×5 on CPUExecutionProvider, TopK ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 326 nodes (49%), 0 µs (0%); JsExecutionProvider: 346 nodes (51%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/glm4_moe_lite.yaml only if it may run off JsExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// glm4_moe_lite on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -123,6 +123,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "hunyuan_v1_moe fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Gather ×4 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, QuickGelu ×2 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 60 nodes (59%), 0 µs (0%); WebNNExecutionProvider: 41 nodes (41%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/hunyuan_v1_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// hunyuan_v1_moe on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -133,6 +134,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "hunyuan_v1_moe fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: ScatterElements ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 150 nodes (39%), 0 µs (0%); JsExecutionProvider: 236 nodes (61%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/hunyuan_v1_moe.yaml only if it may run off JsExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// hunyuan_v1_moe on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -14,6 +14,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "jetmoe at int8 fails on cpu (measured by gen import --platform cpu): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -27,6 +28,7 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "jetmoe fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: split_with_sizes expects split_sizes to sum exactly to 52 (input tensor's size at dimension 0), but got split_sizes=[5, 4, 2, 5]",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// jetmoe on cuda: run (onnxruntime, CUDAExecutionProvider (device_id=0)).
@@ -106,6 +108,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "jetmoe fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/jetmoe/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::ReadModel(std::string&&, const std::string&)::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] Exception while Reading network: Check 'false' failed at src/frontends/onnx/frontend/src/frontend.cpp:221:\nFrontEnd API failed with GeneralFailure:\nErrors during ONNX translation:\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_171>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_297>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_425>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_527>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_648>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_775>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\n\n\n",
             basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Load),
         },
     )
     .with_precision_checks(
@@ -115,6 +118,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "jetmoe fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/jetmoe/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::ReadModel(std::string&&, const std::string&)::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] Exception while Reading network: Check 'false' failed at src/frontends/onnx/frontend/src/frontend.cpp:221:\nFrontEnd API failed with GeneralFailure:\nErrors during ONNX translation:\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_171>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_297>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_425>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_527>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_648>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_775>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\n\n\n",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -135,6 +139,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "jetmoe fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Load),
     },
 );
 /// jetmoe on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -145,6 +150,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "jetmoe fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: ScatterElements ×4 on CPUExecutionProvider, Sign ×4 on CPUExecutionProvider, TopK ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 185 nodes (40%), 0 µs (0%); JsExecutionProvider: 278 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off JsExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// jetmoe on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

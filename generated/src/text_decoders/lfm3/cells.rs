@@ -106,6 +106,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "lfm3 at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 53 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 36214 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/lfm3.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -133,6 +134,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "lfm3 fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.445e-4; worst at flat index 104: got -0.03944600000977516, expected -0.03963834419846535)",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
     },
 );
 /// lfm3 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

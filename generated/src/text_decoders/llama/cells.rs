@@ -116,6 +116,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "LLAMA uses a partial QNN implementation with fallbacks: 'Has implementation but uses mock/simulation' (seed 002)",
         basis: runtime::Basis::Spec,
+        stage: None,
     },
 );
 /// llama on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
@@ -143,6 +144,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "llama at fp16 on webgpu (measured by gen import --platform webgpu): the spec rates fp16 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 15 of its layers measured 0.0002 (worst layer 0.0002): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Mismatch),
             },
             expected: Some(runtime::Rating::Good),
         },
@@ -151,6 +153,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "llama at int8 on webgpu (measured by gen import --platform webgpu): the spec rates int8 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 15 of its layers measured 0.0047 (worst layer 0.0053): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Mismatch),
             },
             expected: Some(runtime::Rating::Good),
         },

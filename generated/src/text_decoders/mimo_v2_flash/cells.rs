@@ -123,6 +123,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "mimo_v2_flash fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Load),
     },
 );
 /// mimo_v2_flash on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -133,6 +134,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "mimo_v2_flash fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: ScatterElements ×5 on CPUExecutionProvider, TopK ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 222 nodes (43%), 0 µs (0%); JsExecutionProvider: 295 nodes (57%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/mimo_v2_flash.yaml only if it may run off JsExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// mimo_v2_flash on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -123,6 +123,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "mpt fails on webnn with browser (measured by gen import --platform webnn): matches_reference: output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
     },
 );
 /// mpt on webgpu: run (onnxruntime-web in headless Chromium, webgpu).

@@ -100,6 +100,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "Qwen2 has limited implementation on openvino (seed 000, Implementation Issues: partially fixed)",
             basis: runtime::Basis::Spec,
+            stage: None,
         },
     )
     .with_precision_checks(
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "Qwen2 has limited implementation on openvino (seed 000, Implementation Issues: partially fixed)",
                     basis: runtime::Basis::Spec,
+                    stage: None,
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -122,6 +124,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "Qwen2 uses a partial QNN implementation with fallbacks: 'Has implementation but uses mock/simulation' (seed 002)",
         basis: runtime::Basis::Spec,
+        stage: None,
     },
 );
 /// qwen2 on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
@@ -149,6 +152,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "qwen2 at fp16 on webgpu (measured by gen import --platform webgpu): the spec rates fp16 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 15 of its layers measured 0.0002 (worst layer 0.0003): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Mismatch),
             },
             expected: Some(runtime::Rating::Good),
         },
@@ -157,6 +161,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "qwen2 at int8 on webgpu (measured by gen import --platform webgpu): the spec rates int8 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 15 of its layers measured 0.0047 (worst layer 0.0053): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Mismatch),
             },
             expected: Some(runtime::Rating::Good),
         },

@@ -100,6 +100,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "qwen3_5_text fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 82 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 78088 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/qwen3_5_text.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
         },
     )
     .with_precision_checks(
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "qwen3_5_text fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 82 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 78088 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/qwen3_5_text.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -129,6 +131,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "qwen3_5_text fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Load),
     },
 );
 /// qwen3_5_text on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -139,6 +142,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "qwen3_5_text fails on webgpu with browser (measured by gen import --platform webgpu): runs: onnxruntime-web (webgpu) running the model: [WebGPU] Kernel \"[ScatterND] node_ScatterND_154\" failed. Error: Program ScatterND has zero-sized tensor(s) in inputs or outputs. This is not supported now. (page log: 2026-11-22 18:18:59.695634 [V:onnxruntime:Default, js_kernel.h:207 ComputeInternal] outputs = 1. Y.data=0. | 2026-11-22 18:18:59.695823 [V:onnxruntime:Default, js_export.cc:17 JsepOutput] JsepOutput(0, {1,8,1}) | 2026-11-22 18:18:59.695949 [V:onnxruntime:Default, js_export.cc:22 JsepOutput] JsepOutput -- data=482 | 2026-11-22 18:18:59.696104 [V:onnxruntime:Default, js_kernel.h:207 ComputeInternal] outputs = 1. Y.data=482. | \u{1b}[1;31m2026-11-22 18:18:59.696189 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running ScatterND node. Name:'node_ScatterND_154' Status Message: Failed to run JSEP kernel\u{1b}[m)",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// qwen3_5_text on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -8,6 +8,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "qwen3_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
         },
     )
     .with_precision_checks(
@@ -17,6 +18,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "qwen3_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -30,6 +32,7 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "qwen3_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// qwen3_next on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
@@ -40,6 +43,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "qwen3_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
         },
     )
     .with_precision_checks(
@@ -49,6 +53,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "qwen3_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -62,6 +67,7 @@ pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "qwen3_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// qwen3_next on rocm: known-issue (onnxruntime, MIGraphXExecutionProvider).
@@ -72,6 +78,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "qwen3_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
         },
     )
     .with_precision_checks(
@@ -81,6 +88,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "qwen3_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -94,6 +102,7 @@ pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "qwen3_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// qwen3_next on mps: known-issue (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
@@ -104,6 +113,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "qwen3_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
         },
     )
     .with_precision_checks(
@@ -113,6 +123,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "qwen3_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -126,6 +137,7 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "qwen3_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// qwen3_next on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
@@ -136,6 +148,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "qwen3_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
         },
     )
     .with_precision_checks(
@@ -145,6 +158,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "qwen3_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -158,6 +172,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "qwen3_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// qwen3_next on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
@@ -168,6 +183,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "qwen3_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// qwen3_next on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -178,6 +194,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "qwen3_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// qwen3_next on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
@@ -191,6 +208,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "qwen3_next has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Export),
             },
             expected: None,
         },
@@ -199,6 +217,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "qwen3_next has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Export),
             },
             expected: None,
         },
@@ -207,6 +226,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "qwen3_next has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Export),
             },
             expected: None,
         },
@@ -215,6 +235,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "qwen3_next has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Export),
             },
             expected: None,
         },
@@ -223,6 +244,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "qwen3_next has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Export),
             },
             expected: None,
         },

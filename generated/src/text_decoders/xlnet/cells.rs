@@ -123,6 +123,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "xlnet fails on webnn with browser (measured by gen import --platform webnn): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'matmul' on 'MLGraphBuilder': [/model/layer.0/rel_attn/Einsum_8_matmul] The number of columns (32) in the first matrix isn't equal to the number of rows (8) in the second matrix. (page log: 2026-11-22 17:37:48.000225 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [178] name: [/model/layer.1/ff/layer_1/MatMul/MatMulAddFusion] supported: [1] | 2026-11-22 17:37:48.000335 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [179] name: [gemm_input_reshape_token_14] supported: [1] | 2026-11-22 17:37:48.000445 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [180] name: [gemm_output_reshape_token_17] supported: [1] | 2026-11-22 17:37:48.000560 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [181] name: [/model/layer.1/ff/layer_2/MatMul/MatMulAddFusion] supported: [1] | 2026-11-22 17:37:48.004325 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 81 number of nodes supported by WebNN: 81)",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Load),
     },
 );
 /// xlnet on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -133,6 +134,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "xlnet fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (33%), 0 µs (0%); JsExecutionProvider: 96 nodes (67%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off JsExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// xlnet on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

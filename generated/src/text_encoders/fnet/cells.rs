@@ -100,6 +100,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "fnet fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 61 µs (0%); OpenVINOExecutionProvider: 3 nodes (43%), 27972 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
         },
     )
     .with_precision_checks(
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "fnet fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 61 µs (0%); OpenVINOExecutionProvider: 3 nodes (43%), 27972 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -129,6 +131,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "fnet fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: (all nodes) ×36 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (100%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// fnet on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -139,6 +142,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "fnet fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
     },
 );
 /// fnet on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -123,6 +123,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "neomme fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (33%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (67%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/neomme.yaml only if it may run off WebNNExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// neomme on webgpu: run (onnxruntime-web in headless Chromium, webgpu).

@@ -14,6 +14,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "openai_privacy_filter at int8 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: 30 of 256 elements outside 0.1 of the output's spread (2.786e-1 abs; precision_tolerances in model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 8.578e-1; worst at flat index 153: got 1.678802728652954, expected 0.8209652304649353)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "openai_privacy_filter at int8 fails on openvino (measured by gen import --platform openvino): output last_hidden_state: 30 of 256 elements outside 0.1 of the output's spread (2.786e-1 abs; precision_tolerances in model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 8.578e-1; worst at flat index 153: got 1.678802490234375, expected 0.8209652304649353)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -129,6 +131,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "openai_privacy_filter fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 242 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 111 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/openai_privacy_filter.yaml only if it may run off WebNNExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// openai_privacy_filter on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -139,6 +142,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "openai_privacy_filter fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: ScatterElements ×8 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 359 nodes (45%), 0 µs (0%); JsExecutionProvider: 444 nodes (55%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_encoders/openai_privacy_filter.yaml only if it may run off JsExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// openai_privacy_filter on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -24,6 +24,7 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "xmod fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape '[8, 32]' is invalid for input of size 832",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// xmod on cuda: run (onnxruntime, CUDAExecutionProvider (device_id=0)).
@@ -126,6 +127,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "xmod fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 35 nodes (83%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (17%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/xmod.yaml only if it may run off WebNNExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// xmod on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -136,6 +138,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "xmod fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.491e0; worst at flat index 76: got -2.4573400020599365, expected 0.03365803882479668); output pooler_output: 32 of 32 elements outside abs 0.0001 + rel 0.001 (max abs error 3.265e-1; worst at flat index 15: got 0.2315748631954193, expected -0.09497293829917908)",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
     },
 );
 /// xmod on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

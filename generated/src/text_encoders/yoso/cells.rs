@@ -24,6 +24,7 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "yoso fails on cpu with libtorch (measured by gen import --platform cpu): runs: the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'YosoCumulation'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// yoso on cuda: run (onnxruntime, CUDAExecutionProvider (device_id=0)).
@@ -126,6 +127,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "yoso fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (78%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/yoso.yaml only if it may run off WebNNExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// yoso on webgpu: run (onnxruntime-web in headless Chromium, webgpu).

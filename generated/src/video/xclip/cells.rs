@@ -14,6 +14,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "xclip at int8 fails on cpu (measured by gen import --platform cpu): output logits_per_video: 1 of 4 elements outside 0.1 of the output's spread (1.451e-1 abs; precision_tolerances in model-specs/models/video/xclip.yaml) (max abs error 3.782e-1; worst at flat index 1: got -0.01337200403213501, expected -0.3915289640426636); output logits_per_text: 1 of 4 elements outside 0.1 of the output's spread (1.451e-1 abs; precision_tolerances in model-specs/models/video/xclip.yaml) (max abs error 3.782e-1; worst at flat index 2: got -0.01337200403213501, expected -0.3915289640426636)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "xclip at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 121 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 74280 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/video/xclip.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output logits_per_video: 1 of 4 elements outside 0.1 of the output's spread (1.451e-1 abs; precision_tolerances in model-specs/models/video/xclip.yaml) (max abs error 3.782e-1; worst at flat index 1: got -0.013372770510613918, expected -0.3915289640426636); output logits_per_text: 1 of 4 elements outside 0.1 of the output's spread (1.451e-1 abs; precision_tolerances in model-specs/models/video/xclip.yaml) (max abs error 3.782e-1; worst at flat index 2: got -0.013372770510613918, expected -0.3915289640426636)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -129,6 +131,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "XCLIP not implemented for webnn (seed 000, Implementation Issues: partially fixed)",
         basis: runtime::Basis::Spec,
+        stage: None,
     },
 );
 /// xclip on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -139,6 +142,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "XCLIP not implemented for webgpu (seed 000, Implementation Issues: partially fixed)",
         basis: runtime::Basis::Spec,
+        stage: None,
     },
 );
 /// xclip on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
@@ -152,6 +156,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "xclip at fp16 on webgpu (measured by gen import --platform webgpu): the spec rates fp16 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 24 of its layers measured 0.0002 (worst layer 0.0003): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Mismatch),
             },
             expected: Some(runtime::Rating::Good),
         },
@@ -160,6 +165,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "xclip at int8 on webgpu (measured by gen import --platform webgpu): the spec rates int8 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 24 of its layers measured 0.0044 (worst layer 0.0066): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Mismatch),
             },
             expected: Some(runtime::Rating::Good),
         },

@@ -106,6 +106,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "dab-detr at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/dab-detr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -133,6 +134,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "dab-detr fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: PRelu ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 362 nodes (40%), 0 µs (0%); JsExecutionProvider: 550 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/dab-detr.yaml only if it may run off JsExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// dab-detr on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

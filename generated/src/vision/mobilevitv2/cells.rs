@@ -14,6 +14,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "mobilevitv2 at int8 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: 86 of 32768 elements outside 0.1 of the output's spread (1.119e1 abs; precision_tolerances in model-specs/models/vision/mobilevitv2.yaml) (max abs error 1.882e1; worst at flat index 23059: got 2.2245848178863525, expected 21.043500900268555)",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -103,6 +104,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "mobilevitv2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Col2Im ×3 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, ReduceMean ×1 on CPUExecutionProvider, ReorderInput ×1 on CPUExecutionProvider, ReorderOutput ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (70%), 386 µs (1%); OpenVINOExecutionProvider: 3 nodes (30%), 73643 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
         },
     )
     .with_precision_checks(
@@ -112,6 +114,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "mobilevitv2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Col2Im ×3 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, ReduceMean ×1 on CPUExecutionProvider, ReorderInput ×1 on CPUExecutionProvider, ReorderOutput ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (70%), 386 µs (1%); OpenVINOExecutionProvider: 3 nodes (30%), 73643 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -132,6 +135,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "mobilevitv2 fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (23%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (77%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebNNExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// mobilevitv2 on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -142,6 +146,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "mobilevitv2 fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 57 nodes (11%), 0 µs (0%); JsExecutionProvider: 439 nodes (89%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off JsExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// mobilevitv2 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -100,6 +100,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "sam2_vision_model fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/sam2_vision_model/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::CompileModel(const std::string&, std::string&, ov::AnyMap&, const std::string&)::<lambda()>; Args = {const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&}; std::format_string<Args ...> = std::basic_format_string<char, const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&>] [OpenVINO-EP] Exception while Loading Network for graph OpenVINOExecutionProvider_OpenVINO-EP-subgraph_3867_0: Exception from src/inference/src/cpp/core.cpp:154:\nException from src/inference/src/dev/plugin.cpp:53:\nCheck '!shape.rank().is_dynamic()' failed at src/plugins/intel_cpu/src/node.cpp:106:\nUnexpected: CPU plug-in doesn't support Reshape operation with dynamic rank. Operation name: /model/backbone/Reshape_2_output_0\n\n\n\n\n",
             basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Load),
         },
     )
     .with_precision_checks(
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "sam2_vision_model fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/sam2_vision_model/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::CompileModel(const std::string&, std::string&, ov::AnyMap&, const std::string&)::<lambda()>; Args = {const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&}; std::format_string<Args ...> = std::basic_format_string<char, const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&>] [OpenVINO-EP] Exception while Loading Network for graph OpenVINOExecutionProvider_OpenVINO-EP-subgraph_3867_0: Exception from src/inference/src/cpp/core.cpp:154:\nException from src/inference/src/dev/plugin.cpp:53:\nCheck '!shape.rank().is_dynamic()' failed at src/plugins/intel_cpu/src/node.cpp:106:\nUnexpected: CPU plug-in doesn't support Reshape operation with dynamic rank. Operation name: /model/backbone/Reshape_2_output_0\n\n\n\n\n",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -129,6 +131,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "sam2_vision_model fails on webnn with browser (measured by gen import --platform webnn): runs: onnxruntime-web (webnn) opening the model: Can't create a session. ERROR_CODE: 6, ERROR_MESSAGE: [ShapeInferenceError] Can't merge shape info. Both inferred and declared dimension have values but they differ. Inferred=4 Declared=5 Dimension=0 (page log: 2026-11-22 17:40:31.969614 [V:onnxruntime:, graph_transformer_mgr.cc:49 ApplyTransformers] Skipping graph transformer ConstantSharing on step 2 because it should only apply once. | 2026-11-22 17:40:31.969779 [V:onnxruntime:, graph_transformer_mgr.cc:55 ApplyTransformers] Applying graph transformer CommonSubexpressionElimination on step 2. | 2026-11-22 17:40:31.971589 [I:onnxruntime:, graph_transformer.cc:15 Apply] GraphTransformer CommonSubexpressionElimination modified: 0 with status: OK | 2026-11-22 17:40:31.971714 [V:onnxruntime:, graph_transformer_mgr.cc:55 ApplyTransformers] Applying graph transformer ConstantFolding on step 2. | 2026-11-22 17:40:31.985964 [I:onnxruntime:, graph.cc:6433 InlineIfSubgraph] Constant folded (inlined) else_branch for If node: /model/backbone/If_1)",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Load),
     },
 );
 /// sam2_vision_model on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -139,6 +142,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "sam2_vision_model fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (48%), 0 µs (0%); JsExecutionProvider: 662 nodes (52%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam2_vision_model.yaml only if it may run off JsExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// sam2_vision_model on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

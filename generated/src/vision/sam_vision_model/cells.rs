@@ -106,6 +106,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "sam_vision_model at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/sam_vision_model/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -145,6 +146,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "sam_vision_model fails on webgpu with browser (measured by gen import --platform webgpu): runs: opening the model took longer than its limit of 120 s (measured by an earlier check of this cell in this process; not retried)",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Load),
     },
 );
 /// sam_vision_model on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -106,6 +106,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "swin at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/swin/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -138,6 +139,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "swin fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off WebNNExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// swin on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -148,6 +150,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "swin fails on webgpu with browser (measured by gen import --platform webgpu): runs: opening the model took longer than its limit of 120 s (measured by an earlier check of this cell in this process; not retried)",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Load),
     },
 );
 /// swin on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -100,6 +100,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "swin2sr fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Concat ×6 on CPUExecutionProvider, Conv ×2 on CPUExecutionProvider, Gather ×4 on CPUExecutionProvider, LayerNormalization ×1 on CPUExecutionProvider, Mod ×8 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReorderOutput ×2 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Shape ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider, Sub ×5 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider, Unsqueeze ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 46 nodes (96%), 8546 µs (2%); OpenVINOExecutionProvider: 2 nodes (4%), 348650 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/swin2sr.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
         },
     )
     .with_precision_checks(
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "swin2sr fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Concat ×6 on CPUExecutionProvider, Conv ×2 on CPUExecutionProvider, Gather ×4 on CPUExecutionProvider, LayerNormalization ×1 on CPUExecutionProvider, Mod ×8 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReorderOutput ×2 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Shape ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider, Sub ×5 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider, Unsqueeze ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 46 nodes (96%), 8546 µs (2%); OpenVINOExecutionProvider: 2 nodes (4%), 348650 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/swin2sr.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -136,6 +138,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "swin2sr fails on webgpu with browser (measured by gen import --platform webgpu): runs: opening the model took longer than its limit of 120 s",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Load),
     },
 );
 /// swin2sr on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

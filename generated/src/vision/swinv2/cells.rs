@@ -106,6 +106,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "swinv2 at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/swinv2/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -138,6 +139,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "swinv2 fails on webnn with browser (measured by gen import --platform webnn): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the stride (2) must not be greater than the size to slice (1). (page log: 2026-11-22 17:41:11.354265 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [871] name: [gemm_output_reshape_token_116_new_reshape] supported: [1] | 2026-11-22 17:41:11.354380 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [872] name: [/model/encoder/layers.3/blocks.0/attention/self/Reshape_5_new_reshape] supported: [1] | 2026-11-22 17:41:11.354480 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [873] name: [gemm_output_reshape_token_122_new_reshape] supported: [1] | 2026-11-22 17:41:11.354585 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [874] name: [/model/encoder/layers.3/blocks.0/Reshape_8_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-22 17:41:11.365280 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 2 number of nodes in the graph: 256 number of nodes supported by WebNN: 255\u{1b}[m)",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Load),
     },
 );
 /// swinv2 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).

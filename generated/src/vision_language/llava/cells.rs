@@ -100,6 +100,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "LLaVA models not fully supported on openvino (seed 000, Implementation Issues: skipped, not marked as fixable)",
             basis: runtime::Basis::Spec,
+            stage: None,
         },
     )
     .with_precision_checks(
@@ -109,6 +110,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "LLaVA models not fully supported on openvino (seed 000, Implementation Issues: skipped, not marked as fixable)",
                     basis: runtime::Basis::Spec,
+                    stage: None,
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -122,6 +124,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "LLaVA uses a partial QNN implementation with fallbacks: 'Has implementation but uses mock/simulation' (seed 002)",
         basis: runtime::Basis::Spec,
+        stage: None,
     },
 );
 /// llava on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
@@ -132,6 +135,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "LLaVA models not fully supported on webnn (seed 000, Implementation Issues: skipped, not marked as fixable)",
         basis: runtime::Basis::Spec,
+        stage: None,
     },
 );
 /// llava on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -142,6 +146,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "LLaVA models not fully supported on webgpu (seed 000, Implementation Issues: skipped, not marked as fixable)",
         basis: runtime::Basis::Spec,
+        stage: None,
     },
 );
 /// llava on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
@@ -155,6 +160,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "llava at fp16 on webgpu (measured by gen import --platform webgpu): the spec rates fp16 on webgpu `limited` (a mean relative error above 0.05 and up to 0.15), but quantizing 24 of its layers measured 0.0002 (worst layer 0.0002): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Mismatch),
             },
             expected: Some(runtime::Rating::Limited),
         },
@@ -163,6 +169,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "llava at int8 on webgpu (measured by gen import --platform webgpu): the spec rates int8 on webgpu `limited` (a mean relative error above 0.05 and up to 0.15), but quantizing 24 of its layers measured 0.0046 (worst layer 0.0053): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Mismatch),
             },
             expected: Some(runtime::Rating::Limited),
         },
@@ -171,6 +178,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "llava at int4 on webgpu (measured by gen import --platform webgpu): the spec rates int4 on webgpu `not-supported` (a mean relative error above 0.15 and up to inf), but quantizing 24 of its layers measured 0.0800 (worst layer 0.0969): the evidence supports `limited` (model-specs/quantization.yaml has the bounds)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Mismatch),
             },
             expected: Some(runtime::Rating::NotSupported),
         },
@@ -179,6 +187,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             planned: runtime::Planned::KnownIssue {
                 reason: "llava at int4_mixed on webgpu (measured by gen import --platform webgpu): the spec rates int4_mixed on webgpu `limited` (a mean relative error above 0.05 and up to 0.15), but quantizing 24 of its layers measured 0.0354 (worst layer 0.0837): the evidence supports `good` (model-specs/quantization.yaml has the bounds)",
                 basis: runtime::Basis::Measured,
+                stage: Some(runtime::Stage::Mismatch),
             },
             expected: Some(runtime::Rating::Limited),
         },

@@ -24,6 +24,7 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "llava_next fails on cpu with libtorch (measured by gen import --platform cpu): runs: the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method",
         basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// llava_next on cuda: run (onnxruntime, CUDAExecutionProvider (device_id=0)).
@@ -103,6 +104,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Planned::KnownIssue {
             reason: "LLaVA models not fully supported on openvino (seed 000, Implementation Issues: skipped, not marked as fixable)",
             basis: runtime::Basis::Spec,
+            stage: None,
         },
     )
     .with_precision_checks(
@@ -112,6 +114,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 planned: runtime::Planned::KnownIssue {
                     reason: "LLaVA models not fully supported on openvino (seed 000, Implementation Issues: skipped, not marked as fixable)",
                     basis: runtime::Basis::Spec,
+                    stage: None,
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -125,6 +128,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "LLaVA-Next uses a partial QNN implementation with fallbacks: 'Has implementation but uses mock/simulation' (seed 002)",
         basis: runtime::Basis::Spec,
+        stage: None,
     },
 );
 /// llava_next on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
@@ -135,6 +139,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "LLaVA models not fully supported on webnn (seed 000, Implementation Issues: skipped, not marked as fixable)",
         basis: runtime::Basis::Spec,
+        stage: None,
     },
 );
 /// llava_next on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -145,6 +150,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     runtime::Planned::KnownIssue {
         reason: "LLaVA models not fully supported on webgpu (seed 000, Implementation Issues: skipped, not marked as fixable)",
         basis: runtime::Basis::Spec,
+        stage: None,
     },
 );
 /// llava_next on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

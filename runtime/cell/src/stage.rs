@@ -1,0 +1,131 @@
+//! How far a spec or a cell got, one stage at a time, in the manner of
+//! ExecuTorch's backend test suite (QUANTIZE_FAIL, LOWER_FAIL, PTE_RUN_FAIL,
+//! OUTPUT_MISMATCH_FAIL, SUCCESS_UNDELEGATED).
+//!
+//! The first two stages are our harness's: a spec that stops there was never
+//! put on any platform, so its cells are *not tested*, our gap, and never a
+//! known issue of the model or of a platform. `export` is a fact about the
+//! model and the exporters; `load`, `run` and `mismatch` are facts about the
+//! model on one engine; `fallback` and `pass` are successes.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stage {
+    /// The harness could not build the tiny config (transformers or diffusers refused it).
+    Config,
+    /// The harness could not build or run the tiny PyTorch model on its derived inputs.
+    Reference,
+    /// torch.onnx (both exporters) or TorchScript failed on the model.
+    Export,
+    /// The engine could not load the exported model (or its provider refused it).
+    Load,
+    /// The engine failed while running it, or ran part of it off the platform's provider.
+    Run,
+    /// It ran, but its outputs differ from the PyTorch reference (or are not as declared).
+    Mismatch,
+    /// Passed, with operators on another provider that the spec declares, with its reason.
+    Fallback,
+    /// Passed, every node on the platform's provider.
+    Pass,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 8] = [Stage::Config, Stage::Reference, Stage::Export, Stage::Load, Stage::Run, Stage::Mismatch, Stage::Fallback, Stage::Pass];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Config => "config",
+            Stage::Reference => "reference",
+            Stage::Export => "export",
+            Stage::Load => "load",
+            Stage::Run => "run",
+            Stage::Mismatch => "mismatch",
+            Stage::Fallback => "fallback",
+            Stage::Pass => "pass",
+        }
+    }
+
+    /// Whether a spec stopped in our own harness, before any engine was tried:
+    /// its cells are not tested (our gap), not known issues.
+    pub fn is_harness(self) -> bool {
+        matches!(self, Stage::Config | Stage::Reference)
+    }
+
+    /// The stage a `gen import` failure message names by its prefix, as
+    /// registry.py and gen import write them ("building the tiny config: ...",
+    /// "running the tiny model: ...", "exporting: ...").
+    pub fn of_pipeline_error(message: &str) -> Option<Stage> {
+        const PREFIXES: [(&str, Stage); 4] = [
+            ("building the tiny config:", Stage::Config),
+            ("running the tiny model:", Stage::Reference),
+            ("deriving:", Stage::Reference),
+            ("exporting:", Stage::Export),
+        ];
+        PREFIXES.iter().find(|(prefix, _)| message.starts_with(prefix)).map(|(_, stage)| *stage)
+    }
+
+    /// The stage of a failure `gen import --platform` measured, from the
+    /// check's error in the runtime's own words (`imported.platform_issues`
+    /// keeps the message, not the error kind). None when no pattern says.
+    pub fn of_measured_error(message: &str) -> Option<Stage> {
+        // (what the runtime's message says, the stage), most specific first.
+        const PATTERNS: [(&str, Stage); 14] = [
+            ("could not trace the model to TorchScript", Stage::Export),
+            ("the exporter could not make", Stage::Export),
+            ("has no matrix-product layer", Stage::Export),
+            ("not every node ran on", Stage::Run),
+            ("opening the model took longer", Stage::Load),
+            ("opening the model", Stage::Load),
+            ("cannot load ", Stage::Load),
+            ("running the model took longer", Stage::Run),
+            ("running the model", Stage::Run),
+            ("run failed", Stage::Run),
+            ("fails running", Stage::Run),
+            ("elements outside", Stage::Mismatch),
+            ("not finite", Stage::Mismatch),
+            ("the spec rates", Stage::Mismatch),
+        ];
+        PATTERNS.iter().find(|(pattern, _)| message.contains(pattern)).map(|(_, stage)| *stage)
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Stage {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Stage, String> {
+        Stage::ALL.into_iter().find(|stage| stage.name() == s).ok_or_else(|| {
+            format!("unknown stage `{s}`; stages: {}", Stage::ALL.map(Stage::name).join(", "))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipeline_errors_name_their_stage() {
+        assert_eq!(Stage::of_pipeline_error("building the tiny config: StrictDataclassClassValidationError: x"), Some(Stage::Config));
+        assert_eq!(Stage::of_pipeline_error("running the tiny model: RuntimeError: stride should not be zero"), Some(Stage::Reference));
+        assert_eq!(Stage::of_pipeline_error("exporting: RuntimeError: legacy exporter: ..."), Some(Stage::Export));
+        assert_eq!(Stage::of_pipeline_error("a person's note"), None);
+        assert!(Stage::Reference.is_harness() && !Stage::Export.is_harness());
+        assert_eq!(Stage::of_measured_error("matches_reference: output x: 3 of 512 elements outside abs 0.0001 + rel 0.001"), Some(Stage::Mismatch));
+        assert_eq!(Stage::of_measured_error("runs: not every node ran on WebNNExecutionProvider: Gather ×1"), Some(Stage::Run));
+        assert_eq!(Stage::of_measured_error("runs: opening the model took longer than its limit of 120 s"), Some(Stage::Load));
+        assert_eq!(Stage::of_measured_error("a person's words"), None);
+        assert_eq!("mismatch".parse::<Stage>(), Ok(Stage::Mismatch));
+        assert!("lowered".parse::<Stage>().unwrap_err().contains("config, reference, export"));
+    }
+}
