@@ -74,12 +74,18 @@ def classify(row: dict) -> dict:
             "why": f"a diffusers {'autoencoder' if autoencoder else 'UNet' if name.startswith('UNet') else 'diffusion transformer'}"}
 
 
-def shrink(row: dict) -> dict:
-    """The constructor arguments of a tiny model: the defaults that are widths or depths, smaller."""
+def shrink(row: dict, wide: bool = False) -> dict:
+    """The constructor arguments of a tiny model: the defaults that are widths or depths, smaller.
+    `wide` also caps every other width-named default (registry.WIDE_KEY), for a model the table
+    leaves over the parameter limit."""
     from export import model_class
 
     params = inspect.signature(model_class(row["base_class"]).__init__).parameters
     out = {}
+    if wide:
+        from registry import _wide
+
+        _wide({k: p.default for k, p in params.items() if p.default is not inspect.Parameter.empty}, out)
     for target, keys in SHRINK.items():
         for key in keys:
             default = params[key].default if key in params else None
@@ -92,15 +98,15 @@ def shrink(row: dict) -> dict:
     return out
 
 
-def build(row: dict, tiny_config: dict):
+def build(row: dict, tiny_config: dict, wide: bool = False):
     """The tiny model and its config (diffusers' frozen dict of constructor arguments), once
     its parameter count is under the tiny-model limit (building one that is not could take
     the machine's memory: three classes would need tens of billions of parameters)."""
     from export import model_class
-    from registry import TINY_MAX_PARAMETERS, check_size
+    from registry import TINY_MAX_PARAMETERS, WIDE_MAX_PARAMETERS, check_size
 
     cls = model_class(row["base_class"])
-    check_size(lambda: cls(**tiny_config), TINY_MAX_PARAMETERS, mild=False)
+    check_size(lambda: cls(**tiny_config), WIDE_MAX_PARAMETERS if wide else TINY_MAX_PARAMETERS, mild=False, wide=wide)
     model = cls(**tiny_config)
     return model, model.config
 

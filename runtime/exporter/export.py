@@ -88,13 +88,20 @@ def measured_image_tokens(model, config) -> int | None:
     if method is None or not isinstance(size, int):
         return None
     channels = getattr(vision, "num_channels", 3) or 3
-    kwargs = {"pixel_values": torch.randn(1, channels, size, size, generator=torch.Generator().manual_seed(0))}
-    if "image_sizes" in inspect.signature(method).parameters:
-        kwargs["image_sizes"] = torch.tensor([[size, size]])
-    try:
-        with torch.no_grad():
-            out = method(**kwargs)
-    except Exception:  # noqa: BLE001 - the config formula is the fallback
+    image = torch.randn(1, channels, size, size, generator=torch.Generator().manual_seed(0))
+    out = None
+    # One image as [1, C, H, W], or as Idefics-style models take it, [1, images, C, H, W].
+    for pixel_values in (image, image.unsqueeze(0)):
+        kwargs = {"pixel_values": pixel_values}
+        if "image_sizes" in inspect.signature(method).parameters:
+            kwargs["image_sizes"] = torch.tensor([[size, size]])
+        try:
+            with torch.no_grad():
+                out = method(**kwargs)
+            break
+        except Exception:  # noqa: BLE001 - the next layout, then the config formula
+            continue
+    if out is None:
         return None
     features = out.get("pooler_output") if hasattr(out, "get") else out
     if features is None and hasattr(out, "get"):
@@ -170,6 +177,11 @@ def make_input(spec_input: dict, dims: list[int], config, gen: torch.Generator, 
         ids[ids == image_token] = 3
         ids[:, 1 : 1 + count] = image_token
         return ids
+    if fill == "boxes":
+        # Layout boxes (LayoutLM's bbox): [x0, y0, x1, y1] on a 0..1000 page, x0 <= x1 and y0 <= y1.
+        corners = torch.randint(0, 1000, [*dims[:-1], 2, 2], generator=gen)
+        low, high = corners.min(dim=-2).values, corners.max(dim=-2).values
+        return torch.stack([low[..., 0], low[..., 1], high[..., 0], high[..., 1]], dim=-1).to(dtype)
     if fill == "timesteps":
         # A diffusion timestep per sample, anywhere in the usual 1000-step schedule.
         return torch.randint(0, 1000, dims, generator=gen).to(dtype)
@@ -282,10 +294,24 @@ class NamedOutputs(torch.nn.Module):
         return tuple(out[k] for k in keys)
 
 
+def own_config(cls, config):
+    """The config `cls` is built from: `config`, or the sub-config of the class `cls` takes when
+    the registry's base model is one tower of a composite config (MusicgenModel, the decoder of
+    MusicgenConfig, takes its `decoder` sub-config)."""
+    wanted = getattr(cls, "config_class", None)
+    if wanted is None or isinstance(config, wanted):
+        return config
+    for key in getattr(config, "sub_configs", {}) or {}:
+        sub = getattr(config, key, None)
+        if isinstance(sub, wanted):
+            return sub
+    return config
+
+
 def instantiate(cls, config):
     """The model with eager attention and eager experts: transformers' fused grouped-matmul
     experts have no ONNX translation, the eager loop over experts exports."""
-    return cls._from_config(config, attn_implementation="eager", experts_implementation="eager")
+    return cls._from_config(own_config(cls, config), attn_implementation="eager", experts_implementation="eager")
 
 
 def model_class(name: str):
@@ -309,7 +335,7 @@ def build_model(spec: dict, seed: int, checkpoint: str | None = None):
         model = cls(**(spec.get("tiny_config") or {}))
         model.eval()
         return model, model.config
-    config = transformers.AutoConfig.for_model(spec["model_type"], **(spec.get("tiny_config") or {}))
+    config = own_config(cls, transformers.AutoConfig.for_model(spec["model_type"], **(spec.get("tiny_config") or {})))
     model = instantiate(cls, config)
     model.eval()
     return model, config

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 
 import torch
 import transformers
@@ -203,9 +204,31 @@ MILD_MAX_PARAMETERS = 30_000_000
 # the shrinking does not know stayed full size (a fixture of hundreds of MB, slow in every cell).
 # diffusers' tiny models (diffusion.build) have the same limit.
 TINY_MAX_PARAMETERS = 25_000_000
+# The widest shrinking (`_wide`) must make a fixture of 16 MB or less, every variant included
+# (float32 ONNX and TorchScript, float16, int8: about 11 bytes a parameter).
+WIDE_MAX_PARAMETERS = 1_500_000
 
 
-def _shrink_one(config, mild: bool = False, small_images: bool = True) -> dict:
+# The widest shrinking, tried last and only for a model the others leave over the parameter
+# limit: every int key that names a width (below) and is over 64 becomes 32 (64 for a feed-forward
+# width), and lists of widths (per-stage channels) are capped at 32. Such keys are architecture-
+# specific spellings the table above does not list (`vision_hidden_size`, `codebook_dim`...).
+WIDE_KEY = re.compile(r"(hidden|_dim$|^dim$|_dims$|width|channels|embed|ffn|intermediate|inner|_size$)")
+WIDE_SKIP = re.compile(r"(vocab|position|image|patch|token|kernel|stride|window|bins|sample|group|layer|head|batch|chunk|"
+                       r"length|frames|rate|num_|max_|min_|seq|n_fft|hop|pad|spatial|temporal|resolution|codebook_size|bucket)")
+
+
+def _wide(values: dict, out: dict) -> None:
+    for key, value in values.items():
+        if key in out or WIDE_SKIP.search(key) or not WIDE_KEY.search(key):
+            continue
+        if isinstance(value, int) and not isinstance(value, bool) and value > 64:
+            out[key] = 64 if re.search(r"ffn|intermediate|inner", key) else 32
+        elif isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value) and max(value) > 64:
+            out[key] = [min(v, 32) for v in value]
+
+
+def _shrink_one(config, mild: bool = False, small_images: bool = True, wide: bool = False) -> dict:
     """The overrides that make one (sub-)config tiny; sub-configs become nested dicts."""
     values = config.to_dict()
     out = {}
@@ -286,18 +309,20 @@ def _shrink_one(config, mild: bool = False, small_images: bool = True) -> dict:
             out[key] = next(taken)
         elif key.endswith("_token_id") and isinstance(values[key], list) and any(isinstance(v, int) and v >= vocab for v in values[key]):
             out[key] = [next(taken) if isinstance(v, int) and v >= vocab else v for v in values[key]]
+    if wide:
+        _wide(values, out)
     for key in getattr(config, "sub_configs", {}) or {}:
         sub = getattr(config, key, None)
         if sub is not None and hasattr(sub, "to_dict"):
-            nested = _shrink_one(sub, mild, small_images)
+            nested = _shrink_one(sub, mild, small_images, wide)
             if nested:
                 out[key] = {"model_type": sub.model_type, **nested} if getattr(sub, "model_type", "") else nested
     return out
 
 
-def shrink(model_type: str, mild: bool = False, small_images: bool = True) -> dict:
+def shrink(model_type: str, mild: bool = False, small_images: bool = True, wide: bool = False) -> dict:
     config = transformers.AutoConfig.for_model(model_type)
-    return _shrink_one(config, mild, small_images)
+    return _shrink_one(config, mild, small_images, wide)
 
 
 # ---- inputs and outputs -------------------------------------------------------------------
@@ -376,8 +401,10 @@ def candidate_layouts(category: str, params: list[str], config) -> list[tuple[li
         layouts.append((video(["batch", "channels", "frames", "height", "width"]), shapes))
     elif category in ("audio", "speech_text"):
         if "input_values" in params:
-            layouts.append(([tensor("input_values", "float32", ["batch", "samples"], "normal")],
-                            both([{"batch": 1}, {"batch": 2}], [{"samples": 1600}, {"samples": 2400}])))
+            # A speech-to-text model on raw waveforms (Moonshine) also takes its decoder's tokens.
+            samples = both([{"batch": 1}, {"batch": 2}], [{"samples": 1600}, {"samples": 2400}])
+            layouts.append(([tensor("input_values", "float32", ["batch", "samples"], "normal")] + decoder,
+                            both(samples, dec_shapes) if decoder else samples))
             # Codecs (EnCodec, DAC, Mimi, X-Codec) take waveforms with a channel axis.
             audio_channels = getattr(config, "audio_channels", None) or 1
             layouts.append(([tensor("input_values", "float32", ["batch", "channels", "samples"], "normal")],
@@ -403,6 +430,9 @@ def candidate_layouts(category: str, params: list[str], config) -> list[tuple[li
         ids = [tensor("input_ids", "int64", ["batch", "sequence"], "image-text-tokens")]
         mask = [tensor("attention_mask", "int64", ["batch", "sequence"], "mask")] if "attention_mask" in params else []
         layouts.append((ids + image + mask, None))  # shapes need the image token count: see derive
+        # Idefics-style models take several images per prompt: [batch, images, channels, height, width].
+        images = [tensor("pixel_values", "float32", ["batch", "images", "channels", "height", "width"], "normal")]
+        layouts.append((ids + images + mask, None))
     return layouts
 
 
@@ -482,9 +512,18 @@ def derive(model_type: str, seed: int = 0, overrides: dict | None = None, layout
         try:
             found["tiny_config"] = merge_config(diffusion.shrink(row), overrides)
             torch.manual_seed(seed)
-            model, config = diffusion.build(row, found["tiny_config"])
+            try:
+                model, config = diffusion.build(row, found["tiny_config"])
+            except RuntimeError as error:  # over the limit: every width-named default capped too
+                if "parameters after shrinking" not in str(error):
+                    raise
+                found["tiny_config"] = merge_config(diffusion.shrink(row, wide=True), overrides)
+                torch.manual_seed(seed)
+                model, config = diffusion.build(row, found["tiny_config"], wide=True)
             params = _forward_params(type(model))
-            io = _derive_io(row, config, decided, seed, found, model, diffusion.candidate_layouts(params, config))
+            # A spec's curated layout replaces the candidates here too (Flux's packed latents and ids).
+            layouts = [layout] if layout else diffusion.candidate_layouts(params, config)
+            io = _derive_io(row, config, decided, seed, found, model, layouts)
             return {**found, **decided, **io}
         except Exception as error:  # noqa: BLE001
             import export
@@ -498,15 +537,20 @@ def derive(model_type: str, seed: int = 0, overrides: dict | None = None, layout
         if "known_issue" not in result:
             return result
         first = first or result
+    # Every width the tables know is small, yet some other width kept the model over the limit.
+    if "parameters after shrinking" in first.get("known_issue", ""):
+        result = _derive_with(row, model_type, dict(found), seed, False, True, overrides, layout, wide=True)
+        if "known_issue" not in result:
+            return result
     return first
 
 
 def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool, small_images: bool, overrides: dict,
-                 layout: tuple | None) -> dict:
+                 layout: tuple | None, wide: bool = False) -> dict:
     import export
 
     try:
-        found["tiny_config"] = merge_config(shrink(model_type, mild, small_images), overrides)
+        found["tiny_config"] = merge_config(shrink(model_type, mild, small_images, wide), overrides)
         config = transformers.AutoConfig.for_model(model_type, **found["tiny_config"])
     except Exception as error:  # noqa: BLE001
         decided = classify_only(model_type)
@@ -517,7 +561,8 @@ def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool,
         return {**found, **decided}
     try:
         cls = getattr(transformers, row["base_class"])
-        check_size(lambda: export.instantiate(cls, config), MILD_MAX_PARAMETERS if mild else TINY_MAX_PARAMETERS, mild)
+        limit = WIDE_MAX_PARAMETERS if wide else MILD_MAX_PARAMETERS if mild else TINY_MAX_PARAMETERS
+        check_size(lambda: export.instantiate(cls, config), limit, mild, wide)
         try:
             io = _derive_io(row, config, decided, seed, found, layout=layout)  # may add found["constant_outputs"]
         except NoInformativeOutput:
@@ -543,14 +588,15 @@ class NoInformativeOutput(RuntimeError):
     """The tiny model ran but every output it returned is constant (or there were none)."""
 
 
-def check_size(build, limit: int, mild: bool) -> None:
+def check_size(build, limit: int, mild: bool, wide: bool = False) -> None:
     """Refuses a model over `limit` parameters, counted on a model `build()` makes on the meta
     device (no memory): transformers' and diffusers' tiny models alike."""
     with torch.device("meta"):
         count = sum(p.numel() for p in build().parameters())
     if count > limit:
-        kept = "with every width kept" if mild else "after shrinking (some width it does not know stayed full size)"
-        raise RuntimeError(f"the tiny model has {count / 1e6:.0f}M parameters {kept}; the limit is {limit / 1e6:.0f}M")
+        kept = ("with every width-named key capped at 32" if wide else "with every width kept" if mild
+                else "after shrinking (some width it does not know stayed full size)")
+        raise RuntimeError(f"the tiny model has {count / 1e6:.1f}M parameters {kept}; the limit is {limit / 1e6:.1f}M")
 
 
 # Inputs that may be ignored by a model; to find out, they are made all ones.
@@ -584,6 +630,7 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
         cls = getattr(transformers, row["base_class"])
         params = _forward_params(cls)
         torch.manual_seed(seed)
+        config = export.own_config(cls, config)
         model = export.instantiate(cls, config)
         layouts = [layout] if layout else candidate_layouts(decided["category"], params, config)
     params = _forward_params(type(model))
@@ -595,6 +642,8 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
             size, channels = _image_size(config), _channels(config)
             shapes = [{"batch": 1, "sequence": count + 8, "channels": channels, "height": size, "width": size},
                       {"batch": 1, "sequence": count + 13, "channels": channels, "height": size, "width": size}]
+            if any("images" in i["axes"] for i in inputs):
+                shapes = [{**s, "images": 1} for s in shapes]
         spec = {"inputs": inputs}
         try:
             results = []

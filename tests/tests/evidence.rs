@@ -50,6 +50,7 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     let (message, record) = failing(runtime::checks::matches_reference, with_tolerance(0.0, 0.0), &results);
     assert!(message.contains("out-of-tolerance") && message.contains("worst at flat index"), "{message}");
     assert_eq!(record["error_kind"], "out-of-tolerance");
+    assert_eq!(record["stage"], "mismatch", "it ran and its outputs differ: the stage it stopped at");
     let deviation = &record["deviation"];
     assert!(deviation["max_abs"].as_f64().unwrap() > 0.0, "{deviation}");
     let worst = deviation["outputs"].as_array().unwrap().iter().find(|o| !o["worst"].is_null()).expect("a worst element");
@@ -116,6 +117,7 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     std::fs::write(&meta_path, meta.to_string()).unwrap();
     let (message, record) = failing(runtime::checks::runs, BERT, &results);
     assert_eq!(record["error_kind"], "fixture-stale");
+    assert!(record["stage"].is_null(), "a stale fixture never reached the model: no stage of the model's");
     assert!(message.contains("gen -- fixtures --model bert"), "{message}");
 
     // No fixture at all.

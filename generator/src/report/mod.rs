@@ -580,3 +580,55 @@ pub fn verify(report: &serde_json::Value, db: &Database) -> Result<(usize, Vec<S
     }
     Ok((checked, missing))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_not_tested_record_makes_a_not_tested_cell_counted_apart_from_known_issues() {
+        assert_eq!(Status::of_record("not-tested"), Status::NotTested);
+        assert_eq!(Status::of_checks(&[Status::NotTested, Status::NotTested, Status::NotTested]), Status::NotTested);
+        // A failed check still says more than our gap; a known issue never absorbs it.
+        assert_eq!(Status::of_checks(&[Status::Failed, Status::NotTested]), Status::Failed);
+        assert_eq!(Status::of_checks(&[Status::NotTested, Status::KnownIssue]), Status::NotTested);
+        let mut counts = Counts::default();
+        [Status::NotTested, Status::KnownIssue, Status::Passed].into_iter().for_each(|s| counts.add(s));
+        assert_eq!((counts.get(Status::NotTested), counts.get(Status::KnownIssue)), (1, 1));
+        assert_eq!(serde_json::to_value(Status::NotTested).unwrap(), "not-tested");
+    }
+
+    fn cell(platform: &str, status: Status, stage: Option<&str>) -> Cell {
+        Cell {
+            model: "m".into(),
+            category: "c".into(),
+            architecture: "a".into(),
+            platform: platform.into(),
+            engine: "onnxruntime".into(),
+            status,
+            expected: None,
+            disagreement: None,
+            reason: None,
+            error_kind: None,
+            stage: stage.map(str::to_string),
+            basis: None,
+            records: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn stage_rows_count_each_platforms_cells_by_stage() {
+        let cells = [
+            cell("cpu", Status::Passed, Some("pass")),
+            cell("cpu", Status::NotTested, Some("reference")),
+            cell("cpu", Status::Failed, Some("mismatch")),
+            cell("cpu", Status::Ignored, None),
+            cell("webnn", Status::KnownIssue, Some("run")),
+        ];
+        let rows = stage_rows(&cells, &["cpu".to_string(), "webnn".to_string()]);
+        let cpu: BTreeMap<&str, usize> = rows[0].counts.iter().map(|(s, n)| (s.as_str(), *n)).collect();
+        assert_eq!((cpu["pass"], cpu["reference"], cpu["mismatch"], cpu["-"], cpu["run"]), (1, 1, 1, 1, 0));
+        assert_eq!(rows[0].counts.iter().map(|(_, n)| n).sum::<usize>(), 4, "every cpu cell in one column");
+        assert_eq!(rows[1].counts.iter().find(|(s, _)| s == "run").map(|(_, n)| *n), Some(1));
+    }
+}

@@ -460,6 +460,8 @@ pub enum Fill {
     Timesteps,
     /// Class labels below the number of classes the config embeds.
     Labels,
+    /// Layout boxes [x0, y0, x1, y1] on a 0..1000 page with x0 <= x1, y0 <= y1 (LayoutLM's bbox).
+    Boxes,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_kvae",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_kvae.yaml",
-    spec_digest: "21ca35d2376f36dc4e79c6ca5d27e6843c776592f1e579efb307355e3741f636",
+    spec_digest: "b2b0b67c2264ce183ededef20130b7047ecd50c1a6ffec673d352db768275430",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_ltx2_audio",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_ltx2_audio.yaml",
-    spec_digest: "8167a271b27026114459369458cefc658a8ffb6d8e7a088a678b6c49b696f6b8",
+    spec_digest: "7883c11f7afbab23e838c9d7467895c6371ffe6221fedb923077ad1e02aca669",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

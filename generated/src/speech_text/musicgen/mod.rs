@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "musicgen",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/musicgen.yaml",
-    spec_digest: "897380ab301137269b33def55ada18b13f122166f7b2d0c28efbc593dc9f5f30",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "6258cac1668744b68dd255352520ddfcb98b5bcd4a5c179197b8f246ae06adf7",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

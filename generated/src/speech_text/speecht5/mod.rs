@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "speecht5",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/speecht5.yaml",
-    spec_digest: "229dcb56d5ab9c2a5369e5896204e12c7329454ddc20e25a9b145cf302111903",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "b27c4d8296f52b04bb0cffffa5354afe1acb3376cf41a29482dd1ed99a64fa33",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "decoder_input_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "decoder_sequence", "hidden"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "decoder_sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "gemma3",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/gemma3.yaml",
-    spec_digest: "fa4060e2bbdfa7360afefcdbfe0609ae9bfbd7168dc6f53c3f6c719a92ab9045",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "07feb0f0c5ad73ceb6b3479bc59c36201b9770293f368f2f5c7449b7c7d0bdf1",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "layoutlm",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/layoutlm.yaml",
-    spec_digest: "f264b1d619b36841ee03433910e9eed2cdbdba0196f91cddc9ace6d201455796",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "eb49b50fb60cc4d2b59538d2e6cb9c61e182d0e123181c6606f72c5dc1a3ad6f",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "bbox",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence", "box"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

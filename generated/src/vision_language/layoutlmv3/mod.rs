@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "layoutlmv3",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/layoutlmv3.yaml",
-    spec_digest: "6be74f24d5434ed390ff38039b7ac216d319c2888074e2639c38073335970598",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "1d67ae490d79020cae18f11d48fefd1269ac98ad2776eb15b9ac31b892644b19",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "bbox",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence", "box"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

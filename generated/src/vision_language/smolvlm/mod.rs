@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "smolvlm",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/smolvlm.yaml",
-    spec_digest: "d6ac2967544ef0e6f9964cfd0c00649eb8e6d2c289e2b8829f855751f9a9e773",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "bfe59c926b1dd3a27be6ead94033af8c2ca2395b52ac15f2d2c6813c0f34f1f0",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "images", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,
