@@ -77,6 +77,23 @@ def image_token_count(config, model=None) -> int:
     return base + height * width + height
 
 
+def patch_grid(config) -> dict | None:
+    """Qwen2-VL-style vision towers take an image as a flat list of patches with its grid
+    (`image_grid_thw`: temporal, height and width in patches) instead of [C, H, W] pixels. One
+    image is a 1 x (2 merge) x (2 merge) grid, so the patch merger (merge x merge patches to one
+    token) makes 4 image tokens; each patch holds channels x temporal_patch_size x patch_size^2
+    values. None for a config without such a tower."""
+    vision = getattr(config, "vision_config", None)
+    patch = getattr(vision, "patch_size", None)
+    temporal = getattr(vision, "temporal_patch_size", None)
+    if not isinstance(patch, int) or not isinstance(temporal, int):
+        return None
+    merge = getattr(vision, "spatial_merge_size", 2) or 2
+    channels = getattr(vision, "in_channels", None) or getattr(vision, "num_channels", None) or 3
+    side = 2 * merge
+    return {"grid": [1, side, side], "patches": side * side, "patch_dim": channels * temporal * patch * patch}
+
+
 def measured_image_tokens(model, config) -> int | None:
     """The image features the model itself makes of one image (its `get_image_features`, the
     projected features that replace the placeholder tokens), one per feature row; None when the
@@ -85,6 +102,15 @@ def measured_image_tokens(model, config) -> int | None:
     method = getattr(model, "get_image_features", None)
     vision = getattr(config, "vision_config", None)
     size = getattr(vision, "image_size", None)
+    grid = patch_grid(config)
+    if method is not None and grid and "image_grid_thw" in inspect.signature(method).parameters:
+        patches = torch.randn(grid["patches"], grid["patch_dim"], generator=torch.Generator().manual_seed(0))
+        try:
+            with torch.no_grad():
+                out = method(pixel_values=patches, image_grid_thw=torch.tensor([grid["grid"]]))
+            return _feature_rows(out)
+        except Exception:  # noqa: BLE001 - the config formula is the fallback
+            return None
     if method is None or not isinstance(size, int):
         return None
     channels = getattr(vision, "num_channels", 3) or 3
@@ -103,6 +129,11 @@ def measured_image_tokens(model, config) -> int | None:
             continue
     if out is None:
         return None
+    return _feature_rows(out)
+
+
+def _feature_rows(out) -> int | None:
+    """The feature rows (one per image token) in what get_image_features returned."""
     features = out.get("pooler_output") if hasattr(out, "get") else out
     if features is None and hasattr(out, "get"):
         features = out.get("last_hidden_state")
@@ -177,6 +208,15 @@ def make_input(spec_input: dict, dims: list[int], config, gen: torch.Generator, 
         ids[ids == image_token] = 3
         ids[:, 1 : 1 + count] = image_token
         return ids
+    if fill == "image-token-types":
+        # 1 on the image placeholders an `image-text-tokens` prompt puts at 1..1+count, else 0.
+        count = image_tokens if image_tokens is not None else image_token_count(config)
+        types = torch.zeros(dims, dtype=dtype)
+        types[:, 1 : 1 + count] = 1
+        return types
+    if fill == "image-grid":
+        # image_grid_thw: each image's (temporal, height, width) in patches (`patch_grid`).
+        return torch.tensor([patch_grid(config)["grid"]] * dims[0], dtype=dtype)
     if fill == "boxes":
         # Layout boxes (LayoutLM's bbox): [x0, y0, x1, y1] on a 0..1000 page, x0 <= x1 and y0 <= y1.
         corners = torch.randint(0, 1000, [*dims[:-1], 2, 2], generator=gen)

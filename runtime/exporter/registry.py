@@ -177,7 +177,9 @@ def classify(row: dict, config) -> dict:
 # Generic shrinking: a config key that exists with a larger int value gets this value.
 SHRINK = {
     32: ["hidden_size", "d_model", "n_embd", "embed_dim", "emb_dim", "dim", "model_dim", "d_embed", "word_embed_proj_dim",
-         "embedding_size", "projection_dim", "text_embed_dim", "vision_embed_dim", "hidden_dim", "proj_dim"],
+         "embedding_size", "projection_dim", "text_embed_dim", "vision_embed_dim", "hidden_dim", "proj_dim",
+         # a vision tower's output width, which its language model takes (Qwen2-VL's merger)
+         "out_hidden_size"],
     64: ["intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner", "mlp_dim",
          "moe_intermediate_size", "shared_expert_intermediate_size", "expert_intermediate_size", "decoder_hidden_size"],
     2: ["num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers", "decoder_layers",
@@ -260,6 +262,16 @@ def _shrink_one(config, mild: bool = False, small_images: bool = True, wide: boo
     # An unset head_dim is hidden_size / heads in some configs and read as-is by their model.
     if "head_dim" in values and values["head_dim"] is None and "hidden_size" in out and isinstance(heads, int):
         out["head_dim"] = out["hidden_size"] // heads
+    # Multimodal RoPE splits half of each head into (temporal, height, width) sections: they must
+    # still sum to half the smaller head (Qwen2-VL's [16, 24, 24] of 128 becomes [2, 1, 1] of 8).
+    head = out.get("head_dim") or values.get("head_dim") or (
+        out["hidden_size"] // heads if "hidden_size" in out and isinstance(heads, int) and heads else None)
+    for rope_key in ("rope_parameters", "rope_scaling"):
+        rope = values.get(rope_key)
+        sections = rope.get("mrope_section") if isinstance(rope, dict) else None
+        if isinstance(head, int) and isinstance(sections, list) and sections and sum(sections) != head // 2:
+            half, n = head // 2, len(sections)
+            out[rope_key] = {**rope, "mrope_section": [half // n + (1 if i < half % n else 0) for i in range(n)]}
     # Per-stage lists (convolutional and hierarchical backbones): fewer, smaller stages.
     for key in ("depths", "num_layers_per_stage"):
         if isinstance(values.get(key), list) and all(isinstance(v, int) for v in values[key]):
@@ -430,6 +442,15 @@ def candidate_layouts(category: str, params: list[str], config) -> list[tuple[li
         ids = [tensor("input_ids", "int64", ["batch", "sequence"], "image-text-tokens")]
         mask = [tensor("attention_mask", "int64", ["batch", "sequence"], "mask")] if "attention_mask" in params else []
         layouts.append((ids + image + mask, None))  # shapes need the image token count: see derive
+        # Qwen2-VL-style towers take flat patches and each image's patch grid (export.patch_grid).
+        import export
+
+        if "image_grid_thw" in params and export.patch_grid(config):
+            patches = [tensor("pixel_values", "float32", ["patches", "patch_dim"], "normal"),
+                       tensor("image_grid_thw", "int64", ["images", "grid"], "image-grid")]
+            # Multimodal RoPE reads which tokens are the image's (1) and which text (0).
+            types = [tensor("mm_token_type_ids", "int64", ["batch", "sequence"], "image-token-types")] if "mm_token_type_ids" in params else []
+            layouts.insert(0, (ids + patches + mask + types, None))
         # Idefics-style models take several images per prompt: [batch, images, channels, height, width].
         images = [tensor("pixel_values", "float32", ["batch", "images", "channels", "height", "width"], "normal")]
         layouts.append((ids + images + mask, None))
@@ -545,13 +566,41 @@ def derive(model_type: str, seed: int = 0, overrides: dict | None = None, layout
     return first
 
 
+# transformers' config validators name two widths an architecture ties together, with their values:
+# "`vision_config.out_hidden_size` (1024) must equal `text_config.hidden_size` (32)"; the first
+# is set to the value of the second.
+TIED_WIDTHS = re.compile(r"`?([A-Za-z_][\w.]*)`? \((\d+)\) must (?:equal|match) (?:`[^`]+`|[\w.]+) \((\d+)\)")
+
+
+def _tied_config(model_type: str, tiny: dict, overrides: dict, attempts: int = 4):
+    """The config of `tiny`; where transformers' validator says a width must equal another, the
+    first is set to the second's value (in `tiny`, in place) and the config built again. A width a
+    person set (`overrides`) is never changed: its error stands."""
+    for attempt in range(attempts + 1):
+        try:
+            return transformers.AutoConfig.for_model(model_type, **tiny)
+        except Exception as error:  # noqa: BLE001 - the validator's message says what to tie
+            tied = TIED_WIDTHS.search(str(error))
+            path = tied.group(1).split(".") if tied else []
+            person = overrides
+            for key in path:
+                person = person.get(key) if isinstance(person, dict) else None
+            if tied is None or attempt == attempts or person is not None:
+                raise
+            target = tiny
+            for key in path[:-1]:
+                target = target.setdefault(key, {})
+            target[path[-1]] = int(tied.group(3))
+    raise AssertionError("unreachable")
+
+
 def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool, small_images: bool, overrides: dict,
                  layout: tuple | None, wide: bool = False) -> dict:
     import export
 
     try:
         found["tiny_config"] = merge_config(shrink(model_type, mild, small_images, wide), overrides)
-        config = transformers.AutoConfig.for_model(model_type, **found["tiny_config"])
+        config = _tied_config(model_type, found["tiny_config"], overrides)
     except Exception as error:  # noqa: BLE001
         decided = classify_only(model_type)
         decided.pop("registries")
@@ -644,6 +693,9 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
                       {"batch": 1, "sequence": count + 13, "channels": channels, "height": size, "width": size}]
             if any("images" in i["axes"] for i in inputs):
                 shapes = [{**s, "images": 1} for s in shapes]
+            grid = export.patch_grid(config)
+            if grid and any(i.get("fill") == "image-grid" for i in inputs):
+                shapes = [{**s, "patches": grid["patches"], "patch_dim": grid["patch_dim"], "grid": 3} for s in shapes]
         spec = {"inputs": inputs}
         try:
             results = []

@@ -460,6 +460,10 @@ pub enum Fill {
     Timesteps,
     /// Class labels below the number of classes the config embeds.
     Labels,
+    /// Each image's patch grid (temporal, height, width), for Qwen2-VL-style vision towers.
+    ImageGrid,
+    /// 1 on an image-text prompt's image placeholders, 0 on its text (`mm_token_type_ids`).
+    ImageTokenTypes,
     /// Layout boxes [x0, y0, x1, y1] on a 0..1000 page with x0 <= x1, y0 <= y1 (LayoutLM's bbox).
     Boxes,
 }
