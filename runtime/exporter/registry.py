@@ -696,6 +696,8 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
             grid = export.patch_grid(config)
             if grid and any(i.get("fill") == "image-grid" for i in inputs):
                 shapes = [{**s, "patches": grid["patches"], "patch_dim": grid["patch_dim"], "grid": 3} for s in shapes]
+            used = {axis for i in inputs for axis in i["axes"]}  # a spec sizes only its inputs' axes
+            shapes = [{k: v for k, v in s.items() if k in used} for s in shapes]
         spec = {"inputs": inputs}
         try:
             results = []

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "nemotron3_diarization",
     category: "audio",
     spec_path: "model-specs/models/audio/nemotron3_diarization.yaml",
-    spec_digest: "7b02eb1d39b83c81ed11e3c9d5ea0fa360d74ed6dbe59fbce23c77ffc2489039",
+    spec_digest: "c68c4a0a7a7146a99aa1e5ae9bdfcc1691d0ea02ae5c26c00c1e7df2bbc1d96e",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "fun_asr_nano",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/fun_asr_nano.yaml",
-    spec_digest: "984920169e14fbe4743dcd1ccdd612c950990c1c5cfaed36271aab70090eed5d",
+    spec_digest: "24809837155e2cc0b758db765392a22fad2f9721196de4df9954eb5a9d50e718",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "granite_docling",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/granite_docling.yaml",
-    spec_digest: "c31a54ac7049ee3bce18caec02856d6d13ac815636ee61b6630e27645e050fb2",
+    spec_digest: "7b7442c426814693ac6834c578c9e8f8ca8b20ca1074816110421114c544610f",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "inkling2",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/inkling2.yaml",
-    spec_digest: "755bf9e32f767e5be064c74e42031a045eb0adb812a8008c85fcc61dd0bc9956",
+    spec_digest: "04c393a0d2d03f55e83810f3277c1ec28af3254df2d6c0991a4d48ef9542493a",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {
