@@ -616,21 +616,33 @@ def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool,
             io = _derive_io(row, config, decided, seed, found, layout=layout)  # may add found["constant_outputs"]
         except NoInformativeOutput:
             # Every output flat: activations of a deep stack of narrow layers initialised with
-            # std 0.02 vanish (MobileNets, LeViT, SAM's encoder). Weights of std 1 keep them apart.
+            # std 0.02 vanish (MobileNets, LeViT, SAM's encoder). Wider weights keep them apart; the
+            # narrowest that does wins, since too wide a one blows a deep stack up (EfficientNet's
+            # reference reached 1e28 at std 1: no engine can be compared with that).
             key = next((k for k in INIT_KEYS if isinstance(getattr(config, k, None), float) and getattr(config, k) < 1.0), None)
             if key is None or key in overrides:  # a person chose this init: keep it, and its error
                 raise
-            found["tiny_config"][key] = 1.0
-            found.pop("constant_outputs", None)
-            config = transformers.AutoConfig.for_model(model_type, **found["tiny_config"])
-            io = _derive_io(row, config, decided, seed, found, layout=layout)
+            for std in INIT_LADDER:
+                found["tiny_config"][key] = std
+                found.pop("constant_outputs", None)
+                config = transformers.AutoConfig.for_model(model_type, **found["tiny_config"])
+                try:
+                    io = _derive_io(row, config, decided, seed, found, layout=layout)
+                    break
+                except NoInformativeOutput:
+                    if std == INIT_LADDER[-1]:
+                        raise
         return {**found, **decided, **io}
     except Exception as error:  # noqa: BLE001
         return {**found, **decided, "known_issue": f"running the tiny model: {export._error_line(error)}"}
 
 
-# The config keys that set the standard deviation of a model's initial weights.
+# The config keys that set the standard deviation of a model's initial weights, and the
+# standard deviations tried, narrowest first, when the default makes every output flat.
 INIT_KEYS = ["initializer_range", "init_std"]
+INIT_LADDER = (0.1, 0.3, 1.0)
+# A reference this large overflowed somewhere: it says nothing an engine could be checked on.
+BLOWN_UP = 1e6
 
 
 class NoInformativeOutput(RuntimeError):
@@ -716,6 +728,11 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
         broken = [n for n in names if any(r[n].is_floating_point() and not torch.isfinite(r[n]).all() for r in results)]
         if broken:
             errors.append(f"the tiny model's output {', '.join(broken)} is not finite (NaN or inf)")
+            uninformative = True
+            continue
+        blown = [n for n in names if any(r[n].is_floating_point() and r[n].abs().max() > BLOWN_UP for r in results)]
+        if blown:
+            errors.append(f"the tiny model's output {', '.join(blown)} blows up (values beyond {BLOWN_UP:.0e})")
             uninformative = True
             continue
         random = [n for n in names if not (isinstance(again.get(n), torch.Tensor) and torch.equal(again[n], results[-1][n]))]

@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "vits",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/vits.yaml",
-    spec_digest: "225ce905a08c2f80db742b15a0c96d9c509e42b0d57290aeb2101486a79b66f6",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "1ca97ae40b66c3b58a9703687f4605a67c958ae6f22446502d8881dbc70ab695",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "waveform",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "waveform_1"],
+        },
+        runtime::TensorDecl {
+            name: "spectrogram",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "spectrogram_1", "spectrogram_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

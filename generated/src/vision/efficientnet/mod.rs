@@ -21,31 +21,9 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "efficientnet",
     category: "vision",
     spec_path: "model-specs/models/vision/efficientnet.yaml",
-    spec_digest: "9d6c9e872c60ad92945865d04cae6da61a81ee833d10c9d6069d43cc3fb11432",
-    inputs: &[
-        runtime::TensorDecl {
-            name: "pixel_values",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "channels", "height", "width"],
-        },
-    ],
-    outputs: &[
-        runtime::TensorDecl {
-            name: "last_hidden_state",
-            dtype: runtime::DType::Float32,
-            axes: &[
-                "batch",
-                "last_hidden_state_1",
-                "last_hidden_state_2",
-                "last_hidden_state_3",
-            ],
-        },
-        runtime::TensorDecl {
-            name: "pooler_output",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "pooler_output_1"],
-        },
-    ],
+    spec_digest: "b853f39be2c7bba5757bd903ad7edb96e05d61a858f1807a32a926adfb8a2fe3",
+    inputs: &[],
+    outputs: &[],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mobilevit",
     category: "vision",
     spec_path: "model-specs/models/vision/mobilevit.yaml",
-    spec_digest: "e1264e88328c424fe6f6e59f9b0755c92abced95e393421d485d9434e2ca6848",
+    spec_digest: "75329f8c7819e91a2f9565ced1c3f06492a3ce0fa5f61098babd208c54a5c080",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "vit_mae",
     category: "vision",
     spec_path: "model-specs/models/vision/vit_mae.yaml",
-    spec_digest: "2afef6b8a178995553795d8591261d7d34328f1d058155fc07958c94b4376fe7",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "6b5e6663a5c6851f398a5f519a7e6178a7d6cf9c07016dfbc4b515c64ed1a54b",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "noise",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "patches"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "mask",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "mask_1"],
+        },
+        runtime::TensorDecl {
+            name: "ids_restore",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "ids_restore_1"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,
