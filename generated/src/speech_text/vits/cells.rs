@@ -11,7 +11,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "vits at int8 fails on cpu (measured by gen import --platform cpu): output waveform: 39 of 6912 elements outside 0.1 of the output's spread (1.980e-1 abs; precision_tolerances in model-specs/models/speech_text/vits.yaml) (max abs error 8.107e-1; worst at flat index 5787: got -0.36985403299331665, expected 0.44079992175102234)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 max_error_of_spread: 0.1f64,
             },
         ],

@@ -9,9 +9,8 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, features = ["cpu"],
-        off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
+        "known issue: vits at int8 fails on cpu (measured by gen import --platform cpu): output waveform: 39 of 6912 elements outside 0.1 of the output's spread (1.980e-1 abs; precision_tolerances in model-specs/models/speech_text/vits.yaml) (max abs error 8.107e-1; worst at flat index 5787: got -0.36985403299331665, expected 0.44079992175102234)"
     );
 }
 /// vits on cpu with libtorch, device cpu: run.
