@@ -21,8 +21,29 @@ struct Row {
     command: String,
 }
 
+const HELP: &str = "budgets: measures hwmatrix's speed budgets at full scale on this machine and prints a table
+
+Usage: cargo run --release -p generator --bin budgets [-- --slow]
+
+Each row runs the real command its budget is about (gen --all, the generated crate's build cold and
+after one spec changes, cached fixtures, the cpu cells...) with tests/run.sh's caches, and says
+whether it is within its limit. It takes minutes: it rebuilds the generated crate.
+
+Options:
+  --slow      also export every fixture into an empty folder (the cold-export budget)
+  -h, --help  print this help and exit (nothing is measured)";
+
 fn main() {
-    let slow = std::env::args().any(|a| a == "--slow");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{HELP}");
+        return;
+    }
+    if let Some(unknown) = args.iter().find(|a| *a != "--slow") {
+        eprintln!("error: unknown argument `{unknown}`\n\n{HELP}");
+        std::process::exit(2);
+    }
+    let slow = args.iter().any(|a| a == "--slow");
     let root = workspace_root();
     std::env::set_current_dir(&root).expect("workspace root");
     let gen_bin = built_gen(&root);

@@ -107,7 +107,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "vits at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×151 on CPUExecutionProvider, NonZero ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 163 nodes (49%), 716584 µs (66%); OpenVINOExecutionProvider: 170 nodes (51%), 373728 µs (34%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/vits.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output waveform: 51 of 6912 elements outside 0.1 of the output's spread (1.980e-1 abs; precision_tolerances in model-specs/models/speech_text/vits.yaml) (max abs error 7.010e-1; worst at flat index 1177: got -0.5843796730041504, expected 0.11664002388715744)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
                 max_error_of_spread: 0.1f64,
             },
         ],

@@ -9,8 +9,7 @@ mod onnx {
         "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, features =
-        ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: vits at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×151 on CPUExecutionProvider, NonZero ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 163 nodes (49%), 716584 µs (66%); OpenVINOExecutionProvider: 170 nodes (51%), 373728 µs (34%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/vits.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output waveform: 51 of 6912 elements outside 0.1 of the output's spread (1.980e-1 abs; precision_tolerances in model-specs/models/speech_text/vits.yaml) (max abs error 7.010e-1; worst at flat index 1177: got -0.5843796730041504, expected 0.11664002388715744)"
     );
 }
