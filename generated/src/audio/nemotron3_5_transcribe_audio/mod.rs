@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "nemotron3_5_transcribe_audio",
     category: "audio",
     spec_path: "model-specs/models/audio/nemotron3_5_transcribe_audio.yaml",
-    spec_digest: "1684fd8ec987b348ea2ed1205fbb4a9cedef69ff0eb1da629c0c35c6f1f3f63d",
+    spec_digest: "6eede894ded42e4ac16f2ea6d74432ea39dcabdb6cf472b7b42685bedd0417ce",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

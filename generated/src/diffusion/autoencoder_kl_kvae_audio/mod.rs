@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_kvae_audio",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_kvae_audio.yaml",
-    spec_digest: "885f15029e0bc88ea1361905747811b7b23969c9b3464171f08506bdf959b89d",
+    spec_digest: "395a7f113738d00d89767fac0c1ba02dc12a25de63d8fc50e97456dcd89217a1",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

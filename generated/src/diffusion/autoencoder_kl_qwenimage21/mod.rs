@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_qwenimage21",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_qwenimage21.yaml",
-    spec_digest: "6976d579473e7f19b21bd77245b7d7ce66371681b8f987d666ecc655fed92bbb",
+    spec_digest: "9ded166c4d6a971cafbb7aaecfa22d4e66f9cb2933ec6d5210f32a9d784a9bb3",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

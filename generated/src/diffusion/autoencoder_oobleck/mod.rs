@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_oobleck",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_oobleck.yaml",
-    spec_digest: "91c27e22b1405c5e4b33c9dd0c3ffd1df4131eabb46d42fb90aec7bd1e0181f3",
+    spec_digest: "5a8b6a014088eb93c3a3fd82ccbbe84cc1e968dbb8bebd6de6298e38fc1b9b6b",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_same",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_same.yaml",
-    spec_digest: "1ffc092775e3c88f5588a8d0e91ff91bd1b8915f8b3b34a20ec0993a3cfb2a93",
+    spec_digest: "21e2c9d70c227ba52584a554689ced4688fb0c22f532935985f9435935d92e0f",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

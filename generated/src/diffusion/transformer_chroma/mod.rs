@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_chroma",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_chroma.yaml",
-    spec_digest: "7a893dcea8bdbb486204f75eada7ac7929b1f31ca2f3c8e4c8e6e005e0b721eb",
+    spec_digest: "86424d85ca66a13486e1738d6e607d990d83b5fb232e4324f764dbf1fe0ef4f1",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

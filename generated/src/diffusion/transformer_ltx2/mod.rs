@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_ltx2",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_ltx2.yaml",
-    spec_digest: "23b5a99a18652e0c8b362bfeed444271deb57f6ca80fd3b5fe46d979b09d122f",
+    spec_digest: "55ec07ebd1b7613447e2af79a168e8257bbb7fac724cb1e252f2520f682713d4",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

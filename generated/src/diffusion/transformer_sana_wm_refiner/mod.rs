@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_sana_wm_refiner",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_sana_wm_refiner.yaml",
-    spec_digest: "d7f9e8bff0cf35ec40a203d194ba1c56d9599500d108360e2c0e72d660f9b62f",
+    spec_digest: "bde3335e7373cf9ce5e210013ce0ea05c999193dd9a625073670b87b99b2cc61",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_wan_animate",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_wan_animate.yaml",
-    spec_digest: "80ca1717f7c92e70eb87161cfccea1436598fdef2f0cff0ef3471ae2abcfbf10",
+    spec_digest: "b8d57269ec579b97586b3f3e93cd8ae46c19f6d8d4227fa844f6b2e06b8851eb",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

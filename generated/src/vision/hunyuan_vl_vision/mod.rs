@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "hunyuan_vl_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/hunyuan_vl_vision.yaml",
-    spec_digest: "a9460dd927bb83dabb2446707b51700d36c9bfb56777d9095ebefd11c19766bf",
+    spec_digest: "a3552bec050b7e0941be97a0a6e6909c1b68f7229ff4e04d385850a8396a6c6c",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cohere_compass",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/cohere_compass.yaml",
-    spec_digest: "7952adc5395c1ea6fee58c2739231456ce1226ac71b2c81a175b7acc16c93caf",
+    spec_digest: "693971dd754eaf10fb7d344811f82a03ffe9c26eab164a7be1f0d09a471480bb",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

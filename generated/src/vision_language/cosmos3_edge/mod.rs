@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cosmos3_edge",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/cosmos3_edge.yaml",
-    spec_digest: "196073f133598547b6fed6a9918a96200dc72f93b1e1e67d9962bc0fd5643904",
+    spec_digest: "b40d318069c62a6d756d858b2dc8842aa49b644b3bc6dcdad6fc1229370febe1",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

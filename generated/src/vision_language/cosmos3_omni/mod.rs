@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cosmos3_omni",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/cosmos3_omni.yaml",
-    spec_digest: "cb69046fddc6205764a07f0dc215003513bd28f0786488916e74cb0bf2886f6b",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "0ecb66725bc60e3fcf02d7be3c658a8299d9e9cf170371e44dd46d84833774e7",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["patches", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "image_grid_thw",
+            dtype: runtime::DType::Int64,
+            axes: &["images", "grid"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "mm_token_type_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "exaone4_5",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/exaone4_5.yaml",
-    spec_digest: "2b00ee9717373d10132fa7fbf6db7ac04043b98945aaa7663e896e7003028961",
+    spec_digest: "50739998768a5d6ec588e176dd2abd3e94022d7e76e42be442f0aab210319a3f",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glm5_next",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/glm5_next.yaml",
-    spec_digest: "52794ec3bd347e5448f21bcfed2adedb9e211034a63e1047bdae180b209fc54b",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "15aeeec4b6100c9b33869bdf96b105b7ea8045988ce425abf1cc3c8a8ca99f3a",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["patches", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "image_grid_thw",
+            dtype: runtime::DType::Int64,
+            axes: &["images", "grid"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glm_ocr",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/glm_ocr.yaml",
-    spec_digest: "cc8e5db50919f7ca59c3e4c2c23f1fad1383bd767ca41a12e5055c3bcfb60be4",
+    spec_digest: "d2917a39c7e0a834d75eb9d8e065f4d6fc080909871b1ed05d8e999c6412146c",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glmga",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/glmga.yaml",
-    spec_digest: "1f81b06e6557fe52ecfa79f172e540a449850d707ba6f59ec1f0eff6a89e0e6d",
+    spec_digest: "ad61f22139eb3a926f9cd45eb544b5eb3bf7fb334fb779136782056736d95027",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "hunyuan_vl",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/hunyuan_vl.yaml",
-    spec_digest: "091105f89151e76e06ec5c46938c925cadeece081eb18abd80b6630eaf0d50e8",
+    spec_digest: "2db7e89d137304f77669ffba40d9dba91d12bf91e28d87a8d54533a547c71cb9",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "hyperclovax_vision_v2",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/hyperclovax_vision_v2.yaml",
-    spec_digest: "313e4ac8530f3890bf8b0a962366dafa7ac7a9c0565e27f33ae1bcd4c02a9547",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "bbc90b4cc7dc89825d6d11413d77c9f8aec2026d1145184299a4168a4cb20e02",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["patches", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "image_grid_thw",
+            dtype: runtime::DType::Int64,
+            axes: &["images", "grid"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "lfm3_vl",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/lfm3_vl.yaml",
-    spec_digest: "10be7b533317babc1212606e9ea0105a6fa31faa8b1bf18002982cc689f45763",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "2f18ede96599e84cbe2113dfd30431b167fa76dd800120097516da1934f2d333",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["patches", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "image_grid_thw",
+            dtype: runtime::DType::Int64,
+            axes: &["images", "grid"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "image_pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["image_pooler_output_0", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

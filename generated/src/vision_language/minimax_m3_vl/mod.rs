@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minimax_m3_vl",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/minimax_m3_vl.yaml",
-    spec_digest: "74bc5b85bb1a8ca88c87c0faaf210ef8927ea2cf9d095531fc59df0e158fa907",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "5ab143dd771f995b906b78f06a78bfb6f6dd0c6f35850d44cc57692199075973",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["patches", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "image_grid_thw",
+            dtype: runtime::DType::Int64,
+            axes: &["images", "grid"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "image_hidden_states_0",
+            dtype: runtime::DType::Float32,
+            axes: &["image_hidden_states_0_0", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

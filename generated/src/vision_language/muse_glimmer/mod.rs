@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "muse_glimmer",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/muse_glimmer.yaml",
-    spec_digest: "aea750570c99d2ed25cdb1f27422600eb673a0223f7819f95af0b550d270541e",
+    spec_digest: "20e769f5e6f3be52149eb7656fa6311536afacbc1d6eb37e232bcb60fb222f8a",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

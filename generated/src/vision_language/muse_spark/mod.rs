@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "muse_spark",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/muse_spark.yaml",
-    spec_digest: "572a8616bc62c45f16bc9bc03767b8233d0c248205c8c93221d4650cddf7df85",
+    spec_digest: "e0a9f387fbd20e265b0f68a9d0bed73ee11752e12ba991bc27e493bf5a440115",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

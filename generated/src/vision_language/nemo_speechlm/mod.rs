@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "nemo_speechlm",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/nemo_speechlm.yaml",
-    spec_digest: "fa300bb81cbfcd364c22dd3169e98524580fe1608210f93473f14bf55ed7b25a",
+    spec_digest: "7717116a868f3474c53f885c766db49ba65b53cd0d2f9c3175337241fbef0ab3",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

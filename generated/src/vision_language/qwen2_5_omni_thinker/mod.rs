@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen2_5_omni_thinker",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/qwen2_5_omni_thinker.yaml",
-    spec_digest: "79b9f991b6a4c5a6920a237a229b70596633ecb91ecaabf634e1cd27ddfa35ac",
+    spec_digest: "02380afe030b20fbdd7df2c766b9a03078a8115625c908539b4b82c9c4b7cdc1",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen3_5_moe",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/qwen3_5_moe.yaml",
-    spec_digest: "12c32db4ddb09a5416dfe4dcb448bdc7aad5717bce5f89be5904dcbea8b115f5",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "a9c72c0e26e9eba6608d2249c3791f92ed8ad7dea94444c112546dbc37055fdb",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["patches", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "image_grid_thw",
+            dtype: runtime::DType::Int64,
+            axes: &["images", "grid"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "mm_token_type_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

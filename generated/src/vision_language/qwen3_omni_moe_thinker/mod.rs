@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen3_omni_moe_thinker",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/qwen3_omni_moe_thinker.yaml",
-    spec_digest: "0c98686515378f6d5d1a17ca52122aefa3fc6ad0477bd451c1224e370e6a2a2a",
+    spec_digest: "4a064908c26f2ba743bb3c9c597d51ef7e39ad4e6d08e03e5b96e1d02313f840",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

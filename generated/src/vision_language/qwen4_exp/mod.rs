@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen4_exp",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/qwen4_exp.yaml",
-    spec_digest: "14ad018df194a82c0a005cb0b46ecdf85c81fa0df37381d812c6762f4f86c878",
+    spec_digest: "586af653063f795f183ecbc88b78624612cf5b61024c8e8551e5f37e790c51da",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {
