@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "vits",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/vits.yaml",
-    spec_digest: "1ca97ae40b66c3b58a9703687f4605a67c958ae6f22446502d8881dbc70ab695",
+    spec_digest: "b411ad3e9a2db3fec26a398c3094f60516e7cc8761175a512bf2ba31bc9bdeb9",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -108,16 +108,12 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// llama on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp)).
+/// llama on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
     &crate::platforms::QNN_ONNX,
-    runtime::Planned::KnownIssue {
-        reason: "LLAMA uses a partial QNN implementation with fallbacks: 'Has implementation but uses mock/simulation' (seed 002)",
-        basis: runtime::Basis::Spec,
-        stage: None,
-    },
+    runtime::Planned::Run,
 );
 /// llama on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(

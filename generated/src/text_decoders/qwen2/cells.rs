@@ -92,40 +92,28 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// qwen2 on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// qwen2 on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
-        runtime::Planned::KnownIssue {
-            reason: "Qwen2 has limited implementation on openvino (seed 000, Implementation Issues: partially fixed)",
-            basis: runtime::Basis::Spec,
-            stage: None,
-        },
+        runtime::Planned::Run,
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "Qwen2 has limited implementation on openvino (seed 000, Implementation Issues: partially fixed)",
-                    basis: runtime::Basis::Spec,
-                    stage: None,
-                },
+                planned: runtime::Planned::Run,
                 max_error_of_spread: 0.1f64,
             },
         ],
     );
-/// qwen2 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp)).
+/// qwen2 on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
     &crate::platforms::QNN_ONNX,
-    runtime::Planned::KnownIssue {
-        reason: "Qwen2 uses a partial QNN implementation with fallbacks: 'Has implementation but uses mock/simulation' (seed 002)",
-        basis: runtime::Basis::Spec,
-        stage: None,
-    },
+    runtime::Planned::Run,
 );
 /// qwen2 on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(

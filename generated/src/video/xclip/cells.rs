@@ -123,27 +123,19 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &crate::platforms::QNN_ONNX,
     runtime::Planned::Run,
 );
-/// xclip on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// xclip on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "XCLIP not implemented for webnn (seed 000, Implementation Issues: partially fixed)",
-        basis: runtime::Basis::Spec,
-        stage: None,
-    },
+    runtime::Planned::Run,
 );
-/// xclip on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// xclip on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "XCLIP not implemented for webgpu (seed 000, Implementation Issues: partially fixed)",
-        basis: runtime::Basis::Spec,
-        stage: None,
-    },
+    runtime::Planned::Run,
 );
 /// xclip on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -92,40 +92,32 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// llava on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// llava on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
-        runtime::Planned::KnownIssue {
-            reason: "LLaVA models not fully supported on openvino (seed 000, Implementation Issues: skipped, not marked as fixable)",
-            basis: runtime::Basis::Spec,
-            stage: None,
-        },
+        runtime::Planned::Run,
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "LLaVA models not fully supported on openvino (seed 000, Implementation Issues: skipped, not marked as fixable)",
-                    basis: runtime::Basis::Spec,
-                    stage: None,
+                    reason: "llava at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/llava/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
                 },
                 max_error_of_spread: 0.1f64,
             },
         ],
     );
-/// llava on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp)).
+/// llava on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
     &crate::platforms::QNN_ONNX,
-    runtime::Planned::KnownIssue {
-        reason: "LLaVA uses a partial QNN implementation with fallbacks: 'Has implementation but uses mock/simulation' (seed 002)",
-        basis: runtime::Basis::Spec,
-        stage: None,
-    },
+    runtime::Planned::Run,
 );
 /// llava on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
@@ -133,21 +125,17 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::KnownIssue {
-        reason: "LLaVA models not fully supported on webnn (seed 000, Implementation Issues: skipped, not marked as fixable)",
-        basis: runtime::Basis::Spec,
-        stage: None,
+        reason: "llava fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/llava.yaml only if it may run off WebNNExecutionProvider, with the reason",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
-/// llava on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// llava on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "LLaVA models not fully supported on webgpu (seed 000, Implementation Issues: skipped, not marked as fixable)",
-        basis: runtime::Basis::Spec,
-        stage: None,
-    },
+    runtime::Planned::Run,
 );
 /// llava on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

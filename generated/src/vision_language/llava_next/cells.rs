@@ -96,40 +96,32 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// llava_next on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// llava_next on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
-        runtime::Planned::KnownIssue {
-            reason: "LLaVA models not fully supported on openvino (seed 000, Implementation Issues: skipped, not marked as fixable)",
-            basis: runtime::Basis::Spec,
-            stage: None,
-        },
+        runtime::Planned::Run,
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "LLaVA models not fully supported on openvino (seed 000, Implementation Issues: skipped, not marked as fixable)",
-                    basis: runtime::Basis::Spec,
-                    stage: None,
+                    reason: "llava_next at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 95 µs (1%); OpenVINOExecutionProvider: 4 nodes (67%), 15845 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/llava_next.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
                 },
                 max_error_of_spread: 0.1f64,
             },
         ],
     );
-/// llava_next on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp)).
+/// llava_next on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
     &crate::platforms::QNN_ONNX,
-    runtime::Planned::KnownIssue {
-        reason: "LLaVA-Next uses a partial QNN implementation with fallbacks: 'Has implementation but uses mock/simulation' (seed 002)",
-        basis: runtime::Basis::Spec,
-        stage: None,
-    },
+    runtime::Planned::Run,
 );
 /// llava_next on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
@@ -137,9 +129,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::KnownIssue {
-        reason: "LLaVA models not fully supported on webnn (seed 000, Implementation Issues: skipped, not marked as fixable)",
-        basis: runtime::Basis::Spec,
-        stage: None,
+        reason: "llava_next fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/llava_next.yaml only if it may run off WebNNExecutionProvider, with the reason",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
     },
 );
 /// llava_next on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -148,9 +140,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
     runtime::Planned::KnownIssue {
-        reason: "LLaVA models not fully supported on webgpu (seed 000, Implementation Issues: skipped, not marked as fixable)",
-        basis: runtime::Basis::Spec,
-        stage: None,
+        reason: "llava_next fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output logits: 28467 of 40960 elements outside abs 0.0001 + rel 0.001 (max abs error 4.911e-3; worst at flat index 3392: got 0.011824287474155426, expected 0.016735631972551346)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
     },
 );
 /// llava_next on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
