@@ -60,7 +60,13 @@ pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
         let key = spec.export.known_issue.is_none().then(|| hwmatrix_cell::fixture_key::fixture_key(&model.model.digest()));
         let mut cells: Vec<(String, &str, &str)> = model.cells.iter().map(|c| (c.platform.name().to_string(), c.engine.kind().name(), c.planned.label())).collect();
         if let Some(q) = &model.quantization {
-            let planned = if q.checks.iter().all(|c| matches!(c.planned, Planned::Run)) { "run" } else { "known-issue" };
+            let planned = if q.checks.iter().all(|c| matches!(c.planned, Planned::Run)) {
+                "run"
+            } else if q.checks.iter().any(|c| matches!(c.planned, Planned::NotTested { .. })) {
+                "not-tested"
+            } else {
+                "known-issue"
+            };
             cells.push((q.platform.name().to_string(), "wgpu", planned));
         }
         for (platform, engine, planned) in cells {
