@@ -156,14 +156,14 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
     // expectation beside it. Only a person's override with its reason, or a
     // measured failure, does.
     let planned = if let Some(error) = &spec.export.known_issue {
-        if let Some(stage) = spec.export.stage.filter(|s| s.is_harness()) {
+        if let Some(not_tested) = harness_gap(spec, name) {
             // Our harness stopped before any engine: not tested, on every platform alike.
-            Planned::NotTested { reason: format!("not tested: hwmatrix's harness could not {} for {} (stage `{stage}`, our gap, not a fact about the model or {name}): {error}", harness_step(stage), spec.model_type), stage }
+            not_tested
         } else if spec.export.known_issue_measured {
             // Written by `gen import` from the pipeline's own failure.
-            Planned::KnownIssue { reason: format!("{} fails in the fixture pipeline (recorded by gen import): {error}", spec.model_type), basis: Basis::Measured, stage: Some(Stage::Export) }
+            Planned::KnownIssue { reason: format!("{} fails in the fixture pipeline (recorded by gen import): {error}", spec.model_type), basis: Basis::Measured, stage: spec.export.stage }
         } else {
-            Planned::KnownIssue { reason: format!("{} cannot be exported to ONNX yet: {error}", spec.model_type), basis: Basis::Spec, stage: Some(Stage::Export) }
+            Planned::KnownIssue { reason: format!("{} cannot be exported to ONNX yet: {error}", spec.model_type), basis: Basis::Spec, stage: spec.export.stage }
         }
     } else if let Some(o) = over.filter(|o| o.status.is_some()) {
         let reason = o.reason.clone().unwrap_or_default();
@@ -211,12 +211,16 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
     }
 }
 
-/// What the harness was doing at a stage of its own.
-fn harness_step(stage: Stage) -> &'static str {
-    match stage {
-        Stage::Config => "build the tiny config",
-        _ => "build and run the tiny PyTorch model",
-    }
+/// A spec our harness stopped on (stage `config` or `reference`): not tested on
+/// `platform`, with the harness's error; None when the pipeline got further.
+fn harness_gap(spec: &crate::spec::ModelSpec, platform: Platform) -> Option<Planned<String>> {
+    let stage = spec.export.stage.filter(|s| s.is_harness())?;
+    let step = if stage == Stage::Config { "build the tiny config" } else { "build and run the tiny PyTorch model" };
+    let error = spec.export.known_issue.as_deref().unwrap_or_default();
+    Some(Planned::NotTested {
+        reason: format!("not tested: hwmatrix's harness could not {step} for {} (stage `{stage}`, our gap, not a fact about the model or {platform}): {error}", spec.model_type),
+        stage,
+    })
 }
 
 fn plan_quantization(specs: &Specs, model: &LoadedModel) -> QuantizationPlan {
@@ -225,11 +229,10 @@ fn plan_quantization(specs: &Specs, model: &LoadedModel) -> QuantizationPlan {
     let checks = QuantFormat::ALL
         .into_iter()
         .map(|scheme| {
-            let planned = if let Some(stage) = spec.export.stage.filter(|s| s.is_harness()) {
-                let error = spec.export.known_issue.as_deref().unwrap_or_default();
-                Planned::NotTested { reason: format!("not tested: hwmatrix's harness could not {} for {} (stage `{stage}`): {error}", harness_step(stage), spec.model_type), stage }
+            let planned = if let Some(not_tested) = harness_gap(spec, platform) {
+                not_tested
             } else if let Some(error) = &spec.export.known_issue {
-                Planned::KnownIssue { reason: format!("{} has no fixture to take weights from: {error}", spec.model_type), basis: if spec.export.known_issue_measured { Basis::Measured } else { Basis::Spec }, stage: Some(Stage::Export) }
+                Planned::KnownIssue { reason: format!("{} has no fixture to take weights from: {error}", spec.model_type), basis: if spec.export.known_issue_measured { Basis::Measured } else { Basis::Spec }, stage: spec.export.stage }
             } else if let Some(issue) = spec.quantization_issues.get(&scheme) {
                 Planned::KnownIssue {
                     reason: format!("{} at {} on {platform} (measured by gen import --platform {platform}): {issue}", spec.model_type, scheme.name()),

@@ -14,27 +14,36 @@ use crate::{Basis, Cell, Planned, QuantizationCell, Stage};
 /// stage the cell stopped at where that is known.
 pub type NotRun = (Outcome, Basis, String, Option<Stage>);
 
-/// Why a cell does not run in this build, or None when its checks run (and record themselves).
-pub fn not_run(cell: &Cell, feature_on: bool) -> Option<NotRun> {
-    match cell.planned {
+/// What a planned status that never runs records (cells and quantization
+/// checks alike); None for one that runs when its feature is on.
+fn planned_not_run(planned: Planned) -> Option<NotRun> {
+    match planned {
         Planned::NotTested { reason, stage } => Some((Outcome::NotTested, Basis::Measured, reason.to_string(), Some(stage))),
         Planned::Unsupported { reason, basis } => Some((Outcome::Unsupported, basis, reason.to_string(), None)),
         Planned::KnownIssue { reason, basis, stage } => Some((Outcome::KnownIssue, basis, reason.to_string(), stage)),
-        Planned::Run | Planned::NoEngine { .. } if feature_on => None,
-        Planned::Run | Planned::NoEngine { .. } => {
-            let features: Vec<&str> = cell.features().collect();
-            let mut reason = format!(
-                "{} is off in this build: run `cargo test -p generated --features {}` where {} is present",
-                features.join(" or "),
-                features.join(","),
-                cell.platform.requires
-            );
-            if let Planned::NoEngine { reason: engine } = cell.planned {
-                reason.push_str(&format!("; and {engine}"));
-            }
-            Some((Outcome::Ignored, Basis::NotTried, reason, None))
-        }
+        Planned::Run | Planned::NoEngine { .. } => None,
     }
+}
+
+/// Why a cell does not run in this build, or None when its checks run (and record themselves).
+pub fn not_run(cell: &Cell, feature_on: bool) -> Option<NotRun> {
+    if let Some(never) = planned_not_run(cell.planned) {
+        return Some(never);
+    }
+    if feature_on {
+        return None;
+    }
+    let features: Vec<&str> = cell.features().collect();
+    let mut reason = format!(
+        "{} is off in this build: run `cargo test -p generated --features {}` where {} is present",
+        features.join(" or "),
+        features.join(","),
+        cell.platform.requires
+    );
+    if let Planned::NoEngine { reason: engine } = cell.planned {
+        reason.push_str(&format!("; and {engine}"));
+    }
+    Some((Outcome::Ignored, Basis::NotTried, reason, None))
 }
 
 /// Writes one record per check of every cell that will not run; returns how
@@ -78,21 +87,15 @@ pub fn record_quantization_not_run(cells: &[&QuantizationCell], feature_on: impl
     for cell in cells {
         let on = feature_on(cell);
         for check in cell.checks {
-            let (status, basis, reason) = match check.planned {
-                Planned::NotTested { reason, .. } => (Outcome::NotTested, Basis::Measured, reason.to_string()),
-                Planned::Unsupported { reason, basis } => (Outcome::Unsupported, basis, reason.to_string()),
-                Planned::KnownIssue { reason, basis, .. } => (Outcome::KnownIssue, basis, reason.to_string()),
-                Planned::Run | Planned::NoEngine { .. } if on => continue,
-                Planned::Run | Planned::NoEngine { .. } => (
+            let (status, basis, reason, stage) = match planned_not_run(check.planned) {
+                Some(never) => never,
+                None if on => continue,
+                None => (
                     Outcome::Ignored,
                     Basis::NotTried,
                     format!("{0} is off in this build: run `cargo test -p generated --features {0}` where a WebGPU adapter for wgpu is present", cell.platform.feature),
+                    None,
                 ),
-            };
-            let stage = match check.planned {
-                Planned::NotTested { stage, .. } => Some(stage),
-                Planned::KnownIssue { stage, .. } => stage,
-                _ => None,
             };
             let record = Record { status, basis, reason: Some(reason), stage, ..crate::quant::check::blank_record(cell, check.scheme) };
             record::append(&record).map_err(|e| format!("{}::{}: cannot write its record: {e}", cell.id(), check.scheme.check_name()))?;

@@ -189,7 +189,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)",
+                reason: "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`, our gap, not a fact about the model or webgpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)",
                 stage: runtime::Stage::Config,
             },
             expected: None,
@@ -197,7 +197,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)",
+                reason: "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`, our gap, not a fact about the model or webgpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)",
                 stage: runtime::Stage::Config,
             },
             expected: None,
@@ -205,7 +205,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)",
+                reason: "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`, our gap, not a fact about the model or webgpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)",
                 stage: runtime::Stage::Config,
             },
             expected: None,
@@ -213,7 +213,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)",
+                reason: "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`, our gap, not a fact about the model or webgpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)",
                 stage: runtime::Stage::Config,
             },
             expected: None,
@@ -221,7 +221,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)",
+                reason: "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`, our gap, not a fact about the model or webgpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)",
                 stage: runtime::Stage::Config,
             },
             expected: None,

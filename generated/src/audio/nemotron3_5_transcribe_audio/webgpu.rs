@@ -15,23 +15,23 @@ mod browser {
 mod wgpu {
     runtime::quantization_test!(
         fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
-        "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)"
+        "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`, our gap, not a fact about the model or webgpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)"
     );
     runtime::quantization_test!(
         int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
-        "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)"
+        "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`, our gap, not a fact about the model or webgpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)"
     );
     runtime::quantization_test!(
         int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
-        "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)"
+        "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`, our gap, not a fact about the model or webgpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)"
     );
     runtime::quantization_test!(
         int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
         ignore =
-        "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)"
+        "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`, our gap, not a fact about the model or webgpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)"
     );
     runtime::quantization_test!(
         int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
-        "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)"
+        "not tested: hwmatrix's harness could not build the tiny config for nemotron3_5_transcribe_audio (stage `config`, our gap, not a fact about the model or webgpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `head_config.audio_hidden_size` (512) must match `audio_config.hidden_size` (32).)"
     );
 }

@@ -15,23 +15,23 @@ mod browser {
 mod wgpu {
     runtime::quantization_test!(
         fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_hunyuanimage (stage `reference`): running the tiny model: TypeError: AutoencoderKLHunyuanImage.__init__() missing 7 required positional arguments: 'in_channels', 'out_channels', 'latent_channels', 'block_out_channels', 'layers_per_block', 'spatial_compression_ratio', and 'sample_size'"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_hunyuanimage (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: AutoencoderKLHunyuanImage.__init__() missing 7 required positional arguments: 'in_channels', 'out_channels', 'latent_channels', 'block_out_channels', 'layers_per_block', 'spatial_compression_ratio', and 'sample_size'"
     );
     runtime::quantization_test!(
         int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_hunyuanimage (stage `reference`): running the tiny model: TypeError: AutoencoderKLHunyuanImage.__init__() missing 7 required positional arguments: 'in_channels', 'out_channels', 'latent_channels', 'block_out_channels', 'layers_per_block', 'spatial_compression_ratio', and 'sample_size'"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_hunyuanimage (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: AutoencoderKLHunyuanImage.__init__() missing 7 required positional arguments: 'in_channels', 'out_channels', 'latent_channels', 'block_out_channels', 'layers_per_block', 'spatial_compression_ratio', and 'sample_size'"
     );
     runtime::quantization_test!(
         int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_hunyuanimage (stage `reference`): running the tiny model: TypeError: AutoencoderKLHunyuanImage.__init__() missing 7 required positional arguments: 'in_channels', 'out_channels', 'latent_channels', 'block_out_channels', 'layers_per_block', 'spatial_compression_ratio', and 'sample_size'"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_hunyuanimage (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: AutoencoderKLHunyuanImage.__init__() missing 7 required positional arguments: 'in_channels', 'out_channels', 'latent_channels', 'block_out_channels', 'layers_per_block', 'spatial_compression_ratio', and 'sample_size'"
     );
     runtime::quantization_test!(
         int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
         ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_hunyuanimage (stage `reference`): running the tiny model: TypeError: AutoencoderKLHunyuanImage.__init__() missing 7 required positional arguments: 'in_channels', 'out_channels', 'latent_channels', 'block_out_channels', 'layers_per_block', 'spatial_compression_ratio', and 'sample_size'"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_hunyuanimage (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: AutoencoderKLHunyuanImage.__init__() missing 7 required positional arguments: 'in_channels', 'out_channels', 'latent_channels', 'block_out_channels', 'layers_per_block', 'spatial_compression_ratio', and 'sample_size'"
     );
     runtime::quantization_test!(
         int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_hunyuanimage (stage `reference`): running the tiny model: TypeError: AutoencoderKLHunyuanImage.__init__() missing 7 required positional arguments: 'in_channels', 'out_channels', 'latent_channels', 'block_out_channels', 'layers_per_block', 'spatial_compression_ratio', and 'sample_size'"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_hunyuanimage (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: AutoencoderKLHunyuanImage.__init__() missing 7 required positional arguments: 'in_channels', 'out_channels', 'latent_channels', 'block_out_channels', 'layers_per_block', 'spatial_compression_ratio', and 'sample_size'"
     );
 }

@@ -189,7 +189,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_ltx2 (stage `reference`): running the tiny model: RuntimeError: ValueError: not enough values to unpack (expected 5, got 4)",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_ltx2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: not enough values to unpack (expected 5, got 4)",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -197,7 +197,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_ltx2 (stage `reference`): running the tiny model: RuntimeError: ValueError: not enough values to unpack (expected 5, got 4)",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_ltx2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: not enough values to unpack (expected 5, got 4)",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -205,7 +205,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_ltx2 (stage `reference`): running the tiny model: RuntimeError: ValueError: not enough values to unpack (expected 5, got 4)",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_ltx2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: not enough values to unpack (expected 5, got 4)",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -213,7 +213,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_ltx2 (stage `reference`): running the tiny model: RuntimeError: ValueError: not enough values to unpack (expected 5, got 4)",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_ltx2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: not enough values to unpack (expected 5, got 4)",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -221,7 +221,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_ltx2 (stage `reference`): running the tiny model: RuntimeError: ValueError: not enough values to unpack (expected 5, got 4)",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_ltx2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: not enough values to unpack (expected 5, got 4)",
                 stage: runtime::Stage::Reference,
             },
             expected: None,

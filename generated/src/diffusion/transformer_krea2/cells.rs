@@ -189,7 +189,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_krea2 (stage `reference`): running the tiny model: ValueError: sum(axes_dims_rope)=128 must equal attention_head_dim=8",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_krea2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ValueError: sum(axes_dims_rope)=128 must equal attention_head_dim=8",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -197,7 +197,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_krea2 (stage `reference`): running the tiny model: ValueError: sum(axes_dims_rope)=128 must equal attention_head_dim=8",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_krea2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ValueError: sum(axes_dims_rope)=128 must equal attention_head_dim=8",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -205,7 +205,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_krea2 (stage `reference`): running the tiny model: ValueError: sum(axes_dims_rope)=128 must equal attention_head_dim=8",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_krea2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ValueError: sum(axes_dims_rope)=128 must equal attention_head_dim=8",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -213,7 +213,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_krea2 (stage `reference`): running the tiny model: ValueError: sum(axes_dims_rope)=128 must equal attention_head_dim=8",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_krea2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ValueError: sum(axes_dims_rope)=128 must equal attention_head_dim=8",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -221,7 +221,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_krea2 (stage `reference`): running the tiny model: ValueError: sum(axes_dims_rope)=128 must equal attention_head_dim=8",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_krea2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ValueError: sum(axes_dims_rope)=128 must equal attention_head_dim=8",
                 stage: runtime::Stage::Reference,
             },
             expected: None,

@@ -189,7 +189,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_longcat_image (stage `reference`): running the tiny model: RuntimeError: mat1 and mat2 shapes cannot be multiplied (1024x16 and 64x32)",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_longcat_image (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: mat1 and mat2 shapes cannot be multiplied (1024x16 and 64x32)",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -197,7 +197,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_longcat_image (stage `reference`): running the tiny model: RuntimeError: mat1 and mat2 shapes cannot be multiplied (1024x16 and 64x32)",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_longcat_image (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: mat1 and mat2 shapes cannot be multiplied (1024x16 and 64x32)",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -205,7 +205,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_longcat_image (stage `reference`): running the tiny model: RuntimeError: mat1 and mat2 shapes cannot be multiplied (1024x16 and 64x32)",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_longcat_image (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: mat1 and mat2 shapes cannot be multiplied (1024x16 and 64x32)",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -213,7 +213,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_longcat_image (stage `reference`): running the tiny model: RuntimeError: mat1 and mat2 shapes cannot be multiplied (1024x16 and 64x32)",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_longcat_image (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: mat1 and mat2 shapes cannot be multiplied (1024x16 and 64x32)",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -221,7 +221,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_longcat_image (stage `reference`): running the tiny model: RuntimeError: mat1 and mat2 shapes cannot be multiplied (1024x16 and 64x32)",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_longcat_image (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: mat1 and mat2 shapes cannot be multiplied (1024x16 and 64x32)",
                 stage: runtime::Stage::Reference,
             },
             expected: None,

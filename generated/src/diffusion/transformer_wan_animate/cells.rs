@@ -189,7 +189,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate (stage `reference`): running the tiny model: RuntimeError: the tiny model has 17.0M parameters with every width-named key capped at 32; the limit is 1.5M",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 17.0M parameters with every width-named key capped at 32; the limit is 1.5M",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -197,7 +197,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate (stage `reference`): running the tiny model: RuntimeError: the tiny model has 17.0M parameters with every width-named key capped at 32; the limit is 1.5M",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 17.0M parameters with every width-named key capped at 32; the limit is 1.5M",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -205,7 +205,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate (stage `reference`): running the tiny model: RuntimeError: the tiny model has 17.0M parameters with every width-named key capped at 32; the limit is 1.5M",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 17.0M parameters with every width-named key capped at 32; the limit is 1.5M",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -213,7 +213,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate (stage `reference`): running the tiny model: RuntimeError: the tiny model has 17.0M parameters with every width-named key capped at 32; the limit is 1.5M",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 17.0M parameters with every width-named key capped at 32; the limit is 1.5M",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -221,7 +221,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate (stage `reference`): running the tiny model: RuntimeError: the tiny model has 17.0M parameters with every width-named key capped at 32; the limit is 1.5M",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 17.0M parameters with every width-named key capped at 32; the limit is 1.5M",
                 stage: runtime::Stage::Reference,
             },
             expected: None,

@@ -15,23 +15,23 @@ mod browser {
 mod wgpu {
     runtime::quantization_test!(
         fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for unet_motion_model (stage `reference`): running the tiny model: RuntimeError: permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = 4 is not equal to len(dims) = 5"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for unet_motion_model (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = 4 is not equal to len(dims) = 5"
     );
     runtime::quantization_test!(
         int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for unet_motion_model (stage `reference`): running the tiny model: RuntimeError: permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = 4 is not equal to len(dims) = 5"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for unet_motion_model (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = 4 is not equal to len(dims) = 5"
     );
     runtime::quantization_test!(
         int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for unet_motion_model (stage `reference`): running the tiny model: RuntimeError: permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = 4 is not equal to len(dims) = 5"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for unet_motion_model (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = 4 is not equal to len(dims) = 5"
     );
     runtime::quantization_test!(
         int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
         ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for unet_motion_model (stage `reference`): running the tiny model: RuntimeError: permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = 4 is not equal to len(dims) = 5"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for unet_motion_model (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = 4 is not equal to len(dims) = 5"
     );
     runtime::quantization_test!(
         int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for unet_motion_model (stage `reference`): running the tiny model: RuntimeError: permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = 4 is not equal to len(dims) = 5"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for unet_motion_model (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = 4 is not equal to len(dims) = 5"
     );
 }

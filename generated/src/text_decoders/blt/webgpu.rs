@@ -15,23 +15,23 @@ mod browser {
 mod wgpu {
     runtime::quantization_test!(
         fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for blt (stage `reference`): running the tiny model: RuntimeError: the tiny model has 96.2M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for blt (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 96.2M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M"
     );
     runtime::quantization_test!(
         int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for blt (stage `reference`): running the tiny model: RuntimeError: the tiny model has 96.2M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for blt (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 96.2M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M"
     );
     runtime::quantization_test!(
         int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for blt (stage `reference`): running the tiny model: RuntimeError: the tiny model has 96.2M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for blt (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 96.2M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M"
     );
     runtime::quantization_test!(
         int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
         ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for blt (stage `reference`): running the tiny model: RuntimeError: the tiny model has 96.2M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for blt (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 96.2M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M"
     );
     runtime::quantization_test!(
         int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for blt (stage `reference`): running the tiny model: RuntimeError: the tiny model has 96.2M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for blt (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 96.2M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M"
     );
 }

@@ -189,7 +189,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for zamba (stage `reference`): running the tiny model: ValueError: There is an issue with your definition of `tie_weights_keys` for ^layers.1.shared_transf:^layers.(?!1\\.)\\d+.shared_transf. We found ['layers.1.shared_transf.feed_forward.down_proj.weight', 'layers.1.shared_transf.feed_forward.gate_proj.weight', 'layers.1.shared_transf.feed_forward.up_proj.weight', 'layers.1.shared_transf.input_layernorm.weight', 'layers.1.shared_transf.pre_ff_layernorm.weight', 'layers.1.shared_transf.self_attn.k_proj.weight', 'layers.1.shared_transf.self_attn.o_proj",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for zamba (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ValueError: There is an issue with your definition of `tie_weights_keys` for ^layers.1.shared_transf:^layers.(?!1\\.)\\d+.shared_transf. We found ['layers.1.shared_transf.feed_forward.down_proj.weight', 'layers.1.shared_transf.feed_forward.gate_proj.weight', 'layers.1.shared_transf.feed_forward.up_proj.weight', 'layers.1.shared_transf.input_layernorm.weight', 'layers.1.shared_transf.pre_ff_layernorm.weight', 'layers.1.shared_transf.self_attn.k_proj.weight', 'layers.1.shared_transf.self_attn.o_proj",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -197,7 +197,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for zamba (stage `reference`): running the tiny model: ValueError: There is an issue with your definition of `tie_weights_keys` for ^layers.1.shared_transf:^layers.(?!1\\.)\\d+.shared_transf. We found ['layers.1.shared_transf.feed_forward.down_proj.weight', 'layers.1.shared_transf.feed_forward.gate_proj.weight', 'layers.1.shared_transf.feed_forward.up_proj.weight', 'layers.1.shared_transf.input_layernorm.weight', 'layers.1.shared_transf.pre_ff_layernorm.weight', 'layers.1.shared_transf.self_attn.k_proj.weight', 'layers.1.shared_transf.self_attn.o_proj",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for zamba (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ValueError: There is an issue with your definition of `tie_weights_keys` for ^layers.1.shared_transf:^layers.(?!1\\.)\\d+.shared_transf. We found ['layers.1.shared_transf.feed_forward.down_proj.weight', 'layers.1.shared_transf.feed_forward.gate_proj.weight', 'layers.1.shared_transf.feed_forward.up_proj.weight', 'layers.1.shared_transf.input_layernorm.weight', 'layers.1.shared_transf.pre_ff_layernorm.weight', 'layers.1.shared_transf.self_attn.k_proj.weight', 'layers.1.shared_transf.self_attn.o_proj",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -205,7 +205,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for zamba (stage `reference`): running the tiny model: ValueError: There is an issue with your definition of `tie_weights_keys` for ^layers.1.shared_transf:^layers.(?!1\\.)\\d+.shared_transf. We found ['layers.1.shared_transf.feed_forward.down_proj.weight', 'layers.1.shared_transf.feed_forward.gate_proj.weight', 'layers.1.shared_transf.feed_forward.up_proj.weight', 'layers.1.shared_transf.input_layernorm.weight', 'layers.1.shared_transf.pre_ff_layernorm.weight', 'layers.1.shared_transf.self_attn.k_proj.weight', 'layers.1.shared_transf.self_attn.o_proj",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for zamba (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ValueError: There is an issue with your definition of `tie_weights_keys` for ^layers.1.shared_transf:^layers.(?!1\\.)\\d+.shared_transf. We found ['layers.1.shared_transf.feed_forward.down_proj.weight', 'layers.1.shared_transf.feed_forward.gate_proj.weight', 'layers.1.shared_transf.feed_forward.up_proj.weight', 'layers.1.shared_transf.input_layernorm.weight', 'layers.1.shared_transf.pre_ff_layernorm.weight', 'layers.1.shared_transf.self_attn.k_proj.weight', 'layers.1.shared_transf.self_attn.o_proj",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -213,7 +213,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for zamba (stage `reference`): running the tiny model: ValueError: There is an issue with your definition of `tie_weights_keys` for ^layers.1.shared_transf:^layers.(?!1\\.)\\d+.shared_transf. We found ['layers.1.shared_transf.feed_forward.down_proj.weight', 'layers.1.shared_transf.feed_forward.gate_proj.weight', 'layers.1.shared_transf.feed_forward.up_proj.weight', 'layers.1.shared_transf.input_layernorm.weight', 'layers.1.shared_transf.pre_ff_layernorm.weight', 'layers.1.shared_transf.self_attn.k_proj.weight', 'layers.1.shared_transf.self_attn.o_proj",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for zamba (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ValueError: There is an issue with your definition of `tie_weights_keys` for ^layers.1.shared_transf:^layers.(?!1\\.)\\d+.shared_transf. We found ['layers.1.shared_transf.feed_forward.down_proj.weight', 'layers.1.shared_transf.feed_forward.gate_proj.weight', 'layers.1.shared_transf.feed_forward.up_proj.weight', 'layers.1.shared_transf.input_layernorm.weight', 'layers.1.shared_transf.pre_ff_layernorm.weight', 'layers.1.shared_transf.self_attn.k_proj.weight', 'layers.1.shared_transf.self_attn.o_proj",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -221,7 +221,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for zamba (stage `reference`): running the tiny model: ValueError: There is an issue with your definition of `tie_weights_keys` for ^layers.1.shared_transf:^layers.(?!1\\.)\\d+.shared_transf. We found ['layers.1.shared_transf.feed_forward.down_proj.weight', 'layers.1.shared_transf.feed_forward.gate_proj.weight', 'layers.1.shared_transf.feed_forward.up_proj.weight', 'layers.1.shared_transf.input_layernorm.weight', 'layers.1.shared_transf.pre_ff_layernorm.weight', 'layers.1.shared_transf.self_attn.k_proj.weight', 'layers.1.shared_transf.self_attn.o_proj",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for zamba (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ValueError: There is an issue with your definition of `tie_weights_keys` for ^layers.1.shared_transf:^layers.(?!1\\.)\\d+.shared_transf. We found ['layers.1.shared_transf.feed_forward.down_proj.weight', 'layers.1.shared_transf.feed_forward.gate_proj.weight', 'layers.1.shared_transf.feed_forward.up_proj.weight', 'layers.1.shared_transf.input_layernorm.weight', 'layers.1.shared_transf.pre_ff_layernorm.weight', 'layers.1.shared_transf.self_attn.k_proj.weight', 'layers.1.shared_transf.self_attn.o_proj",
                 stage: runtime::Stage::Reference,
             },
             expected: None,

@@ -15,23 +15,23 @@ mod browser {
 mod wgpu {
     runtime::quantization_test!(
         fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for depth_pro (stage `reference`): running the tiny model: RuntimeError: ValueError: Image size 64x64 is too small to be scaled with scaled_images_ratios=(0.25, 0.5, 1) when patch_size=384."
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for depth_pro (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: Image size 64x64 is too small to be scaled with scaled_images_ratios=(0.25, 0.5, 1) when patch_size=384."
     );
     runtime::quantization_test!(
         int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for depth_pro (stage `reference`): running the tiny model: RuntimeError: ValueError: Image size 64x64 is too small to be scaled with scaled_images_ratios=(0.25, 0.5, 1) when patch_size=384."
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for depth_pro (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: Image size 64x64 is too small to be scaled with scaled_images_ratios=(0.25, 0.5, 1) when patch_size=384."
     );
     runtime::quantization_test!(
         int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for depth_pro (stage `reference`): running the tiny model: RuntimeError: ValueError: Image size 64x64 is too small to be scaled with scaled_images_ratios=(0.25, 0.5, 1) when patch_size=384."
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for depth_pro (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: Image size 64x64 is too small to be scaled with scaled_images_ratios=(0.25, 0.5, 1) when patch_size=384."
     );
     runtime::quantization_test!(
         int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
         ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for depth_pro (stage `reference`): running the tiny model: RuntimeError: ValueError: Image size 64x64 is too small to be scaled with scaled_images_ratios=(0.25, 0.5, 1) when patch_size=384."
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for depth_pro (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: Image size 64x64 is too small to be scaled with scaled_images_ratios=(0.25, 0.5, 1) when patch_size=384."
     );
     runtime::quantization_test!(
         int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for depth_pro (stage `reference`): running the tiny model: RuntimeError: ValueError: Image size 64x64 is too small to be scaled with scaled_images_ratios=(0.25, 0.5, 1) when patch_size=384."
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for depth_pro (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: Image size 64x64 is too small to be scaled with scaled_images_ratios=(0.25, 0.5, 1) when patch_size=384."
     );
 }

@@ -189,7 +189,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam (stage `reference`): running the tiny model: RuntimeError: Given groups=1, weight of size [256, 384, 1, 1], expected input[1, 1024, 4, 4] to have 384 channels, but got 1024 channels instead",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: Given groups=1, weight of size [256, 384, 1, 1], expected input[1, 1024, 4, 4] to have 384 channels, but got 1024 channels instead",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -197,7 +197,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam (stage `reference`): running the tiny model: RuntimeError: Given groups=1, weight of size [256, 384, 1, 1], expected input[1, 1024, 4, 4] to have 384 channels, but got 1024 channels instead",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: Given groups=1, weight of size [256, 384, 1, 1], expected input[1, 1024, 4, 4] to have 384 channels, but got 1024 channels instead",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -205,7 +205,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam (stage `reference`): running the tiny model: RuntimeError: Given groups=1, weight of size [256, 384, 1, 1], expected input[1, 1024, 4, 4] to have 384 channels, but got 1024 channels instead",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: Given groups=1, weight of size [256, 384, 1, 1], expected input[1, 1024, 4, 4] to have 384 channels, but got 1024 channels instead",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -213,7 +213,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam (stage `reference`): running the tiny model: RuntimeError: Given groups=1, weight of size [256, 384, 1, 1], expected input[1, 1024, 4, 4] to have 384 channels, but got 1024 channels instead",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: Given groups=1, weight of size [256, 384, 1, 1], expected input[1, 1024, 4, 4] to have 384 channels, but got 1024 channels instead",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -221,7 +221,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam (stage `reference`): running the tiny model: RuntimeError: Given groups=1, weight of size [256, 384, 1, 1], expected input[1, 1024, 4, 4] to have 384 channels, but got 1024 channels instead",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: Given groups=1, weight of size [256, 384, 1, 1], expected input[1, 1024, 4, 4] to have 384 channels, but got 1024 channels instead",
                 stage: runtime::Stage::Reference,
             },
             expected: None,

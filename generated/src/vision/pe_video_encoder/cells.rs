@@ -189,7 +189,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pe_video_encoder (stage `reference`): running the tiny model: RuntimeError: the tiny model has 316.1M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pe_video_encoder (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 316.1M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -197,7 +197,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pe_video_encoder (stage `reference`): running the tiny model: RuntimeError: the tiny model has 316.1M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pe_video_encoder (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 316.1M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -205,7 +205,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pe_video_encoder (stage `reference`): running the tiny model: RuntimeError: the tiny model has 316.1M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pe_video_encoder (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 316.1M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -213,7 +213,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pe_video_encoder (stage `reference`): running the tiny model: RuntimeError: the tiny model has 316.1M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pe_video_encoder (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 316.1M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -221,7 +221,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pe_video_encoder (stage `reference`): running the tiny model: RuntimeError: the tiny model has 316.1M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pe_video_encoder (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 316.1M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
                 stage: runtime::Stage::Reference,
             },
             expected: None,

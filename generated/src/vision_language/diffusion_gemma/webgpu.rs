@@ -15,23 +15,23 @@ mod browser {
 mod wgpu {
     runtime::quantization_test!(
         fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for diffusion_gemma (stage `reference`): running the tiny model: TypeError: empty(): argument 'size' (position 1) must be tuple of ints, but found element of type NoneType at pos 0"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for diffusion_gemma (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: empty(): argument 'size' (position 1) must be tuple of ints, but found element of type NoneType at pos 0"
     );
     runtime::quantization_test!(
         int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for diffusion_gemma (stage `reference`): running the tiny model: TypeError: empty(): argument 'size' (position 1) must be tuple of ints, but found element of type NoneType at pos 0"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for diffusion_gemma (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: empty(): argument 'size' (position 1) must be tuple of ints, but found element of type NoneType at pos 0"
     );
     runtime::quantization_test!(
         int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for diffusion_gemma (stage `reference`): running the tiny model: TypeError: empty(): argument 'size' (position 1) must be tuple of ints, but found element of type NoneType at pos 0"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for diffusion_gemma (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: empty(): argument 'size' (position 1) must be tuple of ints, but found element of type NoneType at pos 0"
     );
     runtime::quantization_test!(
         int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
         ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for diffusion_gemma (stage `reference`): running the tiny model: TypeError: empty(): argument 'size' (position 1) must be tuple of ints, but found element of type NoneType at pos 0"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for diffusion_gemma (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: empty(): argument 'size' (position 1) must be tuple of ints, but found element of type NoneType at pos 0"
     );
     runtime::quantization_test!(
         int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for diffusion_gemma (stage `reference`): running the tiny model: TypeError: empty(): argument 'size' (position 1) must be tuple of ints, but found element of type NoneType at pos 0"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for diffusion_gemma (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: empty(): argument 'size' (position 1) must be tuple of ints, but found element of type NoneType at pos 0"
     );
 }

@@ -15,23 +15,23 @@ mod browser {
 mod wgpu {
     runtime::quantization_test!(
         fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for glmga (stage `reference`): running the tiny model: RuntimeError: split_with_sizes expects split_sizes to sum exactly to 4 (input tensor's size at dimension -1), but got split_sizes=[8, 12, 12]"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for glmga (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: split_with_sizes expects split_sizes to sum exactly to 4 (input tensor's size at dimension -1), but got split_sizes=[8, 12, 12]"
     );
     runtime::quantization_test!(
         int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for glmga (stage `reference`): running the tiny model: RuntimeError: split_with_sizes expects split_sizes to sum exactly to 4 (input tensor's size at dimension -1), but got split_sizes=[8, 12, 12]"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for glmga (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: split_with_sizes expects split_sizes to sum exactly to 4 (input tensor's size at dimension -1), but got split_sizes=[8, 12, 12]"
     );
     runtime::quantization_test!(
         int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for glmga (stage `reference`): running the tiny model: RuntimeError: split_with_sizes expects split_sizes to sum exactly to 4 (input tensor's size at dimension -1), but got split_sizes=[8, 12, 12]"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for glmga (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: split_with_sizes expects split_sizes to sum exactly to 4 (input tensor's size at dimension -1), but got split_sizes=[8, 12, 12]"
     );
     runtime::quantization_test!(
         int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
         ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for glmga (stage `reference`): running the tiny model: RuntimeError: split_with_sizes expects split_sizes to sum exactly to 4 (input tensor's size at dimension -1), but got split_sizes=[8, 12, 12]"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for glmga (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: split_with_sizes expects split_sizes to sum exactly to 4 (input tensor's size at dimension -1), but got split_sizes=[8, 12, 12]"
     );
     runtime::quantization_test!(
         int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for glmga (stage `reference`): running the tiny model: RuntimeError: split_with_sizes expects split_sizes to sum exactly to 4 (input tensor's size at dimension -1), but got split_sizes=[8, 12, 12]"
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for glmga (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: split_with_sizes expects split_sizes to sum exactly to 4 (input tensor's size at dimension -1), but got split_sizes=[8, 12, 12]"
     );
 }

@@ -189,7 +189,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pp_ocrv5_server_rec (stage `reference`): running the tiny model: AttributeError: 'PPOCRV5ServerRecConfig' object has no attribute 'vision_config'",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pp_ocrv5_server_rec (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: AttributeError: 'PPOCRV5ServerRecConfig' object has no attribute 'vision_config'",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -197,7 +197,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pp_ocrv5_server_rec (stage `reference`): running the tiny model: AttributeError: 'PPOCRV5ServerRecConfig' object has no attribute 'vision_config'",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pp_ocrv5_server_rec (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: AttributeError: 'PPOCRV5ServerRecConfig' object has no attribute 'vision_config'",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -205,7 +205,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pp_ocrv5_server_rec (stage `reference`): running the tiny model: AttributeError: 'PPOCRV5ServerRecConfig' object has no attribute 'vision_config'",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pp_ocrv5_server_rec (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: AttributeError: 'PPOCRV5ServerRecConfig' object has no attribute 'vision_config'",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -213,7 +213,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pp_ocrv5_server_rec (stage `reference`): running the tiny model: AttributeError: 'PPOCRV5ServerRecConfig' object has no attribute 'vision_config'",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pp_ocrv5_server_rec (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: AttributeError: 'PPOCRV5ServerRecConfig' object has no attribute 'vision_config'",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -221,7 +221,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pp_ocrv5_server_rec (stage `reference`): running the tiny model: AttributeError: 'PPOCRV5ServerRecConfig' object has no attribute 'vision_config'",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pp_ocrv5_server_rec (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: AttributeError: 'PPOCRV5ServerRecConfig' object has no attribute 'vision_config'",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
