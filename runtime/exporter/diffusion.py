@@ -103,10 +103,10 @@ def build(row: dict, tiny_config: dict, wide: bool = False):
     its parameter count is under the tiny-model limit (building one that is not could take
     the machine's memory: three classes would need tens of billions of parameters)."""
     from export import model_class
-    from registry import TINY_MAX_PARAMETERS, WIDE_MAX_PARAMETERS, check_size
+    from registry import MAX_PARAMETERS, check_size
 
     cls = model_class(row["base_class"])
-    check_size(lambda: cls(**tiny_config), WIDE_MAX_PARAMETERS if wide else TINY_MAX_PARAMETERS, mild=False, wide=wide)
+    check_size(lambda: cls(**tiny_config), MAX_PARAMETERS, mild=False, wide=wide)
     model = cls(**tiny_config)
     return model, model.config
 
