@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import inspect
 import io
 import json
@@ -59,12 +60,13 @@ def image_token_count(config, model=None) -> int:
         if model._hwmatrix_image_tokens is not None:
             return model._hwmatrix_image_tokens
     vision = config.vision_config
-    side = vision.image_size // vision.patch_size
+    (height, width), (patch_height, patch_width) = height_width(vision.image_size), height_width(vision.patch_size)
     strategy = getattr(config, "vision_feature_select_strategy", "default")
-    base = side * side + (1 if strategy == "full" else 0)
+    base = (height // patch_height) * (width // patch_width) + (1 if strategy == "full" else 0)
     pinpoints = getattr(config, "image_grid_pinpoints", None)
     if not pinpoints:
         return base
+    side = height // patch_height
     from transformers.image_processing_utils import select_best_resolution
 
     size = vision.image_size
@@ -75,6 +77,16 @@ def image_token_count(config, model=None) -> int:
     elif height > width:  # padded top and bottom
         height -= (height - width) // 2 * 2
     return base + height * width + height
+
+
+def height_width(size) -> tuple[int, int] | None:
+    """An image (or patch) size as (height, width): configs give one int for a square, or a
+    [height, width] pair (InternVL, Molmo2)."""
+    if isinstance(size, int) and not isinstance(size, bool):
+        return size, size
+    if isinstance(size, (list, tuple)) and len(size) == 2 and all(isinstance(v, int) for v in size):
+        return int(size[0]), int(size[1])
+    return None
 
 
 def patch_grid(config) -> dict | None:
@@ -111,16 +123,16 @@ def measured_image_tokens(model, config) -> int | None:
             return _feature_rows(out)
         except Exception:  # noqa: BLE001 - the config formula is the fallback
             return None
-    if method is None or not isinstance(size, int):
+    if method is None or height_width(size) is None:
         return None
-    channels = getattr(vision, "num_channels", 3) or 3
-    image = torch.randn(1, channels, size, size, generator=torch.Generator().manual_seed(0))
+    (height, width), channels = height_width(size), getattr(vision, "num_channels", 3) or 3
+    image = torch.randn(1, channels, height, width, generator=torch.Generator().manual_seed(0))
     out = None
     # One image as [1, C, H, W], or as Idefics-style models take it, [1, images, C, H, W].
     for pixel_values in (image, image.unsqueeze(0)):
         kwargs = {"pixel_values": pixel_values}
         if "image_sizes" in inspect.signature(method).parameters:
-            kwargs["image_sizes"] = torch.tensor([[size, size]])
+            kwargs["image_sizes"] = torch.tensor([[height, width]])
         try:
             with torch.no_grad():
                 out = method(**kwargs)
@@ -350,8 +362,11 @@ def own_config(cls, config):
 
 def instantiate(cls, config):
     """The model with eager attention and eager experts: transformers' fused grouped-matmul
-    experts have no ONNX translation, the eager loop over experts exports."""
-    return cls._from_config(own_config(cls, config), attn_implementation="eager", experts_implementation="eager")
+    experts have no ONNX translation, the eager loop over experts exports. The model is built from
+    a copy of the config: timm's builder consumes the block arguments it is given (Gemma3n's
+    MobileNetV5 `block_args` lose their `block_type`), so a second build from the same config,
+    as the derive makes one, would fail."""
+    return cls._from_config(copy.deepcopy(own_config(cls, config)), attn_implementation="eager", experts_implementation="eager")
 
 
 def model_class(name: str):
@@ -540,10 +555,13 @@ def export(job: dict) -> None:
         })
         if index == 0:
             example, example_fixed = tuple(inputs.values()), fixed
+        elif index == 1 and not fixed_names:
+            second = tuple(inputs.values())
     wrapper.fixed = example_fixed  # the graph is traced with the export shape's values
 
     verify = lambda: verify_with_onnxruntime(tmp, len(spec["shapes"]), job.get("tolerance") or DEFAULT_TOLERANCE)
-    exporter, errors = export_onnx(wrapper, example, input_names, output_names, dynamic_axes(spec), tmp / "model.onnx", spec, verify)
+    exporter, errors = export_onnx(wrapper, example, input_names, output_names, dynamic_axes(spec), tmp / "model.onnx", spec, verify,
+                                   second_example=locals().get("second"))
     torchscript = export_torchscript(wrapper, example, tmp / "model.pt")
     int8 = quantize_int8(tmp / "model.onnx", tmp / "model.int8.onnx")
     fp16 = convert_fp16(tmp / "model.onnx", tmp / "model.fp16.onnx")
@@ -764,13 +782,21 @@ def name_dynamic_axes(path: Path, input_names, axes) -> None:
     onnx.save(model, str(path))
 
 
-def export_onnx(wrapper, example, input_names, output_names, axes, path: Path, spec: dict, verify):
+def export_onnx(wrapper, example, input_names, output_names, axes, path: Path, spec: dict, verify, second_example=None):
     """Legacy TorchScript-based export first (fast), the dynamo exporter when it fails, or when
     its graph fails `verify` (onnxruntime against PyTorch): the legacy tracer bakes some shapes
     and branches in as constants, which the second shape catches, and dynamo keeps them symbolic.
 
+    torch.export specialises every dimension of size 1 to the constant 1, so a graph dynamo
+    traced on a batch of one cannot take a batch of two (a Reshape to [1, ...] fails on shape 2:
+    diffusers' transformers). When that graph fails, dynamo traces again on the second shape's
+    inputs (`second_example`, absent when fixed inputs tie the graph to the export shape), and
+    `verify` checks the new graph on both shapes.
+
     Returns the exporter whose graph passed and the errors of those that did not."""
     order = {"auto": ["legacy", "dynamo"], "legacy": ["legacy"], "dynamo": ["dynamo"]}[spec["export"].get("exporter", "auto")]
+    if "dynamo" in order and second_example is not None:
+        order = [*order, "dynamo on shape 2"]
     errors = {}
     for name in order:
         try:
@@ -785,8 +811,9 @@ def export_onnx(wrapper, example, input_names, output_names, axes, path: Path, s
                 # transformers' input-consistency checks (torch_compilable_check) trace to
                 # aten._is_all_true, which has no ONNX translation; they guard inputs only, so they
                 # are switched off while tracing (the references above were computed with them on).
+                traced_on = second_example if name == "dynamo on shape 2" else example
                 with _env("TRANSFORMERS_DISABLE_TORCH_CHECK", "1"):
-                    program = torch.onnx.export(wrapper, example, dynamo=True, input_names=input_names,
+                    program = torch.onnx.export(wrapper, traced_on, dynamo=True, input_names=input_names,
                                                 output_names=output_names, dynamic_shapes=(tuple(dims.values()),),
                                                 opset_version=18, external_data=False)
                 program.save(str(path), external_data=False)
