@@ -186,9 +186,18 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
         }
     }
 
-    // 4. Write what changed.
+    // 4. Write what changed. A file that changed on disk since step 1 read it (a person's edit,
+    // another gen import) is left as it is: writing the draft would lose that change.
     let (mut written, mut unchanged, mut known) = (0, 0, 0);
+    let mut changed_meanwhile = Vec::new();
     for mut draft in drafts {
+        if let Some(old) = &draft.old_path {
+            let now = std::fs::read_to_string(old).ok();
+            if now.as_deref() != texts.get(draft.model_type.as_str()).map(String::as_str) {
+                changed_meanwhile.push(old.clone());
+                continue;
+            }
+        }
         if let Some(error) = failures.get(&draft.model_type) {
             draft.imported.known_issue = Some(format!("exporting: {error}"));
         }
@@ -227,7 +236,15 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
             exclusions_path.display()
         );
     }
-    Ok(if undecided.is_empty() { 0 } else { 1 })
+    for path in &changed_meanwhile {
+        let _ = writeln!(
+            err,
+            "error: {} changed while gen import ran; it is left as it is, with its change\n  help: run `gen import --model {}` again",
+            path.display(),
+            path.file_stem().and_then(|s| s.to_str()).unwrap_or("?")
+        );
+    }
+    Ok(if undecided.is_empty() && changed_meanwhile.is_empty() { 0 } else { 1 })
 }
 
 struct Draft {
