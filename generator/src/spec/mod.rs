@@ -384,8 +384,11 @@ fn validate_model(
             if !names.insert(t.name.as_str()) {
                 error(locate_value(src, "name", &t.name).unwrap_or(at(key)), format!("{key} declares `{}` twice", t.name), "give each tensor one entry".into());
             }
-            if t.axes.is_empty() {
-                error(locate_value(src, "name", &t.name).unwrap_or(at(key)), format!("`{}` has no axes", t.name), "list its named axes, e.g. [batch, sequence]".into());
+            // A fixed input is Python data given to the model while tracing (a flag such as
+            // `sample_posterior: False`), never a graph tensor: it may be a scalar.
+            let fixed = key == "inputs" && spec.export.fixed_inputs.contains(&t.name);
+            if t.axes.is_empty() && !fixed {
+                error(locate_value(src, "name", &t.name).unwrap_or(at(key)), format!("`{}` has no axes", t.name), "list its named axes, e.g. [batch, sequence] (only an `export.fixed_inputs` entry may be a scalar)".into());
             }
         }
     }
