@@ -1,4 +1,4 @@
-//! The speed budgets of hwmatrix at full scale, measured on this machine and
+//! The speed and size budgets of hwmatrix at full scale, measured on this machine and
 //! printed as a table (issue 6). Run from the workspace root:
 //!
 //!     cargo run --release -p generator --bin budgets            # the quick rows
@@ -16,18 +16,34 @@ use std::time::{Duration, Instant};
 
 struct Row {
     budget: &'static str,
-    limit: Duration,
-    measured: Result<Duration, String>,
+    limit: Amount,
+    measured: Result<Amount, String>,
     command: String,
 }
 
-const HELP: &str = "budgets: measures hwmatrix's speed budgets at full scale on this machine and prints a table
+/// What a budget limits: the wall time of a command, or the size of what it leaves on disk.
+#[derive(Clone, Copy, PartialEq, PartialOrd)]
+enum Amount {
+    Time(Duration),
+    Bytes(u64),
+}
+
+impl std::fmt::Display for Amount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Amount::Time(d) => write!(f, "{:.1} s", d.as_secs_f64()),
+            Amount::Bytes(b) => write!(f, "{:.1} MiB", *b as f64 / (1024.0 * 1024.0)),
+        }
+    }
+}
+
+const HELP: &str = "budgets: measures hwmatrix's speed and size budgets at full scale on this machine and prints a table
 
 Usage: cargo run --release -p generator --bin budgets [-- --slow]
 
 Each row runs the real command its budget is about (gen --all, the generated crate's build cold and
-after one spec changes, cached fixtures, the cpu cells...) with tests/run.sh's caches, and says
-whether it is within its limit. It takes minutes: it rebuilds the generated crate.
+after one spec changes, cached fixtures, the cpu cells...) with tests/run.sh's caches, then the
+fixture store's sizes (its largest folder, its whole), and says whether each is within its limit. It takes minutes: it rebuilds the generated crate.
 
 Options:
   --slow      also export every fixture into an empty folder (the cold-export budget)
@@ -80,19 +96,44 @@ fn main() {
     let _ = run(&format!("{} fixtures", gen_bin.display())); // warm the default cache first
     rows.push(row("fixtures, cached", 5, &format!("{} fixtures", gen_bin.display())));
     rows.push(row("every cpu cell test", 3 * 60, "cargo test --locked -q -p generated --features cpu -- ::cpu::"));
+    // The sizes the fixtures are held to (issue 19): small enough for every platform, the web
+    // ones most, and for CI's artifact. One folder is one model, every variant included.
+    let store = hwmatrix_cell::paths::fixtures_dir();
+    let folders = fixture_folders(&store);
+    let command = format!("du -sb {}/*", store.display());
+    let largest = folders.iter().max_by_key(|(_, bytes)| *bytes);
+    rows.push(Row {
+        budget: "the largest fixture folder",
+        limit: Amount::Bytes(16 << 20),
+        measured: largest.map(|(_, bytes)| Amount::Bytes(*bytes)).ok_or_else(|| format!("no fixture in {}", store.display())),
+        command: match largest {
+            Some((name, _)) => format!("{command} ({name})"),
+            None => command.clone(),
+        },
+    });
+    rows.push(Row {
+        budget: "the whole fixture store",
+        limit: Amount::Bytes(1536 << 20),
+        measured: Ok(Amount::Bytes(folders.iter().map(|(_, bytes)| bytes).sum())),
+        command: format!("{command} ({} fixtures)", folders.len()),
+    });
 
     println!("\n| budget | limit | measured | within | command |\n|---|---:|---:|:---:|---|");
     let mut over = 0;
     for r in &rows {
         let (measured, within) = match &r.measured {
-            Ok(d) if *d <= r.limit => (format!("{:.1} s", d.as_secs_f64()), "yes"),
-            Ok(d) => (format!("{:.1} s", d.as_secs_f64()), "**no**"),
+            Ok(m) if *m <= r.limit => (m.to_string(), "yes"),
+            Ok(m) => (m.to_string(), "**no**"),
             Err(e) => (format!("failed: {e}"), "**no**"),
         };
         if within != "yes" {
             over += 1;
         }
-        println!("| {} | {} s | {measured} | {within} | `{}` |", r.budget, r.limit.as_secs(), r.command);
+        let limit = match r.limit {
+            Amount::Time(d) => format!("{} s", d.as_secs()),
+            Amount::Bytes(b) => format!("{} MiB", b >> 20),
+        };
+        println!("| {} | {limit} | {measured} | {within} | `{}` |", r.budget, r.command);
     }
     println!("\n{} of {} budgets met ({cores} cores; cargo and the Python workers use all of them)", rows.len() - over, rows.len());
     std::process::exit(if over == 0 { 0 } else { 1 });
@@ -100,7 +141,7 @@ fn main() {
 
 fn row(budget: &'static str, limit_s: u64, command: &str) -> Row {
     eprintln!("budgets: {budget}: {command}");
-    Row { budget, limit: Duration::from_secs(limit_s), measured: run(command), command: command.to_string() }
+    Row { budget, limit: Amount::Time(Duration::from_secs(limit_s)), measured: run(command).map(Amount::Time), command: command.to_string() }
 }
 
 /// Runs a shell command, its output discarded; the wall time, or why it failed.
@@ -146,6 +187,19 @@ fn tree_state(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime, u64)> {
         }
     }
     out.sort();
+    out
+}
+
+/// Each fixture folder of the store (one per model; the lock file and partial exports left out)
+/// with the bytes of every file under it.
+fn fixture_folders(store: &Path) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(store).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.path().is_dir() && !name.contains(".partial") {
+            out.push((name, tree_state(&entry.path()).iter().map(|(_, _, len)| len).sum()));
+        }
+    }
     out
 }
 
