@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "dac",
     category: "audio",
     spec_path: "model-specs/models/audio/dac.yaml",
-    spec_digest: "7b147dea15697ea1d10b52cf331eb5d77324c2bc68db754b0d9f62e50dea7816",
+    spec_digest: "79e10be403a9b20f7b7ca57346f4b9423a677294a281b063e69b438b629c53d3",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",
@@ -33,7 +33,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         runtime::TensorDecl {
             name: "audio_values",
             dtype: runtime::DType::Float32,
-            axes: &["batch", "audio_values_1"],
+            axes: &["batch", "samples"],
         },
         runtime::TensorDecl {
             name: "quantized_representation",

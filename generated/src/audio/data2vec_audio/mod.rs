@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "data2vec-audio",
     category: "audio",
     spec_path: "model-specs/models/audio/data2vec-audio.yaml",
-    spec_digest: "55392cca004955b5831b0f5ce7fed9c18fe059a7b4bad7d01742f2d15580e037",
+    spec_digest: "1af057059fa47c92e311ee1749b3a14d8a9eda607690b64b0ac060db72f21a0e",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",
@@ -38,7 +38,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         runtime::TensorDecl {
             name: "extract_features",
             dtype: runtime::DType::Float32,
-            axes: &["batch", "extract_features_1", "extract_features_2"],
+            axes: &["batch", "extract_features_1", "hidden"],
         },
     ],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "encodec",
     category: "audio",
     spec_path: "model-specs/models/audio/encodec.yaml",
-    spec_digest: "dc4b773046cd43999a197010c0e4007c468dab1bde8a8b08337e7feb939964ad",
+    spec_digest: "b2417e87dbd161300ef0c7d035f3c10d4562cca8c2ac706577d9b07fcc119c75",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",

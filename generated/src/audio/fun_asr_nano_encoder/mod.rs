@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "fun_asr_nano_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/fun_asr_nano_encoder.yaml",
-    spec_digest: "a6cbb493d09e8171a9e9f0076dd3e5813a6835abbf053f867262c1aa73446dbe",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "d2be93fbb7e5d30889dd6e4d68893bc01637658df52540741b687aa77b8c5105",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "features"],
+        },
+        runtime::TensorDecl {
+            name: "input_features_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

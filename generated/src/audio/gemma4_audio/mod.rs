@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "gemma4_audio",
     category: "audio",
     spec_path: "model-specs/models/audio/gemma4_audio.yaml",
-    spec_digest: "1950914d2875c2edd9e6711aca37513a48d8b2ce1023f3645f9768b8c3dd6d98",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "32d27a0d77f868588472a07b79bf72c90318cc4aa5aacd846a1f4c52da6acd5a",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "mel_bins"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "granite_speech5_ctc",
     category: "audio",
     spec_path: "model-specs/models/audio/granite_speech5_ctc.yaml",
-    spec_digest: "e42b74a33a36e689eaebcf6c73cf90f6bfd10a18088e500ee9fe28e8112db8ed",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "55669001182b1a82e4bf3f837211e86676e4fa7c8f7a0c59aa1cb7a724804c6f",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "features"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "logits_1", "vocab"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "granite_speech5_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/granite_speech5_encoder.yaml",
-    spec_digest: "63a690a5006b76a75092d4a746e784d601c15930bb6b72472a7a354a95500b2e",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "0708c115ed553daea5d79c7188013979e996ca297df6f7ff5601c376869282b9",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "features"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "hubert",
     category: "audio",
     spec_path: "model-specs/models/audio/hubert.yaml",
-    spec_digest: "933727c631f2724f3005be27334a3171817a5e9a2eac42d9681e70d8ecb88074",
+    spec_digest: "d9b661ed80d0ca7455dfce08eaad0e93732b40a392963074f09956f89fcffaed",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",

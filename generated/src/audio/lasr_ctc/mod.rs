@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "lasr_ctc",
     category: "audio",
     spec_path: "model-specs/models/audio/lasr_ctc.yaml",
-    spec_digest: "147916b3783f11324eda87b673c37161553ed5384a3b7f6f31e2cde95795bc0f",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "e9c309c16eba26bed0bc8e340041f05026d19f093deaab04e648e5507a826bf9",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "mel_bins"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "logits_1", "vocab"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

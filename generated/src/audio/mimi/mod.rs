@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mimi",
     category: "audio",
     spec_path: "model-specs/models/audio/mimi.yaml",
-    spec_digest: "5d8e75b2edc9913feb5abf0df2dac1e7e3148d8f01007c55744dff846ebeda25",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "ee688a0d8ced828f83c8bd3d50605627a7aa766a9c011f90573c8fed77305ec2",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "samples"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "audio_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "audio_values_1", "samples"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mimi_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/mimi_encoder.yaml",
-    spec_digest: "27fc04ddd6419580b323c2fc8eeedfee7f98b2015f05e9e97939add5c45026fb",
+    spec_digest: "4c18782f9aabd72066c6839b8ae9ce06eb9759703288d4e06430334ea7c535f4",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",

@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "nemotron3_5_transcribe_audio",
     category: "audio",
     spec_path: "model-specs/models/audio/nemotron3_5_transcribe_audio.yaml",
-    spec_digest: "6eede894ded42e4ac16f2ea6d74432ea39dcabdb6cf472b7b42685bedd0417ce",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "d92bee5c83cd5f55ed04592189a6243ece5bfda9f25bec11c218fc4ead30393c",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "mel_bins"],
+        },
+        runtime::TensorDecl {
+            name: "input_features_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "asr_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "asr_last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "speaker_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "speaker_logits_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "nemotron3_diarization",
     category: "audio",
     spec_path: "model-specs/models/audio/nemotron3_diarization.yaml",
-    spec_digest: "c68c4a0a7a7146a99aa1e5ae9bdfcc1691d0ea02ae5c26c00c1e7df2bbc1d96e",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "7bfa5271d3b4d235f9a4d28cc78231c90c660880d1907c232cdeaae8f94c4c25",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "mel_bins"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "last_hidden_state_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

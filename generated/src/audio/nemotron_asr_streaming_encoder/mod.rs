@@ -21,8 +21,19 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "nemotron_asr_streaming_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/nemotron_asr_streaming_encoder.yaml",
-    spec_digest: "88b17e585bfb627db37e1d89016e9a713249044d3927c738424e722b523a77a4",
-    inputs: &[],
+    spec_digest: "ed4787607e458f7cb40bc3128380107a42e94af7edfd5eaf4951a448f2dbbfdb",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "mel_bins"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+    ],
     outputs: &[],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,

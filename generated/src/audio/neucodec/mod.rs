@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "neucodec",
     category: "audio",
     spec_path: "model-specs/models/audio/neucodec.yaml",
-    spec_digest: "97090ab871b7c47d7306b59c06ed48de55fe74fdf8ec674467e05ebedf14768d",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "9197dc2dfecc9e541f8d697f6ad45bc9c3fbb379d056546cedfd2a1ee59434cb",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "samples"],
+        },
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "features"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "audio_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "audio_values_1", "audio_values_2"],
+        },
+        runtime::TensorDecl {
+            name: "audio_codes",
+            dtype: runtime::DType::Int32,
+            axes: &["batch", "audio_codes_1", "frames"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

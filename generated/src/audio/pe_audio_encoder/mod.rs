@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pe_audio_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/pe_audio_encoder.yaml",
-    spec_digest: "88b13b093e692308c97160e7f205df3a803a0c802deb5cc114d34376b5757d03",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "8644799f5755f630e0cbf3c53930a878e4b694146b074ccd36023266c228fec0",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "samples"],
+        },
+        runtime::TensorDecl {
+            name: "padding_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "samples"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pe_audio_video_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/pe_audio_video_encoder.yaml",
-    spec_digest: "7fd28acbf84942a7fbbec11e426068125e2058ac37b1d95ea460248c1cb028a3",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "ef08ae9c33c00f76dc1f5d44ff7c644ce709b078aee142031ab3a3807510ab38",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "samples"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values_videos",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "video_channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "padding_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "samples"],
+        },
+        runtime::TensorDecl {
+            name: "padding_mask_videos",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pocket_tts_audio_tokenizer",
     category: "audio",
     spec_path: "model-specs/models/audio/pocket_tts_audio_tokenizer.yaml",
-    spec_digest: "dbc20f7cca9205d107b5aecb04999671b38e61ede500705dce5347c729a67a8c",
+    spec_digest: "9dd61ad80098da864635c90f2773d58ed9840cf4429d36e7c049fda1786b5ad7",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",
@@ -33,7 +33,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         runtime::TensorDecl {
             name: "latents",
             dtype: runtime::DType::Float32,
-            axes: &["batch", "latents_1", "latents_2"],
+            axes: &["batch", "latents_1", "hidden"],
         },
         runtime::TensorDecl {
             name: "audio_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pocket_tts_audio_tokenizer_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/pocket_tts_audio_tokenizer_encoder.yaml",
-    spec_digest: "5710f175068cba96348835f8cfac7ff37910a20ff36f21817f881cac29a5efec",
+    spec_digest: "605c5db91f4945e19136dba04cafffc54faa737751e5e14e078f89e9fe4e20e1",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",

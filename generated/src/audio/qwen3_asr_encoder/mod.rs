@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen3_asr_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/qwen3_asr_encoder.yaml",
-    spec_digest: "e706d4fde0e497f8b3a06f18ed9e03249b4802fbcee0958aa9562be43ccbbbd4",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "c9523755eb4b7856f3e2b7e98ad39975352408bde52a87a2a35c10c419008bed",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "mel_bins", "frames"],
+        },
+        runtime::TensorDecl {
+            name: "input_features_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["last_hidden_state_0", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sew",
     category: "audio",
     spec_path: "model-specs/models/audio/sew.yaml",
-    spec_digest: "e3f2aaece516c54a575e78930d19b43dc1b9c8ffa0fa91d47b6065e829ff96d4",
+    spec_digest: "d2010a43cff1ac00372dec74f49d49d72a1b4778b417438f1e8f7dd182cb9947",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sew-d",
     category: "audio",
     spec_path: "model-specs/models/audio/sew-d.yaml",
-    spec_digest: "610938d9f58002f62e314b3ee4395060c9f651da50276c768ecd202ea71fd559",
+    spec_digest: "60d8d728a6603ad2a9da554be2bb6415e388ace42054634301b8a389053c19cb",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",

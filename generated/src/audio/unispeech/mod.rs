@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "unispeech",
     category: "audio",
     spec_path: "model-specs/models/audio/unispeech.yaml",
-    spec_digest: "d7f45f6025d9e5beed7c60d3412b5fa1a3ec787a93869be2d46d5434fce5eaab",
+    spec_digest: "d1d1d9d20484b3bbd7769431d6ab3e1d6b85be58cd3332dec5014c909ce30b83",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",
@@ -38,7 +38,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         runtime::TensorDecl {
             name: "extract_features",
             dtype: runtime::DType::Float32,
-            axes: &["batch", "extract_features_1", "extract_features_2"],
+            axes: &["batch", "extract_features_1", "hidden"],
         },
     ],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "unispeech-sat",
     category: "audio",
     spec_path: "model-specs/models/audio/unispeech-sat.yaml",
-    spec_digest: "3f174a034034b5210c54229e596dd24bbb6e14d958b98cb759c94552326ceb18",
+    spec_digest: "1d3007a636de24d78686b31f9fc7ca5cb14da587ef5a2ec0b40aec2e102421c9",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",
@@ -38,7 +38,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         runtime::TensorDecl {
             name: "extract_features",
             dtype: runtime::DType::Float32,
-            axes: &["batch", "extract_features_1", "extract_features_2"],
+            axes: &["batch", "extract_features_1", "hidden"],
         },
     ],
     tolerance: runtime::Tolerance {

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "univnet",
     category: "audio",
     spec_path: "model-specs/models/audio/univnet.yaml",
-    spec_digest: "0b3b962eb06d68532c64a8214ef002050da7345692e5d8631f163d7706ea05bf",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "4128c1e16d5bc456a5fa1b95ecf7dc6222678a7bd9054727eb08cb7d5268b597",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "mel_bins"],
+        },
+        runtime::TensorDecl {
+            name: "noise_sequence",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "noise_channels"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "waveforms",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "waveforms_1"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "vibevoice_acoustic_tokenizer",
     category: "audio",
     spec_path: "model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml",
-    spec_digest: "d2f4977b1fd03163cddf16dce5bc54500551ffcccf7e2f516cc7efa95946d901",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "f6477c99662ee50223afac8d8abff1aff5001f24de70b92d76d1ee29c7a680a2",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "samples"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "audio",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "audio_1", "samples"],
+        },
+        runtime::TensorDecl {
+            name: "latents",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "latents_1", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "vibevoice_acoustic_tokenizer_decoder",
     category: "audio",
     spec_path: "model-specs/models/audio/vibevoice_acoustic_tokenizer_decoder.yaml",
-    spec_digest: "5ab0908bb8ed48ba50dc07169c9ef806722dd97c2f0fd815196c580b3053c3a9",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "115198012de468971a5fcc71b185a6b80b988b53cf40ab11f9ce02a63e71034d",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden", "frames"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "audio",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "audio_1", "audio_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "vibevoice_acoustic_tokenizer_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/vibevoice_acoustic_tokenizer_encoder.yaml",
-    spec_digest: "9e3cc40dc1f47b719537cc00afba11280fb347514ccd24403041e4ffafa7b04b",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "5838e3c62a047a38067e46efc00973d07d2740d2be9782c8c8ed11fc08972150",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "samples"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "latents",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "latents_1", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

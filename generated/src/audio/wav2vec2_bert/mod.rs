@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "wav2vec2-bert",
     category: "audio",
     spec_path: "model-specs/models/audio/wav2vec2-bert.yaml",
-    spec_digest: "eae94ecca0d14927e123f566f59689a2a1cc73872cabb3e78e93b777b3ea2c93",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "f5c66abf0a654b0435b342d3e1bfe2e951dc9cc3a8653f4113cf8c10220065f1",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "features"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "extract_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "extract_features_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "wav2vec2-conformer",
     category: "audio",
     spec_path: "model-specs/models/audio/wav2vec2-conformer.yaml",
-    spec_digest: "3bc1a63852acf110e861edd19e079e08f395460c384ca649a6f1541081e7fa1f",
+    spec_digest: "86e79bc7a09185bbd4f2982221d00e33f246243a36f63db2e97403d68972d9e7",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",
@@ -38,7 +38,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         runtime::TensorDecl {
             name: "extract_features",
             dtype: runtime::DType::Float32,
-            axes: &["batch", "extract_features_1", "extract_features_2"],
+            axes: &["batch", "extract_features_1", "hidden"],
         },
     ],
     tolerance: runtime::Tolerance {

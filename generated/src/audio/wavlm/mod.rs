@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "wavlm",
     category: "audio",
     spec_path: "model-specs/models/audio/wavlm.yaml",
-    spec_digest: "1cac40c62c0c3ee4a87c609fe23e042c16e8ea0c9d98f6b51a0b95fd828eb9cd",
+    spec_digest: "279f16ba5c1f5c8a24f32625473fb48fe929911b317d131c9fa1ed03d4fad3f5",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",
@@ -38,7 +38,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         runtime::TensorDecl {
             name: "extract_features",
             dtype: runtime::DType::Float32,
-            axes: &["batch", "extract_features_1", "extract_features_2"],
+            axes: &["batch", "extract_features_1", "hidden"],
         },
     ],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "xcodec",
     category: "audio",
     spec_path: "model-specs/models/audio/xcodec.yaml",
-    spec_digest: "689463f08f1621d76f1620bf8dc5061da7318867bfd3132c0f5a06096d7567ee",
+    spec_digest: "8e870fd411e2282890557f8a2147da68c8c224cfd36b50b66cfba53983cdc70d",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",

@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "xcodec2",
     category: "audio",
     spec_path: "model-specs/models/audio/xcodec2.yaml",
-    spec_digest: "e752347f0c4762df2ae4dee8272934e94eb36d180148290a43544d7fe6128fff",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "145f8da37908e9f2b8ec4d23d9323c2f8b62a367ff3a6e5128fe22e221fb4a23",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "samples"],
+        },
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "features"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "audio_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "audio_values_1", "samples"],
+        },
+        runtime::TensorDecl {
+            name: "audio_codes",
+            dtype: runtime::DType::Int32,
+            axes: &["batch", "audio_codes_1", "frames"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

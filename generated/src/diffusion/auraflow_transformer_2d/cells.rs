@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "auraflow_transformer_2d fails on openvino with onnxruntime (measured by gen import --platform openvino): matches_reference: output sample: 47 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.322e-4; worst at flat index 677: got 0.01031032856553793, expected 0.009878136217594147)",
+            reason: "auraflow_transformer_2d fails on openvino with onnxruntime (measured by gen import --platform openvino): matches_reference: output sample: 133 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 3.349e-4; worst at flat index 703: got -0.0010669372277334332, expected -0.0007565681589767337)",
             basis: runtime::Basis::Measured,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "auraflow_transformer_2d fails on openvino with onnxruntime (measured by gen import --platform openvino): matches_reference: output sample: 47 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.322e-4; worst at flat index 677: got 0.01031032856553793, expected 0.009878136217594147)",
+                    reason: "auraflow_transformer_2d fails on openvino with onnxruntime (measured by gen import --platform openvino): matches_reference: output sample: 133 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 3.349e-4; worst at flat index 703: got -0.0010669372277334332, expected -0.0007565681589767337)",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -130,12 +130,16 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// auraflow_transformer_2d on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// auraflow_transformer_2d on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "auraflow_transformer_2d fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460163474083, expected 0.04030701145529747)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// auraflow_transformer_2d on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

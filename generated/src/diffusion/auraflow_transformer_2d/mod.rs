@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "auraflow_transformer_2d",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/auraflow_transformer_2d.yaml",
-    spec_digest: "d3533f3c527647c6f6aac9a6b2d1bf5a67e100112637a3140d34e1a6e312cf51",
+    spec_digest: "2c6261b1962223e630e153dc37df447d63408f494cf18fef21351504a1b0835b",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

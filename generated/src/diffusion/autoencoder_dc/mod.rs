@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_dc",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_dc.yaml",
-    spec_digest: "5321734eb3cb16df01d410f0bf1f47621db7bc3e320f0fd6be5a5357b727af28",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "150953e7f472152128bc918bbe2c37b328ff717b56a4158d23ea3d59381627eb",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_cosmos",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_cosmos.yaml",
-    spec_digest: "bbc14ec1d4236d6ea58f3d26c2a51316849cc331517a9aa57de01a3f38ff622d",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "28afa6954e717d7348d05c76f11b51f96cb9d3ce5e19e1b9f1c2d9c24d120782",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_hunyuanimage",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_hunyuanimage.yaml",
-    spec_digest: "3519eff4898c982987365e60a507a10ebb2250f1e470e1599d923e440674e354",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "c2d008042939e2890996dffc0140dfaeb51772a124aab190238dd0347bf08cad",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

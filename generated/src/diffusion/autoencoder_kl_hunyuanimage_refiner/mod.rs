@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_hunyuanimage_refiner",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_hunyuanimage_refiner.yaml",
-    spec_digest: "26d06d6dd38e362363c4fdee044be1c65919a6d2f354295b81a47854c2c169f5",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "1fd51c806d92112847d2a3f6ac8673c54461756954cbce96c8d41e69656f6150",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

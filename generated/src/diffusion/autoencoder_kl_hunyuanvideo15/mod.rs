@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_hunyuanvideo15",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_hunyuanvideo15.yaml",
-    spec_digest: "bf8ab2e05e1c588818b6ed27d61b3282d069db52cd5d8abf94697c6535099909",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "afb2073d6129993c530cce88621a0b44dce193cc3f043d478d5d777705db194a",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "frames", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

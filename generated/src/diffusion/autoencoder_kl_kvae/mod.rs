@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_kvae",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_kvae.yaml",
-    spec_digest: "b2b0b67c2264ce183ededef20130b7047ecd50c1a6ffec673d352db768275430",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "8cd4f9710d6e1f81343186aafe6490ac0a126368ccf07c0bf4b86cfdbde073cd",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

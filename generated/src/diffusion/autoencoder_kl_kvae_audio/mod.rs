@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_kvae_audio",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_kvae_audio.yaml",
-    spec_digest: "395a7f113738d00d89767fac0c1ba02dc12a25de63d8fc50e97456dcd89217a1",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "40a2df4459baf76499f0fb0dfde6f23ed3741bc237f7b3fff64bf4297252b583",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "samples"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

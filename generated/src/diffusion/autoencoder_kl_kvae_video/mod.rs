@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_kvae_video",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_kvae_video.yaml",
-    spec_digest: "00c660746df18e38bad3eb2c12eb202847472768f098aecbc59b282dbc9513fd",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "1fe950963f287a08e3ccc596e8cf61821babcb1634dc605ec382343081dc660a",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

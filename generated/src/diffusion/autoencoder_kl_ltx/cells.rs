@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_ltx at int8 fails on cpu (measured by gen import --platform cpu): output sample_output: 6 of 3072 elements outside 0.1 of the output's spread (1.073e-1 abs; precision_tolerances in model-specs/models/diffusion/autoencoder_kl_ltx.yaml) (max abs error 1.343e-1; worst at flat index 646: got 0.23757070302963257, expected 0.1033068597316742)",
+                    reason: "autoencoder_kl_ltx at int8 fails on cpu (measured by gen import --platform cpu): output sample_output: 6 of 3840 elements outside 0.1 of the output's spread (8.160e-2 abs; precision_tolerances in model-specs/models/diffusion/autoencoder_kl_ltx.yaml) (max abs error 9.743e-2; worst at flat index 460: got 0.4248957931995392, expected 0.5223258137702942)",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_ltx at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×78 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 78 nodes (50%), 17236 µs (20%); OpenVINOExecutionProvider: 79 nodes (50%), 67127 µs (80%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_ltx.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output sample_output: 6 of 3072 elements outside 0.1 of the output's spread (1.073e-1 abs; precision_tolerances in model-specs/models/diffusion/autoencoder_kl_ltx.yaml) (max abs error 1.343e-1; worst at flat index 646: got 0.23757073283195496, expected 0.1033068597316742)",
+                    reason: "autoencoder_kl_ltx at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 28 nodes (49%), 16059 µs (45%); OpenVINOExecutionProvider: 29 nodes (51%), 19705 µs (55%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_ltx.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output sample_output: 3 of 3840 elements outside 0.1 of the output's spread (8.160e-2 abs; precision_tolerances in model-specs/models/diffusion/autoencoder_kl_ltx.yaml) (max abs error 9.461e-2; worst at flat index 460: got 0.4277173578739166, expected 0.5223258137702942)",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -134,12 +134,16 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Run),
     },
 );
-/// autoencoder_kl_ltx on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// autoencoder_kl_ltx on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "autoencoder_kl_ltx fails on webgpu with browser (measured by gen import --platform webgpu): runs: onnxruntime-web (webgpu) running the model: [WebGPU] Kernel \"[Conv] node_conv3d_token_132\" failed. Error: Unsupported padding parameter: 0,1,1,0,1,1 (page log: 2026-11-23 15:53:59.471193 [V:onnxruntime:Default, js_export.cc:22 JsepOutput] JsepOutput -- data=65 | 2026-11-23 15:53:59.486283 [V:onnxruntime:Default, js_kernel.h:207 ComputeInternal] outputs = 1. Y.data=65. | 2026-11-23 15:53:59.487023 [V:onnxruntime:Default, js_export.cc:17 JsepOutput] JsepOutput(0, {1,7,16,16,3}) | 2026-11-23 15:53:59.487318 [V:onnxruntime:Default, js_export.cc:22 JsepOutput] JsepOutput -- data=67 | 2026-11-23 15:53:59.487848 [V:onnxruntime:Default, js_kernel.h:207 ComputeInternal] outputs = 1. Y.data=67.)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
+    },
 );
 /// autoencoder_kl_ltx on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_ltx",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_ltx.yaml",
-    spec_digest: "52972004e5e85c64a1686151fa8932b10cc82534931cee64c27769d35f529767",
+    spec_digest: "49f596cac0702942822a680d93621482f5c8699c4139261c78ac4efc1b5fd1f8",
     inputs: &[
         runtime::TensorDecl {
             name: "sample",

@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_ltx2",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_ltx2.yaml",
-    spec_digest: "62ebc8178562774919c34a4e58b98cc4ab2b4e267238aba10eecb6b3e9f210bd",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "12351ab7a64bd98bcb674fec003e49c153be9b9ca5d7595d04a31dd959e969db",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_ltx2_audio",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_ltx2_audio.yaml",
-    spec_digest: "7883c11f7afbab23e838c9d7467895c6371ffe6221fedb923077ad1e02aca669",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "518919c70455b7cc3deb6d38c85868e1926d2b8a0d9dde89a6455b24f6264d60",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "mel_bins"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_minimax_h3",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_minimax_h3.yaml",
-    spec_digest: "a09b77165bc1dbfc2c0e2f2c45561e7e8a79898c8716dd662cb7656121714dbd",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "96437dd3f834fc91792890f3a74d94e666555cfd817c446597a283b9436cc99a",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_minimax_h3_audio",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_minimax_h3_audio.yaml",
-    spec_digest: "71b5ee95604bad75a1b235dc8a9144c7efe693b3bbd528932c4e36557c632a0c",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "5361dba02ac9390659b89220730c02a52063d9941b3f00469529fdd4b4efae1b",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "samples"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_mochi",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_mochi.yaml",
-    spec_digest: "41e7ad8593c8b310751b64f5451827ad82c420b53092abf4f3664e308a5ff2c4",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "44a415999923d019a39f6bbad8944d454478f6a27fba845b5e66525a88bfb416",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_qwenimage",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_qwenimage.yaml",
-    spec_digest: "05e84edacf74787bbdac037012ffd4e91ace0a8f1c6a344c0a1438a9fd77335f",
+    spec_digest: "ce7e545b709430d229e26e303bfafa8486277afe7767310402ba0231f113ac2e",
     inputs: &[
         runtime::TensorDecl {
             name: "sample",

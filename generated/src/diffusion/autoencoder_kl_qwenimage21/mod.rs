@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_qwenimage21",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_qwenimage21.yaml",
-    spec_digest: "9ded166c4d6a971cafbb7aaecfa22d4e66f9cb2933ec6d5210f32a9d784a9bb3",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "0c79c342984461a20802abfee05932a55506c9ffed5cde0d7db171282e150c0e",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

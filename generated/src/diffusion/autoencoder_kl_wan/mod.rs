@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_wan",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_wan.yaml",
-    spec_digest: "b5a7f9401d9e19a77d0f0790c669ab3989d56d198da741cc552ab24a0521692e",
+    spec_digest: "f61261552f258683d4482e5ac978b4635430458751ad61f3cf900274e066772d",
     inputs: &[
         runtime::TensorDecl {
             name: "sample",

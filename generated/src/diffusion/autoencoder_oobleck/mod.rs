@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_oobleck",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_oobleck.yaml",
-    spec_digest: "5a8b6a014088eb93c3a3fd82ccbbe84cc1e968dbb8bebd6de6298e38fc1b9b6b",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "ea902878e3f2a49e5e5285462e1f27cd70e99a2b93880bbe3d0fd986f1da61d2",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "samples"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

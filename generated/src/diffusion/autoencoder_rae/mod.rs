@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_rae",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_rae.yaml",
-    spec_digest: "bac861590b30073f5436033b3fa8f23b3f5e859c6fe5b8a43198eacb2020d8d6",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "ce8384db23022d8d3962700bb79e73525f9fc6db5d0ecc35b75a7521d679baad",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_same",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_same.yaml",
-    spec_digest: "21e2c9d70c227ba52584a554689ced4688fb0c22f532935985f9435935d92e0f",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "41d7a05b26a40e461b6b17a53edba8ca2bae3dbbfeaf81aa5f219b64a5c69e8b",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "samples"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_vidtok",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_vidtok.yaml",
-    spec_digest: "de8f43fd9acaf062885b40b8e1f55dc724881ec5eddc21d596037cdce2cf4c60",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "d674e161a76c971d9f6763c34440a8b76b466969c99e211a9a80c282614ecc5d",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

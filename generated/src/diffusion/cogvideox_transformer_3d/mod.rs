@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cogvideox_transformer_3d",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/cogvideox_transformer_3d.yaml",
-    spec_digest: "5d9072dec691a071a78c04508b7b2b331d08a3e615e3518300ad12d25a9d1318",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "b53c40f87d3b504f1c8d7ee0d2373e04080a820ee97ea34494d6756a110730c3",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "consisid_transformer_3d",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/consisid_transformer_3d.yaml",
-    spec_digest: "ef7e0f31ece379b5a5ea7e1471557dd720e46c78f6222ff41b60f28b73f578ff",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "0372ea3f80425f8042420cf93a4030731f73eed92d46dca57f69d4100cedd141",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "id_vit_hidden",
+            dtype: runtime::DType::Float32,
+            axes: &["id_scales", "batch", "id_tokens", "id_vit_dim"],
+        },
+        runtime::TensorDecl {
+            name: "id_cond",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "id_dim"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

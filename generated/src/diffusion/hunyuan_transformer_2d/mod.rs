@@ -21,9 +21,61 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "hunyuan_transformer_2d",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/hunyuan_transformer_2d.yaml",
-    spec_digest: "cda75dd0b0dfe5dbc99b7e87aaec89402865dcf2d61fbc1c77e9b10de772f30e",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "8555424c8babe96f3b9c88e033dd1486df02909b2fe5d0aef934a1447f30fec3",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "text_embedding_mask",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states_t5",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "t5_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "text_embedding_mask_t5",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "t5_sequence"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "image_meta_size",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "meta"],
+        },
+        runtime::TensorDecl {
+            name: "style",
+            dtype: runtime::DType::Int64,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "image_rotary_emb",
+            dtype: runtime::DType::Float32,
+            axes: &["cos_sin", "tokens", "head_dim"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

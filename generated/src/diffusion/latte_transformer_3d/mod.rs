@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "latte_transformer_3d",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/latte_transformer_3d.yaml",
-    spec_digest: "e2262ed1db6c4b24123ad97bf1a8171740c1c4a8ce42b3423e9966e229e45323",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "deebca54b6e6b688ccc5b4c41bc46e7a4867a3037e5b06b56a061d288e14a87a",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_anyflow",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_anyflow.yaml",
-    spec_digest: "95132a83481507e941461e22ecf247130721cc3c8d16fa7cbedd4f54f52e9636",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "3177ee5776c5e0d748dac88f165a1c55616c227f5fa9c9ea1ebf8212ad9efc86",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames"],
+        },
+        runtime::TensorDecl {
+            name: "r_timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_bria",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_bria.yaml",
-    spec_digest: "e7fc181be0644fabab75fd07064a5a2f50e89dac541ad3e43cb5bddef6963376",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "38f6bc8ec3419b2431daa0531f6ef2a14b6c30bb71eab37d832f66a8eb6984bb",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "channels"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "img_ids",
+            dtype: runtime::DType::Float32,
+            axes: &["sequence", "ids"],
+        },
+        runtime::TensorDecl {
+            name: "txt_ids",
+            dtype: runtime::DType::Float32,
+            axes: &["text_sequence", "ids"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_bria_fibo",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_bria_fibo.yaml",
-    spec_digest: "6588d74e50b303bb8d7fef0ace0aaee4004c3a59abd593cb30036fd01f01d607",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "ef7d322113fd4e8f078c5f90989752672f89e84bfde1800d6729e65b608dd950",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "channels"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "text_encoder_layers",
+            dtype: runtime::DType::Float32,
+            axes: &["text_layers", "batch", "text_sequence", "text_encoder_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "img_ids",
+            dtype: runtime::DType::Float32,
+            axes: &["sequence", "ids"],
+        },
+        runtime::TensorDecl {
+            name: "txt_ids",
+            dtype: runtime::DType::Float32,
+            axes: &["text_sequence", "ids"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_bria_fibo2",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_bria_fibo2.yaml",
-    spec_digest: "9ee964bb7c40bb345b091d2d7a3b80918542d8e338a9e54fc322ead8bcab1a0d",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "6e4d55f2f7d5413e48961751bc200c3a6a7257c26de2497ccedd573c9a73d1fc",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "bundles", "text_sequence", "text_hidden"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

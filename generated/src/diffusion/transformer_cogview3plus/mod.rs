@@ -21,9 +21,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_cogview3plus",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_cogview3plus.yaml",
-    spec_digest: "85215c14953d8ae4866bb990d4419483d99a2008b79690a0e5400c1c7d25cc1c",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "f91a291d650f49a6fe07cf45820856384acb06bfff8050c5dbe1b303de48707e",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Int64,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "original_size",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "size_pair"],
+        },
+        runtime::TensorDecl {
+            name: "target_size",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "size_pair"],
+        },
+        runtime::TensorDecl {
+            name: "crop_coords",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "size_pair"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_cogview4",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_cogview4.yaml",
-    spec_digest: "6bfd405e1178ec84a3e90727f8143142ceb8413996a783678a18f6718387c8e9",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "56794ccdde75220ea3d874a0b5101f156737a179e6c9262e8dbfd15bef89e5b8",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Int64,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "original_size",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "size_pair"],
+        },
+        runtime::TensorDecl {
+            name: "target_size",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "size_pair"],
+        },
+        runtime::TensorDecl {
+            name: "crop_coords",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "size_pair"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

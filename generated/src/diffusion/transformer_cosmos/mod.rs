@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_cosmos",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_cosmos.yaml",
-    spec_digest: "024a6345bfa9d8845a0137eb732abb20edd88394aef69ddb1a1dfcfb0a27383e",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "1f3f64c0cf9c27d2af3675deea43297e53ac6fcd774335fabc6115bb419db09e",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Int64,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence"],
+        },
+        runtime::TensorDecl {
+            name: "padding_mask",
+            dtype: runtime::DType::Float32,
+            axes: &["mask_batch", "mask_channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

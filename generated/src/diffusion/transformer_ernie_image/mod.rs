@@ -21,8 +21,29 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_ernie_image",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_ernie_image.yaml",
-    spec_digest: "7bc5160278e9757ddceb0f86f5c9264b46411d9a0aaa184d63a8a2373be11517",
-    inputs: &[],
+    spec_digest: "4afc9d004101d7a10071744e0c27e96a95d13e43f70133a2e56bc4a9a216b99a",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "text_bth",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "text_lens",
+            dtype: runtime::DType::Int64,
+            axes: &["batch"],
+        },
+    ],
     outputs: &[],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,

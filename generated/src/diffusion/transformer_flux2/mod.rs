@@ -21,9 +21,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_flux2",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_flux2.yaml",
-    spec_digest: "21d4ae7ef15d6433f75169a545dfbf0a804d4adf698d7e1c9ab2866cf366dce8",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "200032ca71f74a5b7e618746e89e491cd5cfbc33f64bb8e4bef0a367df0d436a",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "channels"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "img_ids",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "ids"],
+        },
+        runtime::TensorDecl {
+            name: "txt_ids",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "ids"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "guidance",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_flux3",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_flux3.yaml",
-    spec_digest: "2f8fdd8cb583467943217cdd59f5fdbb4b9a9b2056753f8487c197d9d1bca23c",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "07abcf10787bf7d965eed4e2a35888aa3665e0a27b58afb7f233159a49ef2ced",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "channels"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "img_ids",
+            dtype: runtime::DType::Float32,
+            axes: &["sequence", "ids"],
+        },
+        runtime::TensorDecl {
+            name: "txt_ids",
+            dtype: runtime::DType::Float32,
+            axes: &["text_sequence", "ids"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,51 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_glm_image",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_glm_image.yaml",
-    spec_digest: "4bdc0bfc3041951194ede886b875c0a9f4acd4516358d0c8f97b3dfa3c525773",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "0f219fc4af515cfb0f94c3a37e041645ef5690d469802b49978bc72a7010186c",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "prior_token_id",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "patches"],
+        },
+        runtime::TensorDecl {
+            name: "prior_token_drop",
+            dtype: runtime::DType::Bool,
+            axes: &["batch", "patches"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Int64,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "target_size",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "size_pair"],
+        },
+        runtime::TensorDecl {
+            name: "crop_coords",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "size_pair"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

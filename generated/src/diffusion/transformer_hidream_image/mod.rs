@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_hidream_image",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_hidream_image.yaml",
-    spec_digest: "f295fa71e4197c348ed92855dc6cac9a8a35f268bc2b6f307a8db49c0b3f6f55",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "ab5cade6c59dba33f0dd6344d3d8d54ce2ad5282b7258d7251c32505001103f2",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states_t5",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "t5_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states_llama3",
+            dtype: runtime::DType::Float32,
+            axes: &["llama_layers", "batch", "text_sequence", "llama_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "pooled_embeds",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pooled"],
+        },
+        runtime::TensorDecl {
+            name: "timesteps",
+            dtype: runtime::DType::Int64,
+            axes: &["batch"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

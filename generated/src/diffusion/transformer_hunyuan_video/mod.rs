@@ -21,9 +21,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_hunyuan_video",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_hunyuan_video.yaml",
-    spec_digest: "d90d5575c0e9165721ccd0ed98ffbd2f9b81e01ec01d0f4f3a94f383c5c6cdf5",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "ad01dd9845ee0986bd873d8a1b9d59cfb4397855e4eabca2e4b72f99a94e2cf8",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_attention_mask",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pooled_projections",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pooled"],
+        },
+        runtime::TensorDecl {
+            name: "guidance",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

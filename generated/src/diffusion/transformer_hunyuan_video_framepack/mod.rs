@@ -21,9 +21,86 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_hunyuan_video_framepack",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_hunyuan_video_framepack.yaml",
-    spec_digest: "8fd7d04784eead492626b57bd0751af15878983e2144b1c8b98730ea78d062c4",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "e0d58a59dbd3beb31355df05a7fd5a89b48db36364da0ae0e61e255981c701b8",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_attention_mask",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pooled_projections",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pooled"],
+        },
+        runtime::TensorDecl {
+            name: "image_embeds",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "image_sequence", "image_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "indices_latents",
+            dtype: runtime::DType::Int64,
+            axes: &["frames"],
+        },
+        runtime::TensorDecl {
+            name: "guidance",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "latents_clean",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "clean_frames", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "indices_latents_clean",
+            dtype: runtime::DType::Int64,
+            axes: &["clean_frames"],
+        },
+        runtime::TensorDecl {
+            name: "latents_history_2x",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "clean_frames", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "indices_latents_history_2x",
+            dtype: runtime::DType::Int64,
+            axes: &["clean_frames"],
+        },
+        runtime::TensorDecl {
+            name: "latents_history_4x",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "history_4x_frames", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "indices_latents_history_4x",
+            dtype: runtime::DType::Int64,
+            axes: &["history_4x_frames"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_hunyuanimage",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_hunyuanimage.yaml",
-    spec_digest: "08e605b0493a51735b24fdf63622889270d08fef3cf5bd3a9e799ed2ba99958c",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "cc71ab5cecd4232e1f4ee67c24bfc4f0e2df4c73400fe4060da60255d217f633",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "text_sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_ideogram4",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_ideogram4.yaml",
-    spec_digest: "185bc74ea122a68b8349635d1630ae2e88c43db5a4a922dcb5f62d80ff7d4db3",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "1cd7052098d69bb857e7e0023488c1ee9553171b52b7045d850b8b5c191050e3",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "channels"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "position_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence", "position_axes"],
+        },
+        runtime::TensorDecl {
+            name: "segment_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "indicator",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

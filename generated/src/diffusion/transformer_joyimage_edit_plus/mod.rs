@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_joyimage_edit_plus",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_joyimage_edit_plus.yaml",
-    spec_digest: "de4fd7a897171b19b9281881b167c70266d200db6bb5034deb0f825f86822c9b",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "b75f9ea91d9fa5e06ad63c5ad7b897670f1936e995296f5f7804332be2cc036d",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "patches", "channels", "pt", "ph", "pw"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4", "sample_5"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_kandinsky",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_kandinsky.yaml",
-    spec_digest: "b8ae73de1bbf4275d0518b19a185b842c2baa501a17b33f175a9a6687aeaf214",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "3cee9aad0c75f408068b3c5748b84bad928f55610b14d4be2cdd623e8b970481",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "height", "width", "channels"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "pooled_projections",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pooled"],
+        },
+        runtime::TensorDecl {
+            name: "visual_rope_pos",
+            dtype: runtime::DType::Int64,
+            axes: &["rope_axes", "grid"],
+        },
+        runtime::TensorDecl {
+            name: "text_rope_pos",
+            dtype: runtime::DType::Int64,
+            axes: &["text_sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_kandinsky6",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_kandinsky6.yaml",
-    spec_digest: "b6a194c6e0dffbce5c06c6c371362d799620f99a6adf8920374206f9a636c4d5",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "04489f188dca1e3a6a963b65735a8b9a6d1a1a2243f5690da21397b733505b92",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "height", "width", "channels"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "pooled_projections",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pooled"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

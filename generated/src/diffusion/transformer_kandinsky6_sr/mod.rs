@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_kandinsky6_sr",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_kandinsky6_sr.yaml",
-    spec_digest: "6388ab5465bb13c863c0f46aa8afb10a23efb0456739a8c2a73cc122253934ed",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "2eb3beb92ac9417b0780692671c4b257c1c8b05e090fdd2d47eb054565809139",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "height", "width", "channels"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_krea2",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_krea2.yaml",
-    spec_digest: "287d91bae6b508d89699bdc12d5fe040e40fafbc675f1d05ca8d5ca8e2bdb3da",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "d1af39c84367ac9634c00385911c1b83e8a057747a8fed3b9d2726095b5e1a90",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "channels"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_layers", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "position_ids",
+            dtype: runtime::DType::Float32,
+            axes: &["positions", "ids"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_attention_mask",
+            dtype: runtime::DType::Bool,
+            axes: &["batch", "text_sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

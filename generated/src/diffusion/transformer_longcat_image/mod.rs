@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_longcat_image",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_longcat_image.yaml",
-    spec_digest: "fa2811bce01bc01886f7af93cfad1ea078ef4cc01b1f625e59de0636cbd50502",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "965fe8bcb898c33fbcdb7fba4e0b14653c0271b0bdfd40b3ac4c7d40507037ac",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "channels"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "img_ids",
+            dtype: runtime::DType::Float32,
+            axes: &["sequence", "ids"],
+        },
+        runtime::TensorDecl {
+            name: "txt_ids",
+            dtype: runtime::DType::Float32,
+            axes: &["text_sequence", "ids"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_ltx",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_ltx.yaml",
-    spec_digest: "b7c10c5ec350fa97018bc71263e17a72199b50ff5c35594000aa0b227bef19df",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "0c7463bfb34d9a78742d33dc91ba37d31a6790a3e9d708dda468a8d750b51e0a",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "channels"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_attention_mask",
+            dtype: runtime::DType::Bool,
+            axes: &["batch", "text_sequence"],
+        },
+        runtime::TensorDecl {
+            name: "video_coords",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "coords", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

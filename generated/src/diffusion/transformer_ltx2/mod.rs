@@ -21,9 +21,61 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_ltx2",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_ltx2.yaml",
-    spec_digest: "55ec07ebd1b7613447e2af79a168e8257bbb7fac724cb1e252f2520f682713d4",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "b9fabfb07547a662270487a044b77869231de90fbc9f9c808f97cfa818a1c994",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "channels"],
+        },
+        runtime::TensorDecl {
+            name: "audio_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "audio_sequence", "audio_channels"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "audio_encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_attention_mask",
+            dtype: runtime::DType::Bool,
+            axes: &["batch", "text_sequence"],
+        },
+        runtime::TensorDecl {
+            name: "video_coords",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "video_axes", "sequence", "bounds"],
+        },
+        runtime::TensorDecl {
+            name: "audio_coords",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "audio_axes", "audio_sequence", "bounds"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+        runtime::TensorDecl {
+            name: "audio_sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "audio_sample_1", "audio_sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_mochi",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_mochi.yaml",
-    spec_digest: "6f06df0dfab6a43b4b1ce9771ae5481e75c2fce40535e32ca6cd604ea3676a84",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "db607e1b3ea18e3d733cd7aa48e5077d8a8542ff78e50c26c93d54cac2d8f74b",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_attention_mask",
+            dtype: runtime::DType::Bool,
+            axes: &["batch", "text_sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_motif_video",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_motif_video.yaml",
-    spec_digest: "f15663972583c205238357fab1b5e453ef9b50893c4cde7d1aae94eb53d71988",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "7bc5b689f60b2bc68a8d06b76672abae3dc02c25e6ec694e6b09818b1cf87484",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_nucleusmoe_image",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_nucleusmoe_image.yaml",
-    spec_digest: "1f69e4b0a9edcc0f2ff549aca337bfa99d9fb73309a0bb7ecf7fa3aeb2be4672",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "c03b8958e7d6e675b6428ab0870dd1ab2123721981a477476882214c843cc00b",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "channels"],
+        },
+        runtime::TensorDecl {
+            name: "img_shapes",
+            dtype: runtime::DType::Int64,
+            axes: &["fhw"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "text_sequence"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_ovis_image",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_ovis_image.yaml",
-    spec_digest: "e77ad3cb99d1feb7d22c05715d70f7dd4ab85c0fe5de07f0b24b7affac042278",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "6fc8ca549d74e8aa8f7ee745d70f0e06576216ee7bd164e62a7cadf7e63880cd",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "channels"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "img_ids",
+            dtype: runtime::DType::Float32,
+            axes: &["sequence", "ids"],
+        },
+        runtime::TensorDecl {
+            name: "txt_ids",
+            dtype: runtime::DType::Float32,
+            axes: &["text_sequence", "ids"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_qwenimage",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_qwenimage.yaml",
-    spec_digest: "c8663f64d5e800d288af356b41ea96ade295c268c3bdda0b200abf9295798c35",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "f13cc780ae8858d82fd4f1c74d7a6af02f892a2d0b5848b70071f557eb116c57",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "channels"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "text_sequence"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "img_shapes",
+            dtype: runtime::DType::Int64,
+            axes: &["fhw"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

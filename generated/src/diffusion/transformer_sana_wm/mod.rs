@@ -21,9 +21,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_sana_wm",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_sana_wm.yaml",
-    spec_digest: "aa242621501c644d1a3211b196d99c7a3a0a368c2e9525865845faea6391d9ea",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "90f3943cc6e0c9f9009f97728f4d97ae0302f89a878ff043ccaa9815d4aa22d1",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "one", "frames"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "one", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "text_sequence"],
+        },
+        runtime::TensorDecl {
+            name: "camera_conditions",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "camera"],
+        },
+        runtime::TensorDecl {
+            name: "chunk_plucker",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "plucker_channels", "frames", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_sana_wm_refiner",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_sana_wm_refiner.yaml",
-    spec_digest: "bde3335e7373cf9ce5e210013ce0ea05c999193dd9a625073670b87b99b2cc61",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "2cd1e831f02e4f1171a35f3ba73652c5a74cd6f74ed63a41b56e30523c944c8d",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "channels"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "video_rotary_emb",
+            dtype: runtime::DType::Float32,
+            axes: &["cos_sin", "batch", "sequence", "rope_dim"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_attention_mask",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

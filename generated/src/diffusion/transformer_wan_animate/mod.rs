@@ -21,9 +21,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_wan_animate",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_wan_animate.yaml",
-    spec_digest: "b8d57269ec579b97586b3f3e93cd8ae46c19f6d8d4227fa844f6b2e06b8851eb",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "e0b9b36449ce12280201773620395c7f0a87925de4f724f43abf53b639492bc0",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states_image",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "image_sequence", "image_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "pose_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pose_channels", "pose_frames", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "face_pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "face_channels", "face_frames", "face_height", "face_width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

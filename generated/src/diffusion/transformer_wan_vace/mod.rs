@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_wan_vace",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_wan_vace.yaml",
-    spec_digest: "5583b5bf04f968d73a3922a437ec8ec2fd2a4b93f9ab670c01c2a55114540b90",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "3877588ea10e6cf6e69dc0b9a4358ee163e3e98a6933282ddc9cba34f464f6a8",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "control_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "control_channels", "frames", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

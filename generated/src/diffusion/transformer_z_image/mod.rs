@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_z_image",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_z_image.yaml",
-    spec_digest: "5f0fb90f63f9349e98550c2cb95ace4d837a0ea8b973b7afe9dd5ca186838b80",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "27d9832db9b9870d22ef726fa80fa594fc109de000f1646b1d00f93bdeac4d45",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "x",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "t",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "cap_feats",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_0",
+            dtype: runtime::DType::Float32,
+            axes: &["sample_0_0", "sample_0_1", "sample_0_2", "text_sequence"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

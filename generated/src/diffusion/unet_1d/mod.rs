@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "unet_1d",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/unet_1d.yaml",
-    spec_digest: "680bc9f88bd47a94f8c0cb44413c3d97acf03fad566c6c36c33b70ea4bbb0c05",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "4b67676df195b0028666602e47b9f0a26c8cc5b77194efcb814bcd568358e8cd",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "unet_motion_model",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/unet_motion_model.yaml",
-    spec_digest: "9ab35c0b16f67f3c671f0fb3c9774387ae90139a91e0bcd5f17ef9ebd3e8fee8",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "57f89d60dbd2150cde44c5651461dd46713bb60be952efb5ad49ee2d09c9d626",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["text_batch", "text_sequence", "text_hidden"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

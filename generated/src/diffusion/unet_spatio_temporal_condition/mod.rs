@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "unet_spatio_temporal_condition",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/unet_spatio_temporal_condition.yaml",
-    spec_digest: "3eca4b0e4b909527b6937ae663092a6bf9bf40fedd79bb505cc5b7514bcf20aa",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "e2e7de8b57346f3e04170886f32e5d1b2db7e349f4c50e2eab93167262b0b013",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "added_time_ids",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "time_ids"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

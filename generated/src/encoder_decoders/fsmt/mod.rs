@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "fsmt",
     category: "encoder_decoders",
     spec_path: "model-specs/models/encoder_decoders/fsmt.yaml",
-    spec_digest: "9427c2f39cb2cc08ab90b90aae7a805b136f9e480b6efd7e659acefd171e7351",
+    spec_digest: "3925dec0945e8591f54f80e88bdc627d40828d70a6b727eaaa5ad8985ba88749",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,9 +21,51 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "align",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/align.yaml",
-    spec_digest: "2f06ed6e574e1e64f53e4fadd5075967f02400611bffe69f2de65c6adc4b9ba9",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "28e99ff947c8b529b96fa3fb2d807869b13bb7052390481f8350b1826b310011",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "token_type_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "logits_per_image",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "logits_per_image_1"],
+        },
+        runtime::TensorDecl {
+            name: "logits_per_text",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "logits_per_text_1"],
+        },
+        runtime::TensorDecl {
+            name: "text_embeds",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_embeds_1"],
+        },
+        runtime::TensorDecl {
+            name: "image_embeds",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "image_embeds_1"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "bridgetower",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/bridgetower.yaml",
-    spec_digest: "c2cc5fc9dfa1cba1184aa596cb1bd2b9cc409cf40d6cd9aa61e2762c871576f5",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "744db59dfb589d665803a6b27492767e6e3ae7a02647ada2f4cb805a7013de0f",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "text_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "image_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "image_features_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pooler_output_1"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

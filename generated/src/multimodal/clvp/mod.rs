@@ -21,9 +21,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "clvp",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/clvp.yaml",
-    spec_digest: "20ec0a45173a949605cc19959cd2a74225da9799d9d8a9727ee18725717f0301",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "92a86e184f09f1ad208d8a71908f13fbc7f56b43a033d64e6e52e4368a53e1f2",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "mel_bins", "frames"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "text_embeds",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "speech_embeds",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "text_model_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "speech_model_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

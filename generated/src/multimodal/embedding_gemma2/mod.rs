@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "embedding_gemma2",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/embedding_gemma2.yaml",
-    spec_digest: "b86a8d0d352a3b358992a9be4a43f67ffebcfda5da312d6b412c4e2b3f285a31",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "5e145048adf0a175796c52e260d6b2948be5b5755df0f3ed133d0c6383620771",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "last_hidden_state_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

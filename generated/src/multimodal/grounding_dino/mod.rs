@@ -21,9 +21,81 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "grounding-dino",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/grounding-dino.yaml",
-    spec_digest: "3962ac1991dd5fb6804724e12c644136dd37ff281fb2cc4446eebf77aba8fa63",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "e3bb4cc6542f2a7f1702f6bed74ae35cdaeb354c482dcf940d9c4bdfe274350e",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "init_reference_points",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "init_reference_points_1", "init_reference_points_2"],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "intermediate_hidden_states_1",
+                "intermediate_hidden_states_2",
+                "hidden",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_reference_points",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "intermediate_reference_points_1",
+                "intermediate_reference_points_2",
+                "intermediate_reference_points_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state_vision",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "encoder_last_hidden_state_vision_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state_text",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "encoder_last_hidden_state_text_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "enc_outputs_class",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_outputs_class_1", "enc_outputs_class_2"],
+        },
+        runtime::TensorDecl {
+            name: "enc_outputs_coord_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_outputs_coord_logits_1", "enc_outputs_coord_logits_2"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "encoder_logits_1", "encoder_logits_2"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_pred_boxes",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "encoder_pred_boxes_1", "encoder_pred_boxes_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,99 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "omdet-turbo",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/omdet-turbo.yaml",
-    spec_digest: "6fab1fb097f2d4df04dc244f58554ab0685b534b52db71d3d56aee0cbf2681a1",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "fc78acc120a74c8005707f5207035224cb2850c7fdee258ceacd1944897da47d",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "classes_input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "classes_attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "tasks_input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "tasks_attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "classes_structure",
+            dtype: runtime::DType::Int64,
+            axes: &["batch"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "decoder_coord_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "decoder_coord_logits_1", "decoder_coord_logits_2"],
+        },
+        runtime::TensorDecl {
+            name: "decoder_class_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "decoder_class_logits_1", "decoder_class_logits_2"],
+        },
+        runtime::TensorDecl {
+            name: "init_reference_points",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "init_reference_points_0",
+                "init_reference_points_1",
+                "init_reference_points_2",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_reference_points",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "intermediate_reference_points_1",
+                "intermediate_reference_points_2",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "encoder_coord_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "encoder_coord_logits_1", "encoder_coord_logits_2"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_class_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "encoder_class_logits_1", "encoder_class_logits_2"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_extracted_states_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "encoder_extracted_states_0_1",
+                "encoder_extracted_states_0_2",
+                "encoder_extracted_states_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "encoder_extracted_states_2",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "encoder_extracted_states_2_1",
+                "encoder_extracted_states_2_2",
+                "encoder_extracted_states_2_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pe_audio",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/pe_audio.yaml",
-    spec_digest: "7322a3524faa18de5ea4ce62443a17a871d72c5bd0be18b01fbe3a91b8e1c2ca",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "782e84e51dfd9a0ecf58f3f86f2df60477462940886244979d9cd5e80b6b45ef",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "input_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "samples"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "padding_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "samples"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "text_audio_embeds",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "audio_embeds",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,51 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam3",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/sam3.yaml",
-    spec_digest: "16db0ec673bd1a1721f8f17f7ba5c00e54d8fddb2b4b711a457dd4b1cfbe682d",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "e2cb19b27af9b4c14b07c9a9ebbb9e0c0e47b939dee868d81ce12f59cbb43fcf",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "pred_boxes",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pred_boxes_1", "pred_boxes_2"],
+        },
+        runtime::TensorDecl {
+            name: "pred_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pred_logits_1"],
+        },
+        runtime::TensorDecl {
+            name: "semantic_seg",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "semantic_seg_1", "hidden", "semantic_seg_3"],
+        },
+        runtime::TensorDecl {
+            name: "decoder_reference_boxes",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "decoder_reference_boxes_0",
+                "batch",
+                "decoder_reference_boxes_2",
+                "decoder_reference_boxes_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

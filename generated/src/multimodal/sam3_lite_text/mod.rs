@@ -21,9 +21,51 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam3_lite_text",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/sam3_lite_text.yaml",
-    spec_digest: "78b5c9ce3dacd0945734062b823754e7f16c5e6e78ba232710a52a1952a172bc",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "fbbeb2578563dd74032159036506edb4af460d0fadbdd4942e2cbb32c86e839e",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "pred_boxes",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pred_boxes_1", "pred_boxes_2"],
+        },
+        runtime::TensorDecl {
+            name: "pred_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pred_logits_1"],
+        },
+        runtime::TensorDecl {
+            name: "semantic_seg",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "semantic_seg_1", "hidden", "semantic_seg_3"],
+        },
+        runtime::TensorDecl {
+            name: "decoder_reference_boxes",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "decoder_reference_boxes_0",
+                "batch",
+                "decoder_reference_boxes_2",
+                "decoder_reference_boxes_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

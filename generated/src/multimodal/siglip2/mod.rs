@@ -21,9 +21,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "siglip2",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/siglip2.yaml",
-    spec_digest: "51ef1e894d4df4aefcac4ab312aa513e70da1d9f1cf2223afa3f2b83190edfd2",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "d5e416ea2d90ea5c6631b00e6e931dee4489887ec9b1387866e11dea941a238c",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "patches", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "patches"],
+        },
+        runtime::TensorDecl {
+            name: "spatial_shapes",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "hw"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "text_embeds",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "image_embeds",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "t5gemma2_encoder",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/t5gemma2_encoder.yaml",
-    spec_digest: "48514dfaf3d6af85f4d6204ea37bda453822cfc0964f30758e919f46aa222936",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "08479577418ab77a1d02dbf269f835f5e53234e46fb1d6e7ba3a537bb7cbe576",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "ultravbert",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/ultravbert.yaml",
-    spec_digest: "f21cdbd04bbfcb73fa50d8f6feaba12d1041c8bae525913d5f0db9fddc797726",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "4863b75baeaa957d1677113d3a7f3c7edcf87c59616ed5bb592b3a5d78cfd2fc",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "images", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "image_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["image_hidden_states_0", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "videoprism",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/videoprism.yaml",
-    spec_digest: "32914096ade02615d7848e15f8cbd51c3294d92464987ef03168920eefd018c8",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "7924586947b1eb52633a0aee0eeceb24e008eb48dc9630c56b6ff2250583150e",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values_videos",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "video_embeds",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "text_embeds",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

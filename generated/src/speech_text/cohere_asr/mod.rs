@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cohere_asr",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/cohere_asr.yaml",
-    spec_digest: "b2dfed955cc652696c09c7d4d2f0d7df807c34ef2c702d73846a4dcb42931987",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "8ad3cdff146192a7e1e8ac543c1ccb2ed9e9d79105696644255ba69d03f81382",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "mel_bins"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+        runtime::TensorDecl {
+            name: "decoder_input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "decoder_sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "decoder_sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "encoder_last_hidden_state_1", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

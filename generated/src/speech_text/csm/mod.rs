@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "csm",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/csm.yaml",
-    spec_digest: "01774a4e3b79f8ff809c573659f107bbac92c1652b1e0f412e3ebbfcea8b35bf",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "27b06b02f40ae1ced019ee3bc5abe6bda08a0701bf9cd664a24bc68eaf47b444",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence", "codebooks"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "vocab"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

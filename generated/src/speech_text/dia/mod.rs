@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "dia",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/dia.yaml",
-    spec_digest: "aa98429d8d92579eec31e142a7a0fd95e421460798bfc0934cb58b452a929d0e",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "e909486ce278803c526dc6bc2925d0ac7d04ac176755b1c378396a8721020d21",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "decoder_input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "decoder_sequence", "channels"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "decoder_sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "fastspeech2_conformer",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/fastspeech2_conformer.yaml",
-    spec_digest: "0d277b742cb30a740e091db69fddae114da460ff0be7f58bdd7f9a6e4ecb45f8",
+    spec_digest: "3dd18c4b9a4e1b1dde19e9f2bfe60a01e368ddd3428611bcbe4dc90129288052",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

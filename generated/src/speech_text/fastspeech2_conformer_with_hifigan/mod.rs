@@ -21,9 +21,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "fastspeech2_conformer_with_hifigan",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/fastspeech2_conformer_with_hifigan.yaml",
-    spec_digest: "c6838a35c1bc0b3290a111942c6f09075b76a5cd60b4eeab60b53d7cc77538de",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "955eb97e93c72917740f1e2a2e3040bf27c03fc0f4ed4b09393f323ab423af57",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "spectrogram",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "spectrogram_1", "spectrogram_2"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "encoder_last_hidden_state_2"],
+        },
+        runtime::TensorDecl {
+            name: "duration_outputs",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pitch_outputs",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "pitch_outputs_2"],
+        },
+        runtime::TensorDecl {
+            name: "energy_outputs",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "energy_outputs_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

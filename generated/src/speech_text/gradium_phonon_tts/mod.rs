@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "gradium_phonon_tts",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/gradium_phonon_tts.yaml",
-    spec_digest: "bc5c8f724399eef61d41b3c43f160d3912276da53a92d9789a4f7d2954fbf707",
+    spec_digest: "d586d3e32986d1732ef552b5224abb3ed721fdbd163cc7a9e888c65fc55e197e",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "kyutai_speech_to_text",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/kyutai_speech_to_text.yaml",
-    spec_digest: "4229d3687ed04dc7fa71cebf9ec02bf965be262ff2fc06c5beca3d99c662ad3a",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "7ae04dded7cf88a92c906445f126c2da9ca61e264ad925c4deb2def8461637bd",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence", "codebooks"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "moonshine_streaming",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/moonshine_streaming.yaml",
-    spec_digest: "1e1d87d3acc035dbff51d1d00caefdd5dc4af21505bca3aa7378124fe7c8a3e2",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "ba97f0d69f68f4af5f0908dfcdd941643a4cf05b2ac5f49742e013e6ad14d803",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "samples"],
+        },
+        runtime::TensorDecl {
+            name: "decoder_input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "decoder_sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "decoder_sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "encoder_last_hidden_state_1", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "musicgen_melody",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/musicgen_melody.yaml",
-    spec_digest: "b7227b3178e45f39e26ffe1bca7549526e6bf4210ee4db9ef9227232181b8738",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "751c59c5eba473aa1e47fa3f7661d5629e26929a58332eedc9a682db47dd25b0",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

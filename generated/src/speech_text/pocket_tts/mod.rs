@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pocket_tts",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/pocket_tts.yaml",
-    spec_digest: "004961653277e849f09a486db75459a25e07ea07653098a77d895dfdf3c518f0",
+    spec_digest: "6ad72dc7a29294c859af2c769ae35aada4f04ac93dff766011727685390d00f9",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

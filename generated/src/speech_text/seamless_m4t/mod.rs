@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "seamless_m4t",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/seamless_m4t.yaml",
-    spec_digest: "aee80d2300c962408f711e1a6c7601ceb1034be2efac3b9fc311b2ecd28be183",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "61505027af8648b30f4f6794fb0264ba1fc56546c38bf2ec699be113c169572f",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "features"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+        runtime::TensorDecl {
+            name: "decoder_input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "decoder_sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "decoder_sequence", "vocab"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "encoder_last_hidden_state_1", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

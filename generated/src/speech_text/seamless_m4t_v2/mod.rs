@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "seamless_m4t_v2",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/seamless_m4t_v2.yaml",
-    spec_digest: "b1f13f1c451cb2e02e82a5b4a941fc310128ad31876a9cbfa73e02e50658aa51",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "12feeaf4ad5fd2f5a8fd4fb1c6910bc8f7efd90aee552996e4fb11fd6628bbd0",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "features"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+        runtime::TensorDecl {
+            name: "decoder_input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "decoder_sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "decoder_sequence", "vocab"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "encoder_last_hidden_state_1", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "vibevoice",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/vibevoice.yaml",
-    spec_digest: "6646decd6c466c9d3dce49e2eef66cff0f9c57b0f1fbf586d2a4ba452e479fdb",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "25573d48394aa8fef56f52a74ce002b57ea12df3e2d3e6fbd2fa4e3cf9bbe513",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "vocab"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "vibevoice_asr",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/vibevoice_asr.yaml",
-    spec_digest: "2ac5eb3da30c56f0861c0c42d06f30d1c6ff6e0e5d390be84b93cfe84db52e78",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "1717683650ea6de185d5e9c562b3674701b08ff994248a0b47682bb3f2772020",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "voxtral_realtime",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/voxtral_realtime.yaml",
-    spec_digest: "98a9b184590c8a13eec5c80be8e21522fd3bddf70185cb03fbe28505bb63e692",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "80eeb7dc55ec45bfc24130725b0667a461b379d23ca1f42a8435fa6274464282",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "mel_bins", "frames"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "audio_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "blt",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/blt.yaml",
-    spec_digest: "f1f77258d8cab02d3c230b35581e4858e6c666e3ff8a7f2ffb1e0c0a455281e5",
+    spec_digest: "3150d491cb783cde9ff9c48173532b5f4b4f596a9a2152e7e571260152317fba",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -38,7 +38,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         runtime::TensorDecl {
             name: "last_hidden_state",
             dtype: runtime::DType::Float32,
-            axes: &["batch", "sequence", "hidden"],
+            axes: &["batch", "sequence", "last_hidden_state_2"],
         },
     ],
     tolerance: runtime::Tolerance {

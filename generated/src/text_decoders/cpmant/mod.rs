@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cpmant",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/cpmant.yaml",
-    spec_digest: "1fa239b961c200444acaf0e44e833a5a4472c758af8c07f9e08fad997e5fcb94",
+    spec_digest: "f6c7ac8a6ba0144d2a1e8e6bf86838142ad9fd00c1eb4978ba0e50fe709c41f6",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

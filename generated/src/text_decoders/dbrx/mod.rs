@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "dbrx",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/dbrx.yaml",
-    spec_digest: "b8153f99ed7ce3e77038cf1a061a89108ed414fd926cd603b08bfc6a7fc8840d",
+    spec_digest: "3050f619878ac43b535266a211a8b80806892f6289b941f55d614332130fd36f",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

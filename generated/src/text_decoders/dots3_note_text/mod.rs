@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "dots3_note_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/dots3_note_text.yaml",
-    spec_digest: "89579f930ab8adf3e96aed657df2ed780c24c9e0d6aba1d6de10e611eb45a580",
+    spec_digest: "b86a542b47bc40987dba9dd51ca49979a808e9b48df2fd1f6f19008721bf3753",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

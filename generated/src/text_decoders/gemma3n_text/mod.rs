@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "gemma3n_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/gemma3n_text.yaml",
-    spec_digest: "0fadc0ea31f0a7e3be707cea60d2708d919810c51d0cd45be8e699e6feed3a48",
+    spec_digest: "20353e1369060711d4668913bddfd425d9c7d06555245aef5ca5bb27c1809833",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

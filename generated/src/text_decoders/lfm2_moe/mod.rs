@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "lfm2_moe",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/lfm2_moe.yaml",
-    spec_digest: "87a16ffc5c63d5909511433729803b74439793a3821a9e583a46eb070463f4bf",
+    spec_digest: "913dde27109013cf0c3083ac37068547c2ea656781748f2e17fd338d24bec262",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "longcat_flash",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/longcat_flash.yaml",
-    spec_digest: "fb2091635a60e25e8858fedd1da77c1f6cee6fd6742d7ffbd0b80e858e1b2681",
+    spec_digest: "f0462607f0be4c494f2df6d4c083ebbdf7406acf3ff6bd1fac641480f924d842",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

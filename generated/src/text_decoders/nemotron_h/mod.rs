@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "nemotron_h",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/nemotron_h.yaml",
-    spec_digest: "59b333e9301b471e17bb6fedf6dbdf69a6e52ba56ccc4a342b80aa0ce88d1695",
+    spec_digest: "23b2df0e056418aab206a1a05b155242b79ebea1b8c5238e42d3a814e543e39e",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

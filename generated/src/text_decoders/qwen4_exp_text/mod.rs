@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen4_exp_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/qwen4_exp_text.yaml",
-    spec_digest: "9e00d66dd3b02f713c4101cf3e80edcbbc3a751ef0a84190d977a0fa9d1db83f",
+    spec_digest: "c7b2137cf5da6414b15dc035278218391361952e4da10423052a22e12184faeb",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

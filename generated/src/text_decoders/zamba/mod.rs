@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "zamba",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/zamba.yaml",
-    spec_digest: "616c80debeaadbf3923dd859d1a3d54ed708ea20df9bce51cf499ebc7b6bb450",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "69dbe8d5d497ceddab4c5add231ada16457b9c592c0cd1a3b535ef1b555a68db",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "bros",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/bros.yaml",
-    spec_digest: "4aa7be6f694a8cbe3b847260feb62b1cbfa447b0a89e18aafdf7e111a3e8c74f",
+    spec_digest: "231fbbdff74df84255a1071bbfadd27faa77f5609684d5a4ff0dccd0297a7c36",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "canine",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/canine.yaml",
-    spec_digest: "bf1a239198170ebfd4055540b6c2f6aa4e59d60132b061894bd0253dec9484b8",
+    spec_digest: "8427322743dd8fe1fc9c2ae95aaeb14c14383f68de00a676ea3592e9dd97424c",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "funnel",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/funnel.yaml",
-    spec_digest: "23ebb3ce48e6a7c0ad013c58ac44997f7e23a906364dc59c533fa3f50595b362",
+    spec_digest: "1fc95fd3b3d4a4afd4419837727e409c4730f332d0c167a40d86243435eb2b05",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

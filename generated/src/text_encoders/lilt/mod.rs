@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "lilt",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/lilt.yaml",
-    spec_digest: "cef9766b3fa1813fea08059a978e6d61139b5d7dc3462f15ad9b2ef4dbff557b",
+    spec_digest: "437625ac07d993689268c480492f17b7e74ae423b29481af933dc9c8e3a15c53",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "markuplm",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/markuplm.yaml",
-    spec_digest: "ae5804a94b31360e2ce43933219cb184b1cd1a7d812726c6ad41e10f9ad79c1b",
+    spec_digest: "242eea2e0246f066840cf684e77111aa556bdeef7fecb373c3ff154e7f67d180",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "reformer",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/reformer.yaml",
-    spec_digest: "a485598015d90d4d7736be67cb06297ee127a943d50d1c054d62a60a5b3ab6f6",
+    spec_digest: "65cfde83f42d113733bf263ca071c78d580a848275b41f281f26fc41247a3a22",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "roc_bert",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/roc_bert.yaml",
-    spec_digest: "59590409e64392b65658921f002e2da84ad156fdb0fd95d3956dd92940bab28d",
+    spec_digest: "0e906e5c759a5210563bebb89ea7318de1a83dbfba3a7eb3bb142f37061f3625",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

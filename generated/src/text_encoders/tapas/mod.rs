@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "tapas",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/tapas.yaml",
-    spec_digest: "e0abb7db634767d77a686c6236a20b665af5fec26f5b1c413241a9cd687ff0c3",
+    spec_digest: "e7c3c63196dc15df10bbee1f682a2391feb76fd4cfbd87a9dbc6e29a45af59fd",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -36,7 +36,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         runtime::TensorDecl {
             name: "token_type_ids",
             dtype: runtime::DType::Int64,
-            axes: &["batch", "sequence"],
+            axes: &["batch", "sequence", "token_types"],
         },
     ],
     outputs: &[

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "vjepa2",
     category: "video",
     spec_path: "model-specs/models/video/vjepa2.yaml",
-    spec_digest: "129b4df09b6f3d523ccdbdc444f81f3b45dda7e0e3b64e2e6e07341c175e04fb",
+    spec_digest: "06d52cd5c47fffa5a17933fce6c46646a7e95208e53f9c1cb7c416697eac0fea",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values_videos",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "bit",
     category: "vision",
     spec_path: "model-specs/models/vision/bit.yaml",
-    spec_digest: "84170ba52584f2ed044f8f908d7a1c00e665103badad42c11ec2c9f318c34ea3",
+    spec_digest: "0a6cd3763d532cacc1da06120b355ca71284af1bd2aa41443eaf95e6b8ebe9f3",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

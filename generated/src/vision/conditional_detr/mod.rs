@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "conditional_detr",
     category: "vision",
     spec_path: "model-specs/models/vision/conditional_detr.yaml",
-    spec_digest: "7f042eefed015750c4b4896c0f48e14d79fa63534c844927bfcdbc4059fb7025",
+    spec_digest: "1bde920a6202111b604628750b80853afc21e0db2a10c84cfea7387e34147c3b",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

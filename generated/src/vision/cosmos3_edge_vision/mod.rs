@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cosmos3_edge_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/cosmos3_edge_vision.yaml",
-    spec_digest: "f6877ec45690a34a65ca2e03d09d59545a445bd2fa43d80a64e547f82be4966d",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "3a9a34917e1963866119571b14906188c9f7873f39b2e0614b533cb15281a5d4",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["images", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "grid_thw",
+            dtype: runtime::DType::Int64,
+            axes: &["images", "grid"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["images", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["images", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cvt",
     category: "vision",
     spec_path: "model-specs/models/vision/cvt.yaml",
-    spec_digest: "f8ea5284b2fa40a00d82660889525a0dbfed73e0faf19bda586b92de4afa4ba1",
+    spec_digest: "dc8c81783a832343d268d03b2369de78c995ad64fbcd85ba1d59b1c6598d6155",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

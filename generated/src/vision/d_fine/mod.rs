@@ -21,9 +21,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "d_fine",
     category: "vision",
     spec_path: "model-specs/models/vision/d_fine.yaml",
-    spec_digest: "fa3624fc876f8558c9d96118dd9250e53a5600d3e243d36df31346fcf5cb2c97",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "e8bbcb815eeaac468539ca9733829c3c005054b4db94656ebba151b3a7394a02",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "intermediate_hidden_states_0",
+                "batch",
+                "intermediate_hidden_states_2",
+                "hidden",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "init_reference_points",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "init_reference_points_1", "init_reference_points_2"],
+        },
+        runtime::TensorDecl {
+            name: "enc_topk_bboxes",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_topk_bboxes_1", "enc_topk_bboxes_2"],
+        },
+        runtime::TensorDecl {
+            name: "enc_outputs_coord_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_outputs_coord_logits_1", "enc_outputs_coord_logits_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

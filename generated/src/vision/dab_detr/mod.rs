@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "dab-detr",
     category: "vision",
     spec_path: "model-specs/models/vision/dab-detr.yaml",
-    spec_digest: "6fb7cc22c3b0256ce69eb508abbaa920efefb882079a0aac8d27c57b5f790bc4",
+    spec_digest: "553d4df86c63eb090c40f0b21fd9426103225512585b1942abccf574eb552061",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

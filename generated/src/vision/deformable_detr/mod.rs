@@ -21,9 +21,51 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "deformable_detr",
     category: "vision",
     spec_path: "model-specs/models/vision/deformable_detr.yaml",
-    spec_digest: "5d40d9267e38a1a7637edc2bf9e2239ba5372a17d0262498fe79490a20938367",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "c42759d15473876c66747ce13cdd5dc89a1496dbc42431b8771b88edea7746b9",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "init_reference_points",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "init_reference_points_1", "init_reference_points_2"],
+        },
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "intermediate_hidden_states_1",
+                "intermediate_hidden_states_2",
+                "hidden",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_reference_points",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "intermediate_reference_points_1",
+                "intermediate_reference_points_2",
+                "intermediate_reference_points_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "encoder_last_hidden_state_1", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "deimv2",
     category: "vision",
     spec_path: "model-specs/models/vision/deimv2.yaml",
-    spec_digest: "5a7bd2b4936c0a761a54551fa6274a651fe3c7c2fe5d4bc5e758f2d14e1d41c1",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "8d47f03e8b2ddfc8072741fb9a52cc5f9172bd78c4d7ff0ebb431c2c8de7a3c9",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "intermediate_hidden_states_0",
+                "batch",
+                "intermediate_hidden_states_2",
+                "hidden",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "init_reference_points",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "init_reference_points_1", "init_reference_points_2"],
+        },
+        runtime::TensorDecl {
+            name: "enc_topk_bboxes",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_topk_bboxes_1", "enc_topk_bboxes_2"],
+        },
+        runtime::TensorDecl {
+            name: "enc_outputs_coord_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_outputs_coord_logits_1", "enc_outputs_coord_logits_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "depth_pro",
     category: "vision",
     spec_path: "model-specs/models/vision/depth_pro.yaml",
-    spec_digest: "8da9a9c64a41c815595b9d0304c1f7a2e3d9ed9e3d79cdbd1c5af38216802ca6",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "a4e91372910fbb318929c397c31755b7030b46eac58c87ab8b9d773c49dd9c3b",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "last_hidden_state_2"],
+        },
+        runtime::TensorDecl {
+            name: "features_0",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "features_0_1", "features_0_2", "features_0_3"],
+        },
+        runtime::TensorDecl {
+            name: "features_1",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "features_1_1", "features_1_2", "features_1_3"],
+        },
+        runtime::TensorDecl {
+            name: "features_2",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "features_2_1", "features_2_2", "features_2_3"],
+        },
+        runtime::TensorDecl {
+            name: "features_3",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "features_3_1", "features_3_2", "features_3_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "donut-swin",
     category: "vision",
     spec_path: "model-specs/models/vision/donut-swin.yaml",
-    spec_digest: "e03b5b33e5227012250e3d12b111a0f2e9272462912ac0cde252899e968f1cc7",
+    spec_digest: "412dd94170fce5e0944e03d909da0497149bf8c26d741abae19f559d8a23b38f",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",
@@ -33,12 +33,12 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         runtime::TensorDecl {
             name: "last_hidden_state",
             dtype: runtime::DType::Float32,
-            axes: &["batch", "last_hidden_state_1", "hidden"],
+            axes: &["batch", "last_hidden_state_1", "last_hidden_state_2"],
         },
         runtime::TensorDecl {
             name: "pooler_output",
             dtype: runtime::DType::Float32,
-            axes: &["batch", "hidden"],
+            axes: &["batch", "pooler_output_1"],
         },
     ],
     tolerance: runtime::Tolerance {

@@ -21,9 +21,42 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "edgetam",
     category: "vision",
     spec_path: "model-specs/models/vision/edgetam.yaml",
-    spec_digest: "5bdea4c7251fe5931f8323b4a504b93e0174ce3a5e12393e0fe796c8440e6172",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "68c31ac734e29e1b4f7d121ab121bbf1b87ff66b836386186e378986f589faa2",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "iou_scores",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "iou_scores_1", "iou_scores_2"],
+        },
+        runtime::TensorDecl {
+            name: "pred_masks",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "pred_masks_1",
+                "pred_masks_2",
+                "pred_masks_3",
+                "pred_masks_4",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "image_embeddings_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "image_embeddings_0_1",
+                "image_embeddings_0_2",
+                "image_embeddings_0_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,56 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "edgetam_vision_model",
     category: "vision",
     spec_path: "model-specs/models/vision/edgetam_vision_model.yaml",
-    spec_digest: "fe36daac81419b93e13f3b1a52162a463647727adeae386af463e469d4c6d7b4",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "04ae894e3f244f1156e8b9b47b4eebdc11181e34171edf6d484213745f4c7c27",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "fpn_hidden_states_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_hidden_states_0_1",
+                "fpn_hidden_states_0_2",
+                "fpn_hidden_states_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_0_1",
+                "fpn_position_encoding_0_2",
+                "fpn_position_encoding_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_1_1",
+                "fpn_position_encoding_1_2",
+                "fpn_position_encoding_1_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_2",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_2_1",
+                "fpn_position_encoding_2_2",
+                "fpn_position_encoding_2_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,37 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "efficientloftr",
     category: "vision",
     spec_path: "model-specs/models/vision/efficientloftr.yaml",
-    spec_digest: "42eb4ce0e20b932ef978790dbea6341dd5546f7e8d8ec0b246c093192d860a71",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "bcacf87cd13ec3190f2bfa90dbd9dfdde9f0aa2cad07823cb8f2b82fe3b7ace2",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pair", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "feature_maps_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "feature_maps_0_1",
+                "hidden",
+                "feature_maps_0_3",
+                "feature_maps_0_4",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "feature_maps_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "feature_maps_1_0",
+                "feature_maps_1_1",
+                "feature_maps_1_2",
+                "feature_maps_1_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

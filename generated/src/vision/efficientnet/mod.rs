@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "efficientnet",
     category: "vision",
     spec_path: "model-specs/models/vision/efficientnet.yaml",
-    spec_digest: "b853f39be2c7bba5757bd903ad7edb96e05d61a858f1807a32a926adfb8a2fe3",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "d75b71ba26325df3d5854949885e5759d7ca47a0d01669d941198539de0e498f",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "last_hidden_state_1",
+                "last_hidden_state_2",
+                "last_hidden_state_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pooler_output_1"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "gemma3n_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/gemma3n_vision.yaml",
-    spec_digest: "eadb127a42b68770cb73d783c71224678f8e3ece89079abc5d17d4b072ebd028",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "cbc9ca3470808222028033039b3e768ce41d76a5a4d681c9eb41877be5ad925b",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "last_hidden_state_1",
+                "last_hidden_state_2",
+                "last_hidden_state_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

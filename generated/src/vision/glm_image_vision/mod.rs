@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glm_image_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/glm_image_vision.yaml",
-    spec_digest: "f07243cb08d3f3c96fe9ba1b7c7f7fdb1aa6af850f5d80c7522c98d05214a0a5",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "73c3f2efac195563a1829ab247c601e36651ea0c1c484976179b68dbd3bf0457",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["images", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "grid_thw",
+            dtype: runtime::DType::Int64,
+            axes: &["images", "grid"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["images", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["images", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "hgnet_v2",
     category: "vision",
     spec_path: "model-specs/models/vision/hgnet_v2.yaml",
-    spec_digest: "b20e74acb16328c53ebc24126e524777a398650c60b331346be9d69eb54ce2ab",
+    spec_digest: "ae4398264d475e60dafc03213217755bfb2d6e9f6ced742d2d4951ee040d358c",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "inkling2_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/inkling2_vision.yaml",
-    spec_digest: "7398a868cd85808a659b4d164dc7b74ca47b29fd66e7c22d5319490da82f8581",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "4c80acc20141cfa7808f5613c7628924827a54e835a1df6bb523938720519784",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["images", "block_height", "block_width", "channels"],
+        },
+        runtime::TensorDecl {
+            name: "image_grid_thw",
+            dtype: runtime::DType::Int64,
+            axes: &["images", "grid"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["last_hidden_state_0", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["images", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "lightglue",
     category: "vision",
     spec_path: "model-specs/models/vision/lightglue.yaml",
-    spec_digest: "eb849e0ff1661ce5661686f4cc8187887818a805d202c5b56529406a56d56f47",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "01c92d24e2566ad9012faac9cddbe4a1702e803eb037bf49e8b52c685fc6a2cf",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pair", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "keypoints",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "keypoints_1", "keypoints_2", "keypoints_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,56 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "lw_detr",
     category: "vision",
     spec_path: "model-specs/models/vision/lw_detr.yaml",
-    spec_digest: "64d1d16eadf08019cbc7b46fbcc6b6850d4b5cc6437ce17b2ecb026bf5b1fb94",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "252467c7a759c7181312b227a8781e3f34ab27652733c5a94aa1fb6328fa8a1a",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "init_reference_points",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "init_reference_points_1", "init_reference_points_2"],
+        },
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "last_hidden_state_2"],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "intermediate_hidden_states_0",
+                "batch",
+                "intermediate_hidden_states_2",
+                "intermediate_hidden_states_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_reference_points",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "intermediate_reference_points_0",
+                "batch",
+                "intermediate_reference_points_2",
+                "intermediate_reference_points_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "enc_outputs_class",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_outputs_class_1", "enc_outputs_class_2"],
+        },
+        runtime::TensorDecl {
+            name: "enc_outputs_coord_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_outputs_coord_logits_1", "enc_outputs_coord_logits_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

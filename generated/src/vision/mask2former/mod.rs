@@ -21,9 +21,61 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mask2former",
     category: "vision",
     spec_path: "model-specs/models/vision/mask2former.yaml",
-    spec_digest: "a6d48ef47a4a3718b0523bd436133db6e0bb8d73f2e1af1950818973255611ba",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "28abdd7ce72333e60dac56f031f0d6912725dc9823385464bbf475567b61c134",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "encoder_last_hidden_state_1",
+                "encoder_last_hidden_state_2",
+                "encoder_last_hidden_state_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "pixel_decoder_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "hidden",
+                "pixel_decoder_last_hidden_state_2",
+                "pixel_decoder_last_hidden_state_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "transformer_decoder_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "transformer_decoder_last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "masks_queries_logits_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "masks_queries_logits_0_1",
+                "masks_queries_logits_0_2",
+                "masks_queries_logits_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "masks_queries_logits_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "masks_queries_logits_1_1",
+                "masks_queries_logits_1_2",
+                "masks_queries_logits_1_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

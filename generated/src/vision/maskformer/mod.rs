@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "maskformer",
     category: "vision",
     spec_path: "model-specs/models/vision/maskformer.yaml",
-    spec_digest: "d9500c52343fa29d6b5f1822fbd68d63143ddfb3c38b744914deb3d749efb359",
+    spec_digest: "c0a3bc11225f24df1ccfee6131e447284a2e0402aafca4ffd9ba82669149b8d6",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",
@@ -35,7 +35,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             dtype: runtime::DType::Float32,
             axes: &[
                 "batch",
-                "hidden",
+                "encoder_last_hidden_state_1",
                 "encoder_last_hidden_state_2",
                 "encoder_last_hidden_state_3",
             ],
@@ -53,11 +53,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         runtime::TensorDecl {
             name: "transformer_decoder_last_hidden_state",
             dtype: runtime::DType::Float32,
-            axes: &[
-                "batch",
-                "transformer_decoder_last_hidden_state_1",
-                "transformer_decoder_last_hidden_state_2",
-            ],
+            axes: &["batch", "transformer_decoder_last_hidden_state_1", "hidden"],
         },
     ],
     tolerance: runtime::Tolerance {

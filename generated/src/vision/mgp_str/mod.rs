@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mgp-str",
     category: "vision",
     spec_path: "model-specs/models/vision/mgp-str.yaml",
-    spec_digest: "11d41bc5d12576b46d731318011af382337b815f495ec6ed1e4a43058322d550",
+    spec_digest: "3d6b4ec1e81027175de11a966f2420aa48eee14ca0212c8b876880a248287e5c",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minicpm_ocr_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/minicpm_ocr_vision.yaml",
-    spec_digest: "acbab7d781937a14dd55e4bfd933e896003dbb6f4688042d2147d4a2ede00373",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "869616cd7508fcd56fad75907bba79572b79f73bac28f9e97cbe21e3a883ed92",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "patch_height", "packed_width"],
+        },
+        runtime::TensorDecl {
+            name: "target_sizes",
+            dtype: runtime::DType::Int32,
+            axes: &["images", "grid"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "images", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

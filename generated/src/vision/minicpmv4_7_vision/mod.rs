@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minicpmv4_7_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/minicpmv4_7_vision.yaml",
-    spec_digest: "40d8df86f08c95627aa7c1e906a3ad5c6b52926822d9a75294ff5284c12035ea",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "41adabd17bf7af8d674449c0bc24c98397a35fbb84bfc2a8ffebd99a49013c1b",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "patch_height", "packed_width"],
+        },
+        runtime::TensorDecl {
+            name: "target_sizes",
+            dtype: runtime::DType::Int32,
+            axes: &["images", "grid"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "images", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mobilenet_v1",
     category: "vision",
     spec_path: "model-specs/models/vision/mobilenet_v1.yaml",
-    spec_digest: "68e32b3de280c887a673043432f1823fec31f45c10ee06a06de93ca1eda45784",
+    spec_digest: "dc6e2368fcf7981acde75989b714a37adf3de50775d1a943376a7d2b68844717",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

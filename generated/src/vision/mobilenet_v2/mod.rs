@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mobilenet_v2",
     category: "vision",
     spec_path: "model-specs/models/vision/mobilenet_v2.yaml",
-    spec_digest: "4f8659e9f28936835349d978a079645167f4b3f5d7635ce607bef838a0f56e8f",
+    spec_digest: "7679d29115fdb5796846b2eb2e94d9e49bdc0d703dd0a353ae6861ffc88915d3",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

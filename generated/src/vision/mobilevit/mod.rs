@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mobilevit",
     category: "vision",
     spec_path: "model-specs/models/vision/mobilevit.yaml",
-    spec_digest: "75329f8c7819e91a2f9565ced1c3f06492a3ce0fa5f61098babd208c54a5c080",
+    spec_digest: "2cf603aa5adcd558559799504e2bcbc6508226d62cea8ca75f8ca580f0e7fa99",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mobilevitv2",
     category: "vision",
     spec_path: "model-specs/models/vision/mobilevitv2.yaml",
-    spec_digest: "d571c6b0af90de73ecf7bbed70e9e3e72c796a95540409f20f632ae5d0ab8a5c",
+    spec_digest: "66d7b5bb518e041c1afeff8fc0de07226683aa857a4cb36585beec33e210f034",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "muse_glimmer_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/muse_glimmer_vision.yaml",
-    spec_digest: "832ab5338bb29cb181e70803f52840837e87d1d21b4f35cdc21edc92c2988392",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "f1903efb5e9794c07b51811330a8c3c3f9ca961014856ae3a413bf4406b6afb3",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["images", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "grid_thw",
+            dtype: runtime::DType::Int64,
+            axes: &["images", "grid"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["images", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

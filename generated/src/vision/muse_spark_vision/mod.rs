@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "muse_spark_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/muse_spark_vision.yaml",
-    spec_digest: "f90aeaf75ad25e420cf2d23a3c07427a2d4d666b973484261013c488a11b6bbe",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "f0931bfdff2e245ba37570f347e18001b6d6dcfdeb8e959349f0b14f844301b3",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["images", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "grid_thw",
+            dtype: runtime::DType::Int64,
+            axes: &["images", "grid"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["images", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

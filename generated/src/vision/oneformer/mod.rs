@@ -21,9 +21,50 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "oneformer",
     category: "vision",
     spec_path: "model-specs/models/vision/oneformer.yaml",
-    spec_digest: "876d4175f5f31a8e1ac6c50c3d0fef08ea0fd5f3db80ddeb523e990374f19521",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "7f4db4d866d6c8a8740394267907c9318d1a32c29abd1f1d9123befe53d15351",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "task_inputs",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "task_sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "transformer_decoder_object_queries",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "transformer_decoder_object_queries_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "transformer_decoder_contrastive_queries",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "transformer_decoder_contrastive_queries_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "transformer_decoder_mask_predictions",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "transformer_decoder_mask_predictions_1",
+                "transformer_decoder_mask_predictions_2",
+                "transformer_decoder_mask_predictions_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "transformer_decoder_class_predictions",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "transformer_decoder_class_predictions_1",
+                "transformer_decoder_class_predictions_2",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pe_video_encoder",
     category: "vision",
     spec_path: "model-specs/models/vision/pe_video_encoder.yaml",
-    spec_digest: "fe49b065a6099223daad0483612be963d1836f688e9ac5f85c8136ada25c4aae",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "dfd1bdd8e940ccd6e3e8940980d6f9bfe285ceab242b6061531bc031fcb90622",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values_videos",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "padding_mask_videos",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

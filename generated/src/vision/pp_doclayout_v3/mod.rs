@@ -21,9 +21,76 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pp_doclayout_v3",
     category: "vision",
     spec_path: "model-specs/models/vision/pp_doclayout_v3.yaml",
-    spec_digest: "2867c9a8a1179ba8d094a0ea0d6896febf27e980a03a9f73f7501326e48d3a63",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "25f413602a9b6cd7bd8c0128342e12ac19685a155d0930473e52554a8e12fb90",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "intermediate_hidden_states_1",
+                "intermediate_hidden_states_2",
+                "hidden",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_logits",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "intermediate_logits_1",
+                "intermediate_logits_2",
+                "intermediate_logits_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_reference_points",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "intermediate_reference_points_1",
+                "intermediate_reference_points_2",
+                "intermediate_reference_points_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "init_reference_points",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "init_reference_points_1", "init_reference_points_2"],
+        },
+        runtime::TensorDecl {
+            name: "enc_topk_bboxes",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_topk_bboxes_1", "enc_topk_bboxes_2"],
+        },
+        runtime::TensorDecl {
+            name: "enc_outputs_coord_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_outputs_coord_logits_1", "enc_outputs_coord_logits_2"],
+        },
+        runtime::TensorDecl {
+            name: "out_order_logits",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "out_order_logits_1",
+                "out_order_logits_2",
+                "out_order_logits_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

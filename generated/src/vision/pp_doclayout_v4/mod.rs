@@ -21,9 +21,66 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pp_doclayout_v4",
     category: "vision",
     spec_path: "model-specs/models/vision/pp_doclayout_v4.yaml",
-    spec_digest: "e417ae269e4ec6ea890feab5b5d11ddf8926aff3a17bc8ff8b0f400fedc4183b",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "45bc3ec97174495144283ef4d1953c05186a4f9d5c9466aeb597e2f16d930b4c",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "intermediate_hidden_states_1",
+                "intermediate_hidden_states_2",
+                "hidden",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_reference_points",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "intermediate_reference_points_1",
+                "intermediate_reference_points_2",
+                "intermediate_reference_points_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "init_reference_points",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "init_reference_points_1", "init_reference_points_2"],
+        },
+        runtime::TensorDecl {
+            name: "enc_topk_bboxes",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_topk_bboxes_1", "enc_topk_bboxes_2"],
+        },
+        runtime::TensorDecl {
+            name: "enc_outputs_coord_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_outputs_coord_logits_1", "enc_outputs_coord_logits_2"],
+        },
+        runtime::TensorDecl {
+            name: "logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "logits_1", "logits_2"],
+        },
+        runtime::TensorDecl {
+            name: "successor_order_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "successor_order_logits_1", "successor_order_logits_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

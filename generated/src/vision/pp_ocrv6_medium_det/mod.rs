@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pp_ocrv6_medium_det",
     category: "vision",
     spec_path: "model-specs/models/vision/pp_ocrv6_medium_det.yaml",
-    spec_digest: "0a74a339987081672b9b8a0a5237d73c81e9bdf34f9e875d756fab0b9b167dee",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "fc8813f9c46ce75aaa6586513ee93f9b7ecba8c14a93843b616db2dfb5d85db9",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "last_hidden_state_1",
+                "last_hidden_state_2",
+                "last_hidden_state_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pp_ocrv6_small_det",
     category: "vision",
     spec_path: "model-specs/models/vision/pp_ocrv6_small_det.yaml",
-    spec_digest: "6c5a1662bf99f94cf215d7337ebe79ac0c8c678f6d1bc92573e3d796752b23be",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "731cf3ac72a41e236f2ed96e28f164ab77841e030fdbae266c235ce270de3b89",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "last_hidden_state_1",
+                "last_hidden_state_2",
+                "last_hidden_state_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

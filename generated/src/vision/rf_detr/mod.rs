@@ -21,9 +21,66 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "rf_detr",
     category: "vision",
     spec_path: "model-specs/models/vision/rf_detr.yaml",
-    spec_digest: "6950aa1d470348e7d046b2a743304897c50159f1c68b3b224fde769625d11577",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "da2b402312174928883b2f4c397cd6391af8cb5ff81bf4d53ebbaab1ff4452d6",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "last_hidden_state_2"],
+        },
+        runtime::TensorDecl {
+            name: "init_reference_points",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "init_reference_points_1", "init_reference_points_2"],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "intermediate_hidden_states_0",
+                "batch",
+                "intermediate_hidden_states_2",
+                "intermediate_hidden_states_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_reference_points",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "intermediate_reference_points_0",
+                "batch",
+                "intermediate_reference_points_2",
+                "intermediate_reference_points_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "enc_outputs_class",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_outputs_class_1", "enc_outputs_class_2"],
+        },
+        runtime::TensorDecl {
+            name: "enc_outputs_coord_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_outputs_coord_logits_1", "enc_outputs_coord_logits_2"],
+        },
+        runtime::TensorDecl {
+            name: "backbone_features",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "backbone_features_1",
+                "backbone_features_2",
+                "backbone_features_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -11,7 +11,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "sam at int8 fails on cpu (measured by gen import --platform cpu): output iou_scores: 1 of 3 elements outside 0.1 of the output's spread (1.253e-4 abs; precision_tolerances in model-specs/models/vision/sam.yaml) (max abs error 1.666e-4; worst at flat index 2: got -0.00029923528200015426, expected -0.00013266061432659626)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 max_error_of_spread: 0.1f64,
             },
         ],

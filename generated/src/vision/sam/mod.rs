@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam",
     category: "vision",
     spec_path: "model-specs/models/vision/sam.yaml",
-    spec_digest: "5fab6a5513c59a17d8e7a551d6dace234abb175c085621f82642464b1f46d879",
+    spec_digest: "d96dcdc25566ca52a78ab368784ca5c46d01d8c65d87cff0549ea62994569198",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",
@@ -34,17 +34,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             name: "iou_scores",
             dtype: runtime::DType::Float32,
             axes: &["batch", "iou_scores_1", "iou_scores_2"],
-        },
-        runtime::TensorDecl {
-            name: "pred_masks",
-            dtype: runtime::DType::Float32,
-            axes: &[
-                "batch",
-                "pred_masks_1",
-                "pred_masks_2",
-                "pred_masks_3",
-                "pred_masks_4",
-            ],
         },
     ],
     tolerance: runtime::Tolerance {

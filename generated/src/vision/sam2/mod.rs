@@ -21,9 +21,51 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam2",
     category: "vision",
     spec_path: "model-specs/models/vision/sam2.yaml",
-    spec_digest: "a5c5980ad98d3d0e30415e4164841815fc08ceffb96cac8c409fcbefeaf831bb",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "4d28a4ed97c90ddbe350af4ceac46ddc2225ffe0ac9231c06c4d8a1f3ba8ff20",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "iou_scores",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "iou_scores_1", "iou_scores_2"],
+        },
+        runtime::TensorDecl {
+            name: "image_embeddings_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "image_embeddings_0_1",
+                "image_embeddings_0_2",
+                "image_embeddings_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "image_embeddings_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "image_embeddings_1_1",
+                "image_embeddings_1_2",
+                "image_embeddings_1_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "image_embeddings_2",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "image_embeddings_2_1",
+                "image_embeddings_2_2",
+                "image_embeddings_2_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam2_hiera_det_model",
     category: "vision",
     spec_path: "model-specs/models/vision/sam2_hiera_det_model.yaml",
-    spec_digest: "1f0fd223da514e164ffaeb5908e046e8b6459259cefc70c18439179c2d43d699",
+    spec_digest: "89c8e84afe73f93d4b79eee1e2b5c0336d7ad5d761ec83faf52ea87045c0339d",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam2_vision_model",
     category: "vision",
     spec_path: "model-specs/models/vision/sam2_vision_model.yaml",
-    spec_digest: "2d7286068574d6169f57b7c3281b5097b6fa6c3f45bf8a390f5de6b481c8e651",
+    spec_digest: "1db778af19b909f6dda5bbe3bb346658ec1e1c3f696dc10cdf71c48f3ba919cb",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam3_lite_text_text_model",
     category: "vision",
     spec_path: "model-specs/models/vision/sam3_lite_text_text_model.yaml",
-    spec_digest: "fbc54363e17e34320af91986e10667e136343440b03376ebaf65a1d4536a0dbc",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "a74c64da707c3f7de4565487ccd7ea217773df6a8406f5876dceb4d8ccef9edb",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,51 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam3_tracker",
     category: "vision",
     spec_path: "model-specs/models/vision/sam3_tracker.yaml",
-    spec_digest: "be5f3b2f31352607fbfa7a0b1cd2d08bcdb599162e84831a287732eaec892ecc",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "8d005e7b15631e574dd4041a524a14a793a713795cf8467e68f3ec0a0bac762c",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "iou_scores",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "iou_scores_1", "iou_scores_2"],
+        },
+        runtime::TensorDecl {
+            name: "image_embeddings_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "image_embeddings_0_1",
+                "image_embeddings_0_2",
+                "image_embeddings_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "image_embeddings_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "image_embeddings_1_1",
+                "image_embeddings_1_2",
+                "image_embeddings_1_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "image_embeddings_2",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "image_embeddings_2_1",
+                "image_embeddings_2_2",
+                "image_embeddings_2_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

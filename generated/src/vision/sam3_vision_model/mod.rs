@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam3_vision_model",
     category: "vision",
     spec_path: "model-specs/models/vision/sam3_vision_model.yaml",
-    spec_digest: "8138bc47949ae93e10df935259c65e4ac097d6ce1ed2499ad41972c6387b02c4",
+    spec_digest: "694ced1c16de17774d1667f7f34e498aea99f801129b4a338d447cd6d8bdb697",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

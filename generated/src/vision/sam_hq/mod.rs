@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam_hq",
     category: "vision",
     spec_path: "model-specs/models/vision/sam_hq.yaml",
-    spec_digest: "c97b7cd66c5a98da522a8e1cf131a4e5f46e18de4aaefad991f6cd473ac22ec2",
+    spec_digest: "dd2a7c924008a82dd794b59c7183da5b39cb6e5f0e30be6c0b8bb25863e5f627",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

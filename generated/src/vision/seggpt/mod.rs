@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "seggpt",
     category: "vision",
     spec_path: "model-specs/models/vision/seggpt.yaml",
-    spec_digest: "db8e9fe2ae67123661098ed5c36552ed46d53d5ce4833e578e6fa769672a74c6",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "1067411ee6f1f34d283dd54649a5f2c4d4a11bfe39749627459b757fa3f369b0",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "prompt_pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "prompt_masks",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "last_hidden_state_2", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "intermediate_hidden_states_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "intermediate_hidden_states_0_1",
+                "intermediate_hidden_states_0_2",
+                "hidden",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

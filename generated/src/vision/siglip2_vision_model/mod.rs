@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "siglip2_vision_model",
     category: "vision",
     spec_path: "model-specs/models/vision/siglip2_vision_model.yaml",
-    spec_digest: "a98c0f97ff2269591a56507c5c7d5f9d8afda0d40570e823263acc11020f7f5d",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "e07260d15ea0067dffb621ed1d43bc5ab28d530ae76fa008e3f1471c2dc1e820",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "patches", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "patches"],
+        },
+        runtime::TensorDecl {
+            name: "spatial_shapes",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "grid"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

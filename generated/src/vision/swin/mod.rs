@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "swin",
     category: "vision",
     spec_path: "model-specs/models/vision/swin.yaml",
-    spec_digest: "5cee792dcb831bd27d4c994caab5c77520a3df19edc7cedd4ac3e4b93038c802",
+    spec_digest: "323670a7893dc40bdf2a1b491b01182b1a54634b5ad0645d17e34b07e442c769",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",
@@ -33,12 +33,12 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         runtime::TensorDecl {
             name: "last_hidden_state",
             dtype: runtime::DType::Float32,
-            axes: &["batch", "last_hidden_state_1", "hidden"],
+            axes: &["batch", "last_hidden_state_1", "last_hidden_state_2"],
         },
         runtime::TensorDecl {
             name: "pooler_output",
             dtype: runtime::DType::Float32,
-            axes: &["batch", "hidden"],
+            axes: &["batch", "pooler_output_1"],
         },
     ],
     tolerance: runtime::Tolerance {

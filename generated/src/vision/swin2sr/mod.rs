@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "swin2sr",
     category: "vision",
     spec_path: "model-specs/models/vision/swin2sr.yaml",
-    spec_digest: "c7a339ecf77ad3557c4c1df9346b1b3c4a85c58e237d1ad8c05289d489d4f346",
+    spec_digest: "544bf5ef1b60934b69afeb3d2a4e894e34f5f24236b28750d88aa626bc8d876e",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "table-transformer",
     category: "vision",
     spec_path: "model-specs/models/vision/table-transformer.yaml",
-    spec_digest: "53f8a1804a505c0b50e19cad95a4a3713e3cfb5e2e46d8375f5e0e7521d8226a",
+    spec_digest: "63304314ea70721d93eea84fe19282df5c4c3afbe2e69757c8e274662bbbbc71",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

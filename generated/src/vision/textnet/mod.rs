@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "textnet",
     category: "vision",
     spec_path: "model-specs/models/vision/textnet.yaml",
-    spec_digest: "7459c5d6e87bdffc521af934129fd7956c082f4794fc2a8a6dbcdb9c6e7d3778",
+    spec_digest: "a1b72e55f55d94977ff7a76ca90d6a0572f0f2f3f979890590b19b08ed7914a0",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

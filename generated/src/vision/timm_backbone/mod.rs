@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "timm_backbone",
     category: "vision",
     spec_path: "model-specs/models/vision/timm_backbone.yaml",
-    spec_digest: "de468362c9920cd581a096a7967a01b22a4c02392eb0856faafc89571288839f",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "83580838ddaa6dca44c881c9ec31a47716ddeb5bd410a6006508901eccc6a06f",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "feature_maps_0",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "feature_maps_0_1", "feature_maps_0_2", "feature_maps_0_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

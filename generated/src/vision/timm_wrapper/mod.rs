@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "timm_wrapper",
     category: "vision",
     spec_path: "model-specs/models/vision/timm_wrapper.yaml",
-    spec_digest: "3229a6773034aabca6612bafa64f46ee7c0d949be10330a33ac79baef78a262f",
+    spec_digest: "db3932c9334a93bc021772b80a70d4445b38cf5145db874751a94b9d88eba474",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "uvdoc",
     category: "vision",
     spec_path: "model-specs/models/vision/uvdoc.yaml",
-    spec_digest: "61460c75776c80996cb010f7639b203136c23c8a5fee2c2f01e6bdfdce349f22",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "c844bc988ad8409487ec3f02ae8da017fb9b97137c729c75bcb45913972ac490",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "last_hidden_state_1",
+                "last_hidden_state_2",
+                "last_hidden_state_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "video_llama_3_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/video_llama_3_vision.yaml",
-    spec_digest: "1ce0ea4132281d610689e35bb189795e8c2819890ee7fded09e9d0bb07f25a5f",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "a38be7a6d9a8b68b8dbc9d5587ddd5350d44db1cddadfe8b13e126005eca1d3c",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["images", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "grid_thw",
+            dtype: runtime::DType::Int64,
+            axes: &["images", "grid"],
+        },
+        runtime::TensorDecl {
+            name: "merge_sizes",
+            dtype: runtime::DType::Int64,
+            axes: &["images"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["images", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "blip-2",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/blip-2.yaml",
-    spec_digest: "ba401cfbd72d8497fe9c385e6724b51ae31e22aea19a21607d15be31853354be",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "671be560faf217c4d35a5b35b57065d6fedd2beb65c3db9cd05402a56ed69b25",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "vocab"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "chameleon",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/chameleon.yaml",
-    spec_digest: "66973a51029977f6ad4c8c5789574f963a0a845f4f511d5833a4d1b93ffd5da3",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "daf101c36718f470edd3f94a1b18aff812ba4121db54d038b9912ec6e1cddbf2",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cohere2_vision",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/cohere2_vision.yaml",
-    spec_digest: "5d31a12a391c976c8984203276e8747918d08bbe0717545f0c3149571f300f2c",
+    spec_digest: "85673bf8077e7a91a06b8ce6329bcfe13e44b16e2ff9964784c8f71b3be85518",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cosmos3_edge",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/cosmos3_edge.yaml",
-    spec_digest: "b40d318069c62a6d756d858b2dc8842aa49b644b3bc6dcdad6fc1229370febe1",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "a601f1decf8726a8612279f3a0d85df0645dfc0ffb73fb267fef528a19e01801",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "image_grid_thw",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "grid"],
+        },
+        runtime::TensorDecl {
+            name: "mm_token_type_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

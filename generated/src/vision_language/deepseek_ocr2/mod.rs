@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "deepseek_ocr2",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/deepseek_ocr2.yaml",
-    spec_digest: "eaaba023b2e543d13dd2530d11ae1d09eaafb1561e60adeda4c3caec28cb3505",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "a7b03e6c66c09f03e7d1e0762133dbb460986707e9a0e15c866f63d9e2563b96",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "image_hidden_states_0",
+            dtype: runtime::DType::Float32,
+            axes: &["image_hidden_states_0_0", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

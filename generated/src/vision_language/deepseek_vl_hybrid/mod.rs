@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "deepseek_vl_hybrid",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/deepseek_vl_hybrid.yaml",
-    spec_digest: "73c4d844ab0ebe67980b641c93175ab044200965f716dd1d9d3a30174c0fff6f",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "ec679bc60aacf310d1f3c06fd72717a49ff0e9038a64d78750133d80ed1ceeb8",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "high_res_pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "high_res_height", "high_res_width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "image_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["image_hidden_states_0", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "diffusion_gemma",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/diffusion_gemma.yaml",
-    spec_digest: "b253b8cfe1908feb47e82dedc51b55c2c15cfe873e963867fbd3f67c50997f4a",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "2e590f11ef8cd8d081b159e1450b497808fca1cf48d419580fffad775ee24be6",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "decoder_input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "canvas"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

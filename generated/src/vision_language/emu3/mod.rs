@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "emu3",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/emu3.yaml",
-    spec_digest: "9666e1f32c9e088e0ad84de8f217db350931521362e02e4ea9e7e5ba8b11dd91",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "fe5cfdc39771ef08fff0c9bfb2b28cf7dcdfc01135d640c9b567f22684fc271e",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

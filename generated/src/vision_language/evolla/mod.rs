@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "evolla",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/evolla.yaml",
-    spec_digest: "9515b7ab9ecaf22bfc0ce3cf0ff903ef53760bb34692853d0c458bd85e06d074",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "3d4ab5c5ce01666c726d280066847fcead806f7eb021ab4db1644408aaaa996e",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "protein_input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "protein_sequence"],
+        },
+        runtime::TensorDecl {
+            name: "protein_attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "protein_sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "fuyu",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/fuyu.yaml",
-    spec_digest: "cd41cb81f4db5a8baecbd694c246ab05209fcc07cd464eb6298d842a62ab4f48",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "e8b77f52b23134752bab6f9d816888f865bce527239ef39f92e479ffb020fe57",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

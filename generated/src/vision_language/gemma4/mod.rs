@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "gemma4",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/gemma4.yaml",
-    spec_digest: "f77bbb8a9e41e096b7b8ffdc1c176f3fc80e63f92beb4f7e9b8dab2d73b2d1af",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "373c7ad5c08064fc03ad1525e3d1b7b9014ac99e9cde9aa77246b7b3f05aa46a",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "gemma4_unified",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/gemma4_unified.yaml",
-    spec_digest: "fb400753b8d62234013eee2712422954b01a672302a72e4de42e1e383f678a84",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "c75c71a3dd2bf74474176a21f796c57b7de73503b78067301ce944c8623cd56a",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glm5_next",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/glm5_next.yaml",
-    spec_digest: "15aeeec4b6100c9b33869bdf96b105b7ea8045988ce425abf1cc3c8a8ca99f3a",
+    spec_digest: "80c446853990f4e21cfa606c7a40c6b6b02e24d21be825d027afbf42414a7184",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

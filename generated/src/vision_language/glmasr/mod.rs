@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glmasr",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/glmasr.yaml",
-    spec_digest: "86939762200eb8ce5bff402394b7624938e5f0e0fc7e2e5f8f2ffabe0b0a5f51",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "10b757a5451ca37955f78a06b50bccb39abcc6cbf270a28819f437f59f370c31",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "got_ocr2",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/got_ocr2.yaml",
-    spec_digest: "62534fbcf5bef3e9d7c2c2b74fab078e37f0a006f80f8ab19db25670082eb5f6",
+    spec_digest: "7e9caf6124e637012b1349c9f40b6d120fd3d0f37692ce9ff863e9e693c360fa",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "granite_docling",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/granite_docling.yaml",
-    spec_digest: "7b7442c426814693ac6834c578c9e8f8ca8b20ca1074816110421114c544610f",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "9ab98700e4d26c99611c74abd23204a83885c9d7e223a508f0d2dddfa94ba818",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "tiles", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_attention_mask",
+            dtype: runtime::DType::Bool,
+            axes: &["batch", "tiles"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "image_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["image_hidden_states_0", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

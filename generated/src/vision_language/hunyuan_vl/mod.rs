@@ -21,9 +21,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "hunyuan_vl",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/hunyuan_vl.yaml",
-    spec_digest: "2db7e89d137304f77669ffba40d9dba91d12bf91e28d87a8d54533a547c71cb9",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "413e06cc365b383bb8cacd4bf2b09abd754c0e877ac5742c702158b052e7bb5d",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["patches", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "image_grid_thw",
+            dtype: runtime::DType::Int64,
+            axes: &["images", "grid"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "mm_token_type_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "image_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["image_hidden_states_0", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "idefics",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/idefics.yaml",
-    spec_digest: "5686aeff0781ee85a986c59de7310c2d36ab69ea26379725382a55922e077d7d",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "05eb1bc0dbf6df72ea3415cc7169a1adf0c8bc9258af1b97258149a4ca810586",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "images", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "image_attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence", "images"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "image_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "image_hidden_states_1", "image_hidden_states_2", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,8 +21,29 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "instructblip",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/instructblip.yaml",
-    spec_digest: "2404c30c962b5d87366385f61715da37b8fbc975ff28cb6affaacf69209017da",
-    inputs: &[],
+    spec_digest: "0966d2d0daf134b13e0bd6df5be11de288f0173fb2d267cccc03668921fc0c07",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "qformer_input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "qformer_sequence"],
+        },
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
     outputs: &[],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,

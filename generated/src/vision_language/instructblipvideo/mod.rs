@@ -21,8 +21,29 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "instructblipvideo",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/instructblipvideo.yaml",
-    spec_digest: "adfd8b393168e93e8c9dce56e484573d892bdbbbdf787f4641c5f11a362ff452",
-    inputs: &[],
+    spec_digest: "ee1f463f254bf04beb24f98144afb6d8fe95665d2603acb927dbcaf5cd13bf76",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "qformer_input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "qformer_sequence"],
+        },
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
     outputs: &[],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,

@@ -21,9 +21,51 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "kosmos-2",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/kosmos-2.yaml",
-    spec_digest: "f3690eb2f26324f5212c34e27be92f7be6982a2ea67a2bc551493fe86bb531eb",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "6947d3a7398c8cad2504e3c9f9a85828eea41775473fe32ed8280041787a34f5",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "image_embeds_position_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "image_embeds",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "image_embeds_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "projection_attentions",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "projection_attentions_1",
+                "projection_attentions_2",
+                "projection_attentions_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,51 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "kosmos-2.5",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/kosmos-2.5.yaml",
-    spec_digest: "7f4f05349f134137c558376f389ed9d0e6490493d49c5e4df2542fa0cd4766fe",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "193969d6cbf32aadc6c8a8250f75ab8a1ff5d2c7986a9f0915d0cc874b15c2ba",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "flattened_patches",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "patches", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "image_embeds_position_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "image_embeds",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "image_embeds_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "projection_attentions",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "projection_attentions_1",
+                "projection_attentions_2",
+                "projection_attentions_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "lfm2_vl",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/lfm2_vl.yaml",
-    spec_digest: "fdf0c1e259e999974c5dd58d5f141c4925b6c48e37f231ab8a07cf75cd0405b6",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "68bc9443e30e87a580188afbc7545e8b5992b209d2ffe3c7d316f6fcf6c53b09",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "patches", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "spatial_shapes",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "grid"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_attention_mask",
+            dtype: runtime::DType::Bool,
+            axes: &["batch", "patches"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "image_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["image_hidden_states_0", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minimax_m3_vl",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/minimax_m3_vl.yaml",
-    spec_digest: "5ab143dd771f995b906b78f06a78bfb6f6dd0c6f35850d44cc57692199075973",
+    spec_digest: "7a18fa60c1b69be07ca8cc2db9dbfe13fff726bf3eada0a646a7f1b447d089d6",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

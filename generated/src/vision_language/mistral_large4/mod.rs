@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mistral_large4",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/mistral_large4.yaml",
-    spec_digest: "0391a4d1e2fa98b6c9f80da96732a4d4bb3c62797f683200273c0061ab360f96",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "52e9a9c6b49c6ca0160f7b20d83f8befadf910696e8eea265b782c97d4782e18",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "image_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["image_hidden_states_0", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mllama",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/mllama.yaml",
-    spec_digest: "1598d7021e5e805fed2988ea94edd7df9a3820ee2edeb49acac9848208817d12",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "1eeb09e8fd1610406489c7c8cba5a2789b09678f7534517cd1c44b7c8bd528e9",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "images", "tiles", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "aspect_ratio_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "images", "tiles"],
+        },
+        runtime::TensorDecl {
+            name: "aspect_ratio_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "images"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "cross_attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence", "images", "tiles"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

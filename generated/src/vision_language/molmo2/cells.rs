@@ -6,8 +6,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or cpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-            stage: runtime::Stage::Config,
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: IndexError: index out of range in self",
+            stage: runtime::Stage::Reference,
         },
     )
     .with_precision_checks(
@@ -15,8 +15,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or cpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-                    stage: runtime::Stage::Config,
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: IndexError: index out of range in self",
+                    stage: runtime::Stage::Reference,
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -28,8 +28,8 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or cpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-        stage: runtime::Stage::Config,
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: IndexError: index out of range in self",
+        stage: runtime::Stage::Reference,
     },
 );
 /// molmo2 on cuda: not-tested (onnxruntime, CUDAExecutionProvider (device_id=0)).
@@ -38,8 +38,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or cuda): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-            stage: runtime::Stage::Config,
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: IndexError: index out of range in self",
+            stage: runtime::Stage::Reference,
         },
     )
     .with_precision_checks(
@@ -47,8 +47,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or cuda): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-                    stage: runtime::Stage::Config,
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: IndexError: index out of range in self",
+                    stage: runtime::Stage::Reference,
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -60,8 +60,8 @@ pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
     runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or cuda): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-        stage: runtime::Stage::Config,
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: IndexError: index out of range in self",
+        stage: runtime::Stage::Reference,
     },
 );
 /// molmo2 on rocm: not-tested (onnxruntime, MIGraphXExecutionProvider).
@@ -70,8 +70,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or rocm): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-            stage: runtime::Stage::Config,
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: IndexError: index out of range in self",
+            stage: runtime::Stage::Reference,
         },
     )
     .with_precision_checks(
@@ -79,8 +79,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or rocm): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-                    stage: runtime::Stage::Config,
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: IndexError: index out of range in self",
+                    stage: runtime::Stage::Reference,
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -92,8 +92,8 @@ pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
     runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or rocm): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-        stage: runtime::Stage::Config,
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: IndexError: index out of range in self",
+        stage: runtime::Stage::Reference,
     },
 );
 /// molmo2 on mps: not-tested (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
@@ -102,8 +102,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or mps): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-            stage: runtime::Stage::Config,
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: IndexError: index out of range in self",
+            stage: runtime::Stage::Reference,
         },
     )
     .with_precision_checks(
@@ -111,8 +111,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or mps): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-                    stage: runtime::Stage::Config,
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: IndexError: index out of range in self",
+                    stage: runtime::Stage::Reference,
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -124,8 +124,8 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
     runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or mps): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-        stage: runtime::Stage::Config,
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: IndexError: index out of range in self",
+        stage: runtime::Stage::Reference,
     },
 );
 /// molmo2 on openvino: not-tested (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
@@ -134,8 +134,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or openvino): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-            stage: runtime::Stage::Config,
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: IndexError: index out of range in self",
+            stage: runtime::Stage::Reference,
         },
     )
     .with_precision_checks(
@@ -143,8 +143,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or openvino): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-                    stage: runtime::Stage::Config,
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: IndexError: index out of range in self",
+                    stage: runtime::Stage::Reference,
                 },
                 max_error_of_spread: 0.1f64,
             },
@@ -156,8 +156,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &crate::platforms::QNN,
     &crate::platforms::QNN_ONNX,
     runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or qnn): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-        stage: runtime::Stage::Config,
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or qnn): running the tiny model: RuntimeError: IndexError: index out of range in self",
+        stage: runtime::Stage::Reference,
     },
 );
 /// molmo2 on webnn: not-tested (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
@@ -166,8 +166,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or webnn): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-        stage: runtime::Stage::Config,
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: IndexError: index out of range in self",
+        stage: runtime::Stage::Reference,
     },
 );
 /// molmo2 on webgpu: not-tested (onnxruntime-web in headless Chromium, webgpu).
@@ -176,8 +176,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
     runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or webgpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-        stage: runtime::Stage::Config,
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: IndexError: index out of range in self",
+        stage: runtime::Stage::Reference,
     },
 );
 /// molmo2 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
@@ -189,40 +189,40 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or webgpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-                stage: runtime::Stage::Config,
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: IndexError: index out of range in self",
+                stage: runtime::Stage::Reference,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or webgpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-                stage: runtime::Stage::Config,
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: IndexError: index out of range in self",
+                stage: runtime::Stage::Reference,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or webgpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-                stage: runtime::Stage::Config,
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: IndexError: index out of range in self",
+                stage: runtime::Stage::Reference,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or webgpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-                stage: runtime::Stage::Config,
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: IndexError: index out of range in self",
+                stage: runtime::Stage::Reference,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build the tiny config for molmo2 (stage `config`, our gap, not a fact about the model or webgpu): building the tiny config: StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': (cause: ValueError: `adapter_config.vision_feature_layer` [24, 18] must index the 2 layers of `vision_config`.)",
-                stage: runtime::Stage::Config,
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for molmo2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: IndexError: index out of range in self",
+                stage: runtime::Stage::Reference,
             },
             expected: None,
         },

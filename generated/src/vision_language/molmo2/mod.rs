@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "molmo2",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/molmo2.yaml",
-    spec_digest: "cb683ed690585a8c76968a0454106a05e4c7c0a8b1d14ca0857785727c1c5ed4",
+    spec_digest: "37033946ba5cd8a6261c7e9b4eda4bb350591b350746dcbaf8d79fac5e05784c",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

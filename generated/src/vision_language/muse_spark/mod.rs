@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "muse_spark",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/muse_spark.yaml",
-    spec_digest: "e0a9f387fbd20e265b0f68a9d0bed73ee11752e12ba991bc27e493bf5a440115",
+    spec_digest: "e11cd08652070751ce5f7e31d49d584c3db02a1f8b04606f9bba4ca217b97462",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {
