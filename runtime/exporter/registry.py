@@ -325,6 +325,11 @@ def _shrink_one(config, mild: bool = False, small_images: bool = True, wide: boo
         sub = getattr(config, key, None)
         if sub is not None and hasattr(sub, "to_dict"):
             nested = _shrink_one(sub, mild, small_images, wide)
+            # A sub-config given as a dict is built from its own class's defaults, not the
+            # composite's: VipLlava's CLIP tower has patch 14, a bare CLIPVisionConfig 32. An image
+            # size fitted to the patch keeps the patch it was fitted to.
+            if "image_size" in nested and isinstance(getattr(sub, "patch_size", None), int):
+                nested.setdefault("patch_size", sub.patch_size)
             if nested:
                 out[key] = {"model_type": sub.model_type, **nested} if getattr(sub, "model_type", "") else nested
     return out
@@ -452,7 +457,26 @@ def candidate_layouts(category: str, params: list[str], config) -> list[tuple[li
         # Idefics-style models take several images per prompt: [batch, images, channels, height, width].
         images = [tensor("pixel_values", "float32", ["batch", "images", "channels", "height", "width"], "normal")]
         layouts.append((ids + images + mask, None))
+        # Registered as image-text models without an image-placeholder prompt: text and image side
+        # by side (ViLT, UDOP), an image alone (PP-OCR's text recognisers), or text alone.
+        layouts.append((text + image, [{**t, **i} for t, i in zip(text_shapes, image_shapes)]))
+        layouts.append((image, image_shapes))
+        # Text alone only for a model without an image or audio tower: for one with a tower it
+        # would pass while the tower went untested (such a spec says so in a curated layout).
+        if not _has_tower(config):
+            layouts.append((text + decoder, both(text_shapes, dec_shapes) if decoder else text_shapes))
     return layouts
+
+
+def _has_tower(config) -> bool:
+    """Whether a config (or any of its sub-configs, T5Gemma2's encoder) holds a vision or audio tower."""
+    for key in getattr(config, "sub_configs", {}) or {}:
+        sub = getattr(config, key, None)
+        if re.search(r"vision|audio|speech|image|visual", key) and sub is not None:
+            return True
+        if sub is not None and hasattr(sub, "sub_configs") and _has_tower(sub):
+            return True
+    return False
 
 
 def name_output_axes(name: str, shapes: list[list[int]], input_axes: list[dict], config) -> list[str]:
@@ -681,6 +705,44 @@ def _ignored_input(model, spec: dict, candidate: dict, shape: dict, config, seed
     return all(isinstance(out.get(n), torch.Tensor) and torch.equal(out[n], reference[n]) for n in names)
 
 
+def _image_prompt_shapes(inputs: list[dict], config, model) -> list[dict]:
+    """The two shapes of an image-text prompt: its sequence must hold the image's placeholder
+    tokens (as many as the model makes features of one image), then 8 and 13 text tokens. Raises
+    when the config has no image placeholder (no vision tower to count): the next layout runs."""
+    import export
+
+    count = export.image_token_count(config, model)
+    size, channels = _image_size(config), _channels(config)
+    shapes = [{"batch": 1, "sequence": count + 8, "channels": channels, "height": size, "width": size},
+              {"batch": 1, "sequence": count + 13, "channels": channels, "height": size, "width": size}]
+    if any("images" in i["axes"] for i in inputs):
+        shapes = [{**s, "images": 1} for s in shapes]
+    grid = export.patch_grid(config)
+    if grid and any(i.get("fill") == "image-grid" for i in inputs):
+        shapes = [{**s, "patches": grid["patches"], "patch_dim": grid["patch_dim"], "grid": 3} for s in shapes]
+    used = {axis for i in inputs for axis in i["axes"]}  # a spec sizes only its inputs' axes
+    return [{k: v for k, v in s.items() if k in used} for s in shapes]
+
+
+def _unread_input(model, spec: dict, candidate: dict, shape: dict, config, seed: int, names: list[str],
+                  reference: dict) -> bool:
+    """Whether the model ignores a float input (pixels, features, latents) it was given: its
+    outputs stay bit-identical when the input is shifted by one. A forward that takes **kwargs
+    accepts any name; the ONNX exporters then drop the input from the graph."""
+    if not candidate["dtype"].startswith("float") or candidate is spec["inputs"][0]:
+        return False
+    import export
+
+    values = export.build_inputs(spec, shape, config, seed, 1, model)
+    values[candidate["name"]] = values[candidate["name"]] + 1.0
+    try:
+        with torch.no_grad():
+            out = export.model_outputs(model(**values, return_dict=True))
+    except Exception:  # noqa: BLE001 - the shifted value broke the model: it reads it
+        return False
+    return all(isinstance(out.get(n), torch.Tensor) and torch.equal(out[n], reference[n]) for n in names)
+
+
 def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=None, layouts=None, layout=None) -> dict:
     import export  # the fixture exporter: inputs are built exactly as fixtures build them
 
@@ -695,20 +757,9 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
     model = model.eval()
     errors, uninformative = [], False
     for inputs, shapes in layouts:
-        if shapes is None:  # image-text prompts: the sequence must hold the image's tokens
-            count = export.image_token_count(config, model)
-            size, channels = _image_size(config), _channels(config)
-            shapes = [{"batch": 1, "sequence": count + 8, "channels": channels, "height": size, "width": size},
-                      {"batch": 1, "sequence": count + 13, "channels": channels, "height": size, "width": size}]
-            if any("images" in i["axes"] for i in inputs):
-                shapes = [{**s, "images": 1} for s in shapes]
-            grid = export.patch_grid(config)
-            if grid and any(i.get("fill") == "image-grid" for i in inputs):
-                shapes = [{**s, "patches": grid["patches"], "patch_dim": grid["patch_dim"], "grid": 3} for s in shapes]
-            used = {axis for i in inputs for axis in i["axes"]}  # a spec sizes only its inputs' axes
-            shapes = [{k: v for k, v in s.items() if k in used} for s in shapes]
         spec = {"inputs": inputs}
         try:
+            shapes = shapes or _image_prompt_shapes(inputs, config, model)
             results = []
             for index, shape in enumerate(shapes):
                 values = export.build_inputs(spec, shape, config, seed + index, index, model)
@@ -746,6 +797,10 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
                 f"every output of the tiny model is constant ({', '.join(constant)}): a reference a constant matches checks nothing"
             errors.append(flat)
             uninformative = True
+            continue
+        unread = [i["name"] for i in inputs if _unread_input(model, spec, i, shapes[1], config, seed + 1, names, results[1])]
+        if unread:  # swallowed by **kwargs (Qwen2-Audio takes no pixel_values): this layout is not the model's
+            errors.append(f"the model does not read its input {', '.join(unread)} (its outputs stay the same when it changes)")
             continue
         inputs = [i for i in inputs if not _ignored_input(model, spec, i, shapes[1], config, seed + 1, names, results[1])]
         taken = {i["name"] for i in inputs}
