@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import functools
 import inspect
 import io
 import json
@@ -36,7 +37,7 @@ import numpy as np
 import torch
 import transformers
 
-EXPORTER_VERSION = 10
+EXPORTER_VERSION = 11
 
 
 def normalized_vocab_size(config) -> int:
@@ -95,9 +96,12 @@ def patch_grid(config) -> dict | None:
     image is a 1 x (2 merge) x (2 merge) grid, so the patch merger (merge x merge patches to one
     token) makes 4 image tokens; each patch holds channels x temporal_patch_size x patch_size^2
     values. None for a config without such a tower."""
-    vision = getattr(config, "vision_config", None)
+    # A composite config's vision tower, or a bare tower's own config (HunYuan-VL's vision model).
+    vision = getattr(config, "vision_config", None) or config
     patch = getattr(vision, "patch_size", None)
     temporal = getattr(vision, "temporal_patch_size", None)
+    if temporal is None and isinstance(getattr(vision, "spatial_merge_size", None), int):
+        temporal = 1  # an image-only tower with a patch merger (PaddleOCR-VL, VideoLLaMA3)
     if not isinstance(patch, int) or not isinstance(temporal, int):
         return None
     merge = getattr(vision, "spatial_merge_size", 2) or 2
@@ -179,7 +183,7 @@ def padding_mask(dims: list[int], keep_prefix: int = 1) -> torch.Tensor:
 
 
 def make_input(spec_input: dict, dims: list[int], config, gen: torch.Generator, shape_index: int = 0,
-               keep_prefix: int = 1, image_tokens: int | None = None) -> torch.Tensor:
+               keep_prefix: int = 1, placeholders: int | None = None) -> torch.Tensor:
     """One input tensor, filled the way its spec says (`fill`), with a seeded generator.
 
     `mask` is all ones in the first shape (the one the ONNX graph is traced with) and padded by
@@ -209,20 +213,29 @@ def make_input(spec_input: dict, dims: list[int], config, gen: torch.Generator, 
         if start is not None:
             ids[..., 0] = start
         return ids
-    if fill == "image-text-tokens":
-        image_token = config.image_token_id
-        count = image_tokens if image_tokens is not None else image_token_count(config)
+    if fill in ("image-text-tokens", "audio-text-tokens"):
+        # Random text with one image's (one clip's) placeholder tokens at positions 1..1+count.
+        if fill == "image-text-tokens":
+            placeholder, count, what = config.image_token_id, placeholders if placeholders is not None else image_token_count(config), "image"
+        else:
+            placeholder, count, what = audio_token_id(config), placeholders, "audio"
+            if placeholder is None or count is None:
+                raise ValueError(f"audio-text-tokens needs the config's audio token id ({' or '.join(AUDIO_TOKEN_KEYS)}) and the model's audio features")
         batch, sequence = dims
         if sequence <= count:
-            raise ValueError(f"sequence {sequence} must exceed the {count} image tokens this config needs")
+            raise ValueError(f"sequence {sequence} must exceed the {count} {what} tokens this config needs")
         high = min(normalized_vocab_size(config), 1000)
         ids = torch.randint(3, high, dims, generator=gen, dtype=dtype)
-        ids[ids == image_token] = 3
-        ids[:, 1 : 1 + count] = image_token
+        ids[ids == placeholder] = 3
+        ids[:, 1 : 1 + count] = placeholder
         return ids
+    if fill == "ones":
+        # An all-ones mask the model must not see padded (an audio clip's frames, an image's
+        # attention mask): unlike `mask`, never padded in the second shape.
+        return torch.ones(dims, dtype=dtype)
     if fill == "image-token-types":
         # 1 on the image placeholders an `image-text-tokens` prompt puts at 1..1+count, else 0.
-        count = image_tokens if image_tokens is not None else image_token_count(config)
+        count = placeholders if placeholders is not None else image_token_count(config)
         types = torch.zeros(dims, dtype=dtype)
         types[:, 1 : 1 + count] = 1
         return types
@@ -249,17 +262,61 @@ def make_input(spec_input: dict, dims: list[int], config, gen: torch.Generator, 
 
 
 def build_inputs(spec: dict, shape: dict, config, seed: int, shape_index: int, model=None) -> dict[str, torch.Tensor]:
-    """The inputs of one shape. `model` lets an image-text prompt measure its image tokens."""
+    """The inputs of one shape. `model` lets an image-text or audio-text prompt measure its
+    placeholder tokens."""
     gen = torch.Generator().manual_seed(seed)
-    # Padding never covers position 0 nor a prompt's image placeholders (positions 1..1+count).
-    keep_prefix, image_tokens = 1, None
-    if any(inp.get("fill") == "image-text-tokens" for inp in spec["inputs"]):
-        image_tokens = image_token_count(config, model)
-        keep_prefix = 1 + image_tokens
+    # Padding never covers position 0 nor a prompt's placeholders (positions 1..1+count).
+    keep_prefix, placeholders = 1, None
+    fills = {inp.get("fill") for inp in spec["inputs"]}
+    if "image-text-tokens" in fills:
+        placeholders = image_token_count(config, model)
+    elif "audio-text-tokens" in fills:
+        placeholders = audio_token_count(model, spec, shape)
+    if placeholders is not None:
+        keep_prefix = 1 + placeholders
     return {
-        inp["name"]: make_input(inp, [int(shape[axis]) for axis in inp["axes"]], config, gen, shape_index, keep_prefix, image_tokens)
+        inp["name"]: make_input(inp, [int(shape[axis]) for axis in inp["axes"]], config, gen, shape_index, keep_prefix, placeholders)
         for inp in spec["inputs"]
     }
+
+
+AUDIO_TOKEN_KEYS = ("audio_token_id", "audio_token_index")
+
+
+def audio_token_id(config) -> int | None:
+    """The id of the audio placeholder token an audio-text prompt repeats, if the config has one."""
+    return next((getattr(config, k) for k in AUDIO_TOKEN_KEYS if isinstance(getattr(config, k, None), int)), None)
+
+
+def audio_token_count(model, spec: dict, shape: dict) -> int:
+    """How many audio placeholder tokens a prompt needs for one clip of the spec's
+    `input_features` at this shape: the feature rows the model's audio path makes of it
+    (`get_audio_features`, else its `audio_tower`), measured on one clip. Raises when the model
+    has neither."""
+    features = next(i for i in spec["inputs"] if i["name"] == "input_features")
+    dims = [1 if axis == "batch" else int(shape[axis]) for axis in features["axes"]]
+    key = tuple(dims)
+    known = getattr(model, "_hwmatrix_audio_tokens", {})
+    if key in known:
+        return known[key]
+    values = torch.randn(dims, generator=torch.Generator().manual_seed(0))
+    frames = dims[features["axes"].index("frames")] if "frames" in features["axes"] else dims[-1]
+    ones = torch.ones(1, frames, dtype=torch.int64)
+    method = getattr(model, "get_audio_features", None)
+    with torch.no_grad():
+        if method is not None:
+            params = inspect.signature(method).parameters
+            extra = {name: ones for name in ("input_features_mask", "feature_attention_mask") if name in params}
+            out = method(input_features=values, **extra)
+        elif getattr(model, "audio_tower", None) is not None:
+            out = model.audio_tower(values)
+        else:
+            raise ValueError(f"{type(model).__name__} has neither get_audio_features nor an audio_tower to count audio tokens with")
+    count = _feature_rows(out)
+    if not count:
+        raise ValueError(f"{type(model).__name__}'s audio features have no rows to count")
+    model._hwmatrix_audio_tokens = {**known, key: count}
+    return count
 
 
 # Real text for a checkpoint's tokenizer: one sentence, then a batch of two of different lengths
@@ -378,22 +435,32 @@ def model_class(name: str):
     return getattr(diffusers, name)
 
 
+def ready(model):
+    """A built model as every export path runs it: in eval mode, its parameters frozen (torch.export
+    would otherwise trace for backward too, and FlexAttention has no backward on CPU), and a
+    forward argument `*attention_kwargs` that defaults to None but is spread with ** (Lumina-Next's
+    `cross_attention_kwargs`) given an empty dict. Derive and export both build through this."""
+    model.eval()
+    model.requires_grad_(False)
+    params = inspect.signature(type(model).forward).parameters
+    spread = {name: {} for name, p in params.items() if name.endswith("attention_kwargs") and p.default is None}
+    if spread:
+        model.forward = functools.partial(model.forward, **spread)
+    return model
+
+
 def build_model(spec: dict, seed: int, checkpoint: str | None = None):
     cls = model_class(spec["export"]["class"])
     if checkpoint:
         # A maintainer's real model: its own config and weights (local files only).
-        model = cls.from_pretrained(checkpoint, attn_implementation="eager", local_files_only=True)
-        model.eval()
+        model = ready(cls.from_pretrained(checkpoint, attn_implementation="eager", local_files_only=True))
         return model, model.config
     torch.manual_seed(seed)
     if not hasattr(transformers, cls.__name__):  # diffusers: the config is the constructor's arguments
-        model = cls(**(spec.get("tiny_config") or {}))
-        model.eval()
+        model = ready(cls(**(spec.get("tiny_config") or {})))
         return model, model.config
     config = own_config(cls, transformers.AutoConfig.for_model(spec["model_type"], **(spec.get("tiny_config") or {})))
-    model = instantiate(cls, config)
-    model.eval()
-    return model, config
+    return ready(instantiate(cls, config)), config
 
 
 def dynamic_axes(spec: dict) -> dict[str, dict[int, str]]:
@@ -426,6 +493,9 @@ def save_npy_dir(folder: Path, tensors: dict[str, torch.Tensor]) -> list[dict]:
 LINEAR_LAYERS = 24  # at most, spread evenly over the forward pass
 LINEAR_ROWS = 16  # activation rows per layer, spread evenly over the batch and positions
 LINEAR_MAX_WEIGHTS = 1 << 20  # larger matrices are skipped (a tiny config has none)
+# The saved layers' bytes at most (fewer layers, still evenly spread, when theirs are more): they
+# copy weights the model files hold too, and a fixture folder stays under 16 MiB (issue 19).
+LINEAR_MAX_BYTES = 1 << 20
 
 
 def linear_role(name: str) -> str:
@@ -495,13 +565,19 @@ def evenly(count: int, most: int) -> list[int]:
     """`most` indices out of range(count), first and last included, evenly spaced."""
     if count <= most:
         return list(range(count))
+    if most <= 1:
+        return [0][:most]
     return [round(i * (count - 1) / (most - 1)) for i in range(most)]
 
 
 def save_linear_layers(folder: Path, captured: list) -> dict:
     """Up to LINEAR_LAYERS captured layers, in forward order, as float32 npy files."""
     layers = []
-    picked = [captured[i] for i in evenly(len(captured), LINEAR_LAYERS)]
+    size = lambda picks: sum(4 * (w.numel() + min(x.shape[0], LINEAR_ROWS) * x.shape[1]) for _, x, w, _ in picks)
+    for most in range(LINEAR_LAYERS, 0, -1):
+        picked = [captured[i] for i in evenly(len(captured), most)]
+        if size(picked) <= LINEAR_MAX_BYTES:
+            break
     for n, (name, x, weight, kind) in enumerate(picked):
         rows = x[evenly(x.shape[0], LINEAR_ROWS)].float()
         weight = weight.detach().float()
@@ -509,7 +585,7 @@ def save_linear_layers(folder: Path, captured: list) -> dict:
         layers.append({"name": name, "role": linear_role(name), "kind": kind, "dir": f"linear/{n:02}",
                        "rows": tensors[0]["shape"][0], "in": tensors[1]["shape"][1], "out": tensors[1]["shape"][0]})
     return {"layers": layers, "captured": len(captured),
-            "method": f"forward pre-hooks on the export shape: up to {LINEAR_LAYERS} layers and {LINEAR_ROWS} rows each, evenly spread"}
+            "method": f"forward pre-hooks on the export shape: up to {LINEAR_LAYERS} layers ({LINEAR_MAX_BYTES >> 20} MiB) and {LINEAR_ROWS} rows each, evenly spread"}
 
 
 def export(job: dict) -> None:
@@ -534,7 +610,7 @@ def export(job: dict) -> None:
     output_names = [o["name"] for o in spec["outputs"]]
     wrapper = NamedOutputs(model, input_names, output_names).eval()
 
-    shapes_meta = []
+    shapes_meta, second = [], None
     for index, shape in enumerate(spec["shapes"]):
         if tokenizer is not None:
             inputs, shape = tokenized_inputs(tokenizer, spec, index)
@@ -561,7 +637,7 @@ def export(job: dict) -> None:
 
     verify = lambda: verify_with_onnxruntime(tmp, len(spec["shapes"]), job.get("tolerance") or DEFAULT_TOLERANCE)
     exporter, errors = export_onnx(wrapper, example, input_names, output_names, dynamic_axes(spec), tmp / "model.onnx", spec, verify,
-                                   second_example=locals().get("second"))
+                                   second_example=second)
     torchscript = export_torchscript(wrapper, example, tmp / "model.pt")
     int8 = quantize_int8(tmp / "model.onnx", tmp / "model.int8.onnx")
     fp16 = convert_fp16(tmp / "model.onnx", tmp / "model.fp16.onnx")

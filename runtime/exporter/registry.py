@@ -228,6 +228,10 @@ def _wide(values: dict, out: dict) -> None:
             out[key] = [min(v, 32) for v in value]
 
 
+# The placeholder tokens an image-text or audio-text prompt repeats.
+PLACEHOLDER_KEYS = {"image_token_id", "image_token_index", "audio_token_id", "audio_token_index"}
+
+
 def _shrink_one(config, mild: bool = False, small_images: bool = True, wide: bool = False) -> dict:
     """The overrides that make one (sub-)config tiny; sub-configs become nested dicts."""
     values = config.to_dict()
@@ -317,6 +321,8 @@ def _shrink_one(config, mild: bool = False, small_images: bool = True, wide: boo
     for key in sorted(values):
         if key.endswith(("_token_id", "_token_index")) and isinstance(values[key], int) and values[key] >= vocab:
             out[key] = next(taken)
+        elif key in PLACEHOLDER_KEYS and values[key] is None:  # unset in the default config (Voxtral's): the checkpoint sets it
+            out[key] = next(taken)
         elif key.endswith("_token_id") and isinstance(values[key], list) and any(isinstance(v, int) and v >= vocab for v in values[key]):
             out[key] = [next(taken) if isinstance(v, int) and v >= vocab else v for v in values[key]]
     if wide:
@@ -374,12 +380,51 @@ def _channels(config) -> int:
     return 3
 
 
+def _audio_configs(config) -> list:
+    """The config, then its audio encoder's sub-config(s): `audio_config`, Granite Speech's `encoder_config`."""
+    subs = [getattr(config, k, None) for k in getattr(config, "sub_configs", {}) or {} if re.search(r"audio|encoder|speech", k)]
+    return [config, *[c for c in subs if c is not None]]
+
+
 def _mel_bins(config) -> int:
-    for key in ("num_mel_bins", "feature_size", "input_feat_per_channel", "n_mels", "num_mel_filters"):
-        value = getattr(config, key, None)
-        if isinstance(value, int):
-            return value
+    for c in _audio_configs(config):
+        for key in ("num_mel_bins", "feature_size", "input_feat_per_channel", "n_mels", "num_mel_filters", "input_dim"):
+            value = getattr(c, key, None)
+            if isinstance(value, int):
+                return value
     return 80
+
+
+def _audio_frames(config) -> int:
+    """Feature frames for one clip: a Whisper-style encoder takes exactly twice its (shrunk)
+    `max_source_positions` (its convolutions halve the frames); others take 32."""
+    for c in _audio_configs(config):
+        positions = getattr(c, "max_source_positions", None)
+        if isinstance(positions, int) and positions <= 64:
+            return 2 * positions
+    return 32
+
+
+def audio_prompt_layouts(params: list[str], config) -> list[tuple[list[dict], None]]:
+    """An audio-language model's prompt (Qwen2-Audio, Voxtral, Granite Speech): text with one
+    clip's audio placeholder tokens, the clip's features (mel bins before frames as Whisper's
+    encoder takes them, or after as Granite's), and the masks its forward takes (the features'
+    all ones: a padded clip would make fewer audio features than placeholders)."""
+    import export
+
+    if not {"input_ids", "input_features"} <= set(params) or export.audio_token_id(config) is None:
+        return []
+    layouts = []
+    for axes in (["batch", "mel_bins", "frames"], ["batch", "frames", "mel_bins"]):
+        inputs = [tensor("input_ids", "int64", ["batch", "sequence"], "audio-text-tokens"),
+                  tensor("input_features", "float32", axes, "normal")]
+        for name in ("input_features_mask", "feature_attention_mask"):
+            if name in params:
+                inputs.append(tensor(name, "int64", ["batch", "frames"], "ones"))
+        if "attention_mask" in params:
+            inputs.append(tensor("attention_mask", "int64", ["batch", "sequence"], "mask"))
+        layouts.append((inputs, None))  # shapes need the audio token count: `_placeholder_shapes`
+    return layouts
 
 
 def tensor(name, dtype, axes, fill=None) -> dict:
@@ -415,6 +460,7 @@ def candidate_layouts(category: str, params: list[str], config) -> list[tuple[li
         layouts.append((video(["batch", "frames", "channels", "height", "width"]), shapes))
         layouts.append((video(["batch", "channels", "frames", "height", "width"]), shapes))
     elif category in ("audio", "speech_text"):
+        layouts += audio_prompt_layouts(params, config)
         if "input_values" in params:
             # A speech-to-text model on raw waveforms (Moonshine) also takes its decoder's tokens.
             samples = both([{"batch": 1}, {"batch": 2}], [{"samples": 1600}, {"samples": 2400}])
@@ -442,6 +488,7 @@ def candidate_layouts(category: str, params: list[str], config) -> list[tuple[li
         shapes = [{**t, **i, "batch": b} for t, i, b in zip(text_shapes, image_shapes, (2, 3))]
         layouts.append((text + image, shapes))
     elif category == "vision_language":
+        layouts += audio_prompt_layouts(params, config)  # registered as image-text, yet takes audio (Qwen2-Audio)
         ids = [tensor("input_ids", "int64", ["batch", "sequence"], "image-text-tokens")]
         mask = [tensor("attention_mask", "int64", ["batch", "sequence"], "mask")] if "attention_mask" in params else []
         layouts.append((ids + image + mask, None))  # shapes need the image token count: see derive
@@ -705,12 +752,16 @@ def _ignored_input(model, spec: dict, candidate: dict, shape: dict, config, seed
     return all(isinstance(out.get(n), torch.Tensor) and torch.equal(out[n], reference[n]) for n in names)
 
 
-def _image_prompt_shapes(inputs: list[dict], config, model) -> list[dict]:
-    """The two shapes of an image-text prompt: its sequence must hold the image's placeholder
-    tokens (as many as the model makes features of one image), then 8 and 13 text tokens. Raises
-    when the config has no image placeholder (no vision tower to count): the next layout runs."""
+def _placeholder_shapes(inputs: list[dict], config, model) -> list[dict]:
+    """The two shapes of an image-text or audio-text prompt: its sequence must hold the image's
+    (clip's) placeholder tokens (as many as the model makes features of one), then 8 and 13 text
+    tokens. Raises when the config has no placeholder (no tower to count): the next layout runs."""
     import export
 
+    if any(i.get("fill") == "audio-text-tokens" for i in inputs):
+        clip = {"mel_bins": _mel_bins(config), "frames": _audio_frames(config)}
+        count = export.audio_token_count(model, {"inputs": inputs}, clip)
+        return [{"batch": 1, "sequence": count + 8, **clip}, {"batch": 1, "sequence": count + 13, **clip}]
     count = export.image_token_count(config, model)
     size, channels = _image_size(config), _channels(config)
     shapes = [{"batch": 1, "sequence": count + 8, "channels": channels, "height": size, "width": size},
@@ -754,12 +805,12 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
         model = export.instantiate(cls, config)
         layouts = [layout] if layout else candidate_layouts(decided["category"], params, config)
     params = _forward_params(type(model))
-    model = model.eval()
+    model = export.ready(model)  # as the fixture export runs it
     errors, uninformative = [], False
     for inputs, shapes in layouts:
         spec = {"inputs": inputs}
         try:
-            shapes = shapes or _image_prompt_shapes(inputs, config, model)
+            shapes = shapes or _placeholder_shapes(inputs, config, model)
             results = []
             for index, shape in enumerate(shapes):
                 values = export.build_inputs(spec, shape, config, seed + index, index, model)
