@@ -452,6 +452,13 @@ def candidate_layouts(category: str, params: list[str], config) -> list[tuple[li
         layouts.append((text + decoder, both(text_shapes, dec_shapes) if decoder else text_shapes))
     elif category == "vision":
         layouts.append((image, image_shapes))
+        # A bare Qwen2-VL-style tower (HunYuan-VL's): flat patches and each image's patch grid.
+        import export
+
+        grid, grid_name = export.patch_grid(config), next((p for p in ("grid_thw", "image_grid_thw") if p in params), None)
+        if grid and grid_name and params and params[0] in ("pixel_values", "hidden_states"):
+            patches = [tensor(params[0], "float32", ["patches", "patch_dim"], "normal"), tensor(grid_name, "int64", ["images", "grid"], "image-grid")]
+            layouts.append((patches, [{"patches": grid["patches"] * n, "patch_dim": grid["patch_dim"], "images": n, "grid": 3} for n in (1, 2)]))
     elif category == "video":
         frames = getattr(config, "num_frames", None) or 8
         name = "pixel_values_videos" if "pixel_values_videos" in params else "pixel_values"
