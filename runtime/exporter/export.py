@@ -307,6 +307,9 @@ def audio_token_count(model, spec: dict, shape: dict) -> int:
         if method is not None:
             params = inspect.signature(method).parameters
             extra = {name: ones for name in ("input_features_mask", "feature_attention_mask") if name in params}
+            # Other required arguments it may not use (MOSS's `padding_mask`): None.
+            extra.update({name: None for name, p in params.items() if name not in extra and name != "input_features"
+                          and p.default is inspect.Parameter.empty and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)})
             out = method(input_features=values, **extra)
         elif getattr(model, "audio_tower", None) is not None:
             out = model.audio_tower(values)
@@ -376,6 +379,11 @@ def model_outputs(out) -> dict:
     for key, value in out.items():
         if isinstance(value, torch.Tensor):
             flat[key] = value
+        elif hasattr(value, "items") and not isinstance(value, torch.Tensor):
+            # A nested output (InstructBLIP's `language_model_outputs`): its tensors as `<name>_<field>`.
+            for field, item in value.items():
+                if isinstance(item, torch.Tensor) and f"{key}_{field}" not in out:
+                    flat[f"{key}_{field}"] = item
         elif isinstance(value, (tuple, list)):
             for i, item in enumerate(value):
                 if isinstance(item, torch.Tensor) and f"{key}_{i}" not in out:

@@ -466,6 +466,10 @@ pub enum Fill {
     ImageTokenTypes,
     /// Layout boxes [x0, y0, x1, y1] on a 0..1000 page with x0 <= x1, y0 <= y1 (LayoutLM's bbox).
     Boxes,
+    /// Text with one clip's audio placeholders, as many as the model's audio features have rows.
+    AudioTextTokens,
+    /// All ones in both shapes: a mask that must never be padded (an audio clip's frames).
+    Ones,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
