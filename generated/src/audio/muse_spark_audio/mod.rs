@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "muse_spark_audio",
     category: "audio",
     spec_path: "model-specs/models/audio/muse_spark_audio.yaml",
-    spec_digest: "f2f01d25578717a140190c6aa3fb6c5ed4da55b5af0b9e001d19b447200dad75",
+    spec_digest: "c6024c6d334b5e8133c2d8c70060d6ed64cc2d0ebcbdb5df9366d85d4b7ab069",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",

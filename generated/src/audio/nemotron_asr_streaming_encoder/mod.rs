@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "nemotron_asr_streaming_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/nemotron_asr_streaming_encoder.yaml",
-    spec_digest: "ed4787607e458f7cb40bc3128380107a42e94af7edfd5eaf4951a448f2dbbfdb",
+    spec_digest: "c153756033967003f197585cbd45cba416233fa1cbf32fc41466132de969f98e",
     inputs: &[
         runtime::TensorDecl {
             name: "input_features",
@@ -34,7 +34,13 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             axes: &["batch", "frames"],
         },
     ],
-    outputs: &[],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "lumina_nextdit2d",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/lumina_nextdit2d.yaml",
-    spec_digest: "d2604ee09a5f74082b4ea22f2457649431310c8300d088279e2ca9e2cf979720",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "b1362174c16b3dbd6325d75419de7e827b05113a4e3927a50634d62b01e7b810",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_mask",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence"],
+        },
+        runtime::TensorDecl {
+            name: "image_rotary_emb",
+            dtype: runtime::DType::Float32,
+            axes: &["rope_rows", "rope_columns", "rope_dim"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

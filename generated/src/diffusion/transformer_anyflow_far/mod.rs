@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_anyflow_far",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_anyflow_far.yaml",
-    spec_digest: "a95c937bb566f2a851af8a2be41510de8bbb92b560c3754bdcc7ac9b572c555c",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "10c4ef10f62f31b94ba6b026d4d373a8b14f8b97010ce8ff02a67e74d6bb73c5",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames"],
+        },
+        runtime::TensorDecl {
+            name: "r_timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

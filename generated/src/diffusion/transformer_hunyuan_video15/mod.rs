@@ -21,8 +21,44 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_hunyuan_video15",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_hunyuan_video15.yaml",
-    spec_digest: "29b1311647a7d90c3e5053d7b26a28eb4c224fc2162b19c360acc891e21593ac",
-    inputs: &[],
+    spec_digest: "f704bb2634f85f0c9b1ce92dac14611d939c66b77bf72aeeba94b78a012cdac6",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "frames", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "timestep",
+            dtype: runtime::DType::Float32,
+            axes: &["batch"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence", "text_hidden"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_attention_mask",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_hidden_states_2",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence_2", "text_hidden_2"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_attention_mask_2",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "text_sequence_2"],
+        },
+        runtime::TensorDecl {
+            name: "image_embeds",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "image_sequence", "image_hidden"],
+        },
+    ],
     outputs: &[],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "unet_3d_condition",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/unet_3d_condition.yaml",
-    spec_digest: "288353dd6617ff042706633e37e7cd6adf68b9bdda05430ec9a265171b326e90",
+    spec_digest: "38895295b7982246b87be9a5ef57f3a390e82e1341c729c0e140d0f37bf0417c",
     inputs: &[
         runtime::TensorDecl {
             name: "sample",

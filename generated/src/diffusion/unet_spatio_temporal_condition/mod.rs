@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "unet_spatio_temporal_condition",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/unet_spatio_temporal_condition.yaml",
-    spec_digest: "e2e7de8b57346f3e04170886f32e5d1b2db7e349f4c50e2eab93167262b0b013",
+    spec_digest: "02aec3a306f7428696da9eccecf7c47adbad9ea781e5b982a87b6378991f574a",
     inputs: &[
         runtime::TensorDecl {
             name: "sample",

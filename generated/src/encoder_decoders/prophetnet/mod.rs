@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "prophetnet",
     category: "encoder_decoders",
     spec_path: "model-specs/models/encoder_decoders/prophetnet.yaml",
-    spec_digest: "3b3dc7a2ac70508896cf3bd4ff73170df70443256130e773bd3737869ba21f75",
+    spec_digest: "bfd3afa8d43cbbf8de2ec90b576a701e59410ab8cbb6a2256146d65c8dd91b96",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

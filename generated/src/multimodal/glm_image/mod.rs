@@ -21,8 +21,29 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glm_image",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/glm_image.yaml",
-    spec_digest: "3fef7cdded82f46b995161b9b5c53e7bd246994d086a1fe3cb744474fd4ab500",
-    inputs: &[],
+    spec_digest: "85b4d654a2f38a9d60480fba2e34b4781372b88f3d767fee6c4b31b332f8d940",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["patches", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "image_grid_thw",
+            dtype: runtime::DType::Int64,
+            axes: &["images", "grid"],
+        },
+    ],
     outputs: &[],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,

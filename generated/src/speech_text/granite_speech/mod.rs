@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "granite_speech",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/granite_speech.yaml",
-    spec_digest: "fe08a11545c85c248bf91e7182939fd6fca48d2ba313eb1b8c2f5a045a1341ed",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "18f0a43cbf128823dd1c1b589da1dd77b0a2c9ae0da33cc92df5b063f196908a",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "mel_bins"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "audio_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "audio_hidden_states_1", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

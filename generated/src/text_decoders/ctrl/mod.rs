@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "ctrl",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/ctrl.yaml",
-    spec_digest: "5b21532b1bb693ed71957ddec1bdd176de6fffcef0b70a1811741dc3fdcf308b",
+    spec_digest: "27a9356854933ceabafb0157c0c864ad4da00d1539c969ddb0ac10d7a9917ded",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen3_5_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/qwen3_5_text.yaml",
-    spec_digest: "ad81856870c74efce8bd508b44270080d4631c2dd440b277fc983e231c619de5",
+    spec_digest: "2ab618f6c37f69d8acb95c9ff91d1b6965316f793946102c91abbea57f7e06c1",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

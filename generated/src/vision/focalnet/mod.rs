@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "focalnet",
     category: "vision",
     spec_path: "model-specs/models/vision/focalnet.yaml",
-    spec_digest: "76b9fa9e0f69a5c373bc17eb9a2b3ff375757cd33d86aa745714b3bb64430065",
+    spec_digest: "fb532789d013da310b2961408ebc76658085c667ae8d116dfcb103c9ac20f049",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

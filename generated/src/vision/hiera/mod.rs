@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "hiera",
     category: "vision",
     spec_path: "model-specs/models/vision/hiera.yaml",
-    spec_digest: "3449f91d88b34a6ba21fa5b0573d7f7f3d86311f1c6f347b60d8713cc8e8fbb4",
+    spec_digest: "81d9c99b26fc1e8a753846c87cb542af773845079fc719a2a52aa154d4346d5a",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

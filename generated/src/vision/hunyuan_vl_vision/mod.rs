@@ -21,9 +21,31 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "hunyuan_vl_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/hunyuan_vl_vision.yaml",
-    spec_digest: "a3552bec050b7e0941be97a0a6e6909c1b68f7229ff4e04d385850a8396a6c6c",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "c032ebb55c6c8e940556c87281fda52fd6c4f93a0d54afe6170d7fea1ccb1cca",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["patches", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "grid_thw",
+            dtype: runtime::DType::Int64,
+            axes: &["images", "grid"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["last_hidden_state_0", "patches", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["pooler_output_0", "pooler_output_1", "pooler_output_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

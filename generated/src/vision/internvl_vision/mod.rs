@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "internvl_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/internvl_vision.yaml",
-    spec_digest: "267e80ba18927c4692cb6e4dbc828ed6e937225999e6d3e88ea3402e47f8e360",
+    spec_digest: "f040bc45f88340889d2c2a6aabe674318d384c4c64f80a3a1ef8edd24f6197e0",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

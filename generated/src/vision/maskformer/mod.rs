@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "maskformer",
     category: "vision",
     spec_path: "model-specs/models/vision/maskformer.yaml",
-    spec_digest: "c0a3bc11225f24df1ccfee6131e447284a2e0402aafca4ffd9ba82669149b8d6",
+    spec_digest: "762b3c3abc2e977cc5be79a4e957cd1c4de0d3039ce47538ae6315af2647f71e",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "maskformer-swin",
     category: "vision",
     spec_path: "model-specs/models/vision/maskformer-swin.yaml",
-    spec_digest: "bee9c432d19d40b0146c845b2ec0d4f397898c1c185aae0245b0a45980923fe8",
+    spec_digest: "b1c27970810356c01ee315ffc28538b9499163fec7c215e983c34ee85b9c1ba1",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

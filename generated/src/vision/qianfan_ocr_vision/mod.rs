@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qianfan_ocr_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/qianfan_ocr_vision.yaml",
-    spec_digest: "b87ac83bccf808ec816a13f2ac4778f593511010490d2337590874155e7e1da9",
+    spec_digest: "a52db3d37430eaf02422b2474cb162564004d7271f711f2bceb5c1b2aa2e0f24",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "swiftformer",
     category: "vision",
     spec_path: "model-specs/models/vision/swiftformer.yaml",
-    spec_digest: "96d743c70d029b35c3ab95e17f509584746e18bb6868862dd6600e0ec8fd531b",
+    spec_digest: "3ad18d9b4c9e268362c7509847fbe22a084de1dda621df3d1cac6d693215c503",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "swinv2",
     category: "vision",
     spec_path: "model-specs/models/vision/swinv2.yaml",
-    spec_digest: "99450c5e8033867db80563e7cb2f44575c1c7e3b1c6a8ba1e88e152de8c06157",
+    spec_digest: "b9e4ca4791fc6514b326861f8d6bf2d4cda34d8c4a0386f987c940ac0f576a5d",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

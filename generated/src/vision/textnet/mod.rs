@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "textnet",
     category: "vision",
     spec_path: "model-specs/models/vision/textnet.yaml",
-    spec_digest: "a1b72e55f55d94977ff7a76ca90d6a0572f0f2f3f979890590b19b08ed7914a0",
+    spec_digest: "cd664cafd0d87c7e74e3a4f545cb1d3f24456019d28ed6a70ff4d160a61253c7",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

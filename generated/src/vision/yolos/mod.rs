@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "yolos",
     category: "vision",
     spec_path: "model-specs/models/vision/yolos.yaml",
-    spec_digest: "50cc8c65b7976ae1ac1ed21ca1e0f8743a8652d44400205237b36de0110d4ab5",
+    spec_digest: "f5a49efba77829a94cefcae251650716ccd1a49e2f50ba8e1c752888a0f6130f",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

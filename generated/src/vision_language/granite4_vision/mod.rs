@@ -21,8 +21,24 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "granite4_vision",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/granite4_vision.yaml",
-    spec_digest: "13c47db952977e1407bbd4f3c4786591fc2ae8d01af1764f187b1dcaa9e91e18",
-    inputs: &[],
+    spec_digest: "7a2ba4f3a63d9982a549de6917c23b6ea00883fb6de9b723ccd93619ebe1820a",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "crops", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
     outputs: &[],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,

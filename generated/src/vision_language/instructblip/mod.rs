@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "instructblip",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/instructblip.yaml",
-    spec_digest: "0966d2d0daf134b13e0bd6df5be11de288f0173fb2d267cccc03668921fc0c07",
+    spec_digest: "5f363bad0432d61f7d1d7102fdd88a3315a911c2ae773567c93c8f996bc5f1e5",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",
@@ -44,7 +44,28 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             axes: &["batch", "sequence"],
         },
     ],
-    outputs: &[],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "vision_outputs_pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "qformer_outputs_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "qformer_outputs_last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "qformer_outputs_pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "language_model_outputs_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "instructblipvideo",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/instructblipvideo.yaml",
-    spec_digest: "ee1f463f254bf04beb24f98144afb6d8fe95665d2603acb927dbcaf5cd13bf76",
+    spec_digest: "55ab2e8c944837f55cc58647ca40f82aac3407b09d1357483f57f59f5dd07037",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",
@@ -44,7 +44,28 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             axes: &["batch", "sequence"],
         },
     ],
-    outputs: &[],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "vision_outputs_pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "qformer_outputs_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "qformer_outputs_last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "qformer_outputs_pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "language_model_outputs_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

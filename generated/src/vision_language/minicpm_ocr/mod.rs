@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minicpm_ocr",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/minicpm_ocr.yaml",
-    spec_digest: "71dee6bd35675c352051979a6ee239081588b87e0b6ae21a6cfe874e1a174d04",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "839f0bfde52effe77a5bea2278cee4e9c264a096d50b15dec78f05a42dc05ea3",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "patch", "packed"],
+        },
+        runtime::TensorDecl {
+            name: "target_sizes",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "hw"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minicpmv4_6",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/minicpmv4_6.yaml",
-    spec_digest: "f679380d8e5e2c2890ec517e959f8876c225aeca5961fb88e1bce3ad99fee8d7",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "d32335dfac6be0a65af849a1de80e74c05ab2d0893ddbc01688a7c46454b3339",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "patch", "packed"],
+        },
+        runtime::TensorDecl {
+            name: "target_sizes",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "hw"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

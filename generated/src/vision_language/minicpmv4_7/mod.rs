@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minicpmv4_7",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/minicpmv4_7.yaml",
-    spec_digest: "84abae94116b4bb840a77acfe67dbfda3bacd0f58c20be791a529be867381464",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "09732d6504295eb38638d2216b244798bef8067e2405aa68ef09189810bd978c",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "patch", "packed"],
+        },
+        runtime::TensorDecl {
+            name: "target_sizes",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "hw"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "mm_token_type_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mistral4",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/mistral4.yaml",
-    spec_digest: "61686510690c13d40f1ed2087823af76f3881d48df7914528b72f52722d3bc5d",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "b093c9183545dd55689c57b6b07b528c73244b7b549b89f50eb142f995a734e2",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

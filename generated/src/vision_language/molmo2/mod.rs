@@ -21,9 +21,46 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "molmo2",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/molmo2.yaml",
-    spec_digest: "37033946ba5cd8a6261c7e9b4eda4bb350591b350746dcbaf8d79fac5e05784c",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "46cfd980c2c4d9506ae1dc65b979ebfaa0eccb1bb840e628aa0c3ef392d619c5",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "patches", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "image_token_pooling",
+            dtype: runtime::DType::Int64,
+            axes: &["tokens", "pool"],
+        },
+        runtime::TensorDecl {
+            name: "image_grids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "grid"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "mm_token_type_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

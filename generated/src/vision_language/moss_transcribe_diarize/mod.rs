@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "moss_transcribe_diarize",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/moss_transcribe_diarize.yaml",
-    spec_digest: "ec4c9a908339a3da32c744244e602ddc2de5f0212868f8ab354e7133ddb457a7",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "0e2585244d38deca1682f17c763c5439f5074e3a06ee6f0fcdd7cd6b8dfb5864",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "mel_bins", "frames"],
+        },
+        runtime::TensorDecl {
+            name: "input_features_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "audio_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["audio_hidden_states_0", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

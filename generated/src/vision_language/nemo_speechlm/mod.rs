@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "nemo_speechlm",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/nemo_speechlm.yaml",
-    spec_digest: "7717116a868f3474c53f885c766db49ba65b53cd0d2f9c3175337241fbef0ab3",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "2ae02a9af5bd954db2a6d615ba22c55f6f84af6c82f1aaca6b65fc56fa77348a",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "mel_bins"],
+        },
+        runtime::TensorDecl {
+            name: "input_features_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "audio_hidden_states",
+            dtype: runtime::DType::Float32,
+            axes: &["audio_hidden_states_0", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "phi4_multimodal",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/phi4_multimodal.yaml",
-    spec_digest: "cf9e032784d8ed4909862ebbc283ed866ab01862f610bdab0fcbf70978fa7dae",
+    spec_digest: "26252c9f7f4aa3c0d70e2331aeb957b9782b94722a5f135bdf698a84cc8c81b3",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,9 +21,21 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pp_ocrv5_mobile_rec",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/pp_ocrv5_mobile_rec.yaml",
-    spec_digest: "4fc2b119db65787afdeba3efe5982614cdfaf20db6c6bef7496d35f212fc35ca",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "b1b9a030a3c776225bcd147e6dd09c56cf4d4cb169b34526b45247cd28cd2b73",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden", "last_hidden_state_2", "last_hidden_state_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pp_ocrv5_server_rec",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/pp_ocrv5_server_rec.yaml",
-    spec_digest: "bc6877d983732d0df6524ed682b370d4def062c9e12cc08f663b40095b93b714",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "3470359094275bc17b477b8fed782013925e7a1f70a4c94aba1c8931646a2f26",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "last_hidden_state_1",
+                "last_hidden_state_2",
+                "last_hidden_state_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pp_ocrv6_small_rec",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/pp_ocrv6_small_rec.yaml",
-    spec_digest: "5132387060694d44fb05c67a81ead385b93a79589382ea25a7f00361f1119787",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "3164fbe38f3a7576c3b4dcf2b52eede079b6a3afc3b6e21f0e5ed776175969cc",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "last_hidden_state_1",
+                "last_hidden_state_2",
+                "last_hidden_state_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

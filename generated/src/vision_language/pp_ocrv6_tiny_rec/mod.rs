@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pp_ocrv6_tiny_rec",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/pp_ocrv6_tiny_rec.yaml",
-    spec_digest: "554b66dd5040d2536c7906f4ef14dd51790139b77297e86ed2abcbf500e98108",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "e0ab253f4726123fe7ddbd69b32f194cd666fe07ed6fdd6cdc2d33b10f3459e1",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "last_hidden_state_1",
+                "last_hidden_state_2",
+                "last_hidden_state_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

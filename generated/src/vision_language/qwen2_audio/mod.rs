@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen2_audio",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/qwen2_audio.yaml",
-    spec_digest: "1e84256ee0b171fc006d7db37341516e2f7305d80ef0f00210b43a472dea185d",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "0f309117162fb7deb35e41e600a9ecdda79864cb8c8d9f47700cfd98a442d442",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "input_features",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "mel_bins", "frames"],
+        },
+        runtime::TensorDecl {
+            name: "feature_attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "frames"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "t5gemma2",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/t5gemma2.yaml",
-    spec_digest: "2bdcd1680c0090b4e4d36820f44e7a38ee4e559e810eb76f57696d1d3329d733",
+    spec_digest: "568a528aad82a05eb03f18f6c1f33d9ac59e75f197e67aef72fa5dba70204753",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "unlimited_ocr",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/unlimited_ocr.yaml",
-    spec_digest: "349cc700ac4a4a14864fb063c42954af4a0d17e97469f65b26705c56570494e7",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "0147987baeeadedd8fd9e565b16ce97d4b3cbf291d4aa4fe4e513de03882be7f",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "image_hidden_states_0",
+            dtype: runtime::DType::Float32,
+            axes: &["image_hidden_states_0_0", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,
