@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minicpm_ocr",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/minicpm_ocr.yaml",
-    spec_digest: "839f0bfde52effe77a5bea2278cee4e9c264a096d50b15dec78f05a42dc05ea3",
+    spec_digest: "4a525578bfd9a3da464997483d013dc9332a59fae9c5b59e30ad619042c19d32",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
