@@ -14,12 +14,12 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
 }
-/// nemotron_asr_streaming_encoder on cpu with libtorch, device cpu: run.
+/// nemotron_asr_streaming_encoder on cpu with libtorch, device cpu: known-issue (nemotron_asr_streaming_encoder fails on cpu with libtorch (measured by gen import --platform cpu): runs: the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at).
 ///
 /// Select this cell with `cargo test -p generated audio::nemotron_asr_streaming_encoder::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
+        super::super::cells::CPU_TORCH, ignore =
+        "known issue: nemotron_asr_streaming_encoder fails on cpu with libtorch (measured by gen import --platform cpu): runs: the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at"
     );
 }

@@ -11,7 +11,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lumina_nextdit2d at int8 fails on cpu (measured by gen import --platform cpu): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (256) vs (24)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
+                },
                 max_error_of_spread: 0.1f64,
             },
         ],

@@ -11,7 +11,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "swinv2 at int8 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: 1 of 128 elements outside 0.1 of the output's spread (2.569e-1 abs; precision_tolerances in model-specs/models/vision/swinv2.yaml) (max abs error 2.574e-1; worst at flat index 68: got -0.9095522165298462, expected -0.6521115303039551); output pooler_output: 1 of 128 elements outside 0.1 of the output's spread (2.569e-1 abs; precision_tolerances in model-specs/models/vision/swinv2.yaml) (max abs error 2.574e-1; worst at flat index 68: got -0.9095522165298462, expected -0.6521115303039551)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 max_error_of_spread: 0.1f64,
             },
         ],

@@ -11,7 +11,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "muse_glimmer at int8 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: 4 of 384 elements outside 0.1 of the output's spread (2.771e-1 abs; precision_tolerances in model-specs/models/vision_language/muse_glimmer.yaml) (max abs error 3.938e-1; worst at flat index 275: got 0.9995220303535461, expected 0.6057181358337402)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 max_error_of_spread: 0.1f64,
             },
         ],

@@ -11,7 +11,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "muse_spark at int8 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: 1 of 384 elements outside 0.1 of the output's spread (2.872e-1 abs; precision_tolerances in model-specs/models/vision_language/muse_spark.yaml) (max abs error 3.083e-1; worst at flat index 102: got 0.878539502620697, expected 1.1868640184402466)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 max_error_of_spread: 0.1f64,
             },
         ],

@@ -11,7 +11,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "pp_ocrv5_server_rec at int8 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: 4 of 640 elements outside 0.1 of the output's spread (4.129e0 abs; precision_tolerances in model-specs/models/vision_language/pp_ocrv5_server_rec.yaml) (max abs error 6.433e0; worst at flat index 216: got 37.395347595214844, expected 43.82817459106445)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 max_error_of_spread: 0.1f64,
             },
         ],

@@ -11,7 +11,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "pp_ocrv6_small_rec at int8 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: 2 of 640 elements outside 0.1 of the output's spread (6.486e-1 abs; precision_tolerances in model-specs/models/vision_language/pp_ocrv6_small_rec.yaml) (max abs error 6.890e-1; worst at flat index 97: got 3.636209487915039, expected 4.325229644775391)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 max_error_of_spread: 0.1f64,
             },
         ],
