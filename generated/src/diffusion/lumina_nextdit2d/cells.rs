@@ -96,18 +96,26 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// lumina_nextdit2d on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// lumina_nextdit2d on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "lumina_nextdit2d fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 76 µs (1%); OpenVINOExecutionProvider: 7 nodes (64%), 10183 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lumina_nextdit2d fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 76 µs (1%); OpenVINOExecutionProvider: 7 nodes (64%), 10183 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
                 max_error_of_spread: 0.1f64,
             },
         ],

@@ -107,7 +107,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "unet_3d_condition at int8 fails on openvino (measured by gen import --platform openvino): the exporter could not make the int8 model: ValueError: Expected model.down_blocks.1.temp_convs.0.conv4.3.weight to be an initializer",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
+                },
                 max_error_of_spread: 0.1f64,
             },
         ],

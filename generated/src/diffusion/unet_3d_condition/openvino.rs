@@ -9,8 +9,7 @@ mod onnx {
         "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, features =
-        ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: unet_3d_condition at int8 fails on openvino (measured by gen import --platform openvino): the exporter could not make the int8 model: ValueError: Expected model.down_blocks.1.temp_convs.0.conv4.3.weight to be an initializer"
     );
 }

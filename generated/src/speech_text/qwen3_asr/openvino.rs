@@ -9,8 +9,7 @@ mod onnx {
         "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, features =
-        ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: qwen3_asr at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 540 µs (1%); OpenVINOExecutionProvider: 9 nodes (64%), 40827 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/qwen3_asr.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -96,18 +96,26 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// muse_glimmer on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// muse_glimmer on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "muse_glimmer fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: NonZero ×1 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 25 µs (0%); OpenVINOExecutionProvider: 5 nodes (62%), 14758 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/muse_glimmer.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "muse_glimmer fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: NonZero ×1 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 25 µs (0%); OpenVINOExecutionProvider: 5 nodes (62%), 14758 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/muse_glimmer.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
                 max_error_of_spread: 0.1f64,
             },
         ],
