@@ -7,7 +7,7 @@
 #      pieces (Debian's chromium and Mesa's Vulkan driver, npm's onnxruntime-web
 #      and WebNN Chromium); gen doctor checks them all
 #   2. generated/ checked against model-specs/ (gen --all --check)
-#   3. every spec's category, architecture and task against transformers' registries
+#   3. the exporter's Python unit tests; every spec's category, architecture and task against transformers' registries
 #      (gen import --check), then the fixtures (ONNX + PyTorch references),
 #      cached by spec and exporter, built by one Python worker per core
 #   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells
@@ -42,6 +42,9 @@ cargo run --quiet --locked -p generator --bin gen -- doctor --platform cpu --pla
 step "generated/ and the CI workflow are up to date with model-specs/"
 cargo run --quiet --locked -p generator --bin gen -- --all --check
 cargo run --quiet --locked -p generator --bin gen -- ci --check
+
+step "the exporter's unit tests (input fills, outputs, linear layers, derive layouts)"
+python -m unittest discover -s runtime/exporter -p 'test_*.py'
 
 step "each spec's category, architecture type and task against transformers' registries"
 cargo run --quiet --locked -p generator --bin gen -- import --check

@@ -1,0 +1,125 @@
+"""Unit tests of the exporter's input fills and fixture helpers that need no real model.
+
+    python -m unittest discover -s runtime/exporter -p 'test_*.py'   (tests/run.sh runs it)
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import types
+import unittest
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import export  # noqa: E402
+import registry  # noqa: E402
+
+
+class AudioTower(torch.nn.Module):
+    """Stands in for an audio-language model's audio path: one feature row per 4 frames."""
+
+    config = types.SimpleNamespace(audio_token_id=7, vocab_size=50)
+
+    def get_audio_features(self, input_features, input_features_mask):
+        frames = input_features.shape[-1]
+        return {"pooler_output": torch.zeros(input_features.shape[0], frames // 4, 3)}
+
+
+AUDIO_PROMPT = {"inputs": [
+    {"name": "input_ids", "dtype": "int64", "axes": ["batch", "sequence"], "fill": "audio-text-tokens"},
+    {"name": "input_features", "dtype": "float32", "axes": ["batch", "mel_bins", "frames"], "fill": "normal"},
+    {"name": "input_features_mask", "dtype": "int64", "axes": ["batch", "frames"], "fill": "ones"},
+    {"name": "attention_mask", "dtype": "int64", "axes": ["batch", "sequence"], "fill": "mask"},
+]}
+
+
+class AudioPromptTest(unittest.TestCase):
+    def test_placeholders_fill_the_prefix_the_mask_keeps(self):
+        model = AudioTower()
+        shape = {"batch": 2, "sequence": 13, "mel_bins": 8, "frames": 16}
+        inputs = export.build_inputs(AUDIO_PROMPT, shape, model.config, seed=0, shape_index=1, model=model)
+        ids, mask = inputs["input_ids"], inputs["attention_mask"]
+        # 16 frames make 4 audio feature rows, so 4 placeholders at positions 1..4 of every row.
+        self.assertTrue((ids[:, 1:5] == 7).all(), ids)
+        self.assertFalse((ids[:, 5:] == 7).any(), "the placeholder id must not appear in the text")
+        self.assertFalse((ids[:, 0] == 7).any())
+        # The second shape pads the mask, never over the placeholders.
+        self.assertTrue((mask[:, :5] == 1).all(), mask)
+        self.assertLess(int(mask.sum()), mask.numel(), "the second shape's mask pads something")
+        # `ones` is never padded, unlike `mask`.
+        self.assertTrue((inputs["input_features_mask"] == 1).all())
+
+    def test_a_sequence_too_short_for_the_clip_is_refused(self):
+        model = AudioTower()
+        shape = {"batch": 1, "sequence": 4, "mel_bins": 8, "frames": 16}
+        with self.assertRaisesRegex(ValueError, "must exceed the 4 audio tokens"):
+            export.build_inputs(AUDIO_PROMPT, shape, model.config, seed=0, shape_index=0, model=model)
+
+    def test_a_config_without_an_audio_token_is_refused(self):
+        model = AudioTower()
+        model.config = types.SimpleNamespace(vocab_size=50)
+        shape = {"batch": 1, "sequence": 12, "mel_bins": 8, "frames": 16}
+        with self.assertRaisesRegex(ValueError, "audio token id"):
+            export.build_inputs(AUDIO_PROMPT, shape, model.config, seed=0, shape_index=0, model=model)
+
+
+class OutputsTest(unittest.TestCase):
+    def test_nested_outputs_are_flattened_by_field(self):
+        out = {"logits": torch.ones(1), "language_model_outputs": {"last_hidden_state": torch.zeros(2), "note": "text"},
+               "hidden_states": (torch.ones(1), torch.ones(2))}
+        flat = export.model_outputs(out)
+        self.assertEqual(sorted(flat), ["hidden_states_0", "hidden_states_1", "language_model_outputs_last_hidden_state", "logits"])
+
+
+class LinearLayersTest(unittest.TestCase):
+    def test_evenly_picks_first_and_last_and_never_divides_by_zero(self):
+        self.assertEqual(export.evenly(10, 3), [0, 4, 9])
+        self.assertEqual(export.evenly(10, 1), [0])
+        self.assertEqual(export.evenly(2, 5), [0, 1])
+
+    def test_saved_layers_stay_within_the_byte_budget(self):
+        # 24 layers of 128 x 128 weights are 1.5 MiB of weights alone: fewer are kept, still spread.
+        captured = [(f"layer{i}", torch.randn(32, 128), torch.randn(128, 128), "linear") for i in range(24)]
+        with tempfile.TemporaryDirectory() as folder:
+            saved = export.save_linear_layers(Path(folder), captured)
+            size = sum(f.stat().st_size for f in Path(folder).rglob("*.npy"))
+        self.assertLess(len(saved["layers"]), 24)
+        self.assertLessEqual(size, export.LINEAR_MAX_BYTES + 4096 * len(saved["layers"]))  # npy headers
+        names = [layer["name"] for layer in saved["layers"]]
+        self.assertEqual((names[0], names[-1]), ("layer0", "layer23"))
+
+
+class ReadyTest(unittest.TestCase):
+    def test_frozen_and_attention_kwargs_given_an_empty_dict(self):
+        class Spreads(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = torch.nn.Linear(2, 2)
+
+            def forward(self, x, cross_attention_kwargs=None):
+                return self.linear(x) * len({**cross_attention_kwargs})
+
+        model = export.ready(Spreads())
+        self.assertFalse(model.training)
+        self.assertFalse(any(p.requires_grad for p in model.parameters()))
+        self.assertEqual(model(torch.ones(1, 2)).abs().sum().item(), 0.0)
+
+
+class LayoutTest(unittest.TestCase):
+    def test_text_alone_only_for_a_model_without_a_tower(self):
+        tower = types.SimpleNamespace(sub_configs={"vision_config": object}, vision_config=types.SimpleNamespace())
+        bare = types.SimpleNamespace(sub_configs={}, vocab_size=10)
+        self.assertTrue(registry._has_tower(tower))
+        self.assertFalse(registry._has_tower(bare))
+        names = lambda config: [[i["name"] for i in inputs] for inputs, _ in
+                                registry.candidate_layouts("vision_language", ["input_ids", "attention_mask"], config)]
+        self.assertIn(["input_ids", "attention_mask"], names(bare))
+        self.assertNotIn(["input_ids", "attention_mask"], names(tower))
+
+
+if __name__ == "__main__":
+    unittest.main()
