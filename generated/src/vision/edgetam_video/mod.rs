@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "edgetam_video",
     category: "vision",
     spec_path: "model-specs/models/vision/edgetam_video.yaml",
-    spec_digest: "8d9d3ca658f7c12ae4771311dac66249773239ddc1d83c90892619cd804fa073",
+    spec_digest: "77152af8d763086756be3072e9457eef4d12cf18caaee346fdc5f31e6bccfacd",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -6,7 +6,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
             stage: runtime::Stage::Reference,
         },
     )
@@ -15,7 +15,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
                     stage: runtime::Stage::Reference,
                 },
                 max_error_of_spread: 0.1f64,
@@ -28,7 +28,7 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
         stage: runtime::Stage::Reference,
     },
 );
@@ -38,7 +38,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
             stage: runtime::Stage::Reference,
         },
     )
@@ -47,7 +47,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
                     stage: runtime::Stage::Reference,
                 },
                 max_error_of_spread: 0.1f64,
@@ -60,7 +60,7 @@ pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
     runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
         stage: runtime::Stage::Reference,
     },
 );
@@ -70,7 +70,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
             stage: runtime::Stage::Reference,
         },
     )
@@ -79,7 +79,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
                     stage: runtime::Stage::Reference,
                 },
                 max_error_of_spread: 0.1f64,
@@ -92,7 +92,7 @@ pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
     runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
         stage: runtime::Stage::Reference,
     },
 );
@@ -102,7 +102,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
             stage: runtime::Stage::Reference,
         },
     )
@@ -111,7 +111,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
                     stage: runtime::Stage::Reference,
                 },
                 max_error_of_spread: 0.1f64,
@@ -124,7 +124,7 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
     runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
         stage: runtime::Stage::Reference,
     },
 );
@@ -134,7 +134,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
             stage: runtime::Stage::Reference,
         },
     )
@@ -143,7 +143,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
                     stage: runtime::Stage::Reference,
                 },
                 max_error_of_spread: 0.1f64,
@@ -156,7 +156,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &crate::platforms::QNN,
     &crate::platforms::QNN_ONNX,
     runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or qnn): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or qnn): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
         stage: runtime::Stage::Reference,
     },
 );
@@ -166,7 +166,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN,
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
         stage: runtime::Stage::Reference,
     },
 );
@@ -176,7 +176,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
     runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
         stage: runtime::Stage::Reference,
     },
 );
@@ -189,7 +189,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -197,7 +197,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -205,7 +205,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -213,7 +213,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -221,7 +221,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 25.0M",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam2_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 34.8M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
                 stage: runtime::Stage::Reference,
             },
             expected: None,

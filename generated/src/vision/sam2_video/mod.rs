@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam2_video",
     category: "vision",
     spec_path: "model-specs/models/vision/sam2_video.yaml",
-    spec_digest: "38fb5b1e3b2d4404405a68f119b5388a667872f2b0ce8466209d35bc76d93673",
+    spec_digest: "8f45817b502df5c17ad89726cf77677c83d20fa1b612b15cbe71773fe9a8ceb6",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {
