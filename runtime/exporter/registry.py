@@ -739,24 +739,39 @@ def check_size(build, limit: int, mild: bool, wide: bool = False) -> None:
 OPTIONAL_FILLS = {"mask", "zeros"}
 
 
-def _ignored_input(model, spec: dict, candidate: dict, shape: dict, config, seed: int, names: list[str],
-                   reference: dict) -> bool:
-    """Whether the model ignores this input: its outputs stay bit-identical when the input
-    changes (a padded mask made all ones, token types made ones). The ONNX exporters drop such
-    an input from the graph, so the spec must not declare it (deberta's token_type_ids when
-    type_vocab_size is 0)."""
-    if candidate.get("fill") not in OPTIONAL_FILLS or candidate is spec["inputs"][0]:
-        return False
+def _outputs_unchanged(model, spec: dict, name: str, change, shape: dict, config, seed: int, names: list[str],
+                       reference: dict) -> bool:
+    """Whether the model's outputs stay bit-identical to `reference` (the second shape's) when
+    input `name` is replaced by `change(value)`: the model does not read that input. A changed
+    value that breaks the model counts as read."""
     import export
 
     values = export.build_inputs(spec, shape, config, seed, 1, model)
-    values[candidate["name"]] = torch.ones_like(values[candidate["name"]])
+    values[name] = change(values[name])
     try:
         with torch.no_grad():
             out = export.model_outputs(model(**values, return_dict=True))
     except Exception:  # noqa: BLE001 - the other value is out of range: the model reads it
         return False
     return all(isinstance(out.get(n), torch.Tensor) and torch.equal(out[n], reference[n]) for n in names)
+
+
+def _ignored_input(model, spec: dict, candidate: dict, shape: dict, config, seed: int, names: list[str], reference: dict) -> bool:
+    """Whether the model ignores this optional input: its outputs stay the same when the input is
+    made all ones (a padded mask, token types). The ONNX exporters drop such an input from the
+    graph, so the spec must not declare it (deberta's token_type_ids when type_vocab_size is 0)."""
+    if candidate.get("fill") not in OPTIONAL_FILLS or candidate is spec["inputs"][0]:
+        return False
+    return _outputs_unchanged(model, spec, candidate["name"], torch.ones_like, shape, config, seed, names, reference)
+
+
+def _unread_input(model, spec: dict, candidate: dict, shape: dict, config, seed: int, names: list[str], reference: dict) -> bool:
+    """Whether the model ignores a float input (pixels, features, latents) it was given: its
+    outputs stay the same when the input is shifted by one. A forward that takes **kwargs
+    accepts any name; the ONNX exporters then drop the input from the graph."""
+    if not candidate["dtype"].startswith("float") or candidate is spec["inputs"][0]:
+        return False
+    return _outputs_unchanged(model, spec, candidate["name"], lambda value: value + 1.0, shape, config, seed, names, reference)
 
 
 def _placeholder_shapes(inputs: list[dict], config, model) -> list[dict]:
@@ -780,25 +795,6 @@ def _placeholder_shapes(inputs: list[dict], config, model) -> list[dict]:
         shapes = [{**s, "patches": grid["patches"], "patch_dim": grid["patch_dim"], "grid": 3} for s in shapes]
     used = {axis for i in inputs for axis in i["axes"]}  # a spec sizes only its inputs' axes
     return [{k: v for k, v in s.items() if k in used} for s in shapes]
-
-
-def _unread_input(model, spec: dict, candidate: dict, shape: dict, config, seed: int, names: list[str],
-                  reference: dict) -> bool:
-    """Whether the model ignores a float input (pixels, features, latents) it was given: its
-    outputs stay bit-identical when the input is shifted by one. A forward that takes **kwargs
-    accepts any name; the ONNX exporters then drop the input from the graph."""
-    if not candidate["dtype"].startswith("float") or candidate is spec["inputs"][0]:
-        return False
-    import export
-
-    values = export.build_inputs(spec, shape, config, seed, 1, model)
-    values[candidate["name"]] = values[candidate["name"]] + 1.0
-    try:
-        with torch.no_grad():
-            out = export.model_outputs(model(**values, return_dict=True))
-    except Exception:  # noqa: BLE001 - the shifted value broke the model: it reads it
-        return False
-    return all(isinstance(out.get(n), torch.Tensor) and torch.equal(out[n], reference[n]) for n in names)
 
 
 def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=None, layouts=None, layout=None) -> dict:
