@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "hgnet_v2",
     category: "vision",
     spec_path: "model-specs/models/vision/hgnet_v2.yaml",
-    spec_digest: "ae4398264d475e60dafc03213217755bfb2d6e9f6ced742d2d4951ee040d358c",
+    spec_digest: "e19669ce285f67ce52171b7e23e2c9a27ccad99aeab02a75466ddd31280fb572",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",
