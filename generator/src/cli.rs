@@ -148,7 +148,7 @@ pub enum Command {
     /// Write the GitHub Actions workflow (.github/workflows/hwmatrix.yml) that runs every platform on its runner (see --help)
     #[command(long_about = CI_ABOUT)]
     Ci {
-        /// Write nothing; exit 1 if the workflow differs from what hardware.yaml gives
+        /// Write nothing; exit 1 if the workflow or actionlint's config differs from what hardware.yaml gives
         #[arg(long = "check")]
         check_only: bool,
     },
@@ -176,6 +176,9 @@ pub enum Command {
         /// Compare the latencies two runs recorded; exit 1 on a regression beyond --threshold
         #[arg(long, num_args = 2, value_names = ["RUN_A", "RUN_B"])]
         compare: Vec<String>,
+        /// List every check whose status changed between two runs (regressions, progressions), with both records; exit 1 on a regression. Checks are matched by model, platform, engine, check and precision, whatever host ran them
+        #[arg(long, num_args = 2, value_names = ["RUN_A", "RUN_B"], conflicts_with = "compare")]
+        diff: Vec<String>,
         /// With --compare: the relative change that counts (0.25 = 25%)
         #[arg(long, default_value_t = 0.25)]
         threshold: f64,
@@ -269,8 +272,10 @@ per platform, a job on its runner label (hardware.yaml `runner`) with its
 cargo feature, split into cargo-nextest partitions (--partition hash:K/N),
 each uploading its records under a host name of its own; and a last job that
 imports every record into the results database and builds the report.
-Deterministic: `gen ci --check` (run by tests/run.sh) exits 1 when the
-checked-in workflow differs.";
+Beside it, .github/actionlint.yaml declares the self-hosted runner labels
+hardware.yaml names, so actionlint checks the workflow as GitHub would.
+Deterministic: `gen ci --check` (run by tests/run.sh, with actionlint) exits 1
+when either checked-in file differs.";
 
 const REPORT_ABOUT: &str = "\
 Builds the compatibility report from the results database (`gen results
@@ -338,8 +343,8 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
         return crate::evidence::results(command, db.as_deref(), out, err);
     }
     let specs = spec::load(&specs_dir).map_err(|e| e.to_string())?;
-    if let Some(Command::Report { db, format, out: dir, run, compare, threshold }) = &cli.command {
-        let args = crate::evidence::ReportArgs { db: db.as_deref(), formats: format, out: dir.as_deref(), runs: run, compare, threshold: *threshold };
+    if let Some(Command::Report { db, format, out: dir, run, compare, diff, threshold }) = &cli.command {
+        let args = crate::evidence::ReportArgs { db: db.as_deref(), formats: format, out: dir.as_deref(), runs: run, compare, diff, threshold: *threshold };
         return crate::evidence::report(&specs, &args, out, err);
     }
     if let Some(Command::Coverage { db }) = &cli.command {

@@ -161,6 +161,7 @@ pub struct ReportArgs<'a> {
     pub out: Option<&'a Path>,
     pub runs: &'a [String],
     pub compare: &'a [String],
+    pub diff: &'a [String],
     pub threshold: f64,
 }
 
@@ -171,6 +172,11 @@ pub fn report(specs: &Specs, args: &ReportArgs, out: &mut dyn Write, err: &mut d
         let _ = write!(out, "{}", report::compare::render(&rows, before, after, args.threshold));
         let regressions = rows.iter().filter(|r| r.change == Some(report::compare::Change::Regression)).count();
         return Ok(if regressions > 0 { 1 } else { 0 });
+    }
+    if let [before, after] = args.diff {
+        let diff = report::diff::diff(&db, before, after)?;
+        let _ = write!(out, "{}", report::diff::render(&diff, before, after));
+        return Ok(if diff.regressions() > 0 { 1 } else { 0 });
     }
     let started = Instant::now();
     let plan = plan::plan(specs, &Selection::default()).map_err(|e| format!("error: {e}"))?;

@@ -10,6 +10,7 @@
 
 pub mod compare;
 pub mod coverage;
+pub mod diff;
 mod html;
 mod markdown;
 
