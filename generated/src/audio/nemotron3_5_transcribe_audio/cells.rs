@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "nemotron3_5_transcribe_audio fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 26 µs (0%); OpenVINOExecutionProvider: 4 nodes (57%), 27484 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_5_transcribe_audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also non-finite: output last_hidden_state has a non-finite value at flat index 0",
+            reason: "nemotron3_5_transcribe_audio fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 18 µs (0%); OpenVINOExecutionProvider: 4 nodes (57%), 13026 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_5_transcribe_audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also non-finite: output last_hidden_state has a non-finite value at flat index 0",
             basis: runtime::Basis::Measured,
             stage: Some(runtime::Stage::Run),
         },
@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 26 µs (0%); OpenVINOExecutionProvider: 4 nodes (57%), 27484 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_5_transcribe_audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also non-finite: output last_hidden_state has a non-finite value at flat index 0",
+                    reason: "nemotron3_5_transcribe_audio fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 18 µs (0%); OpenVINOExecutionProvider: 4 nodes (57%), 13026 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_5_transcribe_audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also non-finite: output last_hidden_state has a non-finite value at flat index 0",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

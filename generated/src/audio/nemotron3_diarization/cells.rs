@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "nemotron3_diarization fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 9 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 14678 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_diarization.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            reason: "nemotron3_diarization fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 8 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 5452 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_diarization.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Measured,
             stage: Some(runtime::Stage::Run),
         },
@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron3_diarization fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 9 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 14678 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_diarization.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "nemotron3_diarization fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 8 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 5452 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_diarization.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "autoencoder_kl_cosmos fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (47%), 67 µs (0%); OpenVINOExecutionProvider: 8 nodes (53%), 59485 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_cosmos.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            reason: "autoencoder_kl_cosmos fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (47%), 47 µs (0%); OpenVINOExecutionProvider: 8 nodes (53%), 44670 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_cosmos.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Measured,
             stage: Some(runtime::Stage::Run),
         },
@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (47%), 67 µs (0%); OpenVINOExecutionProvider: 8 nodes (53%), 59485 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_cosmos.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "autoencoder_kl_cosmos fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (47%), 47 µs (0%); OpenVINOExecutionProvider: 8 nodes (53%), 44670 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_cosmos.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "autoencoder_rae fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 8 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 6845 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_rae.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            reason: "autoencoder_rae fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 7 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 5088 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_rae.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Measured,
             stage: Some(runtime::Stage::Run),
         },
@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_rae fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 8 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 6845 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_rae.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "autoencoder_rae fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 7 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 5088 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_rae.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -102,7 +102,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "lumina_nextdit2d fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 76 µs (1%); OpenVINOExecutionProvider: 7 nodes (64%), 10183 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            reason: "lumina_nextdit2d fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 13 µs (0%); OpenVINOExecutionProvider: 7 nodes (64%), 6928 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Measured,
             stage: Some(runtime::Stage::Run),
         },
@@ -112,7 +112,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lumina_nextdit2d fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 76 µs (1%); OpenVINOExecutionProvider: 7 nodes (64%), 10183 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "lumina_nextdit2d fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 13 µs (0%); OpenVINOExecutionProvider: 7 nodes (64%), 6928 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -102,7 +102,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_kandinsky fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 94 µs (0%); OpenVINOExecutionProvider: 13 nodes (52%), 22539 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_kandinsky.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            reason: "transformer_kandinsky fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 41 µs (0%); OpenVINOExecutionProvider: 13 nodes (52%), 12240 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_kandinsky.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Measured,
             stage: Some(runtime::Stage::Run),
         },
@@ -112,7 +112,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_kandinsky fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 94 µs (0%); OpenVINOExecutionProvider: 13 nodes (52%), 22539 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_kandinsky.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "transformer_kandinsky fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 41 µs (0%); OpenVINOExecutionProvider: 13 nodes (52%), 12240 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_kandinsky.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -104,7 +104,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "seamless_m4t at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (47%), 260 µs (0%); OpenVINOExecutionProvider: 9 nodes (53%), 56920 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/seamless_m4t.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "seamless_m4t at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (47%), 312 µs (1%); OpenVINOExecutionProvider: 9 nodes (53%), 52615 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/seamless_m4t.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: seamless_m4t at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (47%), 260 µs (0%); OpenVINOExecutionProvider: 9 nodes (53%), 56920 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/seamless_m4t.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: seamless_m4t at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (47%), 312 µs (1%); OpenVINOExecutionProvider: 9 nodes (53%), 52615 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/seamless_m4t.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_5_text fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 47 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 30324 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/qwen3_5_text.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            reason: "qwen3_5_text fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 55 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 30611 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/qwen3_5_text.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Measured,
             stage: Some(runtime::Stage::Run),
         },
@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_5_text fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 47 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 30324 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/qwen3_5_text.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "qwen3_5_text fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 55 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 30611 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/qwen3_5_text.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

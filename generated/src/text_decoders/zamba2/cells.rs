@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "zamba2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 42480 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/zamba2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            reason: "zamba2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 10 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 38173 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/zamba2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Measured,
             stage: Some(runtime::Stage::Run),
         },
@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "zamba2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 42480 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/zamba2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "zamba2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 10 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 38173 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/zamba2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "fnet fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 61 µs (0%); OpenVINOExecutionProvider: 3 nodes (43%), 27972 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            reason: "fnet fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 31 µs (2%); OpenVINOExecutionProvider: 3 nodes (43%), 1889 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Measured,
             stage: Some(runtime::Stage::Run),
         },
@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fnet fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 61 µs (0%); OpenVINOExecutionProvider: 3 nodes (43%), 27972 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "fnet fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 31 µs (2%); OpenVINOExecutionProvider: 3 nodes (43%), 1889 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

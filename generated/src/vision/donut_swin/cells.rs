@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "donut-swin fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_3086 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_3086_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
+            reason: "donut-swin fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_6288 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_6288_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
             basis: runtime::Basis::Measured,
             stage: Some(runtime::Stage::Run),
         },
@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "donut-swin fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_3086 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_3086_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
+                    reason: "donut-swin fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_6288 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_6288_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

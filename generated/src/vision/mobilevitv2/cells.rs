@@ -102,7 +102,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "mobilevitv2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Col2Im ×3 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, ReduceMean ×1 on CPUExecutionProvider, ReorderInput ×1 on CPUExecutionProvider, ReorderOutput ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (70%), 87 µs (1%); OpenVINOExecutionProvider: 3 nodes (30%), 11316 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            reason: "mobilevitv2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Col2Im ×3 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, ReduceMean ×1 on CPUExecutionProvider, ReorderInput ×1 on CPUExecutionProvider, ReorderOutput ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (70%), 71 µs (1%); OpenVINOExecutionProvider: 3 nodes (30%), 9774 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Measured,
             stage: Some(runtime::Stage::Run),
         },
@@ -112,7 +112,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mobilevitv2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Col2Im ×3 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, ReduceMean ×1 on CPUExecutionProvider, ReorderInput ×1 on CPUExecutionProvider, ReorderOutput ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (70%), 87 µs (1%); OpenVINOExecutionProvider: 3 nodes (30%), 11316 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "mobilevitv2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Col2Im ×3 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, ReduceMean ×1 on CPUExecutionProvider, ReorderInput ×1 on CPUExecutionProvider, ReorderOutput ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (70%), 71 µs (1%); OpenVINOExecutionProvider: 3 nodes (30%), 9774 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

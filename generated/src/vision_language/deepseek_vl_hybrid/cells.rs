@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_vl_hybrid fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (54%), 65 µs (0%); OpenVINOExecutionProvider: 6 nodes (46%), 31561 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/deepseek_vl_hybrid.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            reason: "deepseek_vl_hybrid fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (54%), 52 µs (0%); OpenVINOExecutionProvider: 6 nodes (46%), 23024 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/deepseek_vl_hybrid.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Measured,
             stage: Some(runtime::Stage::Run),
         },
@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_vl_hybrid fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (54%), 65 µs (0%); OpenVINOExecutionProvider: 6 nodes (46%), 31561 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/deepseek_vl_hybrid.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "deepseek_vl_hybrid fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (54%), 52 µs (0%); OpenVINOExecutionProvider: 6 nodes (46%), 23024 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/deepseek_vl_hybrid.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -102,7 +102,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "minicpm_ocr fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 13 nodes (41%), 92 µs (0%); OpenVINOExecutionProvider: 19 nodes (59%), 42370 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/minicpm_ocr.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            reason: "minicpm_ocr fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 13 nodes (41%), 107 µs (0%); OpenVINOExecutionProvider: 19 nodes (59%), 45853 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/minicpm_ocr.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Measured,
             stage: Some(runtime::Stage::Run),
         },
@@ -112,7 +112,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpm_ocr fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 13 nodes (41%), 92 µs (0%); OpenVINOExecutionProvider: 19 nodes (59%), 42370 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/minicpm_ocr.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "minicpm_ocr fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 13 nodes (41%), 107 µs (0%); OpenVINOExecutionProvider: 19 nodes (59%), 45853 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/minicpm_ocr.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -102,7 +102,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "muse_spark fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: NonZero ×11 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (38%), 99 µs (0%); OpenVINOExecutionProvider: 25 nodes (62%), 28119 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/muse_spark.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            reason: "muse_spark fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: NonZero ×11 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (38%), 97 µs (0%); OpenVINOExecutionProvider: 25 nodes (62%), 28931 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/muse_spark.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Measured,
             stage: Some(runtime::Stage::Run),
         },
@@ -112,7 +112,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_spark fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: NonZero ×11 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (38%), 99 µs (0%); OpenVINOExecutionProvider: 25 nodes (62%), 28119 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/muse_spark.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "muse_spark fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: NonZero ×11 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (38%), 97 µs (0%); OpenVINOExecutionProvider: 25 nodes (62%), 28931 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/muse_spark.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

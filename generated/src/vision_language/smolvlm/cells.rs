@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "smolvlm fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Or ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (45%), 30 µs (0%); OpenVINOExecutionProvider: 6 nodes (55%), 26662 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/smolvlm.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            reason: "smolvlm fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Or ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (45%), 44 µs (0%); OpenVINOExecutionProvider: 6 nodes (55%), 21209 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/smolvlm.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Measured,
             stage: Some(runtime::Stage::Run),
         },
@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "smolvlm fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Or ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (45%), 30 µs (0%); OpenVINOExecutionProvider: 6 nodes (55%), 26662 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/smolvlm.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "smolvlm fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Or ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (45%), 44 µs (0%); OpenVINOExecutionProvider: 6 nodes (55%), 21209 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/smolvlm.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },
