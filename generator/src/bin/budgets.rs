@@ -163,10 +163,10 @@ fn workspace_root() -> PathBuf {
 fn built_gen(root: &Path) -> PathBuf {
     let here = std::env::current_exe().expect("current exe");
     let gen_bin = here.with_file_name("gen");
-    if !gen_bin.exists() {
-        let status = Command::new("cargo").args(["build", "--release", "-q", "-p", "generator", "--bin", "gen"]).current_dir(root).status();
-        assert!(matches!(status, Ok(s) if s.success()), "cannot build gen");
-    }
+    // Always built (a no-op when current): `cargo run --bin budgets` builds only this binary, and a
+    // stale gen beside it would render generated/ from old templates and time the wrong crate.
+    let status = Command::new("cargo").args(["build", "--release", "--locked", "-q", "-p", "generator", "--bin", "gen"]).current_dir(root).status();
+    assert!(matches!(status, Ok(s) if s.success()), "cannot build gen");
     gen_bin
 }
 
