@@ -190,13 +190,14 @@ fn tree_state(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime, u64)> {
     out
 }
 
-/// Each fixture folder of the store (one per model; the lock file and partial exports left out)
+/// Each fixture folder of the store (one per model: a folder with its meta.json, so not the workers' `.logs` or a partial export)
 /// with the bytes of every file under it.
 fn fixture_folders(store: &Path) -> Vec<(String, u64)> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(store).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if entry.path().is_dir() && !name.contains(".partial") {
+        // A fixture is a folder with its meta.json: not the workers' `.logs`, not a partial export.
+        if entry.path().join("meta.json").is_file() {
             out.push((name, tree_state(&entry.path()).iter().map(|(_, _, len)| len).sum()));
         }
     }
