@@ -35,14 +35,8 @@ fn latencies(evidence: Vec<Evidence>) -> BTreeMap<(String, String, String, Strin
 
 /// Every check both runs timed, each flagged where `after / before` leaves [1/(1+t), 1+t].
 pub fn compare(db: &Database, before: &str, after: &str, threshold: f64) -> Result<Vec<Compared>, String> {
-    let known: Vec<String> = db.runs()?.into_iter().map(|r| r.run_id).collect();
-    for run in [before, after] {
-        if !known.iter().any(|k| k == run) {
-            return Err(format!("error: no run `{run}` in {}\n  help: `gen results runs` lists the runs", db.path().display()));
-        }
-    }
-    let a = latencies(db.latest(&[before.to_string()])?);
-    let b = latencies(db.latest(&[after.to_string()])?);
+    let (a, b) = super::two_runs(db, before, after)?;
+    let (a, b) = (latencies(a), latencies(b));
     Ok(a.into_iter()
         .filter_map(|(key, before_ms)| {
             let after_ms = *b.get(&key)?;

@@ -84,14 +84,8 @@ fn by_check(evidence: Vec<Evidence>) -> BTreeMap<CheckKey, Evidence> {
 
 /// The newest record of each check in each run, compared check by check.
 pub fn diff(db: &Database, before: &str, after: &str) -> Result<Diff, String> {
-    let known: Vec<String> = db.runs()?.into_iter().map(|r| r.run_id).collect();
-    for run in [before, after] {
-        if !known.iter().any(|k| k == run) {
-            return Err(format!("error: no run `{run}` in {}\n  help: `gen results runs` lists the runs", db.path().display()));
-        }
-    }
-    let mut a = by_check(db.latest(&[before.to_string()])?);
-    let b = by_check(db.latest(&[after.to_string()])?);
+    let (a, b) = super::two_runs(db, before, after)?;
+    let (mut a, b) = (by_check(a), by_check(b));
     let mut diff = Diff { only_after: b.keys().filter(|k| !a.contains_key(*k)).count(), ..Diff::default() };
     for (key, after) in b {
         let Some(before) = a.remove(&key) else { continue };

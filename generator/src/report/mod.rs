@@ -297,6 +297,16 @@ pub struct Report {
     pub recommendations: Recommendations,
 }
 
+/// The newest record of each check in each of two runs, for `--compare` and `--diff`; an
+/// error naming the database when either run is not in it.
+fn two_runs(db: &Database, before: &str, after: &str) -> Result<(Vec<Evidence>, Vec<Evidence>), String> {
+    let known: Vec<String> = db.runs()?.into_iter().map(|r| r.run_id).collect();
+    if let Some(run) = [before, after].into_iter().find(|run| !known.iter().any(|k| k == run)) {
+        return Err(format!("error: no run `{run}` in {}\n  help: `gen results runs` lists the runs", db.path().display()));
+    }
+    Ok((db.latest(&[before.to_string()])?, db.latest(&[after.to_string()])?))
+}
+
 /// The checks that make a cell's status: float32 checks, and a wgpu cell's
 /// quantization checks (its only ones). Precision variants and benchmarks do not.
 fn counts_for_cell(evidence: &Evidence) -> bool {
