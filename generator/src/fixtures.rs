@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use hwmatrix_cell::fixture_key::{self, SEED};
+use hwmatrix_cell::fixture_key::SEED;
 
 use crate::plan::Plan;
 use crate::spec::LoadedModel;
@@ -59,7 +59,7 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &S
             summary.skipped_known_issue += 1;
             continue;
         }
-        let mut key = fixture_key::fixture_key(&model.digest());
+        let mut key = model.fixture_key();
         if let Source::Checkpoint(dir) = source {
             // Never mistaken for the tiny fixture: `gen fixtures` without
             // --checkpoint rebuilds the tiny one.

@@ -161,7 +161,7 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
             imported: Some(draft.imported.clone()),
             spec: resolved,
         };
-        let key = hwmatrix_cell::fixture_key::fixture_key(&model.digest());
+        let key = model.fixture_key();
         let out_dir = options.fixtures.join(&draft.model_type);
         if crate::fixtures::cached_key(&out_dir).as_deref() == Some(key.as_str()) {
             continue;
@@ -296,13 +296,15 @@ pub(crate) fn imported_block(text: &str, path: &Path) -> Result<Option<Imported>
 
 /// What a person wrote that the derive must start from: `tiny_config_overrides` (over the
 /// generic shrink), and `inputs` with `shapes` (the input layout to run, when no generic one
-/// fits: LayoutLM's boxes, an AST spectrogram). The derive then measures the outputs.
+/// fits: LayoutLM's boxes, an AST spectrogram), and `components`. The derive then measures
+/// the outputs, and each component's inputs and outputs.
 fn curated_derive_fields(text: &str, path: &Path) -> Result<Vec<(&'static str, Value)>, String> {
     let curated: serde_yaml::Value =
         serde_yaml::from_str(&curated_part(text)).map_err(|e| format!("error: {}: the curated part does not parse: {e}", path.display()))?;
     let mut fields = Vec::new();
     let layout = curated.get("inputs").is_some() && curated.get("shapes").is_some();
-    for (key, wanted) in [("tiny_config_overrides", true), ("inputs", layout), ("shapes", layout)] {
+    // `components` too: the derive measures each one's tensors on the whole model's run.
+    for (key, wanted) in [("tiny_config_overrides", true), ("inputs", layout), ("shapes", layout), ("components", true)] {
         if let (true, Some(v)) = (wanted, curated.get(key)) {
             fields.push((key, serde_json::to_value(v).map_err(|e| format!("error: {}: {key}: {e}", path.display()))?));
         }

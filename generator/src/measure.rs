@@ -230,7 +230,15 @@ fn read_records(dir: &Path, platform: Platform) -> Result<BTreeMap<(String, Engi
             let Ok(engine) = serde_json::from_value::<EngineKind>(record["engine_kind"].clone()) else { continue };
             let passed = record["status"].as_str() == Some("passed");
             let reason = record["reason"].as_str().map(str::to_string);
-            by_cell.entry((model.to_string(), engine)).or_default().checks.insert(check.to_string(), (passed, reason));
+            // A model checked as its components has a record per component: a check fails when any
+            // component's failed, and keeps the first failure's reason (it names the component).
+            let checks = &mut by_cell.entry((model.to_string(), engine)).or_default().checks;
+            match checks.get(check) {
+                Some((false, _)) => {}
+                _ => {
+                    checks.insert(check.to_string(), (passed, reason));
+                }
+            }
         }
     }
     Ok(by_cell)

@@ -59,6 +59,7 @@ def main() -> int:
     import torch
 
     torch.set_num_threads(1)
+    import components
     import export
     import registry
     from transformers.utils import logging
@@ -79,6 +80,11 @@ def main() -> int:
             elif job["kind"] == "derive":
                 layout = (job["inputs"], job["shapes"]) if "inputs" in job and "shapes" in job else None
                 result = registry.derive(job["model_type"], overrides=job.get("tiny_config_overrides") or {}, layout=layout)
+                if job.get("components") and "known_issue" not in result:
+                    result.update(components.derive_imported(job["model_type"], result, job["components"]))
+            elif job["kind"] == "export" and job["job"]["spec"].get("components"):
+                components.export_model(job["job"])
+                result = None
             elif job["kind"] == "export":
                 export.export(job["job"])
                 result = None

@@ -110,14 +110,25 @@ impl Drop for InFlight {
 /// parallel, two timings would otherwise share the cores they measure.
 static TIMING: Mutex<()> = Mutex::new(());
 
-/// Runs one check, writes its record, and panics (fails the test) on failure.
+/// Runs one check on each part of the cell's model (its components, or the
+/// whole model), writes a record per part, and panics (fails the test) when
+/// any part failed: a cell passes only when all of its components pass.
 pub fn execute(cell: &Cell, check: Check) {
+    let failures: Vec<String> = cell.model.parts().iter().filter_map(|part| execute_part(&cell.for_part(part), check).err()).collect();
+    if !failures.is_empty() {
+        panic!("{}", failures.join("\n"));
+    }
+}
+
+/// One part's check and its record; the failure message when it failed.
+fn execute_part(cell: &Cell, check: Check) -> Result<(), String> {
     let _in_flight = InFlight::enter();
     let mut evidence = Evidence::default();
     let outcome = perform(cell, check, &mut evidence);
     let (kind, reason) = match &outcome {
         Ok(()) => (None, None),
-        Err(e) => (Some(e.kind), Some(e.message.clone())),
+        // A component's failure says which component: the spec's known issue is written from it.
+        Err(e) => (Some(e.kind), Some(cell.model.component.map_or_else(|| e.message.clone(), |c| format!("component {c}: {}", e.message)))),
     };
     let stage = match kind {
         Some(kind) => kind.stage(),
@@ -143,9 +154,7 @@ pub fn execute(cell: &Cell, check: Check) {
     if let Err(e) = record::append(&record) {
         panic!("{}::{}: cannot write its result record ({:?}): {e}", cell.id(), check.name(), ErrorKind::RecordWrite);
     }
-    if let Err(e) = outcome {
-        panic!("{}::{} failed ({}): {}", cell.id(), check.name(), kind_name(e.kind), e.message);
-    }
+    outcome.map_err(|e| format!("{}::{} failed ({}): {}", cell.id(), check.name(), kind_name(e.kind), e.message))
 }
 
 /// A record of `cell`'s `check` with the identifying fields filled and nothing measured.
@@ -155,6 +164,7 @@ pub(crate) fn blank_record(cell: &Cell, check: &str) -> Record {
         time: record::now_rfc3339(),
         host: record::host(),
         model: cell.model.model_type.to_string(),
+        component: cell.model.component,
         category: cell.model.category.to_string(),
         platform: cell.platform.platform.to_string(),
         engine_kind: cell.engine.kind(),

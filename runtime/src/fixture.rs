@@ -143,8 +143,12 @@ pub struct Fixture {
 impl Fixture {
     /// Opens the fixture of a model under `HWMATRIX_FIXTURES` and checks that
     /// it was built from this model's spec with this checkout's exporter.
+    /// A component's fixture is `<model_type>/<component>/` in the model's.
     pub fn open(model: &ModelDecl) -> Result<Fixture, CheckError> {
-        let fixture = Fixture::open_in(&paths::fixtures_dir(), model.model_type)?;
+        let fixture = match model.component {
+            None => Fixture::open_in(&paths::fixtures_dir(), model.model_type)?,
+            Some(component) => Fixture::open_component_in(&paths::fixtures_dir(), model.model_type, component)?,
+        };
         fixture.check_fresh(model)?;
         Ok(fixture)
     }
@@ -156,7 +160,7 @@ impl Fixture {
         if self.meta.source != "tiny-random" {
             return Ok(());
         }
-        let want = fixture_key(model.spec_digest);
+        let want = fixture_key(model.spec_digest, model.component.is_some() || !model.components.is_empty());
         if self.meta.cache_key.as_deref() == Some(want.as_str()) {
             return Ok(());
         }
@@ -174,7 +178,15 @@ impl Fixture {
     }
 
     pub fn open_in(root: &Path, model_type: &str) -> Result<Fixture, CheckError> {
-        let dir = root.join(model_type);
+        Fixture::open_dir(root.join(model_type), root, model_type)
+    }
+
+    /// One component's fixture inside its model's.
+    pub fn open_component_in(root: &Path, model_type: &str, component: &str) -> Result<Fixture, CheckError> {
+        Fixture::open_dir(root.join(model_type).join(component), root, model_type)
+    }
+
+    fn open_dir(dir: PathBuf, root: &Path, model_type: &str) -> Result<Fixture, CheckError> {
         let meta_path = dir.join("meta.json");
         let invalid = |message: String| CheckError::new(ErrorKind::FixtureInvalid, message);
         let text = match std::fs::read_to_string(&meta_path) {

@@ -133,10 +133,12 @@ pub fn assert_fixtures_or_reasons(cells: &[&Cell]) {
     for cell in cells.iter().filter(|c| matches!(c.planned, Planned::Run)) {
         // One fixture per model, needed as soon as one of its cells is planned to run;
         // a model with none planned has its reasons in the ledger's records.
-        if seen.insert(cell.model.model_type)
-            && let Err(e) = crate::fixture::Fixture::open(cell.model)
-        {
-            missing.push(format!("{}: {e}", cell.model.model_type));
+        if seen.insert(cell.model.model_type) {
+            for part in cell.model.parts() {
+                if let Err(e) = crate::fixture::Fixture::open(part) {
+                    missing.push(format!("{}: {e}", part.name()));
+                }
+            }
         }
     }
     assert!(

@@ -40,6 +40,10 @@ pub struct Record {
     pub time: String,
     pub host: String,
     pub model: String,
+    /// The component of the model this record checked (`vision`), where the
+    /// model is checked as its components; a cell passes when all of them do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub component: Option<&'static str>,
     pub category: String,
     pub platform: String,
     /// The engine (`onnxruntime`, `libtorch`...): with model and platform, the cell.

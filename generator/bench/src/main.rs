@@ -57,8 +57,18 @@ fn main() -> ExitCode {
         eprintln!("error: no cell {} on {} with {} in the generated crate\n  help: `gen list` lists models; engines are onnxruntime, libtorch, browser", args.model, args.platform, args.engine);
         return ExitCode::from(2);
     };
-    eprintln!("benchmarking {} ({}): {} warm-up and {} timed runs, batches {:?}", cell.id(), cell.engine.describe(), args.options.warmup, args.options.runs, args.options.batches);
-    match bench::run(cell, &args.options) {
+    // A model checked as its components is benchmarked component by component.
+    let mut failed = false;
+    for part in cell.model.parts() {
+        failed |= !bench_one(&cell.for_part(part), &args.options);
+    }
+    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+/// Benchmarks one cell (or component) and prints its table; false when it failed.
+fn bench_one(cell: &runtime::Cell, options: &Options) -> bool {
+    eprintln!("benchmarking {} ({}): {} warm-up and {} timed runs, batches {:?}", cell.id(), cell.engine.describe(), options.warmup, options.runs, options.batches);
+    match bench::run(cell, &options) {
         Ok(result) => {
             let l = &result.latency;
             println!("{:<28} {:>10} {:>10} {:>10}", cell.id(), "median ms", "p90 ms", "runs");
@@ -76,11 +86,11 @@ fn main() -> ExitCode {
             if let Some(peak) = result.peak_rss_kb {
                 println!("peak resident memory of this process: {peak} KiB");
             }
-            ExitCode::SUCCESS
+            true
         }
         Err(e) => {
             eprintln!("error: {}: {e}", cell.id());
-            ExitCode::FAILURE
+            false
         }
     }
 }

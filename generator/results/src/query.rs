@@ -27,6 +27,9 @@ pub struct Evidence {
     pub runtime_version: Option<String>,
     /// The whole record.
     pub body: Value,
+    /// A model checked as its components: this check's record of each
+    /// component, (component, status), the cited record among them.
+    pub components: Vec<(String, String)>,
 }
 
 /// One run: the records of one test process (or of `HWMATRIX_RUN_ID`).
@@ -62,12 +65,45 @@ fn evidence(row: &Row) -> rusqlite::Result<Evidence> {
         fixture_key: row.get(14)?,
         runtime_version: row.get(15)?,
         body: serde_json::from_str(&body).unwrap_or(Value::Null),
+        components: Vec::new(),
     })
 }
 
+/// One check of a model checked as its components has a record per
+/// component; the cell's check is what they say together: failed when one
+/// failed (citing the first that failed), else the first's status, with a
+/// latency that is the sum of the components' (a pipeline runs each once).
+/// Where the same check also has a whole-model record (a ledger's "known
+/// issue" from before the model was split), the newer side wins.
+fn fold_components(latest: Vec<Evidence>) -> Vec<Evidence> {
+    let key = |e: &Evidence| (e.model.clone(), e.platform.clone(), e.engine_kind.clone(), e.check.clone(), e.precision.clone());
+    let mut folded: Vec<Evidence> = Vec::with_capacity(latest.len());
+    let mut rows = latest.into_iter().peekable();
+    while let Some(first) = rows.next() {
+        let mut group = vec![first];
+        while rows.peek().is_some_and(|next| key(next) == key(&group[0])) {
+            group.extend(rows.next());
+        }
+        let component_of = |e: &Evidence| e.body.get("component").and_then(Value::as_str).map(str::to_string);
+        let (parts, whole): (Vec<Evidence>, Vec<Evidence>) = group.into_iter().partition(|e| component_of(e).is_some());
+        let newest_part = parts.iter().map(|e| e.time.clone()).max();
+        match whole.into_iter().next() {
+            Some(whole) if newest_part.as_ref().is_none_or(|t| whole.time > *t) => folded.push(whole),
+            _ => {
+                let components: Vec<(String, String)> = parts.iter().map(|e| (component_of(e).unwrap_or_default(), e.status.clone())).collect();
+                let median_ms = parts.iter().map(|e| e.median_ms).sum::<Option<f64>>();
+                let cited = parts.iter().position(|e| e.status != "passed").unwrap_or(0);
+                let Some(cited) = parts.into_iter().nth(cited) else { continue };
+                folded.push(Evidence { components, median_ms, ..cited });
+            }
+        }
+    }
+    folded
+}
+
 impl Database {
-    /// The newest record of every (model, platform, engine, check, precision):
-    /// what the cell's status is today. Ties in time go to the later import.
+    /// The newest record of every (model, platform, engine, check, precision),
+    /// and component (folded into one per check): what the cell's status is today. Ties in time go to the later import.
     /// With `runs`, only records of those runs count.
     pub fn latest(&self, runs: &[String]) -> Result<Vec<Evidence>, String> {
         let filter = if runs.is_empty() {
@@ -77,13 +113,16 @@ impl Database {
         };
         let sql = format!(
             "SELECT {COLUMNS} FROM (
-                SELECT *, ROW_NUMBER() OVER (PARTITION BY model, platform, engine_kind, check_name, precision ORDER BY time DESC, id DESC) AS rank
+                SELECT *, json_extract(body, '$.component') AS component,
+                    ROW_NUMBER() OVER (PARTITION BY model, platform, engine_kind, check_name, precision, json_extract(body, '$.component')
+                                       ORDER BY time DESC, id DESC) AS rank
                 FROM records {filter}
-             ) WHERE rank = 1 ORDER BY model, platform, engine_kind, check_name, precision"
+             ) WHERE rank = 1 ORDER BY model, platform, engine_kind, check_name, precision, component"
         );
         let mut statement = self.conn.prepare(&sql).map_err(|e| self.error("reading the latest records", e))?;
         let rows = statement.query_map([], evidence).map_err(|e| self.error("reading the latest records", e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.error("reading the latest records", e))
+        let latest = rows.collect::<Result<_, _>>().map_err(|e| self.error("reading the latest records", e))?;
+        Ok(fold_components(latest))
     }
 
     /// Every run, oldest first.

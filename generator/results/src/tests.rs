@@ -117,3 +117,42 @@ fn records_from_before_engine_kind_get_it_from_their_engine() {
     let kinds: Vec<String> = db.latest(&[]).unwrap().into_iter().map(|e| e.engine_kind).collect();
     assert_eq!(kinds, ["browser", "onnxruntime"]);
 }
+
+#[test]
+fn a_check_of_a_model_checked_as_components_fails_when_one_component_fails() {
+    let dir = scratch("components");
+    let file = dir.join("a.jsonl");
+    let part = |time: &str, component: &str, status: &str| {
+        let mut value: serde_json::Value = serde_json::from_str(&record("a", "r1", time, "qwen2_vl", "runs", status)).unwrap();
+        value["component"] = component.into();
+        value.to_string()
+    };
+    write(
+        &file,
+        &[
+            // Before the split: the whole model's ledger record, older than the components'.
+            record("a", "r0", "2026-01-01T00:00:00Z", "qwen2_vl", "runs", "known-issue"),
+            part("2026-01-02T00:00:00Z", "embed", "passed"),
+            part("2026-01-02T00:00:01Z", "language", "failed"),
+            part("2026-01-02T00:00:02Z", "vision", "passed"),
+            record("a", "r1", "2026-01-02T00:00:00Z", "bert", "runs", "passed"),
+        ],
+        true,
+    );
+    let mut db = Database::open(&dir.join("db.sqlite")).unwrap();
+    db.import_file(&file).unwrap();
+    let latest = db.latest(&[]).unwrap();
+    let statuses: Vec<(&str, &str)> = latest.iter().map(|e| (e.model.as_str(), e.status.as_str())).collect();
+    assert_eq!(statuses, [("bert", "passed"), ("qwen2_vl", "failed")]);
+    let cell = &latest[1];
+    assert_eq!(cell.body["component"], "language", "the failed component's record is cited");
+    assert_eq!(cell.components.len(), 3);
+    assert_eq!(cell.median_ms, Some(4.5), "a pipeline's latency is the sum of its components'");
+
+    // Every component passed: the cell's check passed.
+    let file = dir.join("b.jsonl");
+    write(&file, &[part("2026-01-03T00:00:00Z", "language", "passed")], true);
+    db.import_file(&file).unwrap();
+    let latest = db.latest(&[]).unwrap();
+    assert_eq!(latest[1].status, "passed");
+}

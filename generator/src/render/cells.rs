@@ -36,6 +36,25 @@ pub fn model_module(plan: &ModelPlan) -> TokenStream {
     // rebuild after one spec changes fast. Its cells stay in `cells.rs` for every build, so the
     // ledger still records each one that does not run, with how to enable it.
     let platform_features = platforms.iter().map(|p| p.name());
+    // A model checked as its components: each is declared like a model, with its own tensors.
+    let components = spec.components.iter().map(|c| {
+        let name = &c.name;
+        let inputs = c.inputs.iter().map(tensor_decl);
+        let outputs = c.outputs.iter().map(tensor_decl);
+        quote! {
+            runtime::ModelDecl {
+                model_type: #model_type,
+                category: #category,
+                spec_path: #spec_path,
+                spec_digest: #digest,
+                inputs: &[ #(#inputs),* ],
+                outputs: &[ #(#outputs),* ],
+                tolerance: #tolerance,
+                component: Some(#name),
+                components: &[],
+            }
+        }
+    });
     quote! {
         #![doc = #doc]
 
@@ -50,6 +69,8 @@ pub fn model_module(plan: &ModelPlan) -> TokenStream {
             inputs: &[ #(#inputs),* ],
             outputs: &[ #(#outputs),* ],
             tolerance: #tolerance,
+            component: None,
+            components: &[ #(#components),* ],
         };
     }
 }

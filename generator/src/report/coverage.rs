@@ -57,7 +57,7 @@ pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
     let mut stale = Vec::new();
     for model in &plan.models {
         let spec = &model.model.spec;
-        let key = spec.export.known_issue.is_none().then(|| hwmatrix_cell::fixture_key::fixture_key(&model.model.digest()));
+        let key = spec.export.known_issue.is_none().then(|| model.model.fixture_key());
         let mut cells: Vec<(String, &str, &str)> = model.cells.iter().map(|c| (c.platform.name().to_string(), c.engine.kind().name(), c.planned.label())).collect();
         if let Some(q) = &model.quantization {
             let planned = if q.checks.iter().all(|c| matches!(c.planned, Planned::Run)) {

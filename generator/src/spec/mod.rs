@@ -57,6 +57,9 @@ struct ExporterView<'a> {
     inputs: &'a [TensorSpec],
     outputs: &'a [TensorSpec],
     shapes: &'a [BTreeMap<String, u32>],
+    /// Absent for a model checked whole, so its digest (and fixture key) is as before components.
+    #[serde(skip_serializing_if = "<[Component]>::is_empty")]
+    components: &'a [Component],
 }
 
 /// The exporter's part of `export`: a known issue is not part of a fixture.
@@ -79,8 +82,14 @@ impl LoadedModel {
             inputs: &spec.inputs,
             outputs: &spec.outputs,
             shapes: &spec.shapes,
+            components: &spec.components,
         };
         serde_json::to_vec(&view).expect("a validated spec serializes")
+    }
+
+    /// The key its fixture is cached and checked under.
+    pub fn fixture_key(&self) -> String {
+        hwmatrix_cell::fixture_key::fixture_key(&self.digest(), !self.spec.components.is_empty())
     }
 
     /// Its digest, which generated code carries so the runtime can refuse a

@@ -153,6 +153,27 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, So
     if !errors.is_empty() {
         return Err(errors);
     }
+    // Components are chosen by a person and measured by gen import: the measured ones must be
+    // of the chosen, or the spec changed since its import. A model that stops before export has none.
+    let measured: Vec<Component> = imp.map(|i| i.components.clone()).unwrap_or_default();
+    let components = if file.components.is_empty() {
+        Vec::new()
+    } else if measured.iter().map(Component::choice).eq(file.components.iter().cloned()) {
+        sources.insert("components", Source::Curated);
+        measured
+    } else {
+        if known_issue.is_none() {
+            errors.push((
+                "components",
+                "the spec's `components` are not those `gen import` measured (`imported.components`)".into(),
+                "run `gen import --model <model_type>` to measure each component's inputs and outputs".into(),
+            ));
+        }
+        Vec::new()
+    };
+    if !errors.is_empty() {
+        return Err(errors);
+    }
     let spec = ModelSpec {
         model_type: file.model_type,
         category: category.expect("checked"),
@@ -180,6 +201,7 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, So
         quantization_issues: imp.map(|i| i.quantization_issues.clone()).unwrap_or_default(),
         precision_tolerances,
         web_quantization: file.web_quantization,
+        components,
     };
     Ok((spec, sources))
 }

@@ -256,8 +256,48 @@ pub struct SpecFile {
     pub platforms: BTreeMap<Platform, PlatformOverride>,
     #[serde(default)]
     pub web_quantization: Option<WebQuantization>,
+    /// The parts a model is checked as, where its whole forward pass cannot
+    /// be exported: each by the submodule that computes it. `gen import`
+    /// derives each part's inputs, outputs and shapes.
+    #[serde(default)]
+    pub components: Vec<ComponentChoice>,
     #[serde(default)]
     pub imported: Option<Imported>,
+}
+
+/// A component as a person chooses it (`components:` in a spec).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentChoice {
+    /// `vision`, `embed`, `language`: its fixture folder and how records name it.
+    pub name: String,
+    /// The submodule's attribute path in the export class (`language_model.embed_tokens`).
+    pub module: String,
+    /// Tensor arguments baked into the graph as the fixture's data, not fed
+    /// (Qwen2-VL's `grid_thw`, which sizes Python loops).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fixed_inputs: Vec<String>,
+}
+
+/// A component with what `gen import` measured of it: the tensors its
+/// submodule receives and returns while the whole model runs on the spec's
+/// inputs, and their sizes in the spec's two shapes.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Component {
+    pub name: String,
+    pub module: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fixed_inputs: Vec<String>,
+    pub inputs: Vec<TensorSpec>,
+    pub outputs: Vec<TensorSpec>,
+    pub shapes: Vec<BTreeMap<String, u32>>,
+}
+
+impl Component {
+    pub fn choice(&self) -> ComponentChoice {
+        ComponentChoice { name: self.name.clone(), module: self.module.clone(), fixed_inputs: self.fixed_inputs.clone() }
+    }
 }
 
 /// What `gen import` derived from transformers' registries and from running
@@ -315,6 +355,9 @@ pub struct Imported {
     /// measurement supports where it contradicts `web_quantization`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub quantization_issues: QuantizationIssues,
+    /// The spec's `components`, each with its measured inputs, outputs and shapes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<Component>,
 }
 
 /// Measured failures of quantization checks per scheme.
@@ -372,6 +415,9 @@ pub struct ModelSpec {
     pub quantization_issues: QuantizationIssues,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub web_quantization: Option<WebQuantization>,
+    /// The components the model is checked as (empty: checked whole).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<Component>,
 }
 
 /// Measured failures per platform and engine: the failed check and its error.

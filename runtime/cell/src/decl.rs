@@ -21,6 +21,29 @@ pub struct ModelDecl {
     pub outputs: &'static [TensorDecl],
     /// The tolerance of every platform that does not override it.
     pub tolerance: Tolerance,
+    /// Set on a component's declaration (`vision`): its fixture is
+    /// `<model_type>/<component>/`, and its records name it.
+    pub component: Option<&'static str>,
+    /// The components a model is checked as, where its whole forward pass
+    /// cannot be exported (issue 19): each its own fixture, reference and
+    /// checks; a cell passes only when every component passes. Empty: the
+    /// model is checked whole.
+    pub components: &'static [ModelDecl],
+}
+
+impl ModelDecl {
+    /// What the checks run: the components, or the whole model.
+    pub fn parts(&'static self) -> &'static [ModelDecl] {
+        if self.components.is_empty() { std::slice::from_ref(self) } else { self.components }
+    }
+
+    /// `qwen2_vl`, or `qwen2_vl/vision` for a component: how messages name it.
+    pub fn name(&self) -> String {
+        match self.component {
+            Some(component) => format!("{}/{component}", self.model_type),
+            None => self.model_type.to_string(),
+        }
+    }
 }
 
 /// A declared input or output: name, element type and named axes.
@@ -309,6 +332,11 @@ impl Cell {
         self
     }
 
+    /// This cell with one of its model's parts in place of the model.
+    pub fn for_part(&self, part: &'static ModelDecl) -> Cell {
+        Cell { model: part, ..*self }
+    }
+
     pub fn precision_check(&self, precision: Precision) -> Option<&'static PrecisionCheck> {
         self.precision_checks.iter().find(|c| c.precision == precision)
     }
@@ -316,7 +344,7 @@ impl Cell {
     /// `model_type::platform::engine`, the way messages name a cell. (Test
     /// paths use the model's Rust module, `xlm_roberta::cpu::onnx` for `xlm-roberta`.)
     pub fn id(&self) -> String {
-        format!("{}::{}::{}", self.model.model_type, self.platform.platform, self.engine.kind().module())
+        format!("{}::{}::{}", self.model.name(), self.platform.platform, self.engine.kind().module())
     }
 
     /// The cargo features its checks need: the platform's, and the engine's if it has one.

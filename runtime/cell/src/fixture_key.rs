@@ -10,6 +10,9 @@ use sha2::{Digest, Sha256};
 /// fixtures against the exporter of the checkout it was built from.
 pub const EXPORTER_SOURCE: &[u8] = include_bytes!("../../exporter/export.py");
 pub const EXPORTER_REQUIREMENTS: &[u8] = include_bytes!("../../exporter/requirements.txt");
+/// The exporter of models checked as components: only their keys cover it,
+/// so editing it rebuilds their fixtures only.
+pub const COMPONENTS_SOURCE: &[u8] = include_bytes!("../../exporter/components.py");
 
 /// The seed every fixture is built with.
 pub const SEED: u64 = 0;
@@ -19,10 +22,14 @@ pub fn spec_digest(spec_json: &[u8]) -> String {
     hex(&Sha256::digest(spec_json))
 }
 
-/// The fixture key for a spec digest, with the compiled-in exporter.
-pub fn fixture_key(spec_digest: &str) -> String {
+/// The fixture key for a spec digest, with the compiled-in exporter (and its
+/// components exporter for a model checked as `components`).
+pub fn fixture_key(spec_digest: &str, components: bool) -> String {
     let mut hasher = Sha256::new();
-    for part in [spec_digest.as_bytes(), EXPORTER_SOURCE, EXPORTER_REQUIREMENTS, &SEED.to_le_bytes()] {
+    let components: &[u8] = if components { COMPONENTS_SOURCE } else { &[] };
+    let parts: [&[u8]; 5] = [spec_digest.as_bytes(), EXPORTER_SOURCE, EXPORTER_REQUIREMENTS, &SEED.to_le_bytes(), components];
+    // An empty part adds nothing, so a whole model's key is what it was before components existed.
+    for part in parts.into_iter().filter(|p| !p.is_empty()) {
         hasher.update((part.len() as u64).to_le_bytes());
         hasher.update(part);
     }
@@ -39,10 +46,11 @@ mod tests {
 
     #[test]
     fn key_depends_on_the_spec() {
-        let a = fixture_key(&spec_digest(b"{\"model_type\":\"bert\"}"));
-        let b = fixture_key(&spec_digest(b"{\"model_type\":\"bert\",\"x\":1}"));
+        let a = fixture_key(&spec_digest(b"{\"model_type\":\"bert\"}"), false);
+        let b = fixture_key(&spec_digest(b"{\"model_type\":\"bert\",\"x\":1}"), false);
         assert_eq!(a.len(), 64);
         assert_ne!(a, b);
-        assert_eq!(a, fixture_key(&spec_digest(b"{\"model_type\":\"bert\"}")));
+        assert_ne!(a, fixture_key(&spec_digest(b"{\"model_type\":\"bert\"}"), true), "the components exporter is part of a components key");
+        assert_eq!(a, fixture_key(&spec_digest(b"{\"model_type\":\"bert\"}"), false));
     }
 }

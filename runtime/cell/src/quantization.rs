@@ -170,7 +170,12 @@ impl QuantizationCell {
 
     /// `model_type::platform::wgpu`, the way messages name it.
     pub fn id(&self) -> String {
-        format!("{}::{}::wgpu", self.model.model_type, self.platform.platform)
+        format!("{}::{}::wgpu", self.model.name(), self.platform.platform)
+    }
+
+    /// This cell with one of its model's parts in place of the model.
+    pub fn for_part(&self, part: &'static ModelDecl) -> QuantizationCell {
+        QuantizationCell { model: part, ..*self }
     }
 }
 

@@ -15,8 +15,17 @@ use crate::error::{CheckError, ErrorKind};
 use crate::record::{self, FixtureRecord, Outcome, QuantizationRecord, Record};
 use crate::{Basis, EngineKind, QuantScheme, QuantizationCell};
 
-/// Runs one scheme's check, writes its record, and panics (fails the test) on failure.
+/// Runs one scheme's check on each part of the cell's model (its components,
+/// or the whole model), writes a record per part, and panics (fails the test)
+/// when any part failed.
 pub fn quantization(cell: &QuantizationCell, scheme: QuantScheme) {
+    let failures: Vec<String> = cell.model.parts().iter().filter_map(|part| quantization_of_part(&cell.for_part(part), scheme).err()).collect();
+    if !failures.is_empty() {
+        panic!("{}", failures.join("\n"));
+    }
+}
+
+fn quantization_of_part(cell: &QuantizationCell, scheme: QuantScheme) -> Result<(), String> {
     let expected = cell.check(scheme).and_then(|c| c.expected);
     let mut measured = QuantizationRecord {
         scheme,
@@ -43,7 +52,7 @@ pub fn quantization(cell: &QuantizationCell, scheme: QuantScheme) {
     let record = Record {
         engine,
         status: if outcome.is_ok() { Outcome::Passed } else { Outcome::Failed },
-        reason: outcome.as_ref().err().map(|e| e.message.clone()),
+        reason: outcome.as_ref().err().map(|e| cell.model.component.map_or_else(|| e.message.clone(), |c| format!("component {c}: {}", e.message))),
         error_kind: outcome.as_ref().err().map(|e| e.kind),
         stage: match &outcome {
             Ok(()) => Some(crate::Stage::Pass),
@@ -56,9 +65,7 @@ pub fn quantization(cell: &QuantizationCell, scheme: QuantScheme) {
     if let Err(e) = record::append(&record) {
         panic!("{}::{}: cannot write its result record ({:?}): {e}", cell.id(), scheme.check_name(), ErrorKind::RecordWrite);
     }
-    if let Err(e) = outcome {
-        panic!("{}::{} failed ({}): {}", cell.id(), scheme.check_name(), kind_name(e.kind), e.message);
-    }
+    outcome.map_err(|e| format!("{}::{} failed ({}): {}", cell.id(), scheme.check_name(), kind_name(e.kind), e.message))
 }
 
 /// A record of `cell`'s `scheme` check with the identifying fields filled and nothing measured.
@@ -68,6 +75,7 @@ pub(crate) fn blank_record(cell: &QuantizationCell, scheme: QuantScheme) -> Reco
         time: record::now_rfc3339(),
         host: record::host(),
         model: cell.model.model_type.to_string(),
+        component: cell.model.component,
         category: cell.model.category.to_string(),
         platform: cell.platform.platform.to_string(),
         engine_kind: EngineKind::Wgpu,

@@ -45,4 +45,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         abs: 0.0001f64,
         rel: 0.001f64,
     },
+    component: None,
+    components: &[],
 };
