@@ -1,7 +1,8 @@
 //! Insta snapshots of everything gen renders for tests/specs/, a fixed set of
 //! specs that reaches every template branch: each modality (text, vision,
 //! audio, video, multimodal), each cell status (run; unsupported by override
-//! and by architectures.yaml; known issue by override and by export; not tested, where our harness stopped), each
+//! and by architectures.yaml; known issue by override and by export; not tested, where our harness stopped), a model
+//! checked as its components, each
 //! platform, a tolerance override, and an engine list whose first engine the
 //! runtime lacks. Review changes with `cargo insta review`.
 
@@ -27,7 +28,7 @@ fn rendered_cells() {
         let text = String::from_utf8(bytes).expect("utf-8");
         groups.entry(group).or_default().push_str(&format!("==> {} <==\n{text}\n", path.display()));
     }
-    assert_eq!(groups.len(), 7, "6 models and the index: {:?}", groups.keys().collect::<Vec<_>>());
+    assert_eq!(groups.len(), 8, "7 models and the index: {:?}", groups.keys().collect::<Vec<_>>());
     for (group, text) in groups {
         insta::assert_snapshot!(group, text);
     }
