@@ -51,13 +51,16 @@ def submodule(model, path: str):
     return module
 
 
-def call_arguments(module, args, kwargs) -> tuple[dict[str, torch.Tensor], dict]:
+def call_arguments(module, args, kwargs) -> tuple[dict[str, torch.Tensor], dict, dict[str, int]]:
     """A captured call's arguments by parameter name: the tensors, which become the component's
-    graph inputs, and the other values (flags, None), which are replayed as they were."""
+    graph inputs (a list of tensors, Qwen3-VL's `deepstack_visual_embeds`, as one input per
+    element, `<name>_<i>`, with its length in the third value), and the other values (flags,
+    None), which are replayed as they were."""
+    parameters = inspect.signature(module.forward).parameters
     bound = inspect.signature(module.forward).bind_partial(*args, **kwargs)
     named = {}
     for name, value in bound.arguments.items():
-        kind = inspect.signature(module.forward).parameters[name].kind
+        kind = parameters[name].kind
         if kind == inspect.Parameter.VAR_KEYWORD:
             named.update(value)
         elif kind == inspect.Parameter.VAR_POSITIONAL:
@@ -65,12 +68,19 @@ def call_arguments(module, args, kwargs) -> tuple[dict[str, torch.Tensor], dict]
                 raise TypeError(f"{type(module).__name__}.forward got {len(value)} extra positional arguments")
         else:
             named[name] = value
-    tensors = {k: v for k, v in named.items() if isinstance(v, torch.Tensor)}
-    others = {k: v for k, v in named.items() if not isinstance(v, torch.Tensor)}
+    tensors, others, lists = {}, {}, {}
+    for name, value in named.items():
+        if isinstance(value, torch.Tensor):
+            tensors[name] = value
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
+            lists[name] = len(value)
+            tensors.update({f"{name}_{i}": v for i, v in enumerate(value)})
+        else:
+            others[name] = value
     unfeedable = {k: type(v).__name__ for k, v in others.items() if v is not None and not isinstance(v, (bool, int, float, str))}
     if unfeedable:
         raise TypeError(f"{type(module).__name__}.forward takes arguments a graph cannot be fed: {unfeedable}")
-    return tensors, others
+    return tensors, others, lists
 
 
 def flat_outputs(out) -> dict[str, torch.Tensor]:
@@ -85,6 +95,10 @@ def flat_outputs(out) -> dict[str, torch.Tensor]:
     raise TypeError(f"the component returned a {type(out).__name__}, not tensors")
 
 
+# Where a captured call's other arguments keep the lengths of its tensor-list arguments.
+LISTS = "__tensor_lists__"
+
+
 @contextlib.contextmanager
 def capture(model, components: list[dict]):
     """The first call of each component's submodule during one forward pass:
@@ -95,8 +109,8 @@ def capture(model, components: list[dict]):
 
         def hook(module, args, kwargs, out, name=component["name"]):
             if name not in calls:
-                tensors, others = call_arguments(module, args, kwargs)
-                calls[name] = ({k: v.detach().clone() for k, v in tensors.items()}, others,
+                tensors, others, lists = call_arguments(module, args, kwargs)
+                calls[name] = ({k: v.detach().clone() for k, v in tensors.items()}, {**others, LISTS: lists},
                                {k: v.detach().clone() for k, v in flat_outputs(out).items()})
 
         handles.append(module.register_forward_hook(hook, with_kwargs=True))
@@ -210,18 +224,23 @@ def derive_imported(model_type: str, imported: dict, chosen: list[dict]) -> dict
 
 
 class ComponentCall(torch.nn.Module):
-    """Calls a component's submodule with its graph inputs by name and the captured other
-    arguments, and returns the declared outputs in order."""
+    """Calls a component's submodule with its graph inputs by name (a tensor-list argument
+    gathered back from its `<name>_<i>` inputs) and the captured other arguments, and returns the
+    declared outputs in order."""
 
     def __init__(self, module, input_names, output_names, others):
         super().__init__()
         self.module = module
         self.input_names = input_names
         self.output_names = output_names
-        self.others = others
+        self.lists = others.get(LISTS, {})
+        self.others = {k: v for k, v in others.items() if k != LISTS}
 
     def forward(self, *args):
-        out = flat_outputs(self.module(**dict(zip(self.input_names, args)), **self.others))
+        named = dict(zip(self.input_names, args))
+        for name, count in self.lists.items():
+            named[name] = [named.pop(f"{name}_{i}") for i in range(count)]
+        out = flat_outputs(self.module(**named, **self.others))
         return tuple(out[export.output_key(n, self.input_names)] for n in self.output_names)
 
 

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "llama4",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/llama4.yaml",
-    spec_digest: "27a550a3c8cb12433b18f3e2bce29a04fcc86e74737b08840338543a72ef09a7",
+    spec_digest: "91a6321d80c91e25e8dc3f0780daf565d6a4062aa408b393e4d769d1e8aaee7e",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -56,5 +56,119 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         rel: 0.001f64,
     },
     component: None,
-    components: &[],
+    components: &[
+        runtime::ModelDecl {
+            model_type: "llama4",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/llama4.yaml",
+            spec_digest: "91a6321d80c91e25e8dc3f0780daf565d6a4062aa408b393e4d769d1e8aaee7e",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "pixel_values",
+                    dtype: runtime::DType::Float32,
+                    axes: &["batch", "channels", "height", "width"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &[
+                        "last_hidden_state_0",
+                        "last_hidden_state_1",
+                        "last_hidden_state_2",
+                    ],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("vision"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "llama4",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/llama4.yaml",
+            spec_digest: "91a6321d80c91e25e8dc3f0780daf565d6a4062aa408b393e4d769d1e8aaee7e",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "image_features",
+                    dtype: runtime::DType::Float32,
+                    axes: &["image_features_0", "image_features_1"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["output_0", "output_1"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("projector"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "llama4",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/llama4.yaml",
+            spec_digest: "91a6321d80c91e25e8dc3f0780daf565d6a4062aa408b393e4d769d1e8aaee7e",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "input",
+                    dtype: runtime::DType::Int64,
+                    axes: &["input_0", "sequence"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["output_0", "sequence", "output_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("embed"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "llama4",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/llama4.yaml",
+            spec_digest: "91a6321d80c91e25e8dc3f0780daf565d6a4062aa408b393e4d769d1e8aaee7e",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "attention_mask",
+                    dtype: runtime::DType::Int64,
+                    axes: &["batch", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "inputs_embeds",
+                    dtype: runtime::DType::Float32,
+                    axes: &["inputs_embeds_0", "sequence", "inputs_embeds_2"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "logits",
+                    dtype: runtime::DType::Float32,
+                    axes: &["logits_0", "sequence", "logits_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("language"),
+            components: &[],
+        },
+    ],
 };
