@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cosmos3_omni",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/cosmos3_omni.yaml",
-    spec_digest: "0ecb66725bc60e3fcf02d7be3c658a8299d9e9cf170371e44dd46d84833774e7",
+    spec_digest: "b40e8f94f1d71e9a1ac82902ca555f630c64a0ca6998b5d9c827ea3ed3d2d437",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -61,5 +61,134 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         rel: 0.001f64,
     },
     component: None,
-    components: &[],
+    components: &[
+        runtime::ModelDecl {
+            model_type: "cosmos3_omni",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/cosmos3_omni.yaml",
+            spec_digest: "b40e8f94f1d71e9a1ac82902ca555f630c64a0ca6998b5d9c827ea3ed3d2d437",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "hidden_states",
+                    dtype: runtime::DType::Float32,
+                    axes: &["hidden_states_0", "hidden_states_1"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "last_hidden_state_1"],
+                },
+                runtime::TensorDecl {
+                    name: "pooler_output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["pooler_output_0", "pooler_output_1"],
+                },
+                runtime::TensorDecl {
+                    name: "deepstack_features_0",
+                    dtype: runtime::DType::Float32,
+                    axes: &["deepstack_features_0_0", "deepstack_features_0_1"],
+                },
+                runtime::TensorDecl {
+                    name: "deepstack_features_1",
+                    dtype: runtime::DType::Float32,
+                    axes: &["deepstack_features_1_0", "deepstack_features_1_1"],
+                },
+                runtime::TensorDecl {
+                    name: "deepstack_features_2",
+                    dtype: runtime::DType::Float32,
+                    axes: &["deepstack_features_2_0", "deepstack_features_2_1"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("vision"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "cosmos3_omni",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/cosmos3_omni.yaml",
+            spec_digest: "b40e8f94f1d71e9a1ac82902ca555f630c64a0ca6998b5d9c827ea3ed3d2d437",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "input",
+                    dtype: runtime::DType::Int64,
+                    axes: &["input_0", "sequence"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["output_0", "sequence", "output_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("embed"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "cosmos3_omni",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/cosmos3_omni.yaml",
+            spec_digest: "b40e8f94f1d71e9a1ac82902ca555f630c64a0ca6998b5d9c827ea3ed3d2d437",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "attention_mask",
+                    dtype: runtime::DType::Int64,
+                    axes: &["batch", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "position_ids",
+                    dtype: runtime::DType::Int64,
+                    axes: &["position_ids_0", "position_ids_1", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "inputs_embeds",
+                    dtype: runtime::DType::Float32,
+                    axes: &["inputs_embeds_0", "sequence", "inputs_embeds_2"],
+                },
+                runtime::TensorDecl {
+                    name: "visual_pos_masks",
+                    dtype: runtime::DType::Bool,
+                    axes: &["visual_pos_masks_0", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "deepstack_visual_embeds_0",
+                    dtype: runtime::DType::Float32,
+                    axes: &["deepstack_visual_embeds_0_0", "deepstack_visual_embeds_0_1"],
+                },
+                runtime::TensorDecl {
+                    name: "deepstack_visual_embeds_1",
+                    dtype: runtime::DType::Float32,
+                    axes: &["deepstack_visual_embeds_1_0", "deepstack_visual_embeds_1_1"],
+                },
+                runtime::TensorDecl {
+                    name: "deepstack_visual_embeds_2",
+                    dtype: runtime::DType::Float32,
+                    axes: &["deepstack_visual_embeds_2_0", "deepstack_visual_embeds_2_1"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "sequence", "last_hidden_state_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("language"),
+            components: &[],
+        },
+    ],
 };

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "exaone4_5",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/exaone4_5.yaml",
-    spec_digest: "02ba45b973e189e4c761239f3c3630a39a5406f2f3ac934a761afe773f4a1d5c",
+    spec_digest: "3fb92faf7794d91d61751517e5a089f5867b3422cbbebe9fe07bb94b5936b0f8",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -56,5 +56,99 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         rel: 0.001f64,
     },
     component: None,
-    components: &[],
+    components: &[
+        runtime::ModelDecl {
+            model_type: "exaone4_5",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/exaone4_5.yaml",
+            spec_digest: "3fb92faf7794d91d61751517e5a089f5867b3422cbbebe9fe07bb94b5936b0f8",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "hidden_states",
+                    dtype: runtime::DType::Float32,
+                    axes: &["hidden_states_0", "hidden_states_1"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "last_hidden_state_1"],
+                },
+                runtime::TensorDecl {
+                    name: "pooler_output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["pooler_output_0", "pooler_output_1"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("vision"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "exaone4_5",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/exaone4_5.yaml",
+            spec_digest: "3fb92faf7794d91d61751517e5a089f5867b3422cbbebe9fe07bb94b5936b0f8",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "input",
+                    dtype: runtime::DType::Int64,
+                    axes: &["input_0", "sequence"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["output_0", "sequence", "output_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("embed"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "exaone4_5",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/exaone4_5.yaml",
+            spec_digest: "3fb92faf7794d91d61751517e5a089f5867b3422cbbebe9fe07bb94b5936b0f8",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "attention_mask",
+                    dtype: runtime::DType::Int64,
+                    axes: &["batch", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "position_ids",
+                    dtype: runtime::DType::Int64,
+                    axes: &["position_ids_0", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "inputs_embeds",
+                    dtype: runtime::DType::Float32,
+                    axes: &["inputs_embeds_0", "sequence", "inputs_embeds_2"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "sequence", "last_hidden_state_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("language"),
+            components: &[],
+        },
+    ],
 };

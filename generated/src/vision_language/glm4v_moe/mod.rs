@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glm4v_moe",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/glm4v_moe.yaml",
-    spec_digest: "8dbce66bae8ebdaff70304093abb1ffa53d0ffdac49acad4afed3f531d79a2b5",
+    spec_digest: "0479185467cb51fad11b890ff25c416a6cc6188346401712cadaf3f064bbe8ee",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -61,5 +61,99 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         rel: 0.001f64,
     },
     component: None,
-    components: &[],
+    components: &[
+        runtime::ModelDecl {
+            model_type: "glm4v_moe",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/glm4v_moe.yaml",
+            spec_digest: "0479185467cb51fad11b890ff25c416a6cc6188346401712cadaf3f064bbe8ee",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "hidden_states",
+                    dtype: runtime::DType::Float32,
+                    axes: &["hidden_states_0", "hidden_states_1"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "last_hidden_state_1"],
+                },
+                runtime::TensorDecl {
+                    name: "pooler_output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["pooler_output_0", "pooler_output_1"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("vision"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "glm4v_moe",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/glm4v_moe.yaml",
+            spec_digest: "0479185467cb51fad11b890ff25c416a6cc6188346401712cadaf3f064bbe8ee",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "input",
+                    dtype: runtime::DType::Int64,
+                    axes: &["input_0", "sequence"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["output_0", "sequence", "output_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("embed"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "glm4v_moe",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/glm4v_moe.yaml",
+            spec_digest: "0479185467cb51fad11b890ff25c416a6cc6188346401712cadaf3f064bbe8ee",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "attention_mask",
+                    dtype: runtime::DType::Int64,
+                    axes: &["batch", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "position_ids",
+                    dtype: runtime::DType::Int64,
+                    axes: &["position_ids_0", "position_ids_1", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "inputs_embeds",
+                    dtype: runtime::DType::Float32,
+                    axes: &["inputs_embeds_0", "sequence", "inputs_embeds_2"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "sequence", "last_hidden_state_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("language"),
+            components: &[],
+        },
+    ],
 };

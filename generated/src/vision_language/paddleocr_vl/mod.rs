@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "paddleocr_vl",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/paddleocr_vl.yaml",
-    spec_digest: "97a4fd4c676f66ee0e1db7adc866444b196697e85fa418f8b2bbfcda669b970e",
+    spec_digest: "225f83b3dcfa5e0042cc5476db4cea549bf0143db09fbb338b3acbe77a530ff4",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -61,5 +61,100 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         rel: 0.001f64,
     },
     component: None,
-    components: &[],
+    components: &[
+        runtime::ModelDecl {
+            model_type: "paddleocr_vl",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/paddleocr_vl.yaml",
+            spec_digest: "225f83b3dcfa5e0042cc5476db4cea549bf0143db09fbb338b3acbe77a530ff4",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "pixel_values",
+                    dtype: runtime::DType::Float32,
+                    axes: &[
+                        "pixel_values_0",
+                        "pixel_values_1",
+                        "pixel_values_2",
+                        "pixel_values_3",
+                        "pixel_values_4",
+                    ],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "last_hidden_state_1"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("vision"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "paddleocr_vl",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/paddleocr_vl.yaml",
+            spec_digest: "225f83b3dcfa5e0042cc5476db4cea549bf0143db09fbb338b3acbe77a530ff4",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "input",
+                    dtype: runtime::DType::Int64,
+                    axes: &["input_0", "sequence"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["output_0", "sequence", "output_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("embed"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "paddleocr_vl",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/paddleocr_vl.yaml",
+            spec_digest: "225f83b3dcfa5e0042cc5476db4cea549bf0143db09fbb338b3acbe77a530ff4",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "attention_mask",
+                    dtype: runtime::DType::Int64,
+                    axes: &["batch", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "position_ids",
+                    dtype: runtime::DType::Int64,
+                    axes: &["position_ids_0", "position_ids_1", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "inputs_embeds",
+                    dtype: runtime::DType::Float32,
+                    axes: &["inputs_embeds_0", "sequence", "inputs_embeds_2"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "sequence", "last_hidden_state_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("language"),
+            components: &[],
+        },
+    ],
 };

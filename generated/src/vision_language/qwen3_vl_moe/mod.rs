@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen3_vl_moe",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/qwen3_vl_moe.yaml",
-    spec_digest: "046fae2f3547092deefb819c9d7cc214c96eff5ed18ad4c7bce948c81f17cab6",
+    spec_digest: "d2d42528508bf203ac39b479043e5c9081db51d5e99e20047e15406032412243",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -61,5 +61,134 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         rel: 0.001f64,
     },
     component: None,
-    components: &[],
+    components: &[
+        runtime::ModelDecl {
+            model_type: "qwen3_vl_moe",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/qwen3_vl_moe.yaml",
+            spec_digest: "d2d42528508bf203ac39b479043e5c9081db51d5e99e20047e15406032412243",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "hidden_states",
+                    dtype: runtime::DType::Float32,
+                    axes: &["hidden_states_0", "hidden_states_1"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "last_hidden_state_1"],
+                },
+                runtime::TensorDecl {
+                    name: "pooler_output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["pooler_output_0", "pooler_output_1"],
+                },
+                runtime::TensorDecl {
+                    name: "deepstack_features_0",
+                    dtype: runtime::DType::Float32,
+                    axes: &["deepstack_features_0_0", "deepstack_features_0_1"],
+                },
+                runtime::TensorDecl {
+                    name: "deepstack_features_1",
+                    dtype: runtime::DType::Float32,
+                    axes: &["deepstack_features_1_0", "deepstack_features_1_1"],
+                },
+                runtime::TensorDecl {
+                    name: "deepstack_features_2",
+                    dtype: runtime::DType::Float32,
+                    axes: &["deepstack_features_2_0", "deepstack_features_2_1"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("vision"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "qwen3_vl_moe",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/qwen3_vl_moe.yaml",
+            spec_digest: "d2d42528508bf203ac39b479043e5c9081db51d5e99e20047e15406032412243",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "input",
+                    dtype: runtime::DType::Int64,
+                    axes: &["input_0", "sequence"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["output_0", "sequence", "output_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("embed"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "qwen3_vl_moe",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/qwen3_vl_moe.yaml",
+            spec_digest: "d2d42528508bf203ac39b479043e5c9081db51d5e99e20047e15406032412243",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "attention_mask",
+                    dtype: runtime::DType::Int64,
+                    axes: &["batch", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "position_ids",
+                    dtype: runtime::DType::Int64,
+                    axes: &["position_ids_0", "position_ids_1", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "inputs_embeds",
+                    dtype: runtime::DType::Float32,
+                    axes: &["inputs_embeds_0", "sequence", "inputs_embeds_2"],
+                },
+                runtime::TensorDecl {
+                    name: "visual_pos_masks",
+                    dtype: runtime::DType::Bool,
+                    axes: &["visual_pos_masks_0", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "deepstack_visual_embeds_0",
+                    dtype: runtime::DType::Float32,
+                    axes: &["deepstack_visual_embeds_0_0", "deepstack_visual_embeds_0_1"],
+                },
+                runtime::TensorDecl {
+                    name: "deepstack_visual_embeds_1",
+                    dtype: runtime::DType::Float32,
+                    axes: &["deepstack_visual_embeds_1_0", "deepstack_visual_embeds_1_1"],
+                },
+                runtime::TensorDecl {
+                    name: "deepstack_visual_embeds_2",
+                    dtype: runtime::DType::Float32,
+                    axes: &["deepstack_visual_embeds_2_0", "deepstack_visual_embeds_2_1"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "sequence", "last_hidden_state_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("language"),
+            components: &[],
+        },
+    ],
 };
