@@ -9,8 +9,7 @@ mod onnx {
         "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, features =
-        ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: cosmos3_omni at int8 fails on openvino (measured by gen import --platform openvino): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 445 µs (7%); OpenVINOExecutionProvider: 2 nodes (67%), 6388 µs (93%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/cosmos3_omni.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

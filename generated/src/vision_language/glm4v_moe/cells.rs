@@ -92,18 +92,26 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// glm4v_moe on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// glm4v_moe on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "glm4v_moe fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: component language: cannot load /root/.cache/hwmatrix/fixtures/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Load),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "glm4v_moe fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: component language: cannot load /root/.cache/hwmatrix/fixtures/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
+                },
                 max_error_of_spread: 0.1f64,
             },
         ],
