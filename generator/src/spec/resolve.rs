@@ -166,7 +166,7 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, So
             errors.push((
                 "components",
                 "the spec's `components` are not those `gen import` measured (`imported.components`)".into(),
-                "run `gen import --model <model_type>` to measure each component's inputs and outputs".into(),
+                format!("run `gen import --model {}` to measure each component's inputs and outputs", file.model_type),
             ));
         }
         Vec::new()
