@@ -120,8 +120,13 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
         let path = existing.get(&model_type).cloned();
         let curated = match (&path, texts.get(model_type.as_str())) {
             (Some(p), Some(text)) => {
-                // Platform measurements (`gen import --platform`) are not the derive's to drop.
-                imported.platform_issues = imported_block(text, p)?.map(|i| i.platform_issues).unwrap_or_default();
+                // Platform measurements (`gen import --platform`: cells, precision and
+                // quantization checks) are not the derive's to drop.
+                if let Some(old) = imported_block(text, p)? {
+                    imported.platform_issues = old.platform_issues;
+                    imported.precision_issues = old.precision_issues;
+                    imported.quantization_issues = old.quantization_issues;
+                }
                 curated_part(text)
             }
             _ => format!("# {model_type}: imported by `gen import`. Curated fields go here, above the line.\nmodel_type: {model_type}\n"),

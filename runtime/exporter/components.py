@@ -36,8 +36,8 @@ import torch
 import transformers
 
 import export
-
-DTYPES = {torch.float32: "float32", torch.int64: "int64", torch.int32: "int32", torch.bool: "bool"}
+# The dtypes a fixture carries and the constant-output rule are the whole-model derive's own.
+from registry import DTYPES, _is_constant
 
 
 def submodule(model, path: str):
@@ -56,8 +56,9 @@ def call_arguments(module, args, kwargs) -> tuple[dict[str, torch.Tensor], dict,
     graph inputs (a list of tensors, Qwen3-VL's `deepstack_visual_embeds`, as one input per
     element, `<name>_<i>`, with its length in the third value), and the other values (flags,
     None), which are replayed as they were."""
-    parameters = inspect.signature(module.forward).parameters
-    bound = inspect.signature(module.forward).bind_partial(*args, **kwargs)
+    signature = inspect.signature(module.forward)
+    parameters = signature.parameters
+    bound = signature.bind_partial(*args, **kwargs)
     named = {}
     for name, value in bound.arguments.items():
         kind = parameters[name].kind
@@ -184,13 +185,6 @@ def informative(name: str, outputs: list[dict[str, torch.Tensor]], again: dict[s
     return kept
 
 
-def _is_constant(t: torch.Tensor) -> bool:
-    values = t.detach().double().flatten()
-    if not t.is_floating_point():
-        return bool((values == values[0]).all())
-    return bool(((values - values.mean()).abs() <= 1e-4 + 1e-3 * values.abs()).all())
-
-
 def derive(spec: dict, seed: int = 0) -> list[dict]:
     """The `components` of a spec's imported fields: name, module, inputs, outputs, shapes."""
     model, config = export.build_model(spec, seed)
@@ -313,6 +307,7 @@ def export_model(job: dict) -> None:
     tmp.mkdir(parents=True)
     model, config = export.build_model(spec, seed)
     runs = run_shapes(model, spec, config, seed)
+    versions = {"torch": torch.__version__, "transformers": transformers.__version__, "numpy": np.__version__}
     names = []
     for component in spec["components"]:
         folder = tmp / component["name"]
@@ -321,7 +316,7 @@ def export_model(job: dict) -> None:
             meta = export_component(model, component, runs, folder, job, spec)
         except Exception as error:
             raise RuntimeError(f"component {component['name']} ({component['module']}): {export._error_line(error)}") from error
-        meta["versions"] = {"torch": torch.__version__, "transformers": transformers.__version__, "numpy": np.__version__}
+        meta["versions"] = versions
         (folder / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
         names.append(component["name"])
     top = {
@@ -332,7 +327,7 @@ def export_model(job: dict) -> None:
         "cache_key": job.get("cache_key"),
         "components": names,
         "config": json.loads(config.to_json_string(use_diff=True)),
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "numpy": np.__version__},
+        "versions": versions,
     }
     (tmp / "meta.json").write_text(json.dumps(top, indent=2, sort_keys=True) + "\n")
     shutil.rmtree(out_dir, ignore_errors=True)

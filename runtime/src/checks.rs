@@ -128,7 +128,7 @@ fn execute_part(cell: &Cell, check: Check) -> Result<(), String> {
     let (kind, reason) = match &outcome {
         Ok(()) => (None, None),
         // A component's failure says which component: the spec's known issue is written from it.
-        Err(e) => (Some(e.kind), Some(cell.model.component.map_or_else(|| e.message.clone(), |c| format!("component {c}: {}", e.message)))),
+        Err(e) => (Some(e.kind), Some(cell.model.qualify(&e.message))),
     };
     let stage = match kind {
         Some(kind) => kind.stage(),

@@ -37,6 +37,15 @@ impl ModelDecl {
         if self.components.is_empty() { std::slice::from_ref(self) } else { self.components }
     }
 
+    /// A failure message as a record keeps it: a component's says which
+    /// component (`component vision: ...`), so the spec's known issue does too.
+    pub fn qualify(&self, message: &str) -> String {
+        match self.component {
+            Some(component) => format!("component {component}: {message}"),
+            None => message.to_string(),
+        }
+    }
+
     /// `qwen2_vl`, or `qwen2_vl/vision` for a component: how messages name it.
     pub fn name(&self) -> String {
         match self.component {

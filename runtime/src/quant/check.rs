@@ -62,7 +62,7 @@ fn quantization_of_part(cell: &QuantizationCell, scheme: QuantScheme) -> Result<
     let record = Record {
         engine,
         status: if outcome.is_ok() { Outcome::Passed } else { Outcome::Failed },
-        reason: outcome.as_ref().err().map(|e| cell.model.component.map_or_else(|| e.message.clone(), |c| format!("component {c}: {}", e.message))),
+        reason: outcome.as_ref().err().map(|e| cell.model.qualify(&e.message)),
         error_kind: outcome.as_ref().err().map(|e| e.kind),
         stage: match &outcome {
             Ok(()) => Some(crate::Stage::Pass),
