@@ -31,9 +31,7 @@ import os
 import shutil
 from pathlib import Path
 
-import numpy as np
 import torch
-import transformers
 
 import export
 # The dtypes a fixture carries and the constant-output rule are the whole-model derive's own.
@@ -276,24 +274,8 @@ def export_component(model, component: dict, runs: list[dict], tmp: Path, job: d
     verify = lambda: export.verify_with_onnxruntime(tmp, 2, job.get("tolerance") or export.DEFAULT_TOLERANCE)
     exporter, errors = export.export_onnx(wrapper, examples[0][0], input_names, output_names, axes, tmp / "model.onnx", spec, verify,
                                           second_example=examples[1][0])
-    return {
-        "model_type": spec["model_type"],
-        "component": name,
-        "module": component["module"],
-        "source": "tiny-random",
-        "class": spec["export"]["class"],
-        "seed": int(job.get("seed", 0)),
-        "cache_key": job.get("cache_key"),
-        "exporter": {"name": exporter, "version": export.EXPORTER_VERSION, "fallback_errors": errors},
-        "torchscript": export.export_torchscript(wrapper, examples[0][0], tmp / "model.pt"),
-        "int8": export.quantize_int8(tmp / "model.onnx", tmp / "model.int8.onnx"),
-        "fp16": export.convert_fp16(tmp / "model.onnx", tmp / "model.fp16.onnx"),
-        "integer_nodes": export.integer_nodes(tmp / "model.onnx"),
-        "linear_layers": linear,
-        "inputs": shapes_meta[0]["inputs"],
-        "outputs": shapes_meta[0]["outputs"],
-        "shapes": shapes_meta,
-    }
+    fields = export.fixture_fields(spec, job, "tiny-random", (exporter, errors), wrapper, examples[0][0], tmp, linear, shapes_meta)
+    return {**fields, "component": name, "module": component["module"]}
 
 
 def export_model(job: dict) -> None:
@@ -307,7 +289,7 @@ def export_model(job: dict) -> None:
     tmp.mkdir(parents=True)
     model, config = export.build_model(spec, seed)
     runs = run_shapes(model, spec, config, seed)
-    versions = {"torch": torch.__version__, "transformers": transformers.__version__, "numpy": np.__version__}
+    versions = export.library_versions()
     names = []
     for component in spec["components"]:
         folder = tmp / component["name"]
@@ -326,7 +308,7 @@ def export_model(job: dict) -> None:
         "seed": seed,
         "cache_key": job.get("cache_key"),
         "components": names,
-        "config": json.loads(config.to_json_string(use_diff=True)),
+        "config": export.config_json(config),
         "versions": versions,
     }
     (tmp / "meta.json").write_text(json.dumps(top, indent=2, sort_keys=True) + "\n")

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 import transformers
 
-EXPORTER_VERSION = 12
+EXPORTER_VERSION = 13
 
 
 def normalized_vocab_size(config) -> int:
@@ -646,32 +646,52 @@ def export(job: dict) -> None:
     verify = lambda: verify_with_onnxruntime(tmp, len(spec["shapes"]), job.get("tolerance") or DEFAULT_TOLERANCE)
     exporter, errors = export_onnx(wrapper, example, input_names, output_names, dynamic_axes(spec), tmp / "model.onnx", spec, verify,
                                    second_example=second)
-    torchscript = export_torchscript(wrapper, example, tmp / "model.pt")
-    int8 = quantize_int8(tmp / "model.onnx", tmp / "model.int8.onnx")
-    fp16 = convert_fp16(tmp / "model.onnx", tmp / "model.fp16.onnx")
-    integer = integer_nodes(tmp / "model.onnx")
     meta = {
-        "model_type": spec["model_type"],
-        "source": f"checkpoint:{checkpoint}" if checkpoint else "tiny-random",
-        "class": spec["export"]["class"],
-        "seed": seed,
-        "cache_key": job.get("cache_key"),
-        "exporter": {"name": exporter, "version": EXPORTER_VERSION, "fallback_errors": errors},
-        "torchscript": torchscript,
-        "int8": int8,
-        "fp16": fp16,
-        "integer_nodes": integer,
-        "linear_layers": linear,
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "numpy": np.__version__},
-        "config": json.loads(config.to_json_string(use_diff=True)) if hasattr(config, "to_json_string")
-                  else json.loads(json.dumps(dict(config), default=str)),
-        "inputs": shapes_meta[0]["inputs"],
-        "outputs": shapes_meta[0]["outputs"],
-        "shapes": shapes_meta,
+        **fixture_fields(spec, job, f"checkpoint:{checkpoint}" if checkpoint else "tiny-random", (exporter, errors),
+                         wrapper, example, tmp, linear, shapes_meta),
+        "versions": library_versions(),
+        "config": config_json(config),
     }
     (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.rename(out_dir)
+
+
+def fixture_fields(spec: dict, job: dict, source: str, exported: tuple, wrapper, example, tmp: Path, linear: dict,
+                   shapes_meta: list[dict]) -> dict:
+    """The meta.json fields of a fixture whose float32 graph `tmp/model.onnx` is exported
+    (`exported`: the exporter that made it and the errors of those that did not): the TorchScript
+    trace of the same wrapper, the int8 and float16 variants of the graph, its integer nodes, and
+    the shapes' inputs and references. A whole model and a component build theirs alike."""
+    exporter, errors = exported
+    return {
+        "model_type": spec["model_type"],
+        "source": source,
+        "class": spec["export"]["class"],
+        "seed": int(job.get("seed", 0)),
+        "cache_key": job.get("cache_key"),
+        "exporter": {"name": exporter, "version": EXPORTER_VERSION, "fallback_errors": errors},
+        "torchscript": export_torchscript(wrapper, example, tmp / "model.pt"),
+        "int8": quantize_int8(tmp / "model.onnx", tmp / "model.int8.onnx"),
+        "fp16": convert_fp16(tmp / "model.onnx", tmp / "model.fp16.onnx"),
+        "integer_nodes": integer_nodes(tmp / "model.onnx"),
+        "linear_layers": linear,
+        "inputs": shapes_meta[0]["inputs"],
+        "outputs": shapes_meta[0]["outputs"],
+        "shapes": shapes_meta,
+    }
+
+
+def config_json(config) -> dict:
+    """A tiny model's config as meta.json records it: transformers' differences from the class
+    defaults, or diffusers' constructor arguments."""
+    if hasattr(config, "to_json_string"):
+        return json.loads(config.to_json_string(use_diff=True))
+    return json.loads(json.dumps(dict(config), default=str))
+
+
+def library_versions() -> dict:
+    return {"torch": torch.__version__, "transformers": transformers.__version__, "numpy": np.__version__}
 
 
 def export_torchscript(wrapper, example, path: Path) -> dict:
@@ -840,14 +860,20 @@ def verify_with_onnxruntime(folder: Path, shapes: int, tolerance: dict) -> None:
                                    f"{tolerance['rel']} (max abs error {float(np.nanmax(worst)):.3e})")
 
 
-def name_dynamic_axes(path: Path, input_names, axes) -> None:
-    """Gives the dynamo graph's symbolic dimensions the spec's axis names.
+def tidy_dynamo_graph(path: Path, input_names, axes) -> None:
+    """Gives the dynamo graph's symbolic dimensions the spec's axis names, and drops what the
+    exporter annotates each node with.
 
-    With `Dim.AUTO`, dynamo names them after its own symbols (`s33`), and not even consistently:
-    input_ids' batch and attention_mask's batch can be two symbols. Runtimes that need static
-    shapes fix dimensions by name (onnxruntime's `freeDimensionOverrides`, which WebNN requires),
-    so a graph without the declared names keeps every node off WebNN. Each symbol is renamed
-    wherever it appears: graph inputs, outputs and intermediate shapes."""
+    With `Dim.AUTO`, dynamo names dimensions after its own symbols (`s33`), and not even
+    consistently: input_ids' batch and attention_mask's batch can be two symbols. Runtimes that
+    need static shapes fix dimensions by name (onnxruntime's `freeDimensionOverrides`, which WebNN
+    requires), so a graph without the declared names keeps every node off WebNN. Each symbol is
+    renamed wherever it appears: graph inputs, outputs and intermediate shapes.
+
+    dynamo also writes every node's Python stack trace, FX node and module path into its
+    `metadata_props`: no engine reads them, they carry the checkout's absolute paths (so a
+    fixture's bytes would depend on where it was exported), and they were 174 MiB of the
+    1,569 MiB store (a 6 MB minicpm_ocr graph held 0.8 MB of weights)."""
     import onnx
 
     model = onnx.load(str(path))
@@ -857,13 +883,28 @@ def name_dynamic_axes(path: Path, input_names, axes) -> None:
         for index, dim in enumerate(graph_input.type.tensor_type.shape.dim):
             if dim.dim_param and index in declared:
                 rename.setdefault(dim.dim_param, declared[index])
-    if not rename:
-        return
     for value in [*model.graph.input, *model.graph.output, *model.graph.value_info]:
         for dim in value.type.tensor_type.shape.dim:
             if dim.dim_param in rename:
                 dim.dim_param = rename[dim.dim_param]
+    for graph in _graphs(model.graph):
+        for node in graph.node:
+            del node.metadata_props[:]
+            node.doc_string = ""
+    for function in model.functions:
+        for node in function.node:
+            del node.metadata_props[:]
+            node.doc_string = ""
     onnx.save(model, str(path))
+
+
+def _graphs(graph):
+    """A graph and every subgraph of its nodes (If and Loop bodies), depth first."""
+    yield graph
+    for node in graph.node:
+        for attribute in node.attribute:
+            for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+                yield from _graphs(sub)
 
 
 def export_onnx(wrapper, example, input_names, output_names, axes, path: Path, spec: dict, verify, second_example=None):
@@ -903,7 +944,7 @@ def export_onnx(wrapper, example, input_names, output_names, axes, path: Path, s
                                                 output_names=output_names, dynamic_shapes=(tuple(dims.values()),),
                                                 opset_version=18, external_data=False)
                 program.save(str(path), external_data=False)
-                name_dynamic_axes(path, input_names, axes)
+                tidy_dynamo_graph(path, input_names, axes)
             verify()
             return name, errors
         except Exception as error:  # noqa: BLE001 - every exporter error is reported, none swallowed

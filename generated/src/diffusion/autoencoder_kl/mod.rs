@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl.yaml",
-    spec_digest: "6e2f844fcddcfa917f95c1da579cbfbf94dc85263af1a681b523fb35d7720079",
+    spec_digest: "481fb982aa37cea2c92e9130e9ffbdbe9bcba49235f8927f64695e35bd3ccef1",
     inputs: &[
         runtime::TensorDecl {
             name: "sample",
@@ -41,5 +41,58 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         rel: 0.001f64,
     },
     component: None,
-    components: &[],
+    components: &[
+        runtime::ModelDecl {
+            model_type: "autoencoder_kl",
+            category: "diffusion",
+            spec_path: "model-specs/models/diffusion/autoencoder_kl.yaml",
+            spec_digest: "481fb982aa37cea2c92e9130e9ffbdbe9bcba49235f8927f64695e35bd3ccef1",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "sample",
+                    dtype: runtime::DType::Float32,
+                    axes: &["batch", "channels", "height", "width"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["batch", "output_1", "output_2", "output_3"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("encoder"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "autoencoder_kl",
+            category: "diffusion",
+            spec_path: "model-specs/models/diffusion/autoencoder_kl.yaml",
+            spec_digest: "481fb982aa37cea2c92e9130e9ffbdbe9bcba49235f8927f64695e35bd3ccef1",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "sample",
+                    dtype: runtime::DType::Float32,
+                    axes: &["batch", "sample_1", "sample_2", "sample_3"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["batch", "output_1", "output_2", "output_3"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("decoder"),
+            components: &[],
+        },
+    ],
 };

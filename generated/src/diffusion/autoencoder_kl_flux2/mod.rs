@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_flux2",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_flux2.yaml",
-    spec_digest: "9609979c7122187fc4dbdb370e5045d603f2b558668b7f75628e8121bed3392f",
+    spec_digest: "ddfabc948dc4c8e6f32c4c6c2267f54e30fa697a08499d651515c342058b2faf",
     inputs: &[
         runtime::TensorDecl {
             name: "sample",
@@ -41,5 +41,58 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         rel: 0.001f64,
     },
     component: None,
-    components: &[],
+    components: &[
+        runtime::ModelDecl {
+            model_type: "autoencoder_kl_flux2",
+            category: "diffusion",
+            spec_path: "model-specs/models/diffusion/autoencoder_kl_flux2.yaml",
+            spec_digest: "ddfabc948dc4c8e6f32c4c6c2267f54e30fa697a08499d651515c342058b2faf",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "sample",
+                    dtype: runtime::DType::Float32,
+                    axes: &["batch", "channels", "height", "width"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["batch", "output_1", "output_2", "output_3"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("encoder"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "autoencoder_kl_flux2",
+            category: "diffusion",
+            spec_path: "model-specs/models/diffusion/autoencoder_kl_flux2.yaml",
+            spec_digest: "ddfabc948dc4c8e6f32c4c6c2267f54e30fa697a08499d651515c342058b2faf",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "sample",
+                    dtype: runtime::DType::Float32,
+                    axes: &["batch", "sample_1", "sample_2", "sample_3"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["batch", "output_1", "output_2", "output_3"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("decoder"),
+            components: &[],
+        },
+    ],
 };

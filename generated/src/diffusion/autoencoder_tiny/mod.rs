@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_tiny",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_tiny.yaml",
-    spec_digest: "5bb454e9256e99d700564b33ca2dcec6bcada7ed4bfdcadb5eb184e81c471c11",
+    spec_digest: "f4a416f15a2d9ce8917da4fe29d40dc3ef467896a45a57fe364dd4022a4fa724",
     inputs: &[
         runtime::TensorDecl {
             name: "sample",
@@ -41,5 +41,58 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         rel: 0.001f64,
     },
     component: None,
-    components: &[],
+    components: &[
+        runtime::ModelDecl {
+            model_type: "autoencoder_tiny",
+            category: "diffusion",
+            spec_path: "model-specs/models/diffusion/autoencoder_tiny.yaml",
+            spec_digest: "f4a416f15a2d9ce8917da4fe29d40dc3ef467896a45a57fe364dd4022a4fa724",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "x",
+                    dtype: runtime::DType::Float32,
+                    axes: &["batch", "x_1", "x_2", "x_3"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["batch", "output_1", "output_2", "output_3"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("encoder"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "autoencoder_tiny",
+            category: "diffusion",
+            spec_path: "model-specs/models/diffusion/autoencoder_tiny.yaml",
+            spec_digest: "f4a416f15a2d9ce8917da4fe29d40dc3ef467896a45a57fe364dd4022a4fa724",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "x",
+                    dtype: runtime::DType::Float32,
+                    axes: &["batch", "x_1", "x_2", "x_3"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["batch", "output_1", "output_2", "output_3"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("decoder"),
+            components: &[],
+        },
+    ],
 };

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "vq_model",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/vq_model.yaml",
-    spec_digest: "be5f74aed28f99321d5087cee239bf6a3be0bea85598419b93e25d34563c9b58",
+    spec_digest: "ae3b71570eb0181418bf57fcda958f8db32fe7e2f3aa0ad980133ba96cd171d1",
     inputs: &[
         runtime::TensorDecl {
             name: "sample",
@@ -41,5 +41,58 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         rel: 0.001f64,
     },
     component: None,
-    components: &[],
+    components: &[
+        runtime::ModelDecl {
+            model_type: "vq_model",
+            category: "diffusion",
+            spec_path: "model-specs/models/diffusion/vq_model.yaml",
+            spec_digest: "ae3b71570eb0181418bf57fcda958f8db32fe7e2f3aa0ad980133ba96cd171d1",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "sample",
+                    dtype: runtime::DType::Float32,
+                    axes: &["batch", "channels", "height", "width"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["batch", "output_1", "output_2", "output_3"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("encoder"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "vq_model",
+            category: "diffusion",
+            spec_path: "model-specs/models/diffusion/vq_model.yaml",
+            spec_digest: "ae3b71570eb0181418bf57fcda958f8db32fe7e2f3aa0ad980133ba96cd171d1",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "sample",
+                    dtype: runtime::DType::Float32,
+                    axes: &["batch", "channels", "height", "width"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["batch", "output_1", "output_2", "output_3"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("decoder"),
+            components: &[],
+        },
+    ],
 };
