@@ -132,13 +132,14 @@ pub fn run(
     }
     // Quantization checks are recorded per scheme, each on its own: a rating the
     // evidence contradicts is the spec's issue, not the platform's cell's.
-    let mut quantization_failed = 0;
+    let (mut quantization_measured, mut quantization_failed) = (0, 0);
     for model in &quantized {
         let model_type = &model.spec.model_type;
         let Some(measured) = records.get(&(model_type.clone(), EngineKind::Wgpu)) else {
             let _ = writeln!(err, "warning: no record of {model_type}'s quantization checks on {platform}: their entries are left as they were");
             continue;
         };
+        quantization_measured += 1;
         let plan_checks = plan.models.iter().find(|m| m.model.spec.model_type == *model_type).and_then(|m| m.quantization.as_ref()).map(|q| q.checks.as_slice()).unwrap_or_default();
         // A check without a record did not run (skipped as ignored by a run made without
         // --include-ignored, or its process died): nothing was measured, so its entry stays.
@@ -176,7 +177,7 @@ pub fn run(
     }
     let _ = writeln!(
         out,
-        "gen import --platform {platform}: {} cells measured, {passed} pass every check, {failed} known issues with their errors, {precision_failed} precision checks failed; quantization checks of {} models, {quantization_failed} failed; {changed} spec files written (run `gen` to regenerate the cells)",
+        "gen import --platform {platform}: {} cells measured, {passed} pass every check, {failed} known issues with their errors, {precision_failed} precision checks failed; quantization checks of {quantization_measured} models measured ({} planned), {quantization_failed} failed; {changed} spec files written (run `gen` to regenerate the cells)",
         passed + failed,
         quantized.len()
     );
