@@ -104,7 +104,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vq_model at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/vq_model/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    reason: "vq_model at int8 fails on openvino (measured by gen import --platform openvino): component encoder: cannot load /root/.cache/hwmatrix/fixtures/vq_model/encoder/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Load),
                 },
