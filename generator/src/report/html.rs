@@ -184,6 +184,20 @@ pub fn render(report: &Report) -> String {
         );
     }
     out.push_str("</table>");
+    let k = &report.kernel_checks;
+    let _ = write!(
+        out,
+        "<h2>Kernel checks (not model runs)</h2><p id=\"kernel-checks\"><code>{}</code>: {}. Not counted above, nor in the matrices. {} models: {}</p><ul>",
+        esc(&k.engine),
+        esc(&k.what),
+        k.cells.len(),
+        esc(&counts_text(&k.counts))
+    );
+    for group in &k.issues {
+        let models: Vec<&str> = group.cells.iter().map(|c| c.model.as_str()).collect();
+        let _ = write!(out, "<li>{} ({}): {}</li>", esc(&group.cause), group.cells.len(), esc(&models.join(", ")));
+    }
+    out.push_str("</ul>");
     out.push_str("<h2>Stages</h2><p><small>How far each cell got: <code>config</code> and <code>reference</code> are our harness's (not tested), <code>export</code> the exporters', <code>load</code>, <code>run</code> and <code>mismatch</code> the engine's; <code>-</code>: no check reached the model.</small></p><table id=\"stages\"><tr><th>platform</th>");
     for stage in hwmatrix_cell::Stage::ALL {
         let _ = write!(out, "<th>{}</th>", stage.name());

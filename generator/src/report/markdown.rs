@@ -113,6 +113,15 @@ pub fn render(report: &Report) -> String {
         );
     }
 
+    let k = &report.kernel_checks;
+    let _ = writeln!(out, "\n## Kernel checks (not model runs)\n");
+    let _ = writeln!(out, "`{}`: {}. Not counted above, nor in the matrices.\n", k.engine, k.what);
+    let _ = writeln!(out, "- {} models: {}", k.cells.len(), counts_text(&k.counts));
+    for group in &k.issues {
+        let models: Vec<&str> = group.cells.iter().map(|c| c.model.as_str()).collect();
+        let _ = writeln!(out, "- {} ({}): {}", group.cause, group.cells.len(), models.join(", "));
+    }
+
     let _ = writeln!(out, "\n## Stages\n");
     let _ = writeln!(out, "How far each cell got, per platform: `config` and `reference` are our harness's (not tested), `export` the exporters', `load`, `run` and `mismatch` the engine's, `fallback` and `pass` successes; `-` where no check reached the model (the platform's feature was off or it is absent).\n");
     stage_table(&mut out, &report.stages);

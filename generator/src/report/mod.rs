@@ -290,11 +290,48 @@ pub struct Report {
     pub stages: Vec<StageRow>,
     pub models: Vec<ModelRow>,
     pub matrices: Matrices,
-    /// The model × platform matrix, one entry per cell (model, platform, engine).
+    /// The model × platform matrix, one entry per cell (model, platform, engine) that runs the model.
     pub cells: Vec<Cell>,
     pub issues: Vec<IssueGroup>,
+    /// The wgpu quantization kernels' checks: not model runs, so apart from everything above.
+    pub kernel_checks: KernelChecks,
     pub performance: Vec<Performance>,
     pub recommendations: Recommendations,
+}
+
+/// The engine whose checks are not model runs: wgpu runs our WGSL quantization kernels on a
+/// model's sampled matrix-product layers. Its evidence is about those kernels on the platform's
+/// adapter; it never says the model runs on webgpu, so it stays out of the platform bars, the
+/// summary, the stages, the matrices and the performance table, and is reported on its own.
+pub const KERNEL_ENGINE: &str = "wgpu";
+
+#[derive(Debug, Serialize)]
+pub struct KernelChecks {
+    pub engine: String,
+    pub what: String,
+    pub counts: Counts,
+    pub cells: Vec<Cell>,
+    pub issues: Vec<IssueGroup>,
+}
+
+impl KernelChecks {
+    fn of(cells: Vec<Cell>) -> KernelChecks {
+        let mut counts = Counts::default();
+        cells.iter().for_each(|c| counts.add(c.status));
+        KernelChecks {
+            engine: KERNEL_ENGINE.into(),
+            what: "our WGSL quantization kernels (wgpu) on each model's sampled matrix-product layers, one check per scheme: evidence about the kernels on that adapter, not a run of the model".into(),
+            counts,
+            issues: issues(&cells),
+            cells,
+        }
+    }
+}
+
+/// The cells that run the model, and the kernel checks apart.
+fn split_kernel_checks(cells: Vec<Cell>) -> (Vec<Cell>, KernelChecks) {
+    let (kernel, model_runs): (Vec<Cell>, Vec<Cell>) = cells.into_iter().partition(|c| c.engine == KERNEL_ENGINE);
+    (model_runs, KernelChecks::of(kernel))
 }
 
 /// The newest record of each check in each of two runs, for `--compare` and `--diff`; an
@@ -369,6 +406,7 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
             });
         }
     }
+    let (cells, kernel_checks) = split_kernel_checks(cells);
     let mut counts = Counts::default();
     cells.iter().for_each(|c| counts.add(c.status));
     let platform_names: Vec<String> = plan.platforms.iter().map(|p| p.platform.name().to_string()).collect();
@@ -408,7 +446,7 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
     let performance = performance(&evidence);
     let recommendations = Recommendations { fastest_verified_platform: fastest(&cells, &performance), contradicted_expectations: contradictions(&cells) };
     let stages = stage_rows(&cells, &platform_names);
-    Ok(Report { source, summary, platforms, stages, models, matrices, issues: issues(&cells), cells, performance, recommendations })
+    Ok(Report { source, summary, platforms, stages, models, matrices, issues: issues(&cells), cells, kernel_checks, performance, recommendations })
 }
 
 /// A cell's stage: that of the record that decides its status; a passed cell
@@ -443,7 +481,7 @@ fn record_ref(e: &Evidence) -> RecordRef {
 fn platform_summary(platform: &str, cells: &[Cell], evidence: &[Evidence]) -> PlatformSummary {
     let mut counts = Counts::default();
     cells.iter().filter(|c| c.platform == platform).for_each(|c| counts.add(c.status));
-    let measured = evidence.iter().filter(|e| e.platform == platform && matches!(e.status.as_str(), "passed" | "failed"));
+    let measured = evidence.iter().filter(|e| e.platform == platform && e.engine_kind != KERNEL_ENGINE && matches!(e.status.as_str(), "passed" | "failed"));
     let mut hosts: Vec<String> = measured.clone().map(|e| e.host.clone()).collect();
     hosts.sort();
     hosts.dedup();
@@ -497,7 +535,7 @@ fn issues(cells: &[Cell]) -> Vec<IssueGroup> {
 fn performance(evidence: &[Evidence]) -> Vec<Performance> {
     evidence
         .iter()
-        .filter(|e| e.status == "passed" && e.precision == "float32")
+        .filter(|e| e.status == "passed" && e.precision == "float32" && e.engine_kind != KERNEL_ENGINE)
         .filter_map(|e| {
             let timing = e.body.get("timing")?;
             let median_ms = timing.get("median_ms")?.as_f64()?;
@@ -573,9 +611,10 @@ fn contradictions(cells: &[Cell]) -> Vec<Contradiction> {
 /// of the report it just built. Returns the cells naming a missing record.
 pub fn verify(report: &serde_json::Value, db: &Database) -> Result<(usize, Vec<String>), String> {
     let cells = report.get("cells").and_then(|c| c.as_array()).ok_or("the report has no `cells` list: is it gen report's JSON?")?;
+    let kernel_cells = report.pointer("/kernel_checks/cells").and_then(|c| c.as_array()).into_iter().flatten();
     let mut checked = 0;
     let mut missing = Vec::new();
-    for cell in cells.iter().filter(|c| c.get("status").and_then(|s| s.as_str()) == Some("passed")) {
+    for cell in cells.iter().chain(kernel_cells).filter(|c| c.get("status").and_then(|s| s.as_str()) == Some("passed")) {
         let name = format!("{} on {} ({})", cell["model"].as_str().unwrap_or("?"), cell["platform"].as_str().unwrap_or("?"), cell["engine"].as_str().unwrap_or("?"));
         let records = cell.get("records").and_then(|r| r.as_array()).cloned().unwrap_or_default();
         if records.is_empty() {
@@ -641,5 +680,21 @@ mod tests {
         assert_eq!((cpu["pass"], cpu["reference"], cpu["mismatch"], cpu["-"], cpu["run"]), (1, 1, 1, 1, 0));
         assert_eq!(rows[0].counts.iter().map(|(_, n)| n).sum::<usize>(), 4, "every cpu cell in one column");
         assert_eq!(rows[1].counts.iter().find(|(s, _)| s == "run").map(|(_, n)| *n), Some(1));
+    }
+    #[test]
+    fn wgpu_kernel_checks_are_reported_apart_and_never_count_as_webgpu_model_runs() {
+        let mut kernel = cell("webgpu", Status::Passed, Some("pass"));
+        kernel.engine = KERNEL_ENGINE.into();
+        let mut failed_kernel = cell("webgpu", Status::Failed, Some("mismatch"));
+        failed_kernel.engine = KERNEL_ENGINE.into();
+        let browser = cell("webgpu", Status::KnownIssue, Some("run"));
+        let (model_runs, kernels) = split_kernel_checks(vec![kernel, browser, failed_kernel]);
+        assert_eq!(model_runs.len(), 1, "only the browser cell runs the model");
+        assert_eq!((kernels.counts.get(Status::Passed), kernels.counts.get(Status::Failed)), (1, 1));
+        assert_eq!(kernels.issues.len(), 1, "the failed kernel check is listed with the kernel checks");
+        let webgpu = platform_summary("webgpu", &model_runs, &[]);
+        assert_eq!((webgpu.counts.get(Status::Passed), webgpu.counts.get(Status::KnownIssue)), (0, 1), "a kernel pass counted on the webgpu bar");
+        let rows = stage_rows(&model_runs, &["webgpu".to_string()]);
+        assert_eq!(rows[0].counts.iter().map(|(_, n)| n).sum::<usize>(), 1);
     }
 }
