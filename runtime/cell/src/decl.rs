@@ -229,12 +229,28 @@ pub enum BrowserBackend {
 }
 
 impl BrowserBackend {
+    /// The onnxruntime-web bundle the harness imports for this backend.
+    /// webgpu: `ort.webgpu.min.mjs` (`onnxruntime-web/webgpu`), whose wasm
+    /// build carries the C++ WebGPU execution provider: what transformers.js
+    /// imports, and onnxruntime's default since its JSEP-to-WebGPU-EP
+    /// migration. `ort.all.min.mjs` runs WebGPU through JSEP, the older
+    /// JavaScript kernels (no TopK, no ScatterElements), which users no longer
+    /// get. webnn: `ort.all.min.mjs`, the JSEP build, whose WebNN execution
+    /// provider (the same C++ provider both builds compile) our webnn records
+    /// were measured with.
+    pub fn ort_bundle(self) -> &'static str {
+        match self {
+            BrowserBackend::Webnn => "ort.all.min.mjs",
+            BrowserBackend::Webgpu => "ort.webgpu.min.mjs",
+        }
+    }
+
     /// The execution provider onnxruntime-web names in its log for this
-    /// backend: in 1.30 its WebGPU kernels run in the JS execution provider (JSEP).
+    /// backend with its bundle (`ort_bundle`).
     pub fn ort_provider(self) -> &'static str {
         match self {
             BrowserBackend::Webnn => "WebNNExecutionProvider",
-            BrowserBackend::Webgpu => "JsExecutionProvider",
+            BrowserBackend::Webgpu => "WebGpuExecutionProvider",
         }
     }
 

@@ -66,7 +66,8 @@ fn browser_presence(backend: BrowserBackend) -> Availability {
 /// web platforms' npm install ([`paths::web_dir`]).
 pub fn onnxruntime_web_dist() -> Result<PathBuf, String> {
     let dist = paths::web_dir().join("node_modules/onnxruntime-web/dist");
-    if dist.join("ort.all.min.mjs").is_file() {
+    let bundles = [BrowserBackend::Webgpu.ort_bundle(), BrowserBackend::Webnn.ort_bundle()];
+    if bundles.iter().all(|bundle| dist.join(bundle).is_file()) {
         Ok(dist)
     } else {
         Err(format!(

@@ -3,7 +3,12 @@
 // inputs the engine sends, and hands back the outputs and ORT's own log.
 // Every function resolves to {ok: true, ...} or {ok: false, error}; nothing
 // here judges a result, the Rust checks do.
-import * as ort from "/ort/ort.all.min.mjs";
+// The onnxruntime-web bundle comes from the page's URL (`?bundle=`): the
+// engine picks it per backend (BrowserBackend::ort_bundle in
+// runtime/cell/src/decl.rs), ort.webgpu.min.mjs for WebGPU's C++ provider.
+const bundle = new URLSearchParams(location.search).get("bundle");
+if (!/^ort\.[a-z.]*min\.mjs$/.test(bundle ?? "")) throw new Error(`harness.html needs ?bundle=<an onnxruntime-web bundle>, got ${bundle}`);
+const ort = await import(`/ort/${bundle}`);
 
 const TYPES = {
   float32: Float32Array,
@@ -44,7 +49,7 @@ function fromTensor(name, tensor) {
 }
 
 async function environment(backend, deviceType) {
-  const found = { crossOriginIsolated: self.crossOriginIsolated, userAgent: navigator.userAgent, ortVersion: ort.env.versions?.web };
+  const found = { crossOriginIsolated: self.crossOriginIsolated, userAgent: navigator.userAgent, ortVersion: ort.env.versions?.web, bundle };
   if (backend === "webgpu") {
     if (!navigator.gpu) throw new Error("this Chromium has no navigator.gpu (WebGPU is off: it needs --enable-unsafe-webgpu on Linux)");
     const adapter = await navigator.gpu.requestAdapter();

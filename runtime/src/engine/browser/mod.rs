@@ -87,7 +87,7 @@ pub fn open(
         Some(page) => page,
         None => {
             let chromium = chromium::shared(&executable, &flags(backend))?;
-            let page = new_page(&chromium, &format!("http://{addr}/harness.html"))?;
+            let page = new_page(&chromium, &format!("http://{addr}/harness.html?bundle={}", backend.ort_bundle()))?;
             PageSession { chromium, page, key, opened: None }
         }
     };
@@ -351,7 +351,9 @@ impl Session for BrowserSession {
             }
             BrowserBackend::Webnn => format!("WebNN deviceType {} asked", self.device_type.unwrap_or("default")),
         };
-        format!("onnxruntime-web {ort} in {} ({}); {device}", page.chromium.version, page.chromium.executable.display())
+        let bundle = self.backend.ort_bundle();
+        let provider = self.backend.ort_provider();
+        format!("onnxruntime-web {ort} ({bundle}, {provider}) in {} ({}); {device}", page.chromium.version, page.chromium.executable.display())
     }
 
     fn threads(&self) -> Threads {
