@@ -136,7 +136,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
     runtime::Planned::KnownIssue {
-        reason: "auraflow_transformer_2d fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460163474083, expected 0.04030701145529747)",
+        reason: "auraflow_transformer_2d fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Mismatch),
     },

@@ -134,16 +134,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Run),
     },
 );
-/// autoencoder_kl_ltx on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// autoencoder_kl_ltx on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "autoencoder_kl_ltx fails on webgpu with browser (measured by gen import --platform webgpu): runs: onnxruntime-web (webgpu) running the model: [WebGPU] Kernel \"[Conv] node_conv3d_token_132\" failed. Error: Unsupported padding parameter: 0,1,1,0,1,1 (page log: 2026-11-23 15:53:59.471193 [V:onnxruntime:Default, js_export.cc:22 JsepOutput] JsepOutput -- data=65 | 2026-11-23 15:53:59.486283 [V:onnxruntime:Default, js_kernel.h:207 ComputeInternal] outputs = 1. Y.data=65. | 2026-11-23 15:53:59.487023 [V:onnxruntime:Default, js_export.cc:17 JsepOutput] JsepOutput(0, {1,7,16,16,3}) | 2026-11-23 15:53:59.487318 [V:onnxruntime:Default, js_export.cc:22 JsepOutput] JsepOutput -- data=67 | 2026-11-23 15:53:59.487848 [V:onnxruntime:Default, js_kernel.h:207 ComputeInternal] outputs = 1. Y.data=67.)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    },
+    runtime::Planned::Run,
 );
 /// autoencoder_kl_ltx on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

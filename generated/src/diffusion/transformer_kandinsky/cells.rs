@@ -140,9 +140,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
     runtime::Planned::KnownIssue {
-        reason: "transformer_kandinsky fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 53 nodes (12%), 0 µs (0%); JsExecutionProvider: 389 nodes (88%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/transformer_kandinsky.yaml only if it may run off JsExecutionProvider, with the reason",
+        reason: "transformer_kandinsky fails on webgpu with browser (measured by gen import --platform webgpu): runs: onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/optimizer/transformer_memcpy.cc:254 bool onnxruntime::TransformerMemcpyImpl::IsNodeCompatibleWithProvider(const onnxruntime::Node &) const !node_provider_type.empty() was false. Provider type for Cast node with name 'node__to_copy' is not set.\n (page log: 2026-11-24 02:15:22.486494 [V:onnxruntime:, graph_transformer_mgr.cc:55 ApplyTransformers] Applying graph transformer FuseFp16InitializerToFp32NodeTransformer on step 1. | 2026-11-24 02:15:22.486768 [I:onnxruntime:, graph_transformer.cc:15 Apply] GraphTransformer FuseFp16InitializerToFp32NodeTransformer modified: 0 with status: OK | 2026-11-24 02:15:22.486879 [V:onnxruntime:, graph_transformer_mgr.cc:62 ApplyTransformers] Graph transformer step 1 of 10 for level 4 completed. graph_changed: 0. | 2026-11-24 02:15:22.486984 [V:onnxruntime:, graph_transformer_mgr.cc:67 ApplyTransformers] Stopping graph transformer iteration for level 4 after step 1 because the graph was not modified. | 2026-11-24 02:15:22.489589 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)",
         basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
+        stage: Some(runtime::Stage::Load),
     },
 );
 /// transformer_kandinsky on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

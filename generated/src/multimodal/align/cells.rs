@@ -134,16 +134,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// align on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// align on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "align fails on webgpu with browser (measured by gen import --platform webgpu): runs: onnxruntime-web (webgpu) running the model: ceil_mode output-shape is computed, but ceil_mode kernel execution (padding/divisor) is not yet implemented in the WebGPU AveragePool kernel (page log: 2026-11-23 15:56:26.664718 [V:onnxruntime:Default, js_export.cc:22 JsepOutput] JsepOutput -- data=337 | 2026-11-23 15:56:26.664888 [V:onnxruntime:Default, js_kernel.h:207 ComputeInternal] outputs = 1. Y.data=337. | 2026-11-23 15:56:26.665048 [V:onnxruntime:Default, js_export.cc:17 JsepOutput] JsepOutput(0, {2,8,8,64}) | 2026-11-23 15:56:26.665153 [V:onnxruntime:Default, js_export.cc:22 JsepOutput] JsepOutput -- data=311 | 2026-11-23 15:56:26.665284 [V:onnxruntime:Default, js_kernel.h:207 ComputeInternal] outputs = 1. Y.data=311.)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    },
+    runtime::Planned::Run,
 );
 /// align on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

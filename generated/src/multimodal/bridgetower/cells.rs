@@ -126,16 +126,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// bridgetower on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// bridgetower on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "bridgetower fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output text_features: 512 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 2.887e0; worst at flat index 248: got 1.6030635833740234, expected -1.2843104600906372); output image_features: 315 of 320 elements outside abs 0.0001 + rel 0.001 (max abs error 6.408e-2; worst at flat index 139: got 0.2406531572341919, expected 0.17657025158405304); output pooler_output: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 5.000e-1; worst at flat index 84: got -0.17829343676567078, expected 0.32173946499824524)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Mismatch),
-    },
+    runtime::Planned::Run,
 );
 /// bridgetower on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

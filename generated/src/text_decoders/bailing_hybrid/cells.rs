@@ -134,16 +134,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Load),
     },
 );
-/// bailing_hybrid on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// bailing_hybrid on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "bailing_hybrid fails on webgpu with browser (measured by gen import --platform webgpu): runs: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: Non-zero status code returned while running Split node. Name:'/model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0. (page log: 2026-11-22 18:05:23.782369 [V:onnxruntime:Default, js_kernel.h:207 ComputeInternal] outputs = 1. Y.data=3588. | 2026-11-22 18:05:23.782824 [V:onnxruntime:Default, js_export.cc:17 JsepOutput] JsepOutput(0, {8,2}) | 2026-11-22 18:05:23.783215 [V:onnxruntime:Default, js_export.cc:22 JsepOutput] JsepOutput -- data=3590 | 2026-11-22 18:05:23.783705 [V:onnxruntime:Default, js_kernel.h:207 ComputeInternal] outputs = 1. Y.data=3590. | \u{1b}[1;31m2026-11-22 18:05:23.784175 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Split node. Name:'/model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.\u{1b}[m)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    },
+    runtime::Planned::Run,
 );
 /// bailing_hybrid on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -136,7 +136,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
     runtime::Planned::KnownIssue {
-        reason: "gemma4_unified_text fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.161e-3; worst at flat index 166: got -0.045088887214660645, expected -0.04409926012158394)",
+        reason: "gemma4_unified_text fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Mismatch),
     },

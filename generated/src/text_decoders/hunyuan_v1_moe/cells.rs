@@ -126,16 +126,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Run),
     },
 );
-/// hunyuan_v1_moe on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// hunyuan_v1_moe on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "hunyuan_v1_moe fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: ScatterElements ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 150 nodes (39%), 0 µs (0%); JsExecutionProvider: 236 nodes (61%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/hunyuan_v1_moe.yaml only if it may run off JsExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    },
+    runtime::Planned::Run,
 );
 /// hunyuan_v1_moe on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

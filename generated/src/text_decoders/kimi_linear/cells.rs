@@ -134,16 +134,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Load),
     },
 );
-/// kimi_linear on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// kimi_linear on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "kimi_linear fails on webgpu with browser (measured by gen import --platform webgpu): runs: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: Non-zero status code returned while running Split node. Name:'/model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0. (page log: 2026-11-22 18:13:57.705990 [V:onnxruntime:Default, js_kernel.h:207 ComputeInternal] outputs = 1. Y.data=3497. | 2026-11-22 18:13:57.706375 [V:onnxruntime:Default, js_export.cc:17 JsepOutput] JsepOutput(0, {8,2}) | 2026-11-22 18:13:57.706695 [V:onnxruntime:Default, js_export.cc:22 JsepOutput] JsepOutput -- data=3499 | 2026-11-22 18:13:57.706965 [V:onnxruntime:Default, js_kernel.h:207 ComputeInternal] outputs = 1. Y.data=3499. | \u{1b}[1;31m2026-11-22 18:13:57.707364 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Split node. Name:'/model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.\u{1b}[m)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    },
+    runtime::Planned::Run,
 );
 /// kimi_linear on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

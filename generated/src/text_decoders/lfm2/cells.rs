@@ -128,7 +128,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
     runtime::Planned::KnownIssue {
-        reason: "lfm2 fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.279e-4; worst at flat index 180: got -0.011607944034039974, expected -0.01181124895811081)",
+        reason: "lfm2 fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Mismatch),
     },

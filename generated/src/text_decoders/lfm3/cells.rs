@@ -132,7 +132,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
     runtime::Planned::KnownIssue {
-        reason: "lfm3 fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.445e-4; worst at flat index 104: got -0.03944600000977516, expected -0.03963834419846535)",
+        reason: "lfm3 fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.447e-4; worst at flat index 104: got -0.039446186274290085, expected -0.03963834419846535)",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Mismatch),
     },

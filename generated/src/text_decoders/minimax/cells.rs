@@ -126,16 +126,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Run),
     },
 );
-/// minimax on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// minimax on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "minimax fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: ScatterElements ×8 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 313 nodes (46%), 0 µs (0%); JsExecutionProvider: 371 nodes (54%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/minimax.yaml only if it may run off JsExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    },
+    runtime::Planned::Run,
 );
 /// minimax on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

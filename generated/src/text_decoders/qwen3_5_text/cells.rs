@@ -134,16 +134,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Load),
     },
 );
-/// qwen3_5_text on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// qwen3_5_text on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "qwen3_5_text fails on webgpu with browser (measured by gen import --platform webgpu): runs: onnxruntime-web (webgpu) running the model: [WebGPU] Kernel \"[ScatterND] node_ScatterND_154\" failed. Error: Program ScatterND has zero-sized tensor(s) in inputs or outputs. This is not supported now. (page log: 2026-11-22 18:18:59.695634 [V:onnxruntime:Default, js_kernel.h:207 ComputeInternal] outputs = 1. Y.data=0. | 2026-11-22 18:18:59.695823 [V:onnxruntime:Default, js_export.cc:17 JsepOutput] JsepOutput(0, {1,8,1}) | 2026-11-22 18:18:59.695949 [V:onnxruntime:Default, js_export.cc:22 JsepOutput] JsepOutput -- data=482 | 2026-11-22 18:18:59.696104 [V:onnxruntime:Default, js_kernel.h:207 ComputeInternal] outputs = 1. Y.data=482. | \u{1b}[1;31m2026-11-22 18:18:59.696189 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running ScatterND node. Name:'node_ScatterND_154' Status Message: Failed to run JSEP kernel\u{1b}[m)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    },
+    runtime::Planned::Run,
 );
 /// qwen3_5_text on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

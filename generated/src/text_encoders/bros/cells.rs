@@ -122,16 +122,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// bros on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// bros on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "bros fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 6126 of 6144 elements outside abs 0.0001 + rel 0.001 (max abs error 1.300e0; worst at flat index 4877: got -2.711205244064331, expected -1.410951018333435); output pooler_output: 765 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 4.651e-1; worst at flat index 214: got 0.12488865852355957, expected -0.340227872133255)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Mismatch),
-    },
+    runtime::Planned::Run,
 );
 /// bros on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -122,16 +122,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// esm on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// esm on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "esm fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.076e0; worst at flat index 190: got 3.2120094299316406, expected 0.1355941891670227); output pooler_output: 32 of 32 elements outside abs 0.0001 + rel 0.001 (max abs error 2.577e-1; worst at flat index 31: got -0.14440956711769104, expected 0.11332553625106812)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Mismatch),
-    },
+    runtime::Planned::Run,
 );
 /// esm on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -128,7 +128,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
     runtime::Planned::KnownIssue {
-        reason: "esmc fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.239e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
+        reason: "esmc fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Mismatch),
     },

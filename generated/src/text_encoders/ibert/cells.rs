@@ -122,16 +122,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// ibert on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// ibert on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "ibert fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.830e0; worst at flat index 166: got -0.41904139518737793, expected 2.411389112472534); output pooler_output: 32 of 32 elements outside abs 0.0001 + rel 0.001 (max abs error 9.997e-2; worst at flat index 28: got 0.23026327788829803, expected 0.1302945911884308)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Mismatch),
-    },
+    runtime::Planned::Run,
 );
 /// ibert on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

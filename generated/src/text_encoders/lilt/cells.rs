@@ -122,16 +122,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// lilt on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// lilt on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "lilt fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 6138 of 6144 elements outside abs 0.0001 + rel 0.001 (max abs error 2.619e0; worst at flat index 5702: got 0.4289800822734833, expected -2.1901321411132813); output pooler_output: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 8.799e-1; worst at flat index 646: got -0.6240934133529663, expected 0.2557770311832428)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Mismatch),
-    },
+    runtime::Planned::Run,
 );
 /// lilt on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -122,16 +122,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// luke on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// luke on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "luke fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.245e0; worst at flat index 199: got -0.14295077323913574, expected 2.102010488510132); output pooler_output: 32 of 32 elements outside abs 0.0001 + rel 0.001 (max abs error 1.898e-1; worst at flat index 4: got -0.11450384557247162, expected 0.07531891763210297)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Mismatch),
-    },
+    runtime::Planned::Run,
 );
 /// luke on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -122,16 +122,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// markuplm on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// markuplm on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "markuplm fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.202e0; worst at flat index 98: got -0.09651537239551544, expected -2.2988531589508057); output pooler_output: 32 of 32 elements outside abs 0.0001 + rel 0.001 (max abs error 2.342e-1; worst at flat index 1: got -0.41077905893325806, expected -0.17657776176929474)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Mismatch),
-    },
+    runtime::Planned::Run,
 );
 /// markuplm on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -122,16 +122,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// roberta-prelayernorm on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// roberta-prelayernorm on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "roberta-prelayernorm fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.456e0; worst at flat index 210: got 0.04669375717639923, expected 2.502648115158081); output pooler_output: 32 of 32 elements outside abs 0.0001 + rel 0.001 (max abs error 1.186e-1; worst at flat index 3: got -0.06725604832172394, expected -0.18581520020961761)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Mismatch),
-    },
+    runtime::Planned::Run,
 );
 /// roberta-prelayernorm on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

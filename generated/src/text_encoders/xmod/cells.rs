@@ -130,16 +130,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Run),
     },
 );
-/// xmod on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// xmod on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "xmod fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.491e0; worst at flat index 76: got -2.4573400020599365, expected 0.03365803882479668); output pooler_output: 32 of 32 elements outside abs 0.0001 + rel 0.001 (max abs error 3.265e-1; worst at flat index 15: got 0.2315748631954193, expected -0.09497293829917908)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Mismatch),
-    },
+    runtime::Planned::Run,
 );
 /// xmod on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -144,7 +144,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
     runtime::Planned::KnownIssue {
-        reason: "mobilevitv2 fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 57 nodes (11%), 0 µs (0%); JsExecutionProvider: 439 nodes (89%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off JsExecutionProvider, with the reason",
+        reason: "mobilevitv2 fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Run),
     },

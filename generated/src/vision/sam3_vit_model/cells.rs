@@ -140,7 +140,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
     runtime::Planned::KnownIssue {
-        reason: "sam3_vit_model fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 145 nodes (46%), 0 µs (0%); JsExecutionProvider: 168 nodes (54%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vit_model.yaml only if it may run off JsExecutionProvider, with the reason",
+        reason: "sam3_vit_model fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 145 nodes (48%), 0 µs (0%); WebGpuExecutionProvider: 158 nodes (52%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vit_model.yaml only if it may run off WebGpuExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Run),
     },

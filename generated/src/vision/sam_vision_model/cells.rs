@@ -138,16 +138,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// sam_vision_model on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// sam_vision_model on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "sam_vision_model fails on webgpu with browser (measured by gen import --platform webgpu): runs: opening the model took longer than its limit of 120 s (measured by an earlier check of this cell in this process; not retried)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Load),
-    },
+    runtime::Planned::Run,
 );
 /// sam_vision_model on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -136,7 +136,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
     runtime::Planned::KnownIssue {
-        reason: "sapiens2 fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 64 nodes (23%), 0 µs (0%); JsExecutionProvider: 214 nodes (77%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sapiens2.yaml only if it may run off JsExecutionProvider, with the reason",
+        reason: "sapiens2 fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 63 nodes (23%), 0 µs (0%); WebGpuExecutionProvider: 215 nodes (77%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sapiens2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Run),
     },

@@ -130,16 +130,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// swin2sr on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// swin2sr on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "swin2sr fails on webgpu with browser (measured by gen import --platform webgpu): runs: opening the model took longer than its limit of 120 s",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Load),
-    },
+    runtime::Planned::Run,
 );
 /// swin2sr on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

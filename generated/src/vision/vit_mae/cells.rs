@@ -126,16 +126,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// vit_mae on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// vit_mae on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "vit_mae fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on JsExecutionProvider: TopK ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 59 nodes (38%), 0 µs (0%); JsExecutionProvider: 95 nodes (62%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/vit_mae.yaml only if it may run off JsExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    },
+    runtime::Planned::Run,
 );
 /// vit_mae on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -122,16 +122,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// layoutlm on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// layoutlm on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "layoutlm fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.292e0; worst at flat index 211: got 1.361505150794983, expected -1.930949091911316); output pooler_output: 32 of 32 elements outside abs 0.0001 + rel 0.001 (max abs error 2.484e-1; worst at flat index 0: got 0.10678347200155258, expected -0.1416069120168686)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Mismatch),
-    },
+    runtime::Planned::Run,
 );
 /// layoutlm on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

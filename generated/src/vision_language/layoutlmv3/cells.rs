@@ -126,16 +126,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// layoutlmv3 on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// layoutlmv3 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "layoutlmv3 fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 434 of 468 elements outside abs 0.0001 + rel 0.001 (max abs error 2.723e0; worst at flat index 268: got -1.4792388677597046, expected 1.2437421083450317)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Mismatch),
-    },
+    runtime::Planned::Run,
 );
 /// layoutlmv3 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

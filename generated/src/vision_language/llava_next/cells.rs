@@ -134,16 +134,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Run),
     },
 );
-/// llava_next on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// llava_next on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "llava_next fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output logits: 28467 of 40960 elements outside abs 0.0001 + rel 0.001 (max abs error 4.911e-3; worst at flat index 3392: got 0.011824287474155426, expected 0.016735631972551346)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Mismatch),
-    },
+    runtime::Planned::Run,
 );
 /// llava_next on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

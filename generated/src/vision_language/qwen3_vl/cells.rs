@@ -130,16 +130,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Run),
     },
 );
-/// qwen3_vl on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
+/// qwen3_vl on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "qwen3_vl fails on webgpu with browser (measured by gen import --platform webgpu): runs: component language: not every node ran on JsExecutionProvider: Concat ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, ScatterElements ×4 on CPUExecutionProvider, Unsqueeze ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 66 nodes (23%), 0 µs (0%); JsExecutionProvider: 221 nodes (77%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision_language/qwen3_vl.yaml only if it may run off JsExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    },
+    runtime::Planned::Run,
 );
 /// qwen3_vl on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
