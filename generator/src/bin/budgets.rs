@@ -32,7 +32,7 @@ impl std::fmt::Display for Amount {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Amount::Time(d) => write!(f, "{:.1} s", d.as_secs_f64()),
-            Amount::Bytes(b) => write!(f, "{:.1} MiB", *b as f64 / (1024.0 * 1024.0)),
+            Amount::Bytes(b) => write!(f, "{:.1} MB", *b as f64 / 1e6),
         }
     }
 }
@@ -90,21 +90,22 @@ fn main() {
     if slow {
         let empty = std::env::temp_dir().join(format!("hwmatrix-budgets-fixtures-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&empty);
-        rows.push(row("fixture export from an empty cache", 20 * 60, &format!("{} fixtures --fixtures {}", gen_bin.display(), empty.display())));
+        rows.push(row("fixture export from an empty cache", 10 * 60, &format!("{} fixtures --fixtures {}", gen_bin.display(), empty.display())));
         let _ = std::fs::remove_dir_all(&empty);
     }
     let _ = run(&format!("{} fixtures", gen_bin.display())); // warm the default cache first
     rows.push(row("fixtures, cached", 5, &format!("{} fixtures", gen_bin.display())));
     rows.push(row("every cpu cell test", 3 * 60, "cargo test --locked -q -p generated --features cpu -- ::cpu::"));
     // The sizes the fixtures are held to (issue 19): small enough for every platform, the web
-    // ones most, and for CI's artifact. One folder is one model, every variant included.
+    // ones most, and for CI's artifact. One folder is one model, every variant included. The
+    // limits are the issue's 16 MB and 1.5 GB in decimal units, the stricter reading.
     let store = hwmatrix_cell::paths::fixtures_dir();
     let folders = fixture_folders(&store);
     let command = format!("du -sb {}/*", store.display());
     let largest = folders.iter().max_by_key(|(_, bytes)| *bytes);
     rows.push(Row {
         budget: "the largest fixture folder",
-        limit: Amount::Bytes(16 << 20),
+        limit: Amount::Bytes(16_000_000),
         measured: largest.map(|(_, bytes)| Amount::Bytes(*bytes)).ok_or_else(|| format!("no fixture in {}", store.display())),
         command: match largest {
             Some((name, _)) => format!("{command} ({name})"),
@@ -113,7 +114,7 @@ fn main() {
     });
     rows.push(Row {
         budget: "the whole fixture store",
-        limit: Amount::Bytes(1536 << 20),
+        limit: Amount::Bytes(1_500_000_000),
         measured: Ok(Amount::Bytes(folders.iter().map(|(_, bytes)| bytes).sum())),
         command: format!("{command} ({} fixtures)", folders.len()),
     });
@@ -131,7 +132,7 @@ fn main() {
         }
         let limit = match r.limit {
             Amount::Time(d) => format!("{} s", d.as_secs()),
-            Amount::Bytes(b) => format!("{} MiB", b >> 20),
+            Amount::Bytes(b) => format!("{} MB", b / 1_000_000),
         };
         println!("| {} | {limit} | {measured} | {within} | `{}` |", r.budget, r.command);
     }
