@@ -5,7 +5,8 @@
 #   bash tests/setup.sh                     every part
 #   bash tests/setup.sh exporter web        some: exporter (the Python venv that builds
 #                                           fixtures and holds the CPU onnxruntime and
-#                                           libtorch), openvino (ONNX Runtime's OpenVINO
+#                                           libtorch), qnn (the QNN plugin and HTP
+#                                           emulator, into that venv), openvino (ONNX Runtime's OpenVINO
 #                                           build), web (Chromium, Mesa's Vulkan driver,
 #                                           onnxruntime-web, the WebNN Chromium), tools
 #                                           (cargo-nextest, actionlint)
@@ -23,7 +24,7 @@ venv="$cache/venv"
 requirements=runtime/exporter/requirements.txt
 step() { printf '\n==> %s\n' "$*"; }
 parts=("$@")
-(( ${#parts[@]} )) || parts=(exporter openvino web tools)
+(( ${#parts[@]} )) || parts=(exporter qnn openvino web tools)
 wants() { [[ " ${parts[*]} " == *" $1 "* ]]; }
 
 # A venv at $1 with the requirements file $2, re-created when that file
@@ -44,6 +45,19 @@ if wants exporter; then
   step "Python venv for the fixture exporter ($venv)"
   # torch is the CUDA build (~2.7 GB download); pip's cache keeps it for next time.
   venv_with "$venv" "$requirements"
+fi
+
+# QNN's plugin and HTP emulator, on top of the exporter venv (stamped apart:
+# a re-created venv has no stamp, so it gets the plugin again).
+if wants qnn; then
+  step "QNN execution provider plugin and Qualcomm's HTP emulator (into $venv)"
+  want=$(sha256sum runtime/exporter/requirements-qnn.txt | cut -d' ' -f1)
+  if [[ "$(cat "$venv/.requirements-qnn.sha256" 2>/dev/null)" != "$want" ]]; then
+    "$venv/bin/pip" install --disable-pip-version-check --progress-bar off --no-deps -r runtime/exporter/requirements-qnn.txt
+    echo "$want" > "$venv/.requirements-qnn.sha256"
+  else
+    echo "up to date"
+  fi
 fi
 
 # ONNX Runtime's OpenVINO build is its own wheel under the same package name:

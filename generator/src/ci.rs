@@ -40,6 +40,7 @@ const DOWNLOAD_ARTIFACT: &str = "actions/download-artifact@v7";
 fn setup_parts(platform: &str) -> &'static str {
     match platform {
         "openvino" => "exporter openvino tools",
+        "qnn" => "exporter qnn tools",
         "webgpu" | "webnn" => "exporter web tools",
         _ => "exporter tools",
     }

@@ -108,6 +108,8 @@ fn onnxruntime(provider: ExecutionProvider) -> Result<Vec<String>, String> {
             ));
         }
         lines.push(format!("{}: {}", provider.ort_name(), beside.display()));
+    } else if let Some(plugin) = presence::plugin_library(provider) {
+        lines.push(format!("{} (plugin, registered into that build): {}", provider.ort_name(), plugin?.display()));
     } else if provider == ExecutionProvider::CoreMl && !cfg!(target_os = "macos") {
         return Err("CoreMLExecutionProvider exists only in macOS builds of ONNX Runtime".into());
     }

@@ -86,6 +86,7 @@ struct Evidence {
     memory: Option<Memory>,
     fixture: Option<FixtureRecord>,
     library: Option<String>,
+    device: Option<String>,
 }
 
 /// Checks of this process in progress, so a timing can say what ran beside it.
@@ -148,6 +149,7 @@ fn execute_part(cell: &Cell, check: Check) -> Result<(), String> {
         memory: evidence.memory,
         fixture: evidence.fixture,
         library: evidence.library,
+        device: evidence.device,
         precision: check.precision().map_or("float32", Precision::name),
         ..blank_record(cell, check.name())
     };
@@ -181,6 +183,7 @@ pub(crate) fn blank_record(cell: &Cell, check: &str) -> Record {
         memory: None,
         fixture: None,
         library: None,
+        device: None,
         precision: "float32",
         quantization: None,
         bench: None,
@@ -193,7 +196,11 @@ pub(crate) fn kind_name(kind: ErrorKind) -> String {
 }
 
 fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), CheckError> {
-    if let Availability::Absent(missing) = presence::detect(cell.platform.platform) {
+    let found = presence::detect(cell.platform.platform);
+    if let Availability::Present(device) = &found {
+        evidence.device = Some(device.clone());
+    }
+    if let Availability::Absent(missing) = found {
         return Err(CheckError::new(
             ErrorKind::PlatformAbsent,
             format!(

@@ -68,6 +68,11 @@ pub struct Record {
     pub memory: Option<Memory>,
     pub fixture: Option<FixtureRecord>,
     pub library: Option<String>,
+    /// The hardware the check found (presence's account): a device, or an
+    /// emulator standing in for one (`QNN HTP emulator (x86_64)`), whose
+    /// evidence reports keep apart from a device's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     /// The precision of the model the check ran: `float32`, or a variant's
     /// (`int8`); a quantization check's scheme (`int4_mixed`).
     pub precision: &'static str,

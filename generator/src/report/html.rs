@@ -171,14 +171,15 @@ pub fn render(report: &Report) -> String {
         let _ = write!(out, "<li>{} {}: <b data-count=\"{}\">{}</b></li>", mark(status), status.label(), status.label(), s.counts.get(status));
     }
     let _ = write!(out, "<li>disagreements with architectures.yaml: {}</li></ul><p><small>{}</small></p>", s.disagreements, esc(LEGEND));
-    let _ = write!(out, "<h2>Platforms</h2>{}<table id=\"platforms\"><tr><th>platform</th><th>tested</th><th>hosts</th><th>libraries</th><th>cells</th></tr>", status_bars(report));
+    let _ = write!(out, "<h2>Platforms</h2>{}<table id=\"platforms\"><tr><th>platform</th><th>tested</th><th>hosts</th><th>devices</th><th>libraries</th><th>cells</th></tr>", status_bars(report));
     for p in &report.platforms {
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&p.platform),
             if p.tested { "yes" } else { "no" },
             esc(&p.hosts.join(", ")),
+            esc(&p.devices.join("; ")),
             esc(&p.libraries.join("; ")),
             esc(&counts_text(&p.counts))
         );

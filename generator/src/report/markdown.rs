@@ -99,15 +99,16 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(out, "Legend: {LEGEND}.\n");
 
     let _ = writeln!(out, "## Platforms\n");
-    let _ = writeln!(out, "| platform | tested | hosts | libraries | cells |");
-    let _ = writeln!(out, "|---|---|---|---|---|");
+    let _ = writeln!(out, "| platform | tested | hosts | devices | libraries | cells |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
     for p in &report.platforms {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
             p.platform,
             if p.tested { "yes" } else { "no" },
             p.hosts.join(", "),
+            escape(&p.devices.join("; ")),
             escape(&p.libraries.join("; ")),
             counts_text(&p.counts)
         );

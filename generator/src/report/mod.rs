@@ -158,6 +158,9 @@ pub struct PlatformSummary {
     /// Hosts with a measured record (passed or failed) on this platform.
     pub hosts: Vec<String>,
     pub libraries: Vec<String>,
+    /// The hardware the measured records found: devices, or an emulator
+    /// standing in for one (`QNN HTP emulator (x86_64)`), never merged.
+    pub devices: Vec<String>,
     pub counts: Counts,
     /// At least one cell ran for real here.
     pub tested: bool,
@@ -485,10 +488,14 @@ fn platform_summary(platform: &str, cells: &[Cell], evidence: &[Evidence]) -> Pl
     let mut hosts: Vec<String> = measured.clone().map(|e| e.host.clone()).collect();
     hosts.sort();
     hosts.dedup();
-    let mut libraries: Vec<String> = measured.filter_map(|e| e.body.get("library").and_then(|l| l.as_str()).map(str::to_string)).collect();
-    libraries.sort();
-    libraries.dedup();
-    PlatformSummary { platform: platform.to_string(), tested: !hosts.is_empty(), hosts, libraries, counts }
+    let field = |name: &str| -> Vec<String> {
+        let mut values: Vec<String> = measured.clone().filter_map(|e| e.body.get(name).and_then(|l| l.as_str()).map(str::to_string)).collect();
+        values.sort();
+        values.dedup();
+        values
+    };
+    let (libraries, devices) = (field("library"), field("device"));
+    PlatformSummary { platform: platform.to_string(), tested: !hosts.is_empty(), hosts, libraries, devices, counts }
 }
 
 fn matrix(

@@ -207,6 +207,12 @@ pub enum ExecutionProvider {
 }
 
 impl ExecutionProvider {
+    /// Whether the provider compiles static graphs, so each run's input sizes
+    /// fix the model's named dimensions (QNN's HTP finalizes one graph per shape).
+    pub fn static_shapes(self) -> bool {
+        self == ExecutionProvider::Qnn
+    }
+
     /// The provider name ONNX Runtime writes into its profile.
     pub fn ort_name(self) -> &'static str {
         match self {

@@ -45,14 +45,38 @@ pub fn detect(platform: Platform) -> Availability {
                 Availability::Absent(format!("OpenVINO's CPU device needs x86-64, this is {}", std::env::consts::ARCH))
             }
         }
-        Platform::Qnn => first_existing(&["/dev/fastrpc-cdsp", "/dev/adsprpc-smd", "/dev/fastrpc-adsp"])
-            .map(|dev| Availability::Present(format!("Qualcomm DSP {}", dev.display())))
-            .unwrap_or_else(|| {
-                Availability::Absent("no Qualcomm Hexagon NPU: none of /dev/fastrpc-cdsp, /dev/adsprpc-smd, /dev/fastrpc-adsp exists".into())
-            }),
+        // A Snapdragon's Hexagon NPU, else Qualcomm's HTP emulator: the x86-64
+        // libQnnHtp.so of PyPI's onnxruntime-qnn runs the same graphs on the CPU.
+        Platform::Qnn => match first_existing(&["/dev/fastrpc-cdsp", "/dev/adsprpc-smd", "/dev/fastrpc-adsp"]) {
+            Some(dev) => Availability::Present(format!("Qualcomm DSP {}", dev.display())),
+            None => match qnn_htp_emulator() {
+                Ok(htp) => Availability::Present(format!("{QNN_HTP_EMULATOR}: {}", htp.display())),
+                Err(why) => Availability::Absent(format!("no Qualcomm Hexagon NPU (none of /dev/fastrpc-cdsp, /dev/adsprpc-smd, /dev/fastrpc-adsp exists), and {why}")),
+            },
+        },
         Platform::Webnn => browser_presence(BrowserBackend::Webnn),
         Platform::Webgpu => browser_presence(BrowserBackend::Webgpu),
     }
+}
+
+/// What records and reports call evidence from Qualcomm's HTP emulator: not a
+/// Snapdragon, so its timings mean nothing and its numerics are the emulator's.
+pub const QNN_HTP_EMULATOR: &str = "QNN HTP emulator (x86_64)";
+
+/// The HTP emulator of the plugin's wheel (`libQnnHtp.so` beside the plugin
+/// library), on an x86-64 machine.
+pub fn qnn_htp_emulator() -> Result<PathBuf, String> {
+    if !cfg!(target_arch = "x86_64") {
+        return Err(format!("Qualcomm's HTP emulator is an x86-64 library; this is {}", std::env::consts::ARCH));
+    }
+    let plugin = plugin_library(ExecutionProvider::Qnn).expect("QNN is a plugin provider")?;
+    let htp = plugin.with_file_name("libQnnHtp.so");
+    if htp.is_file() { Ok(htp) } else { Err(format!("no HTP emulator: {} does not exist", htp.display())) }
+}
+
+/// Whether a platform's hardware here is an emulator rather than the device.
+pub fn emulated(platform: Platform) -> bool {
+    matches!(detect(platform), Availability::Present(what) if what.starts_with(QNN_HTP_EMULATOR))
 }
 
 fn browser_presence(backend: BrowserBackend) -> Availability {
@@ -140,7 +164,6 @@ pub fn onnxruntime_venv(provider: ExecutionProvider) -> (PathBuf, &'static str) 
         ExecutionProvider::OpenVino => (paths::cache_dir().join("venv-openvino"), "onnxruntime-openvino"),
         ExecutionProvider::Cuda | ExecutionProvider::TensorRt => (paths::cache_dir().join("venv-gpu"), "onnxruntime-gpu"),
         ExecutionProvider::MiGraphX => (paths::cache_dir().join("venv-migraphx"), "onnxruntime-migraphx"),
-        ExecutionProvider::Qnn => (paths::cache_dir().join("venv-qnn"), "onnxruntime-qnn"),
         _ => (paths::python().parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default(), "onnxruntime"),
     }
 }
@@ -159,8 +182,35 @@ pub fn provider_library(provider: ExecutionProvider) -> Option<&'static str> {
         ExecutionProvider::TensorRt => Some("libonnxruntime_providers_tensorrt.so"),
         ExecutionProvider::MiGraphX => Some("libonnxruntime_providers_migraphx.so"),
         ExecutionProvider::OpenVino => Some("libonnxruntime_providers_openvino.so"),
-        ExecutionProvider::Qnn => Some("libonnxruntime_providers_qnn.so"),
+        // A plugin registered at run time, not a library of the build (plugin_library).
+        ExecutionProvider::Qnn => None,
     }
+}
+
+/// A provider shipped as a plugin execution provider (ONNX Runtime's EP ABI):
+/// its own PyPI wheel holds the library, which the runtime registers into the
+/// cpu build it already loaded (`Environment::register_ep_library`), so its
+/// cells share a process with the cpu cells. QNN: `onnxruntime-qnn` in the
+/// exporter venv. `None` for providers compiled into their build.
+pub fn plugin_library(provider: ExecutionProvider) -> Option<Result<PathBuf, String>> {
+    let (package, file, wheel) = match provider {
+        ExecutionProvider::Qnn => ("onnxruntime_qnn", "libonnxruntime_providers_qnn.so", "onnxruntime-qnn==2.7.0"),
+        _ => return None,
+    };
+    let venv = paths::python().parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
+    let found = std::fs::read_dir(venv.join("lib"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|python| python.path().join("site-packages").join(package).join(file))
+        .find(|p| p.is_file());
+    Some(found.ok_or_else(|| {
+        format!(
+            "no {} plugin: install the PyPI wheel `{wheel}` into the venv {} (`bash tests/run.sh` installs it)",
+            provider.ort_name(),
+            venv.display()
+        )
+    }))
 }
 
 /// The libtorch of the exporter venv's torch (the one the `torch` feature

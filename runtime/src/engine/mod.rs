@@ -77,7 +77,10 @@ pub struct Placement {
 /// the variant of `precision` (ONNX only: the quantizer works on ONNX graphs).
 pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: Mode) -> Result<Box<dyn Session>, CheckError> {
     match *cell.engine {
-        Engine::OnnxRuntime { provider, options } => Ok(Box::new(onnx::OnnxSession::open(provider, options, &onnx_model(fixture, precision)?, mode)?)),
+        Engine::OnnxRuntime { provider, options } => {
+            let static_inputs = provider.static_shapes().then(|| cell.model.inputs.iter().map(|d| (d.name, d.axes)).collect());
+            Ok(Box::new(onnx::OnnxSession::open(provider, options, &onnx_model(fixture, precision)?, mode, static_inputs)?))
+        }
         Engine::Libtorch { .. } if precision.is_some() => {
             Err(CheckError::new(ErrorKind::EngineNotBuilt, format!("{}: the libtorch engine runs float32 TorchScript only", cell.id())))
         }

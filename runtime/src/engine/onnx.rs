@@ -70,16 +70,50 @@ fn library(provider: ExecutionProvider) -> Result<PathBuf, CheckError> {
     entry.map_err(|m| CheckError::new(ErrorKind::LibraryMissing, m))
 }
 
+/// Named inputs and their axes: the model's, for a provider that builds
+/// static graphs (its named dimensions are fixed to each run's sizes).
+pub type StaticInputs = Vec<(&'static str, &'static [&'static str])>;
+
 pub struct OnnxSession {
-    session: OrtSession,
+    provider: ExecutionProvider,
+    options: &'static [(&'static str, &'static str)],
+    model: PathBuf,
+    static_inputs: Option<StaticInputs>,
+    /// The open session and the dimension sizes it was built for (none for a dynamic one).
+    session: Option<(Vec<(String, i64)>, OrtSession)>,
+    /// Placements of the static-shape sessions this one replaced (each shape's own graph).
+    earlier: Vec<OpPlacement>,
     library: String,
     mode: Mode,
 }
 
 impl OnnxSession {
-    pub fn open(provider: ExecutionProvider, options: &[(&str, &str)], model: &Path, mode: Mode) -> Result<OnnxSession, CheckError> {
-        let (env, library) = environment(provider)?;
-        let library = library.display().to_string();
+    /// Opens `model` on `provider`. With `static_inputs` (a provider that builds static
+    /// graphs: QNN's HTP), a session opens at each run whose input sizes differ from the
+    /// last, with the model's named axes fixed to them (`AddFreeDimensionOverrideByName`),
+    /// as WebNN's browser sessions do.
+    pub fn open(
+        provider: ExecutionProvider,
+        options: &'static [(&'static str, &'static str)],
+        model: &Path,
+        mode: Mode,
+        static_inputs: Option<StaticInputs>,
+    ) -> Result<OnnxSession, CheckError> {
+        let (_, library) = environment(provider)?;
+        let mut library = library.display().to_string();
+        if let Some(plugin) = plugin(provider)? {
+            library = format!("{library} with the {} plugin {}", provider.ort_name(), plugin.display());
+        }
+        let mut session = OnnxSession { provider, options, model: model.to_path_buf(), static_inputs, session: None, earlier: Vec::new(), library, mode };
+        if session.static_inputs.is_none() {
+            session.session = Some((Vec::new(), session.build(&[])?));
+        }
+        Ok(session)
+    }
+
+    fn build(&self, overrides: &[(String, i64)]) -> Result<OrtSession, CheckError> {
+        let (env, library) = environment(self.provider)?;
+        let library = library.display();
         fn setup(e: impl std::fmt::Display) -> CheckError {
             CheckError::new(ErrorKind::ModelLoad, format!("ONNX Runtime session options: {e}"))
         }
@@ -89,20 +123,91 @@ impl OnnxSession {
             .map_err(setup)?
             .with_inter_threads(THREADS.inter_op)
             .map_err(setup)?;
-        if mode == Mode::Profiled {
-            builder = builder.with_profiling(profile_prefix(model)?).map_err(setup)?;
+        for (axis, size) in overrides {
+            builder = builder.with_dimension_override(axis, *size).map_err(setup)?;
         }
-        if let Some(dispatch) = dispatch(provider, options)? {
-            let name = dispatch.name();
+        if self.mode == Mode::Profiled {
+            builder = builder.with_profiling(profile_prefix(&self.model)?).map_err(setup)?;
+        }
+        let name = self.provider.ort_name();
+        if plugin(self.provider)?.is_some() {
+            // A plugin provider registers through its devices; ORT adds no provider
+            // of its own choosing, and the profile still says where each node ran.
+            let devices: Vec<_> = env.devices().filter(|d| d.ep().ok() == Some(name)).collect();
+            if devices.is_empty() {
+                let found: Vec<String> = env.devices().filter_map(|d| d.ep().ok().map(str::to_string)).collect();
+                return Err(CheckError::new(ErrorKind::ProviderRegistration, format!("the {name} plugin registered in {library} but offers no device (devices: {found:?})")));
+            }
+            // Option keys carry the provider's prefix; ort drops keys without it silently.
+            let options: Vec<(String, String)> = self.options.iter().map(|(k, v)| (format!("{name}.{k}"), v.to_string())).collect();
+            builder = builder.with_devices(devices, Some(&options)).map_err(|e| {
+                CheckError::new(ErrorKind::ProviderRegistration, format!("{name} failed to register in {library} (no CPU fallback is allowed): {e}"))
+            })?;
+        } else if let Some(dispatch) = dispatch(self.provider, self.options)? {
             builder = builder.with_execution_providers([dispatch.error_on_failure()]).map_err(|e| {
                 CheckError::new(ErrorKind::ProviderRegistration, format!("{name} failed to register in {library} (no CPU fallback is allowed): {e}"))
             })?;
         }
-        let session = builder
-            .commit_from_file(model)
-            .map_err(|e| CheckError::new(ErrorKind::ModelLoad, format!("cannot load {}: {e}", model.display())))?;
-        Ok(OnnxSession { session, library, mode })
+        builder
+            .commit_from_file(&self.model)
+            .map_err(|e| CheckError::new(ErrorKind::ModelLoad, format!("cannot load {}: {e}", self.model.display())))
     }
+
+    /// The open session for these inputs: a static-shape provider's is rebuilt when
+    /// the sizes change (the replaced one's placements are kept for `placement`).
+    fn session_for(&mut self, inputs: &[(String, Tensor)]) -> Result<&mut OrtSession, CheckError> {
+        if let Some(declared) = &self.static_inputs {
+            let mut overrides: Vec<(String, i64)> = Vec::new();
+            for (name, axes) in declared {
+                if let Some((_, tensor)) = inputs.iter().find(|(n, _)| n == name) {
+                    for (axis, size) in axes.iter().zip(&tensor.shape) {
+                        if !overrides.iter().any(|(a, _)| a == axis) {
+                            overrides.push((axis.to_string(), *size as i64));
+                        }
+                    }
+                }
+            }
+            if self.session.as_ref().is_none_or(|(open, _)| *open != overrides) {
+                if let Some((_, mut old)) = self.session.take() {
+                    if self.mode == Mode::Profiled {
+                        self.earlier.extend(read_profile(&mut old)?.ops);
+                    }
+                }
+                let session = self.build(&overrides)?;
+                self.session = Some((overrides, session));
+            }
+        }
+        Ok(&mut self.session.as_mut().expect("a dynamic session opens with the OnnxSession").1)
+    }
+}
+
+/// The plugin library a provider registers from, registered into the process's
+/// environment once (a failed registration is every later session's error too).
+fn plugin(provider: ExecutionProvider) -> Result<Option<&'static Path>, CheckError> {
+    static REGISTERED: Mutex<Vec<(ExecutionProvider, Result<&'static Path, CheckError>)>> = Mutex::new(Vec::new());
+    let Some(path) = presence::plugin_library(provider) else { return Ok(None) };
+    let mut registered = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, outcome)) = registered.iter().find(|(p, _)| *p == provider) {
+        return outcome.clone().map(Some);
+    }
+    let outcome = (|| {
+        let path = path.map_err(|m| CheckError::new(ErrorKind::LibraryMissing, m))?;
+        let (env, library) = environment(provider)?;
+        env.register_ep_library(provider.ort_name(), &path).map_err(|e| {
+            CheckError::new(ErrorKind::ProviderRegistration, format!("cannot register the {} plugin {} into {}: {e}", provider.ort_name(), path.display(), library.display()))
+        })?;
+        Ok(&*Box::leak(path.into_boxed_path()))
+    })();
+    registered.push((provider, outcome.clone()));
+    outcome.map(Some)
+}
+
+fn read_profile(session: &mut OrtSession) -> Result<Placement, CheckError> {
+    let unverified = |message: String| CheckError::new(ErrorKind::ProviderUnverified, message);
+    let profile = session.end_profiling().map_err(|e| unverified(format!("cannot end profiling: {e}")))?;
+    let text = std::fs::read_to_string(&profile).map_err(|e| unverified(format!("cannot read ORT profile {profile}: {e}")))?;
+    let _ = std::fs::remove_file(&profile);
+    parse_profile(&text).map_err(unverified)
 }
 
 /// ORT names a profile `<prefix>_<time in ms>.json`: a per-session counter
@@ -154,7 +259,8 @@ fn dispatch(provider: ExecutionProvider, options: &[(&str, &str)]) -> Result<Opt
 impl super::Session for OnnxSession {
     fn run(&mut self, inputs: &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, CheckError> {
         let values: Vec<(&str, SessionInputValue<'_>)> = inputs.iter().map(|(name, t)| to_ort(t).map(|v| (name.as_str(), v))).collect::<Result<_, _>>()?;
-        let outputs = self.session.run(values).map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("ONNX Runtime run failed: {e}")))?;
+        let session = self.session_for(inputs)?;
+        let outputs = session.run(values).map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("ONNX Runtime run failed: {e}")))?;
         outputs.iter().map(|(name, value)| from_ort(&value).map(|t| (name.to_string(), t))).collect()
     }
 
@@ -162,11 +268,12 @@ impl super::Session for OnnxSession {
         if self.mode != Mode::Profiled {
             return Err(CheckError::new(ErrorKind::ProviderUnverified, "placement asked of a session opened without profiling"));
         }
-        let unverified = |message: String| CheckError::new(ErrorKind::ProviderUnverified, message);
-        let profile = self.session.end_profiling().map_err(|e| unverified(format!("cannot end profiling: {e}")))?;
-        let text = std::fs::read_to_string(&profile).map_err(|e| unverified(format!("cannot read ORT profile {profile}: {e}")))?;
-        let _ = std::fs::remove_file(&profile);
-        parse_profile(&text).map_err(unverified)
+        let Some((_, session)) = self.session.as_mut() else {
+            return Err(CheckError::new(ErrorKind::ProviderUnverified, "placement asked before any run (a static-shape session opens at its first run)"));
+        };
+        let mut placement = read_profile(session)?;
+        placement.ops.splice(0..0, self.earlier.drain(..));
+        Ok(placement)
     }
 
     fn library(&self) -> String {

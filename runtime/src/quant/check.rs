@@ -102,6 +102,7 @@ pub(crate) fn blank_record(cell: &QuantizationCell, scheme: QuantScheme) -> Reco
         memory: None,
         fixture: None,
         library: None,
+        device: None,
         precision: scheme.name(),
         quantization: None,
         bench: None,

@@ -120,7 +120,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// lumina_nextdit2d on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
+/// lumina_nextdit2d on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,

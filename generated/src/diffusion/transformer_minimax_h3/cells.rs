@@ -150,7 +150,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// transformer_minimax_h3 on qnn: not-tested (onnxruntime, QNNExecutionProvider (backend_type=htp)).
+/// transformer_minimax_h3 on qnn: not-tested (onnxruntime, QNNExecutionProvider (backend_type=htp, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,

@@ -124,7 +124,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// jetmoe on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
+/// jetmoe on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,

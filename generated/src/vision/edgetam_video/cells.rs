@@ -150,7 +150,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// edgetam_video on qnn: not-tested (onnxruntime, QNNExecutionProvider (backend_type=htp)).
+/// edgetam_video on qnn: not-tested (onnxruntime, QNNExecutionProvider (backend_type=htp, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,

@@ -124,7 +124,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// sam_hq_vision_model on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
+/// sam_hq_vision_model on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,

@@ -116,7 +116,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// swin2sr on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
+/// swin2sr on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,

@@ -164,7 +164,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// dots3_note on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp)).
+/// dots3_note on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,

@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// glmasr on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp)).
+/// glmasr on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::QNN,
