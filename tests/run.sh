@@ -3,6 +3,7 @@
 # is the one command; warm, it only rebuilds what changed.
 #
 #   1. tests/setup.sh: the exporter's Python venv (torch, transformers, onnxruntime) in the cache,
+#      ONNX Runtime's plugin providers in it (QNN's HTP emulator, WebGPU's Dawn),
 #      ONNX Runtime's OpenVINO build in a venv of its own, and the web platforms'
 #      pieces (Debian's chromium and Mesa's Vulkan driver, npm's onnxruntime-web
 #      and WebNN Chromium); gen doctor checks them all
@@ -13,7 +14,8 @@
 #   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells
 #      with both engines (ONNX Runtime, and libtorch through tch, linked from the
 #      venv's torch); then the openvino cells, in a test process of their own
-#   5. webgpu's quantization checks of every model (wgpu's WGSL kernels on Mesa's
+#   5. webgpu's native cells of every model (ONNX Runtime's WebGPU plugin, on
+#      SwiftShader where no GPU is); webgpu's quantization checks of every model (wgpu's WGSL kernels on Mesa's
 #      lavapipe, five schemes each), the web cells in headless Chromium (webnn and
 #      webgpu, for the high-priority models), and the browser engine's failure test
 #   6. tests/checkpoint.sh: a fixture from a pretrained checkpoint folder passes bert's cell
@@ -31,13 +33,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The set-up (venvs, web pieces, nextest; exports CARGO_TARGET_DIR and the venv).
-source tests/setup.sh exporter openvino web tools
+source tests/setup.sh exporter plugins openvino web tools
 # One run id for every test process of this run: the report is this run's records.
 export HWMATRIX_RUN_ID="${HWMATRIX_RUN_ID:-ci-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
 started=$SECONDS
 
 step "the platforms this run tests are usable here (gen doctor)"
-cargo run --quiet --locked -p generator --bin gen -- doctor --platform cpu --platform openvino --platform webgpu --platform webnn
+# No GPU here: webgpu's native engine (ONNX Runtime's WebGPU plugin) runs on
+# SwiftShader, the software Vulkan driver Debian's chromium ships, which the
+# plugin takes only when allowed. A GPU's own driver is left alone.
+if [[ ! -e /dev/dri/renderD128 && ! -e /dev/nvidiactl ]]; then
+  export ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1 VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json
+fi
+# Dawn's Wayland probe wants it set; it finds no compositor either way.
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
+cargo run --quiet --locked -p generator --bin gen -- doctor --platform cpu --platform openvino --platform qnn --platform webgpu --platform webnn
 
 step "generated/ and the CI workflow are up to date with model-specs/, and actionlint passes the workflow"
 cargo run --quiet --locked -p generator --bin gen -- --all --check
@@ -77,6 +87,13 @@ cargo test --locked -p generated --features openvino,torch ::openvino:: -- --tes
 # Quantization is measured on every model: wgpu's kernels take the fixture's
 # own weight matrices, so no browser is involved and the whole set takes a
 # minute or two on lavapipe.
+# webgpu's native engine: ONNX Runtime's C++ WebGPU provider as a plugin (Dawn),
+# the kernels the browser's webgpu bundle compiles to wasm, on every model. One
+# process for all: the plugin's context keeps every pipeline it compiled, so
+# later models reuse the kernels earlier ones compiled.
+step "webgpu's native cells: every model on ONNX Runtime's WebGPU plugin (Dawn; SwiftShader where no GPU is)"
+cargo test --locked -p generated --features webgpu -- ::webgpu::native:: 2>&1 | tee -a "$log"
+
 step "webgpu's quantization checks: each model's weights at 16, 8, 4, 2 bits and 4-bit mixed on wgpu's kernels"
 cargo test --locked -p runtime --features wgpu,browser --lib 2>&1 | tee -a "$log"
 cargo test --locked -p generated --features webgpu,webnn -- ::webgpu::wgpu:: 2>&1 | tee -a "$log"

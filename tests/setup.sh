@@ -5,8 +5,9 @@
 #   bash tests/setup.sh                     every part
 #   bash tests/setup.sh exporter web        some: exporter (the Python venv that builds
 #                                           fixtures and holds the CPU onnxruntime and
-#                                           libtorch), qnn (the QNN plugin and HTP
-#                                           emulator, into that venv), openvino (ONNX Runtime's OpenVINO
+#                                           libtorch), plugins (ONNX Runtime's plugin
+#                                           providers, into that venv: QNN with its HTP
+#                                           emulator, WebGPU with Dawn), openvino (ONNX Runtime's OpenVINO
 #                                           build), web (Chromium, Mesa's Vulkan driver,
 #                                           onnxruntime-web, the WebNN Chromium), tools
 #                                           (cargo-nextest, actionlint)
@@ -24,7 +25,7 @@ venv="$cache/venv"
 requirements=runtime/exporter/requirements.txt
 step() { printf '\n==> %s\n' "$*"; }
 parts=("$@")
-(( ${#parts[@]} )) || parts=(exporter qnn openvino web tools)
+(( ${#parts[@]} )) || parts=(exporter plugins openvino web tools)
 wants() { [[ " ${parts[*]} " == *" $1 "* ]]; }
 
 # A venv at $1 with the requirements file $2, re-created when that file
@@ -47,14 +48,15 @@ if wants exporter; then
   venv_with "$venv" "$requirements"
 fi
 
-# QNN's plugin and HTP emulator, on top of the exporter venv (stamped apart:
-# a re-created venv has no stamp, so it gets the plugin again).
-if wants qnn; then
-  step "QNN execution provider plugin and Qualcomm's HTP emulator (into $venv)"
-  want=$(sha256sum runtime/exporter/requirements-qnn.txt | cut -d' ' -f1)
-  if [[ "$(cat "$venv/.requirements-qnn.sha256" 2>/dev/null)" != "$want" ]]; then
-    "$venv/bin/pip" install --disable-pip-version-check --progress-bar off --no-deps -r runtime/exporter/requirements-qnn.txt
-    echo "$want" > "$venv/.requirements-qnn.sha256"
+# ONNX Runtime's plugin providers (QNN's HTP emulator, WebGPU's Dawn) on top of
+# the exporter venv (stamped apart: a re-created venv has no stamp, so it gets
+# the plugins again).
+if wants plugins; then
+  step "ONNX Runtime's plugin execution providers: QNN with Qualcomm's HTP emulator, WebGPU with Dawn (into $venv)"
+  want=$(sha256sum runtime/exporter/requirements-plugins.txt | cut -d' ' -f1)
+  if [[ "$(cat "$venv/.requirements-plugins.sha256" 2>/dev/null)" != "$want" ]]; then
+    "$venv/bin/pip" install --disable-pip-version-check --progress-bar off --no-deps -r runtime/exporter/requirements-plugins.txt
+    echo "$want" > "$venv/.requirements-plugins.sha256"
   else
     echo "up to date"
   fi

@@ -93,16 +93,21 @@ pub static WEBNN_BROWSER: runtime::Engine = runtime::Engine::Browser {
     backend: runtime::BrowserBackend::Webnn,
     device_type: Some("cpu"),
 };
-/// WebGPU: engines onnxruntime-web in headless Chromium, webgpu.
+/// WebGPU: engines onnxruntime-web in headless Chromium, webgpu; onnxruntime, WebGpuExecutionProvider.
 pub static WEBGPU: runtime::PlatformDecl = runtime::PlatformDecl {
     platform: runtime::Platform::Webgpu,
     feature: "webgpu",
-    requires: "a WebGPU adapter (Vulkan, e.g. Mesa lavapipe) or a Chromium with WebGPU",
+    requires: "a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine)",
 };
 /// WebGPU's browser engine: onnxruntime-web in headless Chromium, webgpu.
 pub static WEBGPU_BROWSER: runtime::Engine = runtime::Engine::Browser {
     backend: runtime::BrowserBackend::Webgpu,
     device_type: None,
+};
+/// WebGPU's onnxruntime engine: onnxruntime, WebGpuExecutionProvider.
+pub static WEBGPU_NATIVE: runtime::Engine = runtime::Engine::OnnxRuntime {
+    provider: runtime::ExecutionProvider::WebGpu,
+    options: &[],
 };
 /// model-specs/quantization.yaml: how webgpu's quantization checks quantize, and each rating's bound on the mean relative error.
 pub static QUANTIZATION: runtime::QuantizationDecl = runtime::QuantizationDecl {

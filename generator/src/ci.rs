@@ -17,6 +17,8 @@
 use std::fmt::Write;
 use std::path::Path;
 
+use hwmatrix_cell::presence;
+
 use crate::spec::{EngineSpec, Specs};
 
 /// Where the workflow lives in the checkout.
@@ -40,9 +42,20 @@ const DOWNLOAD_ARTIFACT: &str = "actions/download-artifact@v7";
 fn setup_parts(platform: &str) -> &'static str {
     match platform {
         "openvino" => "exporter openvino tools",
-        "qnn" => "exporter qnn tools",
-        "webgpu" | "webnn" => "exporter web tools",
+        "qnn" => "exporter plugins tools",
+        "webgpu" => "exporter web plugins tools",
+        "webnn" => "exporter web tools",
         _ => "exporter tools",
+    }
+}
+
+/// What a platform's job sets for its cells besides the venv: GitHub's hosted runners have
+/// no GPU, so webgpu's native engine (ONNX Runtime's WebGPU plugin) takes SwiftShader, the
+/// software Vulkan driver Debian's chromium ships, which it only does when allowed.
+fn platform_env(platform: &str) -> String {
+    match platform {
+        "webgpu" => format!("{}=1 VK_ICD_FILENAMES={} ", presence::ALLOW_SOFTWARE_ADAPTER, presence::SWIFTSHADER_ICD),
+        _ => String::new(),
     }
 }
 
@@ -81,8 +94,9 @@ pub fn render(specs: &Specs) -> String {
         // `runner` context is not available to a job's `env`: GitHub rejects the workflow).
         let _ = writeln!(
             y,
-            "      - env:\n          HWMATRIX_HOST: {name}-${{{{ matrix.partition }}}}-of-{PARTITIONS}-${{{{ runner.name }}}}\n        run: PATH=\"$HOME/.cache/hwmatrix/tools/bin:$HOME/.cache/hwmatrix/venv/bin:$PATH\" LIBTORCH_USE_PYTORCH=1 VIRTUAL_ENV=$HOME/.cache/hwmatrix/venv \
+            "      - env:\n          HWMATRIX_HOST: {name}-${{{{ matrix.partition }}}}-of-{PARTITIONS}-${{{{ runner.name }}}}\n        run: PATH=\"$HOME/.cache/hwmatrix/tools/bin:$HOME/.cache/hwmatrix/venv/bin:$PATH\" LIBTORCH_USE_PYTORCH=1 VIRTUAL_ENV=$HOME/.cache/hwmatrix/venv {}\
 cargo nextest run --locked -p generated --features {} --partition hash:${{{{ matrix.partition }}}}/{PARTITIONS} --no-fail-fast -E 'test(/::{name}::/)'",
+            platform_env(name),
             features.join(",")
         );
         let _ = writeln!(

@@ -50,13 +50,22 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
     let planned = crate::plan::plan_platform(specs, platform);
     let mut features = vec![spec.feature.clone()];
     for engine in &planned.engines {
-        let name = engine.kind().module();
+        let name = engine.kind().module(platform);
         if let Some(reason) = planned.no_engine(engine) {
             missing.push(format!("{name}: {reason}"));
             continue;
         }
         let probe = match engine {
-            EngineSpec::Onnxruntime { provider, .. } => onnxruntime(*provider),
+            EngineSpec::Onnxruntime { provider, .. } => onnxruntime(*provider).and_then(|mut lines| {
+                // The native WebGPU plugin needs a Vulkan adapter, not the browser the platform's probe looks for.
+                if *provider == ExecutionProvider::WebGpu {
+                    match presence::native_webgpu() {
+                        Availability::Present(what) => lines.push(what),
+                        Availability::Absent(why) => return Err(why),
+                    }
+                }
+                Ok(lines)
+            }),
             EngineSpec::Libtorch { device } => libtorch(platform, device),
             EngineSpec::Browser { backend, device_type } => browser(*backend, device_type.as_deref()),
             other => Err(format!("engine {} has no doctor probe yet", other.kind().name())),

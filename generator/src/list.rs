@@ -24,7 +24,7 @@ pub fn render(plan: &Plan) -> String {
     let _ = write!(out, "  {:width$}  {:16}", "model", "category");
     for p in &plan.platforms {
         for e in &p.engines {
-            let _ = write!(out, " {:>14}", format!("{}/{}", p.platform.name(), e.kind().module()));
+            let _ = write!(out, " {:>14}", format!("{}/{}", p.platform.name(), e.kind().module(p.platform)));
         }
     }
     out.push('\n');
@@ -58,7 +58,7 @@ pub fn render(plan: &Plan) -> String {
         for e in &p.engines {
             let c = per_engine.get(&(p.platform, e.kind())).copied().unwrap_or_default();
             let engine = crate::render::cells::engine_doc(e);
-            let _ = writeln!(out, "  {:9} {:9} {:7} {} | {engine}", p.platform.name(), hw.display_name, e.kind().module(), counts(&c));
+            let _ = writeln!(out, "  {:9} {:9} {:7} {} | {engine}", p.platform.name(), hw.display_name, e.kind().module(p.platform), counts(&c));
         }
     }
     let _ = writeln!(out, "\n{}", stages_by_category(plan));

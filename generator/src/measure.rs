@@ -83,8 +83,8 @@ pub fn run(
             records
         }
         None => {
-            let mut filters: Vec<String> = cells.iter().map(|(m, e)| format!("{}::{}::{platform}::{}::", m.spec.category, m.module, e.module())).collect();
-            filters.extend(quantized.iter().map(|m| format!("{}::{}::{platform}::{}::", m.spec.category, m.module, EngineKind::Wgpu.module())));
+            let mut filters: Vec<String> = cells.iter().map(|(m, e)| format!("{}::{}::{platform}::{}::", m.spec.category, m.module, e.module(platform))).collect();
+            filters.extend(quantized.iter().map(|m| format!("{}::{}::{platform}::{}::", m.spec.category, m.module, EngineKind::Wgpu.module(platform))));
             measure(root, platform, &filters, &features, err)?
         }
     };

@@ -95,7 +95,41 @@ impl GraphNodes {
         let has_lists = !self.integer.is_empty() || !self.float.is_empty();
         has_lists && !self.integer.contains(name) && !self.float.contains(name)
     }
+
+    /// Why a node ONNX Runtime ran on its CPU provider may run there, where a
+    /// WebGPU provider (the browser's or the native plugin, the same kernels)
+    /// was asked for: the fixture lists it as integer-only ([`INTEGER_ON_CPU`]),
+    /// ORT's log names it a CPU candidate ([`CPU_PREFERRED`]; `candidates`,
+    /// empty where the engine's log is not read), or ORT's optimizer made it
+    /// and it only moves data ([`OPTIMIZER_DATA_MOVEMENT`]). None: a fallback
+    /// the check judges.
+    pub fn cpu_exemption(&self, op: &str, node: &str, candidates: &std::collections::HashSet<&str>) -> Option<&'static str> {
+        if self.integer.contains(node) {
+            Some(INTEGER_ON_CPU)
+        } else if candidates.contains(node) {
+            Some(CPU_PREFERRED)
+        } else if self.made_by_optimizer(node) && DATA_MOVEMENT.contains(&op) {
+            Some(OPTIMIZER_DATA_MOVEMENT)
+        } else {
+            None
+        }
+    }
 }
+
+/// Why an integer-only node may run on ORT's CPU provider.
+pub const INTEGER_ON_CPU: &str =
+    "index and shape arithmetic (no floating-point output or input, per the fixture's integer_nodes), which ONNX Runtime leaves to its CPU provider by design";
+
+/// Why a node ORT itself moved to the CPU may run there.
+pub const CPU_PREFERRED: &str =
+    "ONNX Runtime chose the CPU for it though the provider supports it (its log: \"Candidate for fallback CPU execution\" in the browser, \"Force fallback to CPU execution\" natively: a small node on the way to CPU shape computations)";
+
+/// Why a data-movement node ORT's optimizer made may run on the CPU.
+pub const OPTIMIZER_DATA_MOVEMENT: &str =
+    "a data-movement node ONNX Runtime's optimizer made (not in the fixture's graph, so of unknown type): it moves or reshapes data and computes nothing";
+
+/// Operators that move, select or reshape data without arithmetic.
+const DATA_MOVEMENT: [&str; 12] = ["Concat", "Expand", "Flatten", "Gather", "Identity", "Reshape", "Shape", "Slice", "Split", "Squeeze", "Transpose", "Unsqueeze"];
 
 /// Judges a run's placement against the requested provider and the allowed fallbacks.
 pub fn judge(requested: &str, options: &[(&str, &str)], ops: &[OpPlacement], allowed: &[AllowedFallback]) -> ProviderEvidence {

@@ -82,7 +82,7 @@ pub fn cell_const(cell: &CellPlan) -> String {
 }
 
 fn engine_const(platform: Platform, engine: &EngineSpec) -> String {
-    format!("{}_{}", platform.name(), engine.kind().module()).to_uppercase()
+    format!("{}_{}", platform.name(), engine.kind().module(platform)).to_uppercase()
 }
 
 /// `cells.rs` of a model: one cell per platform and engine.

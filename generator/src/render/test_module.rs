@@ -46,7 +46,7 @@ fn engine_cell(cell: &CellPlan, hardware: &PlatformSpec) -> serde_json::Value {
         None => format!("{} is present", hardware.requires),
     };
     serde_json::json!({
-        "engine_module": kind.module(),
+        "engine_module": kind.module(cell.platform),
         "engine_doc": crate::render::cells::engine_doc(&cell.engine),
         "status": cell.planned.label(),
         "reason": cell.planned.reason(),

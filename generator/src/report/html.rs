@@ -199,6 +199,26 @@ pub fn render(report: &Report) -> String {
         let _ = write!(out, "<li>{} ({}): {}</li>", esc(&group.cause), group.cells.len(), esc(&models.join(", ")));
     }
     out.push_str("</ul>");
+    out.push_str("<h2>Engines that run the same kernels and disagree</h2><p><small>webgpu's browser and native engines run the same C++ WebGPU provider: where one passes and the other fails, an engine is the finding, not the model.</small></p>");
+    if report.engine_disagreements.is_empty() {
+        out.push_str("<p id=\"engine-disagreements\">None.</p>");
+    } else {
+        out.push_str("<table id=\"engine-disagreements\"><tr><th>model</th><th>platform</th><th>engine</th><th>status</th><th>reason</th></tr>");
+        for d in &report.engine_disagreements {
+            for (engine, status, reason) in &d.engines {
+                let _ = write!(
+                    out,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(&d.model),
+                    esc(&d.platform),
+                    esc(engine),
+                    status.label(),
+                    esc(reason.as_deref().unwrap_or(""))
+                );
+            }
+        }
+        out.push_str("</table>");
+    }
     out.push_str("<h2>Stages</h2><p><small>How far each cell got: <code>config</code> and <code>reference</code> are our harness's (not tested), <code>export</code> the exporters', <code>load</code>, <code>run</code> and <code>mismatch</code> the engine's; <code>-</code>: no check reached the model.</small></p><table id=\"stages\"><tr><th>platform</th>");
     for stage in hwmatrix_cell::Stage::ALL {
         let _ = write!(out, "<th>{}</th>", stage.name());

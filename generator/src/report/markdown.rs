@@ -159,6 +159,20 @@ pub fn render(report: &Report) -> String {
         }
     }
 
+    let _ = writeln!(out, "\n## Engines that run the same kernels and disagree\n");
+    let _ = writeln!(out, "webgpu's browser engine and its native engine run the same C++ WebGPU provider (wasm in Chromium, and ONNX Runtime's plugin with Dawn): a model one passes and the other fails points at an engine, not at the model.\n");
+    if report.engine_disagreements.is_empty() {
+        let _ = writeln!(out, "None.");
+    } else {
+        let _ = writeln!(out, "| model | platform | engine | status | reason |");
+        let _ = writeln!(out, "|---|---|---|---|---|");
+        for d in &report.engine_disagreements {
+            for (engine, status, reason) in &d.engines {
+                let _ = writeln!(out, "| {} | {} | {engine} | {} | {} |", d.model, d.platform, status.label(), reason.as_deref().unwrap_or("").replace('|', "\\|"));
+            }
+        }
+    }
+
     let _ = writeln!(out, "\n## Implementation issues\n");
     for group in &report.issues {
         let _ = writeln!(out, "### {} ({} cells)\n", group.cause, group.cells.len());

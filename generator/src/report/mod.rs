@@ -298,8 +298,49 @@ pub struct Report {
     pub issues: Vec<IssueGroup>,
     /// The wgpu quantization kernels' checks: not model runs, so apart from everything above.
     pub kernel_checks: KernelChecks,
+    /// Models whose engines that run the same kernels (webgpu's browser and native) disagree.
+    pub engine_disagreements: Vec<EngineDisagreement>,
     pub performance: Vec<Performance>,
     pub recommendations: Recommendations,
+}
+
+/// Engines of one platform that run the same kernels, so their verdicts must agree: webgpu's
+/// browser engine (onnxruntime-web's `webgpu` bundle, the C++ WebGPU provider in wasm) and its
+/// native one (the same provider as ONNX Runtime's plugin, with Dawn). Where they disagree, one of
+/// them (the wasm build, the browser's adapter, or the plugin) is the finding, not the model.
+pub const SAME_KERNELS: [(&str, [&str; 2]); 1] = [("webgpu", ["browser", "onnxruntime"])];
+
+/// A model both same-kernel engines measured, with different verdicts.
+#[derive(Debug, Serialize)]
+pub struct EngineDisagreement {
+    pub model: String,
+    pub platform: String,
+    /// Each engine's status and first failing check's reason.
+    pub engines: Vec<(String, Status, Option<String>)>,
+}
+
+/// The models whose same-kernel engines both have a verdict (passed, or failed: a failure
+/// now or a known issue a measurement recorded; not ignored or not run) and disagree.
+fn engine_disagreements(cells: &[Cell]) -> Vec<EngineDisagreement> {
+    let measured = |s: Status| matches!(s, Status::Passed | Status::Failed | Status::KnownIssue);
+    let passed = |c: &Cell| c.status == Status::Passed;
+    let mut found = Vec::new();
+    for (platform, engines) in SAME_KERNELS {
+        let mut by_model: BTreeMap<&str, Vec<&Cell>> = BTreeMap::new();
+        for cell in cells.iter().filter(|c| c.platform == platform && engines.contains(&c.engine.as_str()) && measured(c.status)) {
+            by_model.entry(&cell.model).or_default().push(cell);
+        }
+        for (model, pair) in by_model {
+            if pair.len() == 2 && passed(pair[0]) != passed(pair[1]) {
+                found.push(EngineDisagreement {
+                    model: model.to_string(),
+                    platform: platform.to_string(),
+                    engines: pair.iter().map(|c| (c.engine.clone(), c.status, c.reason.clone())).collect(),
+                });
+            }
+        }
+    }
+    found
 }
 
 /// The engine whose checks are not model runs: wgpu runs our WGSL quantization kernels on a
@@ -449,7 +490,8 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
     let performance = performance(&evidence);
     let recommendations = Recommendations { fastest_verified_platform: fastest(&cells, &performance), contradicted_expectations: contradictions(&cells) };
     let stages = stage_rows(&cells, &platform_names);
-    Ok(Report { source, summary, platforms, stages, models, matrices, issues: issues(&cells), cells, kernel_checks, performance, recommendations })
+    let engine_disagreements = engine_disagreements(&cells);
+    Ok(Report { source, summary, platforms, stages, models, matrices, issues: issues(&cells), cells, kernel_checks, engine_disagreements, performance, recommendations })
 }
 
 /// A cell's stage: that of the record that decides its status; a passed cell
@@ -703,5 +745,29 @@ mod tests {
         assert_eq!((webgpu.counts.get(Status::Passed), webgpu.counts.get(Status::KnownIssue)), (0, 1), "a kernel pass counted on the webgpu bar");
         let rows = stage_rows(&model_runs, &["webgpu".to_string()]);
         assert_eq!(rows[0].counts.iter().map(|(_, n)| n).sum::<usize>(), 1);
+    }
+
+    #[test]
+    fn webgpu_browser_and_native_disagreeing_are_flagged_and_agreeing_or_unmeasured_are_not() {
+        let on = |model: &str, engine: &str, status: Status| Cell { model: model.into(), engine: engine.into(), ..cell("webgpu", status, None) };
+        let cells = [
+            on("agree", "browser", Status::Passed),
+            on("agree", "onnxruntime", Status::Passed),
+            on("differ", "browser", Status::Passed),
+            Cell { reason: Some("Abs on CPU".into()), ..on("differ", "onnxruntime", Status::Failed) },
+            on("both_fail", "browser", Status::KnownIssue),
+            on("both_fail", "onnxruntime", Status::Failed),
+            on("issue_vs_pass", "browser", Status::KnownIssue),
+            on("issue_vs_pass", "onnxruntime", Status::Passed),
+            on("unmeasured", "browser", Status::Ignored),
+            on("unmeasured", "onnxruntime", Status::Passed),
+            // cpu's two engines run different kernels: never compared.
+            Cell { platform: "cpu".into(), ..on("cpu_only", "onnxruntime", Status::Passed) },
+            Cell { platform: "cpu".into(), ..on("cpu_only", "libtorch", Status::Failed) },
+        ];
+        let found = engine_disagreements(&cells);
+        let models: Vec<&str> = found.iter().map(|d| d.model.as_str()).collect();
+        assert_eq!(models, ["differ", "issue_vs_pass"]);
+        assert_eq!(found[0].engines[1], ("onnxruntime".to_string(), Status::Failed, Some("Abs on CPU".to_string())));
     }
 }

@@ -114,9 +114,12 @@ impl EngineKind {
     }
 
     /// The module a cell of this engine has under its platform in test paths
-    /// (`bert::cpu::onnx::runs`, `bert::cpu::torch::runs`).
-    pub fn module(self) -> &'static str {
+    /// (`bert::cpu::onnx::runs`, `bert::cpu::torch::runs`). On webgpu, ONNX
+    /// Runtime runs the WebGPU execution provider natively (Dawn), the same
+    /// kernels as the browser's: `webgpu::native` beside `webgpu::browser`.
+    pub fn module(self, platform: Platform) -> &'static str {
         match self {
+            EngineKind::Onnxruntime if platform == Platform::Webgpu => "native",
             EngineKind::Onnxruntime => "onnx",
             EngineKind::Libtorch => "torch",
             EngineKind::Wgpu => "wgpu",
@@ -204,6 +207,10 @@ pub enum ExecutionProvider {
     OpenVino,
     #[serde(rename = "QNNExecutionProvider")]
     Qnn,
+    /// ONNX Runtime's C++ WebGPU provider (Dawn inside) as a native plugin:
+    /// the kernels onnxruntime-web's `webgpu` bundle compiles to wasm.
+    #[serde(rename = "WebGpuExecutionProvider")]
+    WebGpu,
 }
 
 impl ExecutionProvider {
@@ -223,6 +230,7 @@ impl ExecutionProvider {
             ExecutionProvider::CoreMl => "CoreMLExecutionProvider",
             ExecutionProvider::OpenVino => "OpenVINOExecutionProvider",
             ExecutionProvider::Qnn => "QNNExecutionProvider",
+            ExecutionProvider::WebGpu => "WebGpuExecutionProvider",
         }
     }
 }
@@ -375,7 +383,7 @@ impl Cell {
     /// `model_type::platform::engine`, the way messages name a cell. (Test
     /// paths use the model's Rust module, `xlm_roberta::cpu::onnx` for `xlm-roberta`.)
     pub fn id(&self) -> String {
-        format!("{}::{}::{}", self.model.name(), self.platform.platform, self.engine.kind().module())
+        format!("{}::{}::{}", self.model.name(), self.platform.platform, self.engine.kind().module(self.platform.platform))
     }
 
     /// The cargo features its checks need: the platform's, and the engine's if it has one.

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{paths, BrowserBackend, ExecutionProvider, Platform};
+use crate::{paths, BrowserBackend, Engine, ExecutionProvider, Platform};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Availability {
@@ -57,6 +57,65 @@ pub fn detect(platform: Platform) -> Availability {
         Platform::Webnn => browser_presence(BrowserBackend::Webnn),
         Platform::Webgpu => browser_presence(BrowserBackend::Webgpu),
     }
+}
+
+/// Whether what one engine of a platform needs is here. Most engines need
+/// only their platform's hardware ([`detect`]); webgpu's native engine (ONNX
+/// Runtime's WebGPU plugin, [`native_webgpu`]) needs a Vulkan adapter that
+/// Dawn accepts, not the browser.
+pub fn detect_engine(platform: Platform, engine: &Engine) -> Availability {
+    match engine {
+        Engine::OnnxRuntime { provider: ExecutionProvider::WebGpu, .. } => native_webgpu(),
+        _ => detect(platform),
+    }
+}
+
+/// The variable that lets ONNX Runtime's WebGPU plugin take a software
+/// adapter: without it the plugin offers no device where no GPU is.
+pub const ALLOW_SOFTWARE_ADAPTER: &str = "ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER";
+
+/// The native WebGPU engine's pieces: the plugin, the Vulkan loader Dawn
+/// opens, and a device. A GPU's Vulkan driver (`/dev/dri/renderD*`, or
+/// NVIDIA's) is a device; without one, a software adapter only where the
+/// user allowed it ([`ALLOW_SOFTWARE_ADAPTER`]) with a Vulkan driver Dawn
+/// accepts: SwiftShader (Debian's chromium ships `vk_swiftshader_icd.json`),
+/// named by `VK_ICD_FILENAMES`; Mesa's lavapipe in Debian 12 is rejected by
+/// Dawn ("shaderUniform*ArrayDynamicIndexing"). What the adapter really is,
+/// the engine reads from the plugin's device when it opens a session.
+pub fn native_webgpu() -> Availability {
+    let plugin = match plugin_library(ExecutionProvider::WebGpu).expect("WebGPU is a plugin provider") {
+        Ok(plugin) => plugin,
+        Err(missing) => return Availability::Absent(missing),
+    };
+    if !has_library("libvulkan.so.1") {
+        return Availability::Absent("no Vulkan loader (libvulkan.so.1), which ONNX Runtime's WebGPU plugin (Dawn) opens: install Debian's libvulkan1".into());
+    }
+    let gpu = first_existing(&["/dev/dri/renderD128", "/dev/nvidiactl"]);
+    let software = std::env::var_os(ALLOW_SOFTWARE_ADAPTER).is_some_and(|v| v == "1");
+    let icd = std::env::var_os("VK_ICD_FILENAMES").map(PathBuf::from);
+    match (gpu, software) {
+        (Some(dev), _) => Availability::Present(format!("ONNX Runtime's WebGPU plugin {} (GPU device {})", plugin.display(), dev.display())),
+        (None, true) => match icd {
+            Some(icd) if icd.is_file() => {
+                Availability::Present(format!("ONNX Runtime's WebGPU plugin {} on a software Vulkan adapter ({})", plugin.display(), icd.display()))
+            }
+            Some(icd) => Availability::Absent(format!("VK_ICD_FILENAMES names {}, which does not exist", icd.display())),
+            None => Availability::Absent(format!(
+                "no GPU here (no /dev/dri/renderD128 or /dev/nvidiactl) and VK_ICD_FILENAMES names no software Vulkan driver: set it to SwiftShader's ({SWIFTSHADER_ICD} from Debian's chromium), as tests/run.sh does"
+            )),
+        },
+        (None, false) => Availability::Absent(format!(
+            "no GPU here (no /dev/dri/renderD128 or /dev/nvidiactl); to run on a software adapter set {ALLOW_SOFTWARE_ADAPTER}=1 and VK_ICD_FILENAMES={SWIFTSHADER_ICD}, as tests/run.sh does"
+        )),
+    }
+}
+
+/// SwiftShader's Vulkan driver as Debian's chromium ships it: the software
+/// adapter Dawn accepts.
+pub const SWIFTSHADER_ICD: &str = "/usr/lib/chromium/vk_swiftshader_icd.json";
+
+fn has_library(name: &str) -> bool {
+    ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib/x86_64-linux-gnu"].iter().any(|dir| Path::new(dir).join(name).exists())
 }
 
 /// What records and reports call evidence from Qualcomm's HTP emulator: not a
@@ -182,19 +241,22 @@ pub fn provider_library(provider: ExecutionProvider) -> Option<&'static str> {
         ExecutionProvider::TensorRt => Some("libonnxruntime_providers_tensorrt.so"),
         ExecutionProvider::MiGraphX => Some("libonnxruntime_providers_migraphx.so"),
         ExecutionProvider::OpenVino => Some("libonnxruntime_providers_openvino.so"),
-        // A plugin registered at run time, not a library of the build (plugin_library).
-        ExecutionProvider::Qnn => None,
+        // Plugins registered at run time, not libraries of the build (plugin_library).
+        ExecutionProvider::Qnn | ExecutionProvider::WebGpu => None,
     }
 }
 
 /// A provider shipped as a plugin execution provider (ONNX Runtime's EP ABI):
 /// its own PyPI wheel holds the library, which the runtime registers into the
 /// cpu build it already loaded (`Environment::register_ep_library`), so its
-/// cells share a process with the cpu cells. QNN: `onnxruntime-qnn` in the
-/// exporter venv. `None` for providers compiled into their build.
+/// cells share a process with the cpu cells. QNN: `onnxruntime-qnn`; WebGPU:
+/// `onnxruntime-ep-webgpu` (Dawn inside); both in the exporter venv
+/// (runtime/exporter/requirements-plugins.txt). `None` for providers
+/// compiled into their build.
 pub fn plugin_library(provider: ExecutionProvider) -> Option<Result<PathBuf, String>> {
     let (package, file, wheel) = match provider {
         ExecutionProvider::Qnn => ("onnxruntime_qnn", "libonnxruntime_providers_qnn.so", "onnxruntime-qnn==2.7.0"),
+        ExecutionProvider::WebGpu => ("onnxruntime_ep_webgpu", "libonnxruntime_providers_webgpu.so", "onnxruntime-ep-webgpu==0.4.0"),
         _ => return None,
     };
     let venv = paths::python().parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();

@@ -46,6 +46,12 @@ pub trait Session {
 
     fn threads(&self) -> Threads;
 
+    /// The device the session runs on, where the engine can say more than the
+    /// platform's presence probe (a plugin's adapter), for records.
+    fn device(&self) -> Option<String> {
+        None
+    }
+
     /// One run's time in milliseconds. By default the run as the check sees
     /// it; an engine whose runs cross a process boundary times the run alone.
     fn time_run(&mut self, inputs: &[(String, Tensor)]) -> Result<f64, CheckError> {
@@ -79,7 +85,8 @@ pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: 
     match *cell.engine {
         Engine::OnnxRuntime { provider, options } => {
             let static_inputs = provider.static_shapes().then(|| cell.model.inputs.iter().map(|d| (d.name, d.axes)).collect());
-            Ok(Box::new(onnx::OnnxSession::open(provider, options, &onnx_model(fixture, precision)?, mode, static_inputs)?))
+            let nodes = graph_nodes(fixture);
+            Ok(Box::new(onnx::OnnxSession::open(provider, options, &onnx_model(fixture, precision)?, mode, static_inputs, nodes)?))
         }
         Engine::Libtorch { .. } if precision.is_some() => {
             Err(CheckError::new(ErrorKind::EngineNotBuilt, format!("{}: the libtorch engine runs float32 TorchScript only", cell.id())))
@@ -88,10 +95,7 @@ pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: 
             let outputs: Vec<&'static str> = cell.model.outputs.iter().map(|o| o.name).collect();
             torch::open(cell.platform.platform, device, &fixture.model_torchscript()?, &outputs)
         }
-        Engine::Browser { backend, device_type } => {
-            let nodes = fixture.meta.integer_nodes.as_ref().map(|n| placement::GraphNodes::new(&n.names, &n.float)).unwrap_or_default();
-            open_browser(cell, backend, device_type, &onnx_model(fixture, precision)?, nodes)
-        }
+        Engine::Browser { backend, device_type } => open_browser(cell, backend, device_type, &onnx_model(fixture, precision)?, graph_nodes(fixture)),
         engine => Err(CheckError::new(
             ErrorKind::EngineNotBuilt,
             format!(
@@ -103,6 +107,12 @@ pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: 
             ),
         )),
     }
+}
+
+/// The fixture's account of its graph's nodes (integer-only and float), for
+/// engines that judge CPU placements by node name.
+fn graph_nodes(fixture: &Fixture) -> placement::GraphNodes {
+    fixture.meta.integer_nodes.as_ref().map(|n| placement::GraphNodes::new(&n.names, &n.float)).unwrap_or_default()
 }
 
 /// The ONNX export a check runs: float32, or the variant of `precision`.

@@ -6,9 +6,9 @@
 //! provider is registered with `error_on_failure()`, and a profiled session's
 //! profile says which provider executed each node.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ort::ep::{self, ArbitrarilyConfigurableExecutionProvider};
@@ -19,12 +19,20 @@ use super::{Mode, Placement, Threads};
 use crate::ExecutionProvider;
 use crate::error::{CheckError, ErrorKind, Kind};
 use hwmatrix_cell::presence;
-use crate::placement::OpPlacement;
+use crate::placement::{GraphNodes, OpPlacement};
 use crate::tensor::{Data, Tensor};
 
 /// Every session runs on one thread, so timings compare across machines and
 /// with Python's onnxruntime under the same setting.
 const THREADS: Threads = Threads { intra_op: 1, inter_op: 1 };
+
+/// The longest one run may take: a longer one fails its check with a time-out
+/// (a video UNet on a software WebGPU adapter takes minutes a run).
+const RUN_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Models whose run passed RUN_LIMIT in this process, with the message: their
+/// later checks fail at once with that measurement, not after another long run.
+static TIMED_OUT: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
 
 /// One environment per process: `ort` loads one ONNX Runtime library per
 /// process, and each provider's build is a library of its own
@@ -84,6 +92,12 @@ pub struct OnnxSession {
     /// Placements of the static-shape sessions this one replaced (each shape's own graph).
     earlier: Vec<OpPlacement>,
     library: String,
+    /// The plugin's device, for records (the adapter a WebGPU session ran on).
+    device: Option<String>,
+    /// The fixture's account of its graph's nodes, for judging CPU placements.
+    nodes: GraphNodes,
+    /// Nodes ORT's log says it moved to the CPU on purpose (a WebGPU session's).
+    cpu_preferred: Arc<Mutex<HashSet<String>>>,
     mode: Mode,
 }
 
@@ -98,13 +112,17 @@ impl OnnxSession {
         model: &Path,
         mode: Mode,
         static_inputs: Option<StaticInputs>,
+        nodes: GraphNodes,
     ) -> Result<OnnxSession, CheckError> {
         let (_, library) = environment(provider)?;
         let mut library = library.display().to_string();
+        let mut device = None;
         if let Some(plugin) = plugin(provider)? {
             library = format!("{library} with the {} plugin {}", provider.ort_name(), plugin.display());
+            device = Some(plugin_devices(provider)?.join("; "));
         }
-        let mut session = OnnxSession { provider, options, model: model.to_path_buf(), static_inputs, session: None, earlier: Vec::new(), library, mode };
+        let mut session =
+            OnnxSession { provider, options, model: model.to_path_buf(), static_inputs, session: None, earlier: Vec::new(), library, device, nodes, cpu_preferred: Arc::default(), mode };
         if session.static_inputs.is_none() {
             session.session = Some((Vec::new(), session.build(&[])?));
         }
@@ -113,6 +131,7 @@ impl OnnxSession {
 
     fn build(&self, overrides: &[(String, i64)]) -> Result<OrtSession, CheckError> {
         let (env, library) = environment(self.provider)?;
+        let _turn = turn(self.provider);
         let library = library.display();
         fn setup(e: impl std::fmt::Display) -> CheckError {
             CheckError::new(ErrorKind::ModelLoad, format!("ONNX Runtime session options: {e}"))
@@ -128,6 +147,19 @@ impl OnnxSession {
         }
         if self.mode == Mode::Profiled {
             builder = builder.with_profiling(profile_prefix(&self.model)?).map_err(setup)?;
+        }
+        if self.provider == ExecutionProvider::WebGpu {
+            // The session's own log (a logger per session, so parallel tests do
+            // not mix): the nodes ORT chose to run on the CPU, as the browser
+            // engine reads them from onnxruntime-web's log.
+            let found = Arc::clone(&self.cpu_preferred);
+            builder = builder
+                .with_logger(Arc::new(move |_level, _category, _id, _location, message: &str| {
+                    if let Some(node) = cpu_preferred_node(message) {
+                        found.lock().unwrap_or_else(|e| e.into_inner()).insert(node.to_string());
+                    }
+                }))
+                .map_err(setup)?;
         }
         let name = self.provider.ort_name();
         if plugin(self.provider)?.is_some() {
@@ -170,7 +202,7 @@ impl OnnxSession {
             if self.session.as_ref().is_none_or(|(open, _)| *open != overrides) {
                 if let Some((_, mut old)) = self.session.take() {
                     if self.mode == Mode::Profiled {
-                        self.earlier.extend(read_profile(&mut old)?.ops);
+                        self.earlier.extend(read_profile(&mut old, self.provider, &self.nodes, &self.cpu_preferred)?.ops);
                     }
                 }
                 let session = self.build(&overrides)?;
@@ -179,6 +211,15 @@ impl OnnxSession {
         }
         Ok(&mut self.session.as_mut().expect("a dynamic session opens with the OnnxSession").1)
     }
+}
+
+/// A turn on a provider whose sessions must not be built or run from several
+/// threads at once. The WebGPU plugin's Dawn device is one per process:
+/// measured, three bert checks in parallel ended the test process with
+/// SIGSEGV, while one at a time they pass. Other providers need no turn.
+fn turn(provider: ExecutionProvider) -> Option<std::sync::MutexGuard<'static, ()>> {
+    static WEBGPU: Mutex<()> = Mutex::new(());
+    (provider == ExecutionProvider::WebGpu).then(|| WEBGPU.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// The plugin library a provider registers from, registered into the process's
@@ -202,12 +243,54 @@ fn plugin(provider: ExecutionProvider) -> Result<Option<&'static Path>, CheckErr
     outcome.map(Some)
 }
 
-fn read_profile(session: &mut OrtSession) -> Result<Placement, CheckError> {
+/// The devices a plugin provider offers, as records name them: type, vendor
+/// and id of each (a WebGPU adapter's vendor is the GPU's, or the software
+/// rasterizer's), and whether the user allowed a software adapter.
+fn plugin_devices(provider: ExecutionProvider) -> Result<Vec<String>, CheckError> {
+    let (env, _) = environment(provider)?;
+    let name = provider.ort_name();
+    let mut devices: Vec<String> = env
+        .devices()
+        .filter(|d| d.ep().ok() == Some(name))
+        .map(|d| {
+            let hw = d.hardware_device();
+            format!("{name} device: {:?}, vendor {}, id {:#x}", hw.ty(), hw.vendor().unwrap_or("?"), hw.id())
+        })
+        .collect();
+    if provider == ExecutionProvider::WebGpu && std::env::var_os(presence::ALLOW_SOFTWARE_ADAPTER).is_some_and(|v| v == "1") {
+        devices.push(format!("software adapter allowed ({}=1)", presence::ALLOW_SOFTWARE_ADAPTER));
+    }
+    Ok(devices)
+}
+
+/// The node of ORT's "EP optimization: Force fallback to CPU execution for node
+/// X because the CPU execution path is deemed faster ..." (its warning when it
+/// moves a small node to the CPU on purpose).
+pub fn cpu_preferred_node(message: &str) -> Option<&str> {
+    const MARK: &str = "Force fallback to CPU execution for node ";
+    let rest = &message[message.find(MARK)? + MARK.len()..];
+    rest.split(" because ").next().map(str::trim).filter(|n| !n.is_empty())
+}
+
+/// The placements of a session's runs so far. WebGPU's provider (the native
+/// plugin) leaves nodes to the CPU provider by design, as in the browser; they
+/// are judged by the browser engine's rule ([`GraphNodes::cpu_exemption`]),
+/// with the nodes the session's log says ORT preferred on the CPU. Every
+/// other provider must run every node.
+fn read_profile(session: &mut OrtSession, provider: ExecutionProvider, nodes: &GraphNodes, cpu_preferred: &Mutex<HashSet<String>>) -> Result<Placement, CheckError> {
     let unverified = |message: String| CheckError::new(ErrorKind::ProviderUnverified, message);
+    let turn = turn(provider);
     let profile = session.end_profiling().map_err(|e| unverified(format!("cannot end profiling: {e}")))?;
     let text = std::fs::read_to_string(&profile).map_err(|e| unverified(format!("cannot read ORT profile {profile}: {e}")))?;
+    drop(turn);
     let _ = std::fs::remove_file(&profile);
-    parse_profile(&text).map_err(unverified)
+    let preferred = cpu_preferred.lock().unwrap_or_else(|e| e.into_inner());
+    let candidates: HashSet<&str> = preferred.iter().map(String::as_str).collect();
+    let exempt = |op: &str, node: &str, ran_on: &str| match provider {
+        ExecutionProvider::WebGpu if ran_on == ExecutionProvider::Cpu.ort_name() => nodes.cpu_exemption(op, node, &candidates),
+        _ => None,
+    };
+    parse_profile(&text, &exempt).map_err(unverified)
 }
 
 /// ORT names a profile `<prefix>_<time in ms>.json`: a per-session counter
@@ -253,14 +336,58 @@ fn dispatch(provider: ExecutionProvider, options: &[(&str, &str)]) -> Result<Opt
         ExecutionProvider::CoreMl => configured(ep::CoreML::default(), options).build(),
         ExecutionProvider::OpenVino => configured(ep::OpenVINO::default(), options).build(),
         ExecutionProvider::Qnn => configured(ep::QNN::default(), options).build(),
+        ExecutionProvider::WebGpu => {
+            return Err(CheckError::new(
+                ErrorKind::ProviderRegistration,
+                "WebGpuExecutionProvider registers as a plugin (onnxruntime-ep-webgpu), not compiled into an ONNX Runtime build",
+            ));
+        }
     }))
+}
+
+impl Drop for OnnxSession {
+    /// Sessions are released in turn too, where the provider needs turns. The
+    /// WebGPU plugin's context, with every pipeline it compiled, lives as long
+    /// as one session uses it: the process's first WebGPU session is kept, so
+    /// later checks and models reuse the compiled pipelines (measured on
+    /// SwiftShader: each session's first run took 1.5 to 2.3 s when every
+    /// session was released, 0.01 to 0.1 s when one was kept).
+    fn drop(&mut self) {
+        static KEPT: Mutex<Option<OrtSession>> = Mutex::new(None);
+        let _turn = turn(self.provider);
+        let session = self.session.take().map(|(_, session)| session);
+        if self.provider == ExecutionProvider::WebGpu {
+            let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+            if kept.is_none() {
+                *kept = session;
+            }
+        }
+    }
 }
 
 impl super::Session for OnnxSession {
     fn run(&mut self, inputs: &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, CheckError> {
+        let model = self.model.clone();
+        if let Some(earlier) = TIMED_OUT.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(m, _)| *m == model) {
+            return Err(CheckError::new(ErrorKind::Timeout, format!("{} (measured by an earlier check in this process; not run again)", earlier.1)));
+        }
         let values: Vec<(&str, SessionInputValue<'_>)> = inputs.iter().map(|(name, t)| to_ort(t).map(|v| (name.as_str(), v))).collect::<Result<_, _>>()?;
+        let provider = self.provider;
         let session = self.session_for(inputs)?;
+        let _turn = turn(provider);
+        let started = std::time::Instant::now();
         let outputs = session.run(values).map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("ONNX Runtime run failed: {e}")))?;
+        let took = started.elapsed();
+        if took > RUN_LIMIT {
+            let message = format!(
+                "a run took {:.0} s, over the limit of {} s for one run ({}; the run was measured to its end: ORT's terminate flag crashes the WebGPU plugin)",
+                took.as_secs_f64(),
+                RUN_LIMIT.as_secs(),
+                provider.ort_name()
+            );
+            TIMED_OUT.lock().unwrap_or_else(|e| e.into_inner()).push((model, message.clone()));
+            return Err(CheckError::new(ErrorKind::Timeout, message));
+        }
         outputs.iter().map(|(name, value)| from_ort(&value).map(|t| (name.to_string(), t))).collect()
     }
 
@@ -271,13 +398,17 @@ impl super::Session for OnnxSession {
         let Some((_, session)) = self.session.as_mut() else {
             return Err(CheckError::new(ErrorKind::ProviderUnverified, "placement asked before any run (a static-shape session opens at its first run)"));
         };
-        let mut placement = read_profile(session)?;
+        let mut placement = read_profile(session, self.provider, &self.nodes, &self.cpu_preferred)?;
         placement.ops.splice(0..0, self.earlier.drain(..));
         Ok(placement)
     }
 
     fn library(&self) -> String {
         format!("onnxruntime ({})", self.library)
+    }
+
+    fn device(&self) -> Option<String> {
+        self.device.clone()
     }
 
     fn threads(&self) -> Threads {
@@ -288,15 +419,19 @@ impl super::Session for OnnxSession {
 /// Per-operator placement and arena figures from an ORT profile (Chrome trace
 /// JSON). Each node's `*_kernel_time` event names its provider and op; the
 /// fence events around it carry neither and are skipped.
-pub fn parse_profile(profile_json: &str) -> Result<Placement, String> {
+/// `exempt` may clear a node that ran off the requested provider (by op, node
+/// name and provider), as the engine's own evidence allows.
+pub fn parse_profile(profile_json: &str, exempt: &dyn Fn(&str, &str, &str) -> Option<&'static str>) -> Result<Placement, String> {
     let events: Vec<serde_json::Value> = serde_json::from_str(profile_json).map_err(|e| format!("ORT profile is not JSON: {e}"))?;
-    let mut ops: BTreeMap<(String, String), (usize, u64)> = BTreeMap::new();
+    let mut ops: BTreeMap<(String, String, Option<&'static str>), (usize, u64)> = BTreeMap::new();
     let mut placement = Placement::default();
     for event in events.iter().filter(|e| e.get("cat").and_then(|c| c.as_str()) == Some("Node")) {
         let args = |key: &str| event.pointer(&format!("/args/{key}")).and_then(|v| v.as_str());
         let Some(provider) = args("provider") else { continue };
-        let op = args("op_name").unwrap_or("?").to_string();
-        let entry = ops.entry((op, provider.to_string())).or_default();
+        let op = args("op_name").unwrap_or("?");
+        let name = event.get("name").and_then(|n| n.as_str()).unwrap_or("");
+        let node = name.strip_suffix("_kernel_time").unwrap_or(name);
+        let entry = ops.entry((op.to_string(), provider.to_string(), exempt(op, node, provider))).or_default();
         entry.0 += 1;
         entry.1 += event.get("dur").and_then(|d| d.as_u64()).unwrap_or(0);
         let number = |key: &str| args(key).and_then(|v| v.parse::<u64>().ok());
@@ -310,7 +445,7 @@ pub fn parse_profile(profile_json: &str) -> Result<Placement, String> {
     if ops.is_empty() {
         return Err("the ORT profile records no node executions, so the provider cannot be verified".into());
     }
-    placement.ops = ops.into_iter().map(|((op, provider), (nodes, kernel_us))| OpPlacement { op, provider, nodes, kernel_us, exempt: None }).collect();
+    placement.ops = ops.into_iter().map(|((op, provider, exempt), (nodes, kernel_us))| OpPlacement { op, provider, nodes, kernel_us, exempt }).collect();
     Ok(placement)
 }
 
@@ -375,7 +510,7 @@ mod tests {
           {"cat":"Node","name":"Add_kernel_time","dur":5,"args":{"provider":"CUDAExecutionProvider","op_name":"Add","mem_arena_held":"1024","mem_in_use_peak":"900"}},
           {"cat":"Node","name":"Add2_kernel_time","dur":6,"args":{"provider":"CUDAExecutionProvider","op_name":"Add"}}
         ]"#;
-        let placement = parse_profile(profile).unwrap();
+        let placement = parse_profile(profile, &|_, _, _| None).unwrap();
         assert_eq!(
             placement.ops,
             vec![
@@ -384,7 +519,12 @@ mod tests {
             ]
         );
         assert_eq!((placement.arena_held_bytes, placement.arena_in_use_peak_bytes), (Some(2048), Some(900)));
-        assert!(parse_profile("not json").is_err());
-        assert!(parse_profile(r#"[{"cat":"Session","args":{}}]"#).is_err());
+        assert!(parse_profile("not json", &|_, _, _| None).is_err());
+        assert_eq!(
+            cpu_preferred_node("EP optimization: Force fallback to CPU execution for node /model/And because the CPU execution path is deemed faster than overhead"),
+            Some("/model/And")
+        );
+        assert_eq!(cpu_preferred_node("Some nodes were not assigned to the preferred execution providers"), None);
+        assert!(parse_profile(r#"[{"cat":"Session","args":{}}]"#, &|_, _, _| None).is_err());
     }
 }

@@ -9,6 +9,15 @@ mod browser {
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet."
     );
 }
+/// autoencoder_kl_allegro on webgpu with onnxruntime, WebGpuExecutionProvider: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet.).
+///
+/// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_allegro::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet."
+    );
+}
 /// autoencoder_kl_allegro's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated diffusion::autoencoder_kl_allegro::webgpu::wgpu::`.

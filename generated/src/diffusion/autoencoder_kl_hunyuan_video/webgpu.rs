@@ -9,6 +9,15 @@ mod browser {
         "known issue: autoencoder_kl_hunyuan_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04); dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04)"
     );
 }
+/// autoencoder_kl_hunyuan_video on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (autoencoder_kl_hunyuan_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04); dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04)).
+///
+/// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_hunyuan_video::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: autoencoder_kl_hunyuan_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04); dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04)"
+    );
+}
 /// autoencoder_kl_hunyuan_video's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated diffusion::autoencoder_kl_hunyuan_video::webgpu::wgpu::`.

@@ -197,6 +197,17 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Export),
     },
 );
+/// autoencoder_kl_hunyuanvideo15 on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
+pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
+    &super::MODEL,
+    &crate::platforms::WEBGPU,
+    &crate::platforms::WEBGPU_NATIVE,
+    runtime::Planned::KnownIssue {
+        reason: "autoencoder_kl_hunyuanvideo15 fails in the fixture pipeline (recorded by gen import): exporting: timed out after 300 s",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    },
+);
 /// autoencoder_kl_hunyuanvideo15 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

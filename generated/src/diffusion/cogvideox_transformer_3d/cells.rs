@@ -197,6 +197,17 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Export),
     },
 );
+/// cogvideox_transformer_3d on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
+pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
+    &super::MODEL,
+    &crate::platforms::WEBGPU,
+    &crate::platforms::WEBGPU_NATIVE,
+    runtime::Planned::KnownIssue {
+        reason: "cogvideox_transformer_3d fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.769e+00); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Constant model.__dict__['_modules']['patch_embed'].lifted_tensor_0 is mutated in the forward method. Pls register it as buffer)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    },
+);
 /// cogvideox_transformer_3d on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -9,6 +9,15 @@ mod browser {
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_ernie_image (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: NoInformativeOutput: every output of the tiny model is constant (sample): a reference a constant matches checks nothing"
     );
 }
+/// transformer_ernie_image on webgpu with onnxruntime, WebGpuExecutionProvider: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_ernie_image (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: NoInformativeOutput: every output of the tiny model is constant (sample): a reference a constant matches checks nothing).
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_ernie_image::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_ernie_image (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: NoInformativeOutput: every output of the tiny model is constant (sample): a reference a constant matches checks nothing"
+    );
+}
 /// transformer_ernie_image's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated diffusion::transformer_ernie_image::webgpu::wgpu::`.

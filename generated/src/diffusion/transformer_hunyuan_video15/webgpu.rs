@@ -9,6 +9,15 @@ mod browser {
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_hunyuan_video15 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 4.3M parameters with every width-named key capped at 32; the limit is 1.4M"
     );
 }
+/// transformer_hunyuan_video15 on webgpu with onnxruntime, WebGpuExecutionProvider: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_hunyuan_video15 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 4.3M parameters with every width-named key capped at 32; the limit is 1.4M).
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_hunyuan_video15::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_hunyuan_video15 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 4.3M parameters with every width-named key capped at 32; the limit is 1.4M"
+    );
+}
 /// transformer_hunyuan_video15's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated diffusion::transformer_hunyuan_video15::webgpu::wgpu::`.

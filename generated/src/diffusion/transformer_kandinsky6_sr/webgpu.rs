@@ -9,6 +9,15 @@ mod browser {
         "known issue: transformer_kandinsky6_sr fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: Unsupported value kind: Tensor; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: NotImplementedError: FlexAttention does not support backward on CPU. Please set the input requires_grad to False or use another device.)"
     );
 }
+/// transformer_kandinsky6_sr on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (transformer_kandinsky6_sr fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: Unsupported value kind: Tensor; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: NotImplementedError: FlexAttention does not support backward on CPU. Please set the input requires_grad to False or use another device.)).
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_kandinsky6_sr::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: transformer_kandinsky6_sr fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: Unsupported value kind: Tensor; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: NotImplementedError: FlexAttention does not support backward on CPU. Please set the input requires_grad to False or use another device.)"
+    );
+}
 /// transformer_kandinsky6_sr's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated diffusion::transformer_kandinsky6_sr::webgpu::wgpu::`.

@@ -9,6 +9,15 @@ mod browser {
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states', 'img_shapes', and 'img_mask'"
     );
 }
+/// transformer_qwenimage21 on webgpu with onnxruntime, WebGpuExecutionProvider: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states', 'img_shapes', and 'img_mask').
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_qwenimage21::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states', 'img_shapes', and 'img_mask'"
+    );
+}
 /// transformer_qwenimage21's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated diffusion::transformer_qwenimage21::webgpu::wgpu::`.

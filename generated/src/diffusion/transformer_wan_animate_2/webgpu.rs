@@ -9,6 +9,15 @@ mod browser {
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ValueError: `dim` (32) must split into an even head size across `num_heads` (40)."
     );
 }
+/// transformer_wan_animate_2 on webgpu with onnxruntime, WebGpuExecutionProvider: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ValueError: `dim` (32) must split into an even head size across `num_heads` (40).).
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_wan_animate_2::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ValueError: `dim` (32) must split into an even head size across `num_heads` (40)."
+    );
+}
 /// transformer_wan_animate_2's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated diffusion::transformer_wan_animate_2::webgpu::wgpu::`.

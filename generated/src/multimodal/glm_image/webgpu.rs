@@ -9,6 +9,15 @@ mod browser {
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for glm_image (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: sequence 12 must exceed the 64 image tokens this config needs"
     );
 }
+/// glm_image on webgpu with onnxruntime, WebGpuExecutionProvider: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for glm_image (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: sequence 12 must exceed the 64 image tokens this config needs).
+///
+/// Select this cell with `cargo test -p generated multimodal::glm_image::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for glm_image (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: sequence 12 must exceed the 64 image tokens this config needs"
+    );
+}
 /// glm_image's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated multimodal::glm_image::webgpu::wgpu::`.

@@ -9,6 +9,15 @@ mod browser {
         "known issue: nemotron3_5_asr fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/nemotron3_5_asr.partial-6397/model.onnx failed:Node (node_squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 2 must be 1 instead of 4; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load "
     );
 }
+/// nemotron3_5_asr on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (nemotron3_5_asr fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/nemotron3_5_asr.partial-6397/model.onnx failed:Node (node_squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 2 must be 1 instead of 4; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load).
+///
+/// Select this cell with `cargo test -p generated speech_text::nemotron3_5_asr::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: nemotron3_5_asr fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/nemotron3_5_asr.partial-6397/model.onnx failed:Node (node_squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 2 must be 1 instead of 4; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load "
+    );
+}
 /// nemotron3_5_asr's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated speech_text::nemotron3_5_asr::webgpu::wgpu::`.

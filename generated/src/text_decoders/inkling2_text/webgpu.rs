@@ -9,6 +9,15 @@ mod browser {
         "known issue: inkling2_text fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1331 defined in (%1331 : Float(*, *, *, strides=[176, 11, 1], requires_grad=1, device=cpu) = onnx::Slice(%1317, %1326, %1328, %1324, %1330), scope: export.NamedOutputs::/transformers.models.inkling2.modeling_inkling2.Inkling2TextMod"
     );
 }
+/// inkling2_text on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (inkling2_text fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues [Caused by the value '1331 defined in (%1331 : Float(*, *, *, strides=[176, 11, 1], requires_grad=1, device=cpu) = onnx::Slice(%1317, %1326, %1328, %1324, %1330), scope: export.NamedOutputs::/transformers.models.inkling2.modeling_inkling2.Inkling2TextMod).
+///
+/// Select this cell with `cargo test -p generated text_decoders::inkling2_text::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: inkling2_text fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1331 defined in (%1331 : Float(*, *, *, strides=[176, 11, 1], requires_grad=1, device=cpu) = onnx::Slice(%1317, %1326, %1328, %1324, %1330), scope: export.NamedOutputs::/transformers.models.inkling2.modeling_inkling2.Inkling2TextMod"
+    );
+}
 /// inkling2_text's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated text_decoders::inkling2_text::webgpu::wgpu::`.

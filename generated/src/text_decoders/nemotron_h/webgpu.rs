@@ -9,6 +9,15 @@ mod browser {
         "known issue: nemotron_h fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/nemotron_h.partial-27800/model.onnx failed:Node (/model/layers.0/mixer/Transpose_9) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: G"
     );
 }
+/// nemotron_h on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (nemotron_h fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/nemotron_h.partial-27800/model.onnx failed:Node (/model/layers.0/mixer/Transpose_9) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: G).
+///
+/// Select this cell with `cargo test -p generated text_decoders::nemotron_h::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: nemotron_h fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/nemotron_h.partial-27800/model.onnx failed:Node (/model/layers.0/mixer/Transpose_9) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: G"
+    );
+}
 /// nemotron_h's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated text_decoders::nemotron_h::webgpu::wgpu::`.

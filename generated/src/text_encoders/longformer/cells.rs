@@ -197,6 +197,17 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Export),
     },
 );
+/// longformer on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
+pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
+    &super::MODEL,
+    &crate::platforms::WEBGPU,
+    &crate::platforms::WEBGPU_NATIVE,
+    runtime::Planned::KnownIssue {
+        reason: "longformer fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.082e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    },
+);
 /// longformer on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

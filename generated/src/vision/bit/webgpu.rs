@@ -9,6 +9,15 @@ mod browser {
         "known issue: bit fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 103 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.835e-02); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 103 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.836e-02)"
     );
 }
+/// bit on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (bit fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 103 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.835e-02); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 103 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.836e-02)).
+///
+/// Select this cell with `cargo test -p generated vision::bit::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: bit fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 103 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.835e-02); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 103 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.836e-02)"
+    );
+}
 /// bit's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated vision::bit::webgpu::wgpu::`.

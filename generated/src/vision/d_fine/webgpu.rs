@@ -9,6 +9,15 @@ mod browser {
         "known issue: d_fine fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01); dynamo exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01)"
     );
 }
+/// d_fine on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (d_fine fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01); dynamo exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01)).
+///
+/// Select this cell with `cargo test -p generated vision::d_fine::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: d_fine fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01); dynamo exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01)"
+    );
+}
 /// d_fine's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated vision::d_fine::webgpu::wgpu::`.

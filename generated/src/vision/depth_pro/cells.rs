@@ -197,6 +197,17 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Export),
     },
 );
+/// depth_pro on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
+pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
+    &super::MODEL,
+    &crate::platforms::WEBGPU,
+    &crate::platforms::WEBGPU_NATIVE,
+    runtime::Planned::KnownIssue {
+        reason: "depth_pro fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/encoder/patch_encoder/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={232,2,24} NumOutputs=2 Num entries in 'split' (must equal number of outputs) was 2 Sum of sizes in 'split' (must equal size of selected axis) was 116; dynamo exporter: RuntimeError: onnxruntime fails on sh",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    },
+);
 /// depth_pro on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -9,6 +9,15 @@ mod browser {
         "known issue: pp_doclayout_v4 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 59 of 300 elements outside abs 0.0001 + rel 0.001 (max abs error 9.375e-01); dynamo exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 59 of 300 elements outside abs 0.0001 + rel 0.001 (max abs error 9.375e-01)"
     );
 }
+/// pp_doclayout_v4 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (pp_doclayout_v4 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 59 of 300 elements outside abs 0.0001 + rel 0.001 (max abs error 9.375e-01); dynamo exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 59 of 300 elements outside abs 0.0001 + rel 0.001 (max abs error 9.375e-01)).
+///
+/// Select this cell with `cargo test -p generated vision::pp_doclayout_v4::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: pp_doclayout_v4 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 59 of 300 elements outside abs 0.0001 + rel 0.001 (max abs error 9.375e-01); dynamo exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 59 of 300 elements outside abs 0.0001 + rel 0.001 (max abs error 9.375e-01)"
+    );
+}
 /// pp_doclayout_v4's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated vision::pp_doclayout_v4::webgpu::wgpu::`.

@@ -180,6 +180,16 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: runtime::Stage::Reference,
     },
 );
+/// sam3_video on webgpu: not-tested (onnxruntime, WebGpuExecutionProvider).
+pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
+    &super::MODEL,
+    &crate::platforms::WEBGPU,
+    &crate::platforms::WEBGPU_NATIVE,
+    runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam3_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: Sam3VideoModel.forward() missing 1 required positional argument: 'inference_session'",
+        stage: runtime::Stage::Reference,
+    },
+);
 /// sam3_video on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -9,6 +9,15 @@ mod browser {
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam3_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: Sam3VideoModel.forward() missing 1 required positional argument: 'inference_session'"
     );
 }
+/// sam3_video on webgpu with onnxruntime, WebGpuExecutionProvider: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam3_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: Sam3VideoModel.forward() missing 1 required positional argument: 'inference_session').
+///
+/// Select this cell with `cargo test -p generated vision::sam3_video::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam3_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: Sam3VideoModel.forward() missing 1 required positional argument: 'inference_session'"
+    );
+}
 /// sam3_video's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated vision::sam3_video::webgpu::wgpu::`.

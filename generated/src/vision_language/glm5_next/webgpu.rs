@@ -9,6 +9,15 @@ mod browser {
         "known issue: glm5_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from /root/.cache/hwmatrix/fixtures/glm5_next.partial-27800/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(bool)' of input parameter (/model/Equal_2_output_0) of operator (CumSum) in node (/model/CumSum_1) is invalid.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of ex"
     );
 }
+/// glm5_next on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (glm5_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from /root/.cache/hwmatrix/fixtures/glm5_next.partial-27800/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(bool)' of input parameter (/model/Equal_2_output_0) of operator (CumSum) in node (/model/CumSum_1) is invalid.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of ex).
+///
+/// Select this cell with `cargo test -p generated vision_language::glm5_next::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: glm5_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from /root/.cache/hwmatrix/fixtures/glm5_next.partial-27800/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(bool)' of input parameter (/model/Equal_2_output_0) of operator (CumSum) in node (/model/CumSum_1) is invalid.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of ex"
+    );
+}
 /// glm5_next's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated vision_language::glm5_next::webgpu::wgpu::`.

@@ -9,6 +9,15 @@ mod browser {
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for granite4_vision (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: sequence 18 must exceed the 36 image tokens this config needs"
     );
 }
+/// granite4_vision on webgpu with onnxruntime, WebGpuExecutionProvider: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for granite4_vision (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: sequence 18 must exceed the 36 image tokens this config needs).
+///
+/// Select this cell with `cargo test -p generated vision_language::granite4_vision::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for granite4_vision (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: sequence 18 must exceed the 36 image tokens this config needs"
+    );
+}
 /// granite4_vision's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated vision_language::granite4_vision::webgpu::wgpu::`.

@@ -9,6 +9,15 @@ mod browser {
         "known issue: idefics2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '162 defined in (%162 : Bool(*, *, *, strides=[1024, 32, 1], requires_grad=0, device=cpu) = onnx::ConstantOfShape[value={1}](%159), scope: export.NamedOutputs::/transformers.models.idefics2.modeling_idefics2.Idefics2Model::model # /r"
     );
 }
+/// idefics2 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (idefics2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues [Caused by the value '162 defined in (%162 : Bool(*, *, *, strides=[1024, 32, 1], requires_grad=0, device=cpu) = onnx::ConstantOfShape[value={1}](%159), scope: export.NamedOutputs::/transformers.models.idefics2.modeling_idefics2.Idefics2Model::model # /r).
+///
+/// Select this cell with `cargo test -p generated vision_language::idefics2::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: idefics2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '162 defined in (%162 : Bool(*, *, *, strides=[1024, 32, 1], requires_grad=0, device=cpu) = onnx::ConstantOfShape[value={1}](%159), scope: export.NamedOutputs::/transformers.models.idefics2.modeling_idefics2.Idefics2Model::model # /r"
+    );
+}
 /// idefics2's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated vision_language::idefics2::webgpu::wgpu::`.

@@ -9,6 +9,15 @@ mod browser {
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment. Check out the instructions on the"
     );
 }
+/// layoutlmv2 on webgpu with onnxruntime, WebGpuExecutionProvider: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment. Check out the instructions on the).
+///
+/// Select this cell with `cargo test -p generated vision_language::layoutlmv2::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment. Check out the instructions on the"
+    );
+}
 /// layoutlmv2's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated vision_language::layoutlmv2::webgpu::wgpu::`.

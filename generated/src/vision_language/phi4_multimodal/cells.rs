@@ -180,6 +180,16 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: runtime::Stage::Reference,
     },
 );
+/// phi4_multimodal on webgpu: not-tested (onnxruntime, WebGpuExecutionProvider).
+pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
+    &super::MODEL,
+    &crate::platforms::WEBGPU,
+    &crate::platforms::WEBGPU_NATIVE,
+    runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for phi4_multimodal (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'Phi4MultimodalConfig' object has no attribute 'image_token_id'",
+        stage: runtime::Stage::Reference,
+    },
+);
 /// phi4_multimodal on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -9,6 +9,15 @@ mod browser {
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for phi4_multimodal (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'Phi4MultimodalConfig' object has no attribute 'image_token_id'"
     );
 }
+/// phi4_multimodal on webgpu with onnxruntime, WebGpuExecutionProvider: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for phi4_multimodal (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'Phi4MultimodalConfig' object has no attribute 'image_token_id').
+///
+/// Select this cell with `cargo test -p generated vision_language::phi4_multimodal::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for phi4_multimodal (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'Phi4MultimodalConfig' object has no attribute 'image_token_id'"
+    );
+}
 /// phi4_multimodal's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated vision_language::phi4_multimodal::webgpu::wgpu::`.

@@ -9,6 +9,15 @@ mod browser {
         "known issue: vilt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got 'onnx::ReduceMax'.  [Caused by the value 'max_image_length defined in (%max_image_length : Long(requires_grad=0, device=cpu) = onnx::ReduceMax[keepdims=0](%216), scope: export.NamedOutputs::/transformers.models.vilt.modeling_vilt.ViltModel::model/transformers.models.vilt.modeling_vilt.ViltEmbeddings::embeddings # /root/.cache/hwmatrix/venv/lib/python3.11/si"
     );
 }
+/// vilt on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (vilt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got 'onnx::ReduceMax'. [Caused by the value 'max_image_length defined in (%max_image_length : Long(requires_grad=0, device=cpu) = onnx::ReduceMax[keepdims=0](%216), scope: export.NamedOutputs::/transformers.models.vilt.modeling_vilt.ViltModel::model/transformers.models.vilt.modeling_vilt.ViltEmbeddings::embeddings # /root/.cache/hwmatrix/venv/lib/python3.11/si).
+///
+/// Select this cell with `cargo test -p generated vision_language::vilt::webgpu::native::`.
+mod native {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: vilt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got 'onnx::ReduceMax'.  [Caused by the value 'max_image_length defined in (%max_image_length : Long(requires_grad=0, device=cpu) = onnx::ReduceMax[keepdims=0](%216), scope: export.NamedOutputs::/transformers.models.vilt.modeling_vilt.ViltModel::model/transformers.models.vilt.modeling_vilt.ViltEmbeddings::embeddings # /root/.cache/hwmatrix/venv/lib/python3.11/si"
+    );
+}
 /// vilt's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated vision_language::vilt::webgpu::wgpu::`.

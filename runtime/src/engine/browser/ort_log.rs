@@ -8,50 +8,24 @@ use std::collections::{BTreeMap, HashSet};
 
 use crate::error::{CheckError, ErrorKind};
 use crate::placement::{GraphNodes, OpPlacement};
+#[cfg(test)]
+use crate::placement::{CPU_PREFERRED, INTEGER_ON_CPU, OPTIMIZER_DATA_MOVEMENT};
 
 const TAG: &str = "VerifyEachNodeIsAssignedToAnEp]";
 
 /// What a whole-graph placement is listed as when ORT gives no op types.
 pub const ALL_NODES: &str = "(all nodes)";
 
-/// Why an integer-only node may run on ORT's CPU provider.
-pub const INTEGER_ON_CPU: &str =
-    "index and shape arithmetic (no floating-point output or input, per the fixture's integer_nodes), which ONNX Runtime leaves to its CPU provider by design";
-
-/// Why a node ORT itself moved to the CPU may run there.
-pub const CPU_PREFERRED: &str =
-    "ONNX Runtime chose the CPU for it though the provider supports it (its log: \"Candidate for fallback CPU execution\": a small node on the way to CPU shape computations)";
-
-/// Why a data-movement node ORT's optimizer made may run on the CPU.
-pub const OPTIMIZER_DATA_MOVEMENT: &str =
-    "a data-movement node ONNX Runtime's optimizer made (not in the fixture's graph, so of unknown type): it moves or reshapes data and computes nothing";
-
-/// Operators that move, select or reshape data without arithmetic.
-const DATA_MOVEMENT: [&str; 12] = ["Concat", "Expand", "Flatten", "Gather", "Identity", "Reshape", "Shape", "Slice", "Split", "Squeeze", "Transpose", "Unsqueeze"];
-
 const CANDIDATE: &str = "Candidate for fallback CPU execution: ";
 
 const CPU: &str = "CPUExecutionProvider";
 
 /// The placements in `log`. A node on ORT's CPU provider is exempt when the
-/// evidence clears it: the fixture lists it as integer-only
-/// ([`INTEGER_ON_CPU`]), ORT's log names it a CPU candidate ([`CPU_PREFERRED`]),
-/// or ORT's optimizer made it and it only moves data
-/// ([`OPTIMIZER_DATA_MOVEMENT`]). Every other node off the requested provider
-/// is a fallback the check judges.
+/// evidence clears it ([`GraphNodes::cpu_exemption`], with the log's CPU
+/// candidates). Every other node off the requested provider is a fallback the
+/// check judges.
 pub fn placements(log: &[String], nodes: &GraphNodes) -> Result<Vec<OpPlacement>, CheckError> {
     let candidates: HashSet<&str> = log.iter().filter_map(|l| l.find(CANDIDATE).map(|at| l[at + CANDIDATE.len()..].trim())).collect();
-    let exemption = |op: &str, node: &str| -> Option<&'static str> {
-        if nodes.integer.contains(node) {
-            Some(INTEGER_ON_CPU)
-        } else if candidates.contains(node) {
-            Some(CPU_PREFERRED)
-        } else if nodes.made_by_optimizer(node) && DATA_MOVEMENT.contains(&op) {
-            Some(OPTIMIZER_DATA_MOVEMENT)
-        } else {
-            None
-        }
-    };
     let mut counts: BTreeMap<(String, String, Option<&'static str>), usize> = BTreeMap::new();
     let mut provider: Option<String> = None;
     for line in log {
@@ -65,7 +39,7 @@ pub fn placements(log: &[String], nodes: &GraphNodes) -> Result<Vec<OpPlacement>
             continue;
         }
         if let (Some(provider), Some((op, node))) = (&provider, node_line(body)) {
-            let exempt = if provider == CPU { exemption(op, node) } else { None };
+            let exempt = if provider == CPU { nodes.cpu_exemption(op, node, &candidates) } else { None };
             *counts.entry((op.to_string(), provider.clone(), exempt)).or_default() += 1;
         }
     }
