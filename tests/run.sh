@@ -14,10 +14,10 @@
 #   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells
 #      with both engines (ONNX Runtime, and libtorch through tch, linked from the
 #      venv's torch); then the openvino cells, in a test process of their own
-#   5. webgpu's native cells of every model (ONNX Runtime's WebGPU plugin, on
-#      SwiftShader where no GPU is); webgpu's quantization checks of every model (wgpu's WGSL kernels on Mesa's
-#      lavapipe, five schemes each), the web cells in headless Chromium (webnn and
-#      webgpu, for the high-priority models), and the browser engine's failure test
+#   5. webgpu's quantization checks of every model (wgpu's WGSL kernels on Mesa's
+#      lavapipe, five schemes each), the web cells of the high-priority models
+#      (webnn and webgpu in headless Chromium, and webgpu natively through ONNX
+#      Runtime's WebGPU plugin on SwiftShader), and the browser engine's failure test
 #   6. tests/checkpoint.sh: a fixture from a pretrained checkpoint folder passes bert's cell
 #   7. partitioned runs (tests/partitions.sh) merge into one run's report; gen bench
 #      of bert's cpu cell (the Rust/Python ratio)
@@ -87,27 +87,27 @@ cargo test --locked -p generated --features openvino,torch ::openvino:: -- --tes
 # Quantization is measured on every model: wgpu's kernels take the fixture's
 # own weight matrices, so no browser is involved and the whole set takes a
 # minute or two on lavapipe.
-# webgpu's native engine: ONNX Runtime's C++ WebGPU provider as a plugin (Dawn),
-# the kernels the browser's webgpu bundle compiles to wasm, on every model. One
-# process for all: the plugin's context keeps every pipeline it compiled, so
-# later models reuse the kernels earlier ones compiled.
-step "webgpu's native cells: every model on ONNX Runtime's WebGPU plugin (Dawn; SwiftShader where no GPU is)"
-cargo test --locked -p generated --features webgpu -- ::webgpu::native:: 2>&1 | tee -a "$log"
-
 step "webgpu's quantization checks: each model's weights at 16, 8, 4, 2 bits and 4-bit mixed on wgpu's kernels"
 cargo test --locked -p runtime --features wgpu,browser --lib 2>&1 | tee -a "$log"
 cargo test --locked -p generated --features webgpu,webnn -- ::webgpu::wgpu:: 2>&1 | tee -a "$log"
 
-step "the web cells (webnn and webgpu) of the high-priority models"
+step "the web cells (webnn and webgpu, in Chromium and natively) of the high-priority models"
 web_filters=()
+native_filters=()
 for spec in $(grep -l '^priority: high' -r model-specs/models | sort); do
   # The model's test module is the folder gen wrote it to (gen's naming rule, not redone here).
   model_type=$(sed -n 's/^model_type: *//p' "$spec")
   module_rs=$(grep -l "^    model_type: \"$model_type\",\$" generated/src/*/*/mod.rs)
   module=$(basename "$(dirname "$module_rs")")
   web_filters+=("::$module::webnn::" "::$module::webgpu::browser::")
+  native_filters+=("::$module::webgpu::native::")
 done
 cargo test --locked -p generated --features webgpu,webnn -- "${web_filters[@]}" 2>&1 | tee -a "$log"
+# webgpu's native engine (ONNX Runtime's WebGPU plugin; SwiftShader where no
+# GPU is), one test thread: the plugin's context is released between models
+# only when no other model's session holds it (a context shared across models
+# gave results that depend on the models run before).
+cargo test --locked -p generated --features webgpu -- "${native_filters[@]}" --test-threads=1 2>&1 | tee -a "$log"
 
 step "the browser engine fails cleanly (a fallback it must catch, a browser killed mid-run); the HTML report in Chromium"
 cargo test --locked -p hwmatrix-tests --features web --test browser --test report 2>&1 | tee -a "$log"

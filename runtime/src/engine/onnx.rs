@@ -132,6 +132,9 @@ impl OnnxSession {
     fn build(&self, overrides: &[(String, i64)]) -> Result<OrtSession, CheckError> {
         let (env, library) = environment(self.provider)?;
         let _turn = turn(self.provider);
+        if self.provider == ExecutionProvider::WebGpu {
+            release_kept_unless(&fixture_of(&self.model));
+        }
         let library = library.display();
         fn setup(e: impl std::fmt::Display) -> CheckError {
             CheckError::new(ErrorKind::ModelLoad, format!("ONNX Runtime session options: {e}"))
@@ -346,23 +349,44 @@ fn dispatch(provider: ExecutionProvider, options: &[(&str, &str)]) -> Result<Opt
 }
 
 impl Drop for OnnxSession {
-    /// Sessions are released in turn too, where the provider needs turns. The
-    /// WebGPU plugin's context, with every pipeline it compiled, lives as long
-    /// as one session uses it: the process's first WebGPU session is kept, so
-    /// later checks and models reuse the compiled pipelines (measured on
-    /// SwiftShader: each session's first run took 1.5 to 2.3 s when every
-    /// session was released, 0.01 to 0.1 s when one was kept).
+    /// Sessions are released in turn too, where the provider needs turns; a
+    /// WebGPU session is kept for the next check of its model ([`keep`]).
     fn drop(&mut self) {
-        static KEPT: Mutex<Option<OrtSession>> = Mutex::new(None);
         let _turn = turn(self.provider);
-        let session = self.session.take().map(|(_, session)| session);
-        if self.provider == ExecutionProvider::WebGpu {
-            let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
-            if kept.is_none() {
-                *kept = session;
+        if let Some((_, session)) = self.session.take() {
+            if self.provider == ExecutionProvider::WebGpu {
+                keep(fixture_of(&self.model), session);
             }
         }
     }
+}
+
+/// The WebGPU session kept after its check, and the fixture it is of. The
+/// plugin's context (its compiled pipelines, its buffer caches) lives while a
+/// session uses it. Kept across a model's checks, the model compiles once
+/// (bert and roberta's three checks each: 15.6 s when every session compiled
+/// its own, 3.7 s when kept). Never across models: kept for a whole run, later
+/// models' results depended on what ran before (aya_vision's last_hidden_state
+/// off by 1.47 after 400 models in one process, 1.7e-6 alone, in our harness
+/// and in Python), so a session of another model releases it first, and the
+/// context starts afresh when no other session holds it (one test thread).
+static KEPT: Mutex<Option<(PathBuf, OrtSession)>> = Mutex::new(None);
+
+fn keep(fixture: PathBuf, session: OrtSession) {
+    *KEPT.lock().unwrap_or_else(|e| e.into_inner()) = Some((fixture, session));
+}
+
+/// Releases the kept session unless it is of `fixture`. Called in turn.
+fn release_kept_unless(fixture: &Path) {
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    if kept.as_ref().is_some_and(|(of, _)| of != fixture) {
+        kept.take();
+    }
+}
+
+/// The fixture folder of a model file (its variants share it).
+fn fixture_of(model: &Path) -> PathBuf {
+    model.parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
 impl super::Session for OnnxSession {

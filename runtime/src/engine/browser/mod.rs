@@ -2,8 +2,8 @@
 //! webgpu and webnn platforms.
 //!
 //! One Chromium per test process and executable ([`chromium`]), one static
-//! server ([`server`]), and harness pages (`harness.mjs`) pooled across
-//! checks and models ([`POOL`]). The session is opened with ORT's verbose log on, and the
+//! server ([`server`]), and a fresh page per session with the harness
+//! (`harness.mjs`). The session is opened with ORT's verbose log on, and the
 //! log's node placements ([`ort_log`]) say which execution provider really
 //! ran: a session that fell back to wasm fails the placement check like any
 //! other fallback. Every step has a time limit, and a browser that died makes
@@ -82,13 +82,13 @@ pub fn open(
         CheckError::new(ErrorKind::FixtureInvalid, format!("{} is not under the fixture root {}", model.display(), fixtures.display()))
     })?;
     let model_url = format!("/fixtures/{}", relative.display());
-    let key = format!("{} {device_type:?}", backend.name());
-    let page = match take_pooled(&key, &model_url) {
+    let key = format!("{} {model_url} {device_type:?}", backend.name());
+    let page = match take_pooled(&key) {
         Some(page) => page,
         None => {
             let chromium = chromium::shared(&executable, &flags(backend))?;
             let page = new_page(&chromium, &format!("http://{addr}/harness.html?bundle={}", backend.ort_bundle()))?;
-            PageSession { chromium, page, key, opened: None, models: 0 }
+            PageSession { chromium, page, key, opened: None }
         }
     };
     let inputs = cell.model.inputs.iter().map(|d| (d.name, d.axes)).collect();
@@ -123,32 +123,19 @@ pub fn inspect_file(file: &Path, expression: &str) -> Result<(Value, Vec<u8>), C
     Ok((value, png))
 }
 
-/// Pages kept open between checks and between models. A cell's checks run
-/// one after another (tests run in name order), so a page that has the
-/// model open serves its next check without compiling it again; and a page
-/// serves the next model too: onnxruntime-web keeps its WebGPU device, with
-/// every shader pipeline compiled so far, for the page's life, so later
-/// models reuse the kernels earlier ones compiled (on SwiftShader compiling
-/// them is most of a model's time). Two pages: one per test thread.
+/// Pages kept open between the checks of a cell: a cell's three checks run
+/// one after another (tests run in name order), so each cell compiles its
+/// model once, not once per check. Two pages: one per test thread.
 static POOL: Mutex<VecDeque<PageSession>> = Mutex::new(VecDeque::new());
 const POOL_PAGES: usize = 2;
 
-/// Models one page opens before it is closed: a page's wasm memory only
-/// grows, so a fresh page now and then keeps a long run within its limits.
-const PAGE_MODELS: usize = 60;
-
-/// A pooled page of the backend (`key`): one with `model_url` open first, else any.
-fn take_pooled(key: &str, model_url: &str) -> Option<PageSession> {
+fn take_pooled(key: &str) -> Option<PageSession> {
     let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    let has_model = |p: &PageSession| p.opened.as_ref().is_some_and(|o| o.model == model_url);
-    let at = pool.iter().position(|p| p.key == key && has_model(p)).or_else(|| pool.iter().position(|p| p.key == key))?;
+    let at = pool.iter().position(|p| p.key == key)?;
     pool.remove(at).filter(|p| p.chromium.exited().is_none())
 }
 
 fn give_back(page: PageSession) {
-    if page.models >= PAGE_MODELS {
-        return page.close();
-    }
     let evicted: Vec<PageSession> = {
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
         pool.push_back(page);
@@ -165,11 +152,9 @@ static HUNG: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 struct PageSession {
     chromium: Arc<Chromium>,
     page: Page,
-    /// Backend and device type: what a pooled page may be reused for.
+    /// Backend, model and device type: what a pooled page may be reused for.
     key: String,
     opened: Option<Opened>,
-    /// Models opened in it so far.
-    models: usize,
 }
 
 impl PageSession {
@@ -264,8 +249,6 @@ struct BrowserSession {
 
 /// What the harness reported when it opened the ORT session.
 struct Opened {
-    /// The model's URL under the server's /fixtures/.
-    model: String,
     log: Vec<String>,
     found: Value,
     overrides: serde_json::Map<String, Value>,
@@ -300,8 +283,8 @@ impl BrowserSession {
                 }
             }
         }
-        // A pooled page's session serves again if it is this model's, unless WebNN needs other static shapes.
-        if self.page().opened.as_ref().is_some_and(|o| o.model == self.model_url && o.overrides == overrides) {
+        // A pooled page's session serves again unless WebNN needs other static shapes.
+        if self.page().opened.as_ref().is_some_and(|o| o.overrides == overrides) {
             return Ok(());
         }
         let argument = json!({
@@ -313,7 +296,7 @@ impl BrowserSession {
         // A model whose session hung once in this process hangs again: later
         // checks of the cell fail at once with that measurement, not after
         // another full time limit.
-        let hung_key = format!("{} {} {overrides:?}", self.page().key, self.model_url);
+        let hung_key = format!("{} {overrides:?}", self.page().key);
         if let Some(earlier) = HUNG.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(k, _)| *k == hung_key) {
             return Err(CheckError::new(ErrorKind::Timeout, format!("{} (measured by an earlier check of this cell in this process; not retried)", earlier.1)));
         }
@@ -329,9 +312,7 @@ impl BrowserSession {
             let _ = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&file, log.join("\n")));
         }
         let found = reply.get("found").cloned().unwrap_or(Value::Null);
-        let page = self.page.as_mut().expect("the page lives as long as the session");
-        page.models += 1;
-        page.opened = Some(Opened { model: self.model_url.clone(), log, found, overrides });
+        self.page.as_mut().expect("the page lives as long as the session").opened = Some(Opened { log, found, overrides });
         Ok(())
     }
 
