@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ort::ep::{self, ArbitrarilyConfigurableExecutionProvider};
@@ -120,6 +120,10 @@ impl OnnxSession {
         if let Some(plugin) = plugin(provider)? {
             library = format!("{library} with the {} plugin {}", provider.ort_name(), plugin.display());
             device = Some(plugin_devices(provider)?.join("; "));
+        }
+        if provider == ExecutionProvider::WebGpu {
+            // Left in `Drop`, which runs for this session from here on, even if its build fails.
+            claim_context(&fixture_of(model));
         }
         let mut session =
             OnnxSession { provider, options, model: model.to_path_buf(), static_inputs, session: None, earlier: Vec::new(), library, device, nodes, cpu_preferred: Arc::default(), mode };
@@ -352,12 +356,50 @@ impl Drop for OnnxSession {
     /// Sessions are released in turn too, where the provider needs turns; a
     /// WebGPU session is kept for the next check of its model ([`keep`]).
     fn drop(&mut self) {
-        let _turn = turn(self.provider);
+        let turn = turn(self.provider);
         if let Some((_, session)) = self.session.take() {
             if self.provider == ExecutionProvider::WebGpu {
                 keep(fixture_of(&self.model), session);
             }
         }
+        drop(turn);
+        if self.provider == ExecutionProvider::WebGpu {
+            leave_context();
+        }
+    }
+}
+
+/// Which model's WebGPU sessions hold the plugin's context, and how many of
+/// them are open. A context shared across models gave results that depend on
+/// the models run before (see [`KEPT`]), so a session of another model waits
+/// until every open session of the current one is dropped, whatever the
+/// number of test threads: with several, one model's checks still run side by
+/// side (in turn) while the other models' wait.
+struct Context {
+    fixture: Option<PathBuf>,
+    open: usize,
+}
+
+static CONTEXT: Mutex<Context> = Mutex::new(Context { fixture: None, open: 0 });
+static CONTEXT_FREED: Condvar = Condvar::new();
+
+/// Claims the WebGPU context for a session of `fixture`'s model: waits while
+/// sessions of another model are open. Every claim is left in `Drop`.
+fn claim_context(fixture: &Path) {
+    let mut context = CONTEXT.lock().unwrap_or_else(|e| e.into_inner());
+    while context.open > 0 && context.fixture.as_deref() != Some(fixture) {
+        context = CONTEXT_FREED.wait(context).unwrap_or_else(|e| e.into_inner());
+    }
+    context.fixture = Some(fixture.to_path_buf());
+    context.open += 1;
+}
+
+/// Leaves a claim: the last open session of a model lets the waiting ones in.
+fn leave_context() {
+    let mut context = CONTEXT.lock().unwrap_or_else(|e| e.into_inner());
+    context.open -= 1;
+    if context.open == 0 {
+        CONTEXT_FREED.notify_all();
     }
 }
 
@@ -368,8 +410,8 @@ impl Drop for OnnxSession {
 /// its own, 3.7 s when kept). Never across models: kept for a whole run, later
 /// models' results depended on what ran before (aya_vision's last_hidden_state
 /// off by 1.47 after 400 models in one process, 1.7e-6 alone, in our harness
-/// and in Python), so a session of another model releases it first, and the
-/// context starts afresh when no other session holds it (one test thread).
+/// and in Python), so a session of another model releases it first, once no
+/// session of this model is open ([`claim_context`]), and the context starts afresh.
 static KEPT: Mutex<Option<(PathBuf, OrtSession)>> = Mutex::new(None);
 
 fn keep(fixture: PathBuf, session: OrtSession) {
@@ -524,6 +566,29 @@ fn from_ort(value: &ort::value::DynValueRef<'_>) -> Result<Tensor, CheckError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The WebGPU context is one model's at a time, whatever the test threads:
+    /// another model's session waits until this model's open sessions are gone,
+    /// while this model's own join at once.
+    #[test]
+    fn a_webgpu_session_of_another_model_waits_until_this_models_are_gone() {
+        let (a, b) = (Path::new("/fixtures/claims/a"), Path::new("/fixtures/claims/b"));
+        claim_context(a);
+        let (entered, waited) = std::sync::mpsc::channel();
+        let other = std::thread::spawn(move || {
+            claim_context(b);
+            entered.send(()).unwrap();
+            leave_context();
+        });
+        let wait = std::time::Duration::from_millis(300);
+        assert!(waited.recv_timeout(wait).is_err(), "a session of model b was built while one of model a was open");
+        claim_context(a);
+        leave_context();
+        assert!(waited.recv_timeout(wait).is_err(), "model b entered while model a still had a session open");
+        leave_context();
+        waited.recv_timeout(std::time::Duration::from_secs(10)).expect("model b never entered after model a's sessions were gone");
+        other.join().unwrap();
+    }
 
     #[test]
     fn reads_placement_and_arena_from_a_profile() {
