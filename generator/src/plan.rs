@@ -35,6 +35,10 @@ pub struct CellPlan {
     /// The precision checks besides float32 (ONNX Runtime cells of platforms
     /// whose hardware.yaml lists `precision_checks`).
     pub precision_checks: Vec<PrecisionPlan>,
+    /// Where the platform computes float32 graphs in a lower precision
+    /// (hardware.yaml `float32_computed_in`): that precision, the spec's bound
+    /// for it, and why; the float32 checks are judged by that bound.
+    pub float32_computed_in: Option<(Precision, PrecisionTolerance, String)>,
 }
 
 #[derive(Debug)]
@@ -201,10 +205,15 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
             .collect(),
         _ => Vec::new(),
     };
+    let float32_computed_in = specs.hardware.platforms[&name].float32_computed_in.as_ref().map(|c| {
+        let tolerance = spec.precision_tolerances.get(&c.precision).cloned().expect("the loader checks the precision has a tolerance");
+        (c.precision, tolerance, c.reason.clone())
+    });
     CellPlan {
         platform: name,
         engine: engine.clone(),
         precision_checks,
+        float32_computed_in,
         planned,
         tolerance_override: over.and_then(|o| o.tolerance.clone()).or_else(|| platform_tolerance(&specs.hardware.platforms[&name].tolerance, &spec.tolerance)),
         fallback_ops: over.map(|o| o.fallback_ops.clone()).unwrap_or_default(),

@@ -118,6 +118,13 @@ static TIMING: Mutex<()> = Mutex::new(());
 /// whole model), writes a record per part, and panics (fails the test) when
 /// any part failed: a cell passes only when all of its components pass.
 pub fn execute(cell: &Cell, check: Check) {
+    // An engine that can crash its process runs the check in a process of its own.
+    if let Some(verdict) = crate::isolation::run_in_own_process(cell, check) {
+        if let Err(failure) = verdict {
+            panic!("{failure}");
+        }
+        return;
+    }
     let failures: Vec<String> = cell.model.parts().iter().filter_map(|part| execute_part(&cell.for_part(part), check).err()).collect();
     if !failures.is_empty() {
         panic!("{}", failures.join("\n"));
@@ -225,9 +232,13 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
     let bound = match check {
         Check::Precision(p) => cell
             .precision_check(p)
-            .map(|c| Bound::OfSpread(c.max_error_of_spread))
+            .map(|c| Bound::OfSpread(c.max_error_of_spread, None))
             .ok_or_else(|| CheckError::new(ErrorKind::FixtureInvalid, format!("{} declares no {} check", cell.id(), p.name())))?,
-        _ => Bound::Allclose(cell.effective_tolerance()),
+        // Hardware that computes float32 graphs in a lower precision is judged by that precision's bound.
+        _ => match cell.float32_computed_in {
+            Some(c) => Bound::OfSpread(c.max_error_of_spread, Some(c)),
+            None => Bound::Allclose(cell.effective_tolerance()),
+        },
     };
     let model = check.precision();
     let inputs = fixture.inputs(shape)?;
@@ -335,19 +346,27 @@ fn check_declared(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(Stri
 enum Bound {
     /// float32: numpy's allclose rule, element by element.
     Allclose(Tolerance),
-    /// A precision variant: every element within this fraction of its output's spread.
-    OfSpread(f64),
+    /// A precision variant, or float32 on hardware that computes it in a lower
+    /// precision (which, and why): every element within this fraction of its output's spread.
+    OfSpread(f64, Option<hwmatrix_cell::ComputedIn>),
 }
 
 /// Every reference output within tolerance, and informative: a reference
 /// that a constant would match cannot catch a wrong model.
 fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(String, Tensor)], bound: Bound, evidence: &mut Evidence) -> Result<(), CheckError> {
     let references = fixture.outputs(shape)?;
-    let (base, fraction) = match bound {
-        Bound::Allclose(t) => (t, None),
-        Bound::OfSpread(f) => (Tolerance { abs: 0.0, rel: 0.0 }, Some(f)),
+    let (base, fraction, computed_in) = match bound {
+        Bound::Allclose(t) => (t, None, None),
+        Bound::OfSpread(f, computed_in) => (Tolerance { abs: 0.0, rel: 0.0 }, Some(f), computed_in),
     };
-    let mut record = DeviationRecord { tolerance: base, max_error_of_spread: fraction, max_abs: 0.0, max_rel: 0.0, outputs: Vec::new() };
+    let mut record = DeviationRecord {
+        tolerance: base,
+        max_error_of_spread: fraction,
+        computed_in: computed_in.map(|c| format!("{}: {}", c.precision.name(), c.reason)),
+        max_abs: 0.0,
+        max_rel: 0.0,
+        outputs: Vec::new(),
+    };
     let mut out_of_tolerance = Vec::new();
     let mut not_informative = Vec::new();
     for (name, expected) in &references {
@@ -368,7 +387,16 @@ fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(Str
         if let Some(w) = &worst {
             let bound = match fraction {
                 None => format!("abs {} + rel {}", tolerance.abs, tolerance.rel),
-                Some(f) => format!("{f} of the output's spread ({:.3e} abs; precision_tolerances in {})", tolerance.abs, cell.model.spec_path),
+                Some(f) => match computed_in {
+                    None => format!("{f} of the output's spread ({:.3e} abs; precision_tolerances in {})", tolerance.abs, cell.model.spec_path),
+                    Some(c) => format!(
+                        "{f} of the output's spread ({:.3e} abs; {}'s bound, because {}; precision_tolerances in {})",
+                        tolerance.abs,
+                        c.precision.name(),
+                        c.reason,
+                        cell.model.spec_path
+                    ),
+                },
             };
             out_of_tolerance.push(format!(
                 "output {name}: {} of {} elements outside {bound} (max abs error {:.3e}; worst at flat index {}: got {}, expected {})",

@@ -5,7 +5,8 @@
 //! ([`hwmatrix_cell::presence`]), open the fixture ([`fixture`]), run it on a real engine
 //! ([`engine`]), judge where it ran ([`placement`]), compare with the
 //! reference ([`compare`]) and write a result record ([`record`]); cells
-//! that do not run get records too ([`ledger`]). Failures are typed
+//! that do not run get records too ([`ledger`]); an engine that can crash
+//! its process runs each check in a process of its own ([`isolation`]). Failures are typed
 //! ([`error`]). Nothing here simulates a result.
 
 pub mod bench;
@@ -14,6 +15,7 @@ pub mod compare;
 pub mod engine;
 pub mod error;
 pub mod fixture;
+pub mod isolation;
 pub mod ledger;
 mod macros;
 pub mod npy;

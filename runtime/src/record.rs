@@ -92,6 +92,10 @@ pub struct DeviationRecord {
     pub tolerance: Tolerance,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_error_of_spread: Option<f64>,
+    /// float32 checks on hardware that computes them in a lower precision: that
+    /// precision and why (hardware.yaml `float32_computed_in`), hence `max_error_of_spread`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub computed_in: Option<String>,
     /// The largest absolute and relative errors over all outputs.
     pub max_abs: f64,
     pub max_rel: f64,

@@ -106,6 +106,11 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
             });
             cell_expr = quote!(#cell_expr.with_precision_checks(&[ #(#checks),* ]));
         }
+        if let Some((precision, tolerance, reason)) = &cell.float32_computed_in {
+            let precision = ident(&format!("{precision:?}"));
+            let bound = tolerance.max_error_of_spread;
+            cell_expr = quote!(#cell_expr.computing_float32_in(runtime::Precision::#precision, #bound, #reason));
+        }
         if !cell.fallback_ops.is_empty() {
             let fallback = cell.fallback_ops.iter().map(|(op, reason)| quote!(runtime::AllowedFallback { op: #op, reason: #reason }));
             cell_expr = quote!(#cell_expr.allowing_fallback(&[ #(#fallback),* ]));

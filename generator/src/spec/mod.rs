@@ -148,6 +148,20 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
                         "add it to defaults.yaml's `precision_tolerances` ({abs, rel}, chosen from measurements)",
                     ))
                 }
+                Some(p) if p.float32_computed_in.as_ref().is_some_and(|c| !defaults.as_ref().is_none_or(|(d, _)| d.precision_tolerances.contains_key(&c.precision))) => {
+                    errors.push(SpecError::new(
+                        &path,
+                        locate_key(src, "float32_computed_in", 4).unwrap_or((1, 1)),
+                        format!("platform `{platform}` computes float32 in a precision that defaults.yaml gives no tolerance"),
+                        "add it to defaults.yaml's `precision_tolerances` (max_error_of_spread, chosen from measurements)",
+                    ))
+                }
+                Some(p) if p.float32_computed_in.as_ref().is_some_and(|c| c.reason.trim().is_empty()) => errors.push(SpecError::new(
+                    &path,
+                    locate_key(src, "float32_computed_in", 4).unwrap_or((1, 1)),
+                    format!("platform `{platform}`'s float32_computed_in has no reason"),
+                    "add `reason:` saying what computes in that precision and how it was found",
+                )),
                 Some(p) if p.tolerance.as_ref().is_some_and(|t| t.reason.as_deref().is_none_or(|r| r.trim().is_empty())) => errors.push(SpecError::new(
                     &path,
                     locate_key(src, "tolerance", 4).unwrap_or((1, 1)),

@@ -56,6 +56,20 @@ pub struct PlatformSpec {
     /// spec's per-platform override always wins.
     #[serde(default)]
     pub tolerance: Option<ToleranceSpec>,
+    /// Where the platform's hardware computes float32 graphs in a lower
+    /// precision, as it does on devices (QNN's HTP runs them in float16): its
+    /// float32 checks are judged by that precision's bound
+    /// (`precision_tolerances`), and their failures say why.
+    #[serde(default)]
+    pub float32_computed_in: Option<ComputedIn>,
+}
+
+/// The precision a platform's hardware computes float32 graphs in, and why.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComputedIn {
+    pub precision: CheckedPrecision,
+    pub reason: String,
 }
 
 /// An engine and its settings, e.g. `- onnxruntime: {provider: CUDAExecutionProvider}`.

@@ -347,13 +347,30 @@ pub struct Cell {
     pub allowed_fallback: &'static [AllowedFallback],
     /// Precision variants checked besides float32 (hardware.yaml `precision_checks`).
     pub precision_checks: &'static [PrecisionCheck],
+    /// Where the platform's hardware computes float32 graphs in a lower precision.
+    pub float32_computed_in: Option<ComputedIn>,
+}
+
+/// The precision a platform computes float32 graphs in (QNN's HTP: float16),
+/// the bound its float32 checks are judged by, and why.
+#[derive(Clone, Copy, Debug)]
+pub struct ComputedIn {
+    pub precision: Precision,
+    /// As [`PrecisionCheck::max_error_of_spread`]: that precision's bound.
+    pub max_error_of_spread: f64,
+    pub reason: &'static str,
 }
 
 impl Cell {
     /// A cell with the model's tolerance and no allowed fallback; generated
     /// code adds what its spec overrides, so a plain cell is one line.
     pub const fn new(model: &'static ModelDecl, platform: &'static PlatformDecl, engine: &'static Engine, planned: Planned) -> Cell {
-        Cell { model, platform, engine, planned, tolerance_override: None, allowed_fallback: &[], precision_checks: &[] }
+        Cell { model, platform, engine, planned, tolerance_override: None, allowed_fallback: &[], precision_checks: &[], float32_computed_in: None }
+    }
+
+    pub const fn computing_float32_in(mut self, precision: Precision, max_error_of_spread: f64, reason: &'static str) -> Cell {
+        self.float32_computed_in = Some(ComputedIn { precision, max_error_of_spread, reason });
+        self
     }
 
     pub const fn with_tolerance(mut self, tolerance: Tolerance) -> Cell {

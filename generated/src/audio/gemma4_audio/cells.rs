@@ -164,17 +164,22 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// gemma4_audio on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, soc_model=60)).
+/// gemma4_audio on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::QNN,
-    &crate::platforms::QNN_ONNX,
-    runtime::Planned::KnownIssue {
-        reason: "gemma4_audio fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Load model from /root/.cache/hwmatrix/fixtures/gemma4_audio.partial-2405/model.onnx failed:Invalid model. Node input 'mul_338_min_1' is not a graph input, initializer, or output of a previous node.; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
-    },
-);
+        &super::MODEL,
+        &crate::platforms::QNN,
+        &crate::platforms::QNN_ONNX,
+        runtime::Planned::KnownIssue {
+            reason: "gemma4_audio fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Load model from /root/.cache/hwmatrix/fixtures/gemma4_audio.partial-2405/model.onnx failed:Invalid model. Node input 'mul_338_min_1' is not a graph input, initializer, or output of a previous node.; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
+        },
+    )
+    .computing_float32_in(
+        runtime::Precision::Fp16,
+        0.1f64,
+        "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
+    );
 /// gemma4_audio on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,

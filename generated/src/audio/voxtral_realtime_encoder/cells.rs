@@ -116,13 +116,18 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// voxtral_realtime_encoder on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, soc_model=60)).
+/// voxtral_realtime_encoder on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::QNN,
-    &crate::platforms::QNN_ONNX,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::QNN,
+        &crate::platforms::QNN_ONNX,
+        runtime::Planned::Run,
+    )
+    .computing_float32_in(
+        runtime::Precision::Fp16,
+        0.1f64,
+        "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
+    );
 /// voxtral_realtime_encoder on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,

@@ -164,17 +164,22 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// pe_audio_video on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, soc_model=60)).
+/// pe_audio_video on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::QNN,
-    &crate::platforms::QNN_ONNX,
-    runtime::Planned::KnownIssue {
-        reason: "pe_audio_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/audio_video_encoder/embedder/Split_2' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 1; dynamo exporter: TorchExportError: Failed to export th",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
-    },
-);
+        &super::MODEL,
+        &crate::platforms::QNN,
+        &crate::platforms::QNN_ONNX,
+        runtime::Planned::KnownIssue {
+            reason: "pe_audio_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/audio_video_encoder/embedder/Split_2' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 1; dynamo exporter: TorchExportError: Failed to export th",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
+        },
+    )
+    .computing_float32_in(
+        runtime::Precision::Fp16,
+        0.1f64,
+        "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
+    );
 /// pe_audio_video on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,

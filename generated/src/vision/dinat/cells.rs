@@ -150,16 +150,21 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// dinat on qnn: not-tested (onnxruntime, QNNExecutionProvider (backend_type=htp, soc_model=60)).
+/// dinat on qnn: not-tested (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::QNN,
-    &crate::platforms::QNN_ONNX,
-    runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for dinat (stage `reference`, our gap, not a fact about the model or qnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
-        stage: runtime::Stage::Reference,
-    },
-);
+        &super::MODEL,
+        &crate::platforms::QNN,
+        &crate::platforms::QNN_ONNX,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for dinat (stage `reference`, our gap, not a fact about the model or qnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+            stage: runtime::Stage::Reference,
+        },
+    )
+    .computing_float32_in(
+        runtime::Precision::Fp16,
+        0.1f64,
+        "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
+    );
 /// dinat on webnn: not-tested (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,

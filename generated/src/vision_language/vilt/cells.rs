@@ -164,17 +164,22 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// vilt on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, soc_model=60)).
+/// vilt on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::QNN,
-    &crate::platforms::QNN_ONNX,
-    runtime::Planned::KnownIssue {
-        reason: "vilt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got 'onnx::ReduceMax'.  [Caused by the value 'max_image_length defined in (%max_image_length : Long(requires_grad=0, device=cpu) = onnx::ReduceMax[keepdims=0](%216), scope: export.NamedOutputs::/transformers.models.vilt.modeling_vilt.ViltModel::model/transformers.models.vilt.modeling_vilt.ViltEmbeddings::embeddings # /root/.cache/hwmatrix/venv/lib/python3.11/si",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
-    },
-);
+        &super::MODEL,
+        &crate::platforms::QNN,
+        &crate::platforms::QNN_ONNX,
+        runtime::Planned::KnownIssue {
+            reason: "vilt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got 'onnx::ReduceMax'.  [Caused by the value 'max_image_length defined in (%max_image_length : Long(requires_grad=0, device=cpu) = onnx::ReduceMax[keepdims=0](%216), scope: export.NamedOutputs::/transformers.models.vilt.modeling_vilt.ViltModel::model/transformers.models.vilt.modeling_vilt.ViltEmbeddings::embeddings # /root/.cache/hwmatrix/venv/lib/python3.11/si",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
+        },
+    )
+    .computing_float32_in(
+        runtime::Precision::Fp16,
+        0.1f64,
+        "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
+    );
 /// vilt on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,

@@ -1,0 +1,122 @@
+//! A check in a process of its own, for engines that can crash the process
+//! they run in. Measured: one qnn cell (edgetam, on Qualcomm's HTP emulator)
+//! ended its test process with SIGSEGV, and with it every qnn check after it
+//! in that process (258 of the vision category's 333 never ran). A check of
+//! such an engine reruns its own test in a child process (the same test
+//! binary, `--exact` its test's name) and reads the child's verdict: passed,
+//! failed with the child's message, or killed by a signal, which the parent
+//! records as the check's failure (`engine-exited`, with the signal and the
+//! child's last lines). The child writes its own record as any check does.
+//!
+//! One child at a time: the children's timings then say truly that nothing
+//! ran beside them, as a single process's timed sections do (`checks::TIMING`).
+
+use std::process::Command;
+use std::sync::Mutex;
+
+use crate::checks::Check;
+use crate::error::ErrorKind;
+use crate::record::{self, Outcome};
+use crate::{Basis, Cell, Engine, ExecutionProvider};
+
+/// Set in the child: it runs the check itself.
+const CHILD: &str = "HWMATRIX_ISOLATED_CHECK";
+
+/// The engines whose checks run in a process of their own.
+fn needs_own_process(cell: &Cell) -> bool {
+    matches!(cell.engine, Engine::OnnxRuntime { provider: ExecutionProvider::Qnn, .. })
+}
+
+/// The check's verdict from a child process, or None where it runs in this
+/// one: an engine that never crashed a process, the child itself, or a caller
+/// that is not a libtest test (its thread names no test to rerun).
+pub fn run_in_own_process(cell: &Cell, check: Check) -> Option<Result<(), String>> {
+    if !needs_own_process(cell) || std::env::var_os(CHILD).is_some() {
+        return None;
+    }
+    // libtest runs each test on a thread named after the test's path.
+    let test = std::thread::current().name().filter(|n| n.ends_with(check.name()) && n.contains("::"))?.to_string();
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return Some(Err(format!("{}::{}: cannot find the test binary to run the check in its own process: {e}", cell.id(), check.name()))),
+    };
+    let output = Command::new(&exe)
+        .args([test.as_str(), "--exact", "--include-ignored", "--test-threads=1", "--nocapture"])
+        .env(CHILD, "1")
+        // The child's records belong to this run.
+        .env("HWMATRIX_RUN_ID", record::run_id())
+        .output();
+    let output = match output {
+        Ok(output) => output,
+        Err(e) => return Some(Err(format!("{}::{}: cannot start {} for the check's own process: {e}", cell.id(), check.name(), exe.display()))),
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // The child's output, where libtest captures this test's (shown when it fails).
+    print!("{stdout}");
+    eprint!("{stderr}");
+    if output.status.success() {
+        return Some(if stdout.contains("1 passed") { Ok(()) } else { Err(format!("{}::{}: its own process ran no test named {test}", cell.id(), check.name())) });
+    }
+    use std::os::unix::process::ExitStatusExt;
+    Some(Err(match output.status.signal() {
+        Some(signal) => {
+            // Its own last words, not libtest's ("running 1 test", "test x ...").
+            let last: Vec<&str> = stderr.lines().chain(stdout.lines()).filter(|l| !l.trim().is_empty() && !l.starts_with("running ") && !l.starts_with("test ")).collect();
+            let last = if last.is_empty() { "none".to_string() } else { last[last.len().saturating_sub(3)..].join(" | ") };
+            let reason = format!(
+                "the check's own process was killed by signal {signal}{} during the check, inside {} (its last lines: {last})",
+                signal_name(signal),
+                cell.engine.describe()
+            );
+            let crashed = record::Record {
+                status: Outcome::Failed,
+                basis: Basis::Measured,
+                reason: Some(reason.clone()),
+                error_kind: Some(ErrorKind::EngineExited),
+                stage: ErrorKind::EngineExited.stage(),
+                ..crate::checks::blank_record(cell, check.name())
+            };
+            if let Err(e) = record::append(&crashed) {
+                return Some(Err(format!("{}::{}: {reason}; and its record could not be written: {e}", cell.id(), check.name())));
+            }
+            format!("{}::{} failed (engine-exited): {reason}", cell.id(), check.name())
+        }
+        // The child failed the check and wrote its record; its message is in its output above.
+        None => failure_message(&format!("{stdout}\n{stderr}")).unwrap_or_else(|| format!("{}::{} failed in its own process (exit status {}); its output is above", cell.id(), check.name(), output.status)),
+    }))
+}
+
+/// The panic message of the child's failed test, from libtest's output.
+fn failure_message(stdout: &str) -> Option<String> {
+    let mut lines = stdout.lines().skip_while(|l| !l.contains("panicked at"));
+    lines.next()?;
+    let message: Vec<&str> = lines.take_while(|l| !l.starts_with("stack backtrace:") && !l.starts_with("note: ") && !l.trim().is_empty()).collect();
+    (!message.is_empty()).then(|| message.join("\n"))
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        4 => " (SIGILL)",
+        6 => " (SIGABRT)",
+        7 => " (SIGBUS)",
+        8 => " (SIGFPE)",
+        9 => " (SIGKILL)",
+        11 => " (SIGSEGV)",
+        _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_childs_panic_message() {
+        let stdout = "running 1 test\n\nthread 'a::b::qnn::onnx::runs' (12) panicked at runtime/src/checks.rs:123:9:\nb::qnn::onnx::runs failed (model-load): cannot load\nsecond line\nstack backtrace:\n   0: x\n";
+        assert_eq!(failure_message(stdout).as_deref(), Some("b::qnn::onnx::runs failed (model-load): cannot load\nsecond line"));
+        assert_eq!(failure_message("running 1 test\ntest x ... ok\n"), None);
+    }
+}
