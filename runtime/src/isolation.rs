@@ -6,13 +6,17 @@
 //! binary, `--exact` its test's name) and reads the child's verdict: passed,
 //! failed with the child's message, or killed by a signal, which the parent
 //! records as the check's failure (`engine-exited`, with the signal and the
-//! child's last lines). The child writes its own record as any check does.
+//! child's last lines), or still running after [`CHECK_LIMIT`], which the
+//! parent kills and records as a `timeout`. The child writes its own record as
+//! any check does.
 //!
 //! One child at a time: the children's timings then say truly that nothing
 //! ran beside them, as a single process's timed sections do (`checks::TIMING`).
 
-use std::process::Command;
+use std::io::Read;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use crate::checks::Check;
 use crate::error::ErrorKind;
@@ -42,26 +46,39 @@ pub fn run_in_own_process(cell: &Cell, check: Check) -> Option<Result<(), String
         Ok(exe) => exe,
         Err(e) => return Some(Err(format!("{}::{}: cannot find the test binary to run the check in its own process: {e}", cell.id(), check.name()))),
     };
-    let output = Command::new(&exe)
+    let child = Command::new(&exe)
         .args([test.as_str(), "--exact", "--include-ignored", "--test-threads=1", "--nocapture"])
         .env(CHILD, "1")
         // The child's records belong to this run.
         .env("HWMATRIX_RUN_ID", record::run_id())
-        .output();
-    let output = match output {
-        Ok(output) => output,
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let child = match child {
+        Ok(child) => child,
         Err(e) => return Some(Err(format!("{}::{}: cannot start {} for the check's own process: {e}", cell.id(), check.name(), exe.display()))),
     };
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let (status, stdout, stderr) = match wait_within(child, CHECK_LIMIT) {
+        Ok(finished) => finished,
+        Err(e) => return Some(Err(format!("{}::{}: waiting for the check's own process: {e}", cell.id(), check.name()))),
+    };
     // The child's output, where libtest captures this test's (shown when it fails).
     print!("{stdout}");
     eprint!("{stderr}");
-    if output.status.success() {
+    let Some(status) = status else {
+        let reason = format!(
+            "the check's own process ran past {} s and was killed (a limit of three times one run's {} s, for the session's build, its runs and its profile), inside {}",
+            CHECK_LIMIT.as_secs(),
+            CHECK_LIMIT.as_secs() / 3,
+            cell.engine.describe()
+        );
+        return Some(Err(write_failure(cell, check, ErrorKind::Timeout, reason)));
+    };
+    if status.success() {
         return Some(if stdout.contains("1 passed") { Ok(()) } else { Err(format!("{}::{}: its own process ran no test named {test}", cell.id(), check.name())) });
     }
     use std::os::unix::process::ExitStatusExt;
-    Some(Err(match output.status.signal() {
+    Some(Err(match status.signal() {
         Some(signal) => {
             // Its own last words, not libtest's ("running 1 test", "test x ...").
             let last: Vec<&str> = stderr.lines().chain(stdout.lines()).filter(|l| !l.trim().is_empty() && !l.starts_with("running ") && !l.starts_with("test ")).collect();
@@ -71,22 +88,62 @@ pub fn run_in_own_process(cell: &Cell, check: Check) -> Option<Result<(), String
                 signal_name(signal),
                 cell.engine.describe()
             );
-            let crashed = record::Record {
-                status: Outcome::Failed,
-                basis: Basis::Measured,
-                reason: Some(reason.clone()),
-                error_kind: Some(ErrorKind::EngineExited),
-                stage: ErrorKind::EngineExited.stage(),
-                ..crate::checks::blank_record(cell, check.name())
-            };
-            if let Err(e) = record::append(&crashed) {
-                return Some(Err(format!("{}::{}: {reason}; and its record could not be written: {e}", cell.id(), check.name())));
-            }
-            format!("{}::{} failed (engine-exited): {reason}", cell.id(), check.name())
+            write_failure(cell, check, ErrorKind::EngineExited, reason)
         }
         // The child failed the check and wrote its record; its message is in its output above.
-        None => failure_message(&format!("{stdout}\n{stderr}")).unwrap_or_else(|| format!("{}::{} failed in its own process (exit status {}); its output is above", cell.id(), check.name(), output.status)),
+        None => failure_message(&format!("{stdout}\n{stderr}")).unwrap_or_else(|| format!("{}::{} failed in its own process (exit status {status}); its output is above", cell.id(), check.name())),
     }))
+}
+
+/// How long a check's own process may take: three times the run limit of the
+/// engine (`engine::onnx`'s 60 s), for its session's build, its runs and its profile.
+const CHECK_LIMIT: Duration = Duration::from_secs(180);
+
+/// The child's exit status (None when it ran past `limit` and was killed) and its output.
+fn wait_within(mut child: Child, limit: Duration) -> std::io::Result<(Option<ExitStatus>, String, String)> {
+    // Read both pipes as the child writes them, so a full pipe never stalls it.
+    let read = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut text);
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let stdout = read(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let stderr = read(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if started.elapsed() > limit {
+            child.kill()?;
+            child.wait()?;
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Ok((status, stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default()))
+}
+
+/// Records a check's failure that its own process could not record (it crashed, or was
+/// killed), and returns the test's failure message.
+fn write_failure(cell: &Cell, check: Check, kind: ErrorKind, reason: String) -> String {
+    let failed = record::Record {
+        status: Outcome::Failed,
+        basis: Basis::Measured,
+        reason: Some(reason.clone()),
+        error_kind: Some(kind),
+        stage: kind.stage(),
+        ..crate::checks::blank_record(cell, check.name())
+    };
+    let kind_name = crate::checks::kind_name(kind);
+    match record::append(&failed) {
+        Ok(()) => format!("{}::{} failed ({kind_name}): {reason}", cell.id(), check.name()),
+        Err(e) => format!("{}::{} failed ({kind_name}): {reason}; and its record could not be written: {e}", cell.id(), check.name()),
+    }
 }
 
 /// The panic message of the child's failed test, from libtest's output.
