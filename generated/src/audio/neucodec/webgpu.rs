@@ -9,13 +9,13 @@ mod browser {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
-/// neucodec on webgpu with onnxruntime, WebGpuExecutionProvider: run.
+/// neucodec on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (neucodec fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 435 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 1475392 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason).
 ///
 /// Select this cell with `cargo test -p generated audio::neucodec::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: neucodec fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 435 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 1475392 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason"
     );
 }
 /// neucodec's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

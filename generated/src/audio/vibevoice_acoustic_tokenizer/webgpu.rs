@@ -9,13 +9,13 @@ mod browser {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
-/// vibevoice_acoustic_tokenizer on webgpu with onnxruntime, WebGpuExecutionProvider: run.
+/// vibevoice_acoustic_tokenizer on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (vibevoice_acoustic_tokenizer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 91 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 29794 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason).
 ///
 /// Select this cell with `cargo test -p generated audio::vibevoice_acoustic_tokenizer::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: vibevoice_acoustic_tokenizer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 91 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 29794 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason"
     );
 }
 /// vibevoice_acoustic_tokenizer's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -138,12 +138,16 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Mismatch),
     },
 );
-/// doge on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// doge on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "doge fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// doge on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -9,13 +9,13 @@ mod browser {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
-/// gemma3n_text on webgpu with onnxruntime, WebGpuExecutionProvider: run.
+/// gemma3n_text on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (gemma3n_text fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)).
 ///
 /// Select this cell with `cargo test -p generated text_decoders::gemma3n_text::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: gemma3n_text fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)"
     );
 }
 /// gemma3n_text's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

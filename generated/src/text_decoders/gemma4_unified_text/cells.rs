@@ -146,12 +146,16 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Mismatch),
     },
 );
-/// gemma4_unified_text on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// gemma4_unified_text on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "gemma4_unified_text fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// gemma4_unified_text on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

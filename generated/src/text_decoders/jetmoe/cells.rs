@@ -158,12 +158,16 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Run),
     },
 );
-/// jetmoe on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// jetmoe on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "jetmoe fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 960 µs (2%); WebGpuExecutionProvider: 300 nodes (64%), 43292 µs (98%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
+    },
 );
 /// jetmoe on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -142,12 +142,16 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Mismatch),
     },
 );
-/// kolibri1 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// kolibri1 on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "kolibri1 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// kolibri1 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -9,13 +9,13 @@ mod browser {
         "known issue: kolibri1 fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)"
     );
 }
-/// kolibri1 on webgpu with onnxruntime, WebGpuExecutionProvider: run.
+/// kolibri1 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (kolibri1 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)).
 ///
 /// Select this cell with `cargo test -p generated text_decoders::kolibri1::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: kolibri1 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)"
     );
 }
 /// kolibri1's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -142,12 +142,16 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Mismatch),
     },
 );
-/// mellum on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// mellum on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "mellum fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.373e-4; worst at flat index 161: got -0.0006088166264817119, expected -0.0005064730066806078)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// mellum on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

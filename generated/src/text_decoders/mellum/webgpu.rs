@@ -9,13 +9,13 @@ mod browser {
         "known issue: mellum fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.373e-4; worst at flat index 161: got -0.0006088166264817119, expected -0.0005064730066806078)"
     );
 }
-/// mellum on webgpu with onnxruntime, WebGpuExecutionProvider: run.
+/// mellum on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (mellum fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.373e-4; worst at flat index 161: got -0.0006088166264817119, expected -0.0005064730066806078)).
 ///
 /// Select this cell with `cargo test -p generated text_decoders::mellum::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: mellum fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.373e-4; worst at flat index 161: got -0.0006088166264817119, expected -0.0005064730066806078)"
     );
 }
 /// mellum's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

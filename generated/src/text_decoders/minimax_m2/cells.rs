@@ -142,12 +142,16 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Mismatch),
     },
 );
-/// minimax_m2 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// minimax_m2 on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "minimax_m2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// minimax_m2 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

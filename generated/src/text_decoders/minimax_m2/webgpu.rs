@@ -9,13 +9,13 @@ mod browser {
         "known issue: minimax_m2 fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)"
     );
 }
-/// minimax_m2 on webgpu with onnxruntime, WebGpuExecutionProvider: run.
+/// minimax_m2 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (minimax_m2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)).
 ///
 /// Select this cell with `cargo test -p generated text_decoders::minimax_m2::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: minimax_m2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)"
     );
 }
 /// minimax_m2's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

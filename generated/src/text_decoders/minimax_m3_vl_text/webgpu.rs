@@ -9,13 +9,13 @@ mod browser {
         "known issue: minimax_m3_vl_text fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.490e-4; worst at flat index 102: got -0.005397799424827099, expected -0.005289996508508921)"
     );
 }
-/// minimax_m3_vl_text on webgpu with onnxruntime, WebGpuExecutionProvider: run.
+/// minimax_m3_vl_text on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (minimax_m3_vl_text fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.490e-4; worst at flat index 102: got -0.005397799424827099, expected -0.005289996508508921)).
 ///
 /// Select this cell with `cargo test -p generated text_decoders::minimax_m3_vl_text::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: minimax_m3_vl_text fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.490e-4; worst at flat index 102: got -0.005397799424827099, expected -0.005289996508508921)"
     );
 }
 /// minimax_m3_vl_text's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

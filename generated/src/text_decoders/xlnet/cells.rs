@@ -142,12 +142,16 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Run),
     },
 );
-/// xlnet on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// xlnet on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "xlnet fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 214 µs (16%); WebGpuExecutionProvider: 86 nodes (64%), 1126 µs (84%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
+    },
 );
 /// xlnet on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -9,13 +9,13 @@ mod browser {
         "known issue: esmc fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)"
     );
 }
-/// esmc on webgpu with onnxruntime, WebGpuExecutionProvider: run.
+/// esmc on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (esmc fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)).
 ///
 /// Select this cell with `cargo test -p generated text_encoders::esmc::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: esmc fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)"
     );
 }
 /// esmc's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -9,13 +9,13 @@ mod browser {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
-/// conditional_detr on webgpu with onnxruntime, WebGpuExecutionProvider: run.
+/// conditional_detr on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (conditional_detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.311e0; worst at flat index 339: got -2.166388988494873, expected 0.14452023804187775); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 1.936e0; worst at flat index 127: got 2.3975679874420166, expected 0.46123549342155457)).
 ///
 /// Select this cell with `cargo test -p generated vision::conditional_detr::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: conditional_detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.311e0; worst at flat index 339: got -2.166388988494873, expected 0.14452023804187775); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 1.936e0; worst at flat index 127: got 2.3975679874420166, expected 0.46123549342155457)"
     );
 }
 /// conditional_detr's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

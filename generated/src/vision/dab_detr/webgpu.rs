@@ -9,13 +9,13 @@ mod browser {
         "known issue: dab-detr fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)"
     );
 }
-/// dab-detr on webgpu with onnxruntime, WebGpuExecutionProvider: run.
+/// dab-detr on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (dab-detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)).
 ///
 /// Select this cell with `cargo test -p generated vision::dab_detr::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: dab-detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)"
     );
 }
 /// dab-detr's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

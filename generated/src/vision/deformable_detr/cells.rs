@@ -142,12 +142,16 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBGPU_BROWSER,
     runtime::Planned::Run,
 );
-/// deformable_detr on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// deformable_detr on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "deformable_detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276799440383911, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276799440383911, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021668434143066, expected -1.681936264038086)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// deformable_detr on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -138,12 +138,16 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBGPU_BROWSER,
     runtime::Planned::Run,
 );
-/// edgetam on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// edgetam on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "edgetam fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.000025576040570740588, expected 0.00010895189916482195)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// edgetam on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

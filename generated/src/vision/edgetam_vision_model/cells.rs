@@ -138,12 +138,16 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBGPU_BROWSER,
     runtime::Planned::Run,
 );
-/// edgetam_vision_model on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// edgetam_vision_model on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "edgetam_vision_model fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// edgetam_vision_model on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

@@ -9,13 +9,13 @@ mod browser {
         "known issue: mobilevitv2 fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason"
     );
 }
-/// mobilevitv2 on webgpu with onnxruntime, WebGpuExecutionProvider: run.
+/// mobilevitv2 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (mobilevitv2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 476 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 629929 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason).
 ///
 /// Select this cell with `cargo test -p generated vision::mobilevitv2::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: mobilevitv2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 476 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 629929 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason"
     );
 }
 /// mobilevitv2's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

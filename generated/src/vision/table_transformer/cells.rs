@@ -138,12 +138,16 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBGPU_BROWSER,
     runtime::Planned::Run,
 );
-/// table-transformer on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// table-transformer on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "table-transformer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 9.238e-1; worst at flat index 270: got 1.5162241458892822, expected 0.5924274921417236); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.644e0; worst at flat index 59: got -0.7947008013725281, expected 1.849069595336914)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// table-transformer on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {

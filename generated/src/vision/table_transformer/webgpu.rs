@@ -9,13 +9,13 @@ mod browser {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
-/// table-transformer on webgpu with onnxruntime, WebGpuExecutionProvider: run.
+/// table-transformer on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (table-transformer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 9.238e-1; worst at flat index 270: got 1.5162241458892822, expected 0.5924274921417236); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.644e0; worst at flat index 59: got -0.7947008013725281, expected 1.849069595336914)).
 ///
 /// Select this cell with `cargo test -p generated vision::table_transformer::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: table-transformer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 9.238e-1; worst at flat index 270: got 1.5162241458892822, expected 0.5924274921417236); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.644e0; worst at flat index 59: got -0.7947008013725281, expected 1.849069595336914)"
     );
 }
 /// table-transformer's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
