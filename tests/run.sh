@@ -13,7 +13,8 @@
 #      cached by spec and exporter, built by one Python worker per core
 #   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells
 #      with both engines (ONNX Runtime, and libtorch through tch, linked from the
-#      venv's torch); then the openvino cells, in a test process of their own
+#      venv's torch); then the openvino cells, in a test process of their own, and the
+#      qnn cells on Qualcomm's HTP emulator
 #   5. webgpu's quantization checks of every model (wgpu's WGSL kernels on Mesa's
 #      lavapipe, five schemes each), the web cells of the high-priority models
 #      (webnn and webgpu in headless Chromium, and webgpu natively through ONNX
@@ -77,6 +78,19 @@ step "the openvino cells (OpenVINO's CPU device, provider verified from the sess
 # linked list corrupted") after about 800 cells, at a different cell each time;
 # every cell passes when run alone or in smaller sets.
 cargo test --locked -p generated --features openvino,torch ::openvino:: -- --test-threads=1 2>&1 | tee -a "$log"
+
+# Qualcomm's HTP: onnxruntime-qnn's plugin with its x86-64 HTP emulator, strict
+# (no CPU fallback), one static-shape graph per input shape; each check in a
+# process of its own (the emulator has crashed its process). Every text,
+# vision and audio architecture, the categories `gen import --platform qnn`
+# has measured (the other categories' cells have no qnn evidence yet, README).
+step "the qnn cells of every text, vision and audio architecture (Qualcomm's HTP emulator, provider verified from the session profile)"
+qnn_filters=()
+for module_dir in generated/src/{text_encoders,text_decoders,encoder_decoders,vision,audio}/*/; do
+  # category::module::qnn:: (the test path gen wrote; a module's folder is its name)
+  qnn_filters+=("$(basename "$(dirname "$module_dir")")::$(basename "$module_dir")::qnn::")
+done
+cargo test --locked -p generated --features qnn -- "${qnn_filters[@]}" 2>&1 | tee -a "$log"
 
 # The web cells in a real headless Chromium (onnxruntime-web), for the seeds'
 # 13 high-priority models. WebGPU here is SwiftShader, Chromium's software

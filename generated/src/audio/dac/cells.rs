@@ -116,12 +116,16 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// dac on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// dac on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "dac fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output audio_values: 1367 of 1600 elements outside 0.1 of the output's spread (6.950e-4 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/dac.yaml) (max abs error 3.875e-2; worst at flat index 1043: got -0.0348205603659153, expected 0.0039314874447882175); output quantized_representation: 1258 of 1600 elements outside 0.1 of the output's spread (7.665e-4 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/dac.yaml) (max abs error 1.062e-2; worst at flat index 2: got -0.006298065651208162, expected 0.004317863378673792); output audio_codes: 300 of 300 elements outside 0.1 of the output's spread (2.591e1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/dac.yaml) (max abs error 4.730e2; worst at flat index 145: got 495, expected 22); output projected_latents: 1175 of 1200 elements outside 0.1 of the output's spread (6.950e-5 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/dac.yaml) (max abs error 3.908e-2; worst at flat index 367: got -0.0390319861471653, expected 0.000052892712119501084)",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .computing_float32_in(
         runtime::Precision::Fp16,

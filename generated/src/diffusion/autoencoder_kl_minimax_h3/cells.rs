@@ -112,12 +112,16 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// autoencoder_kl_minimax_h3 on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// autoencoder_kl_minimax_h3 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "autoencoder_kl_minimax_h3 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Pad ×16 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 19 nodes (66%), 533 µs (0%); QNNExecutionProvider: 10 nodes (34%), 874898 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_minimax_h3.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .computing_float32_in(
         runtime::Precision::Fp16,

@@ -120,12 +120,16 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// lumina_nextdit2d on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// lumina_nextdit2d on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "lumina_nextdit2d fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (86%), 158 µs (0%); QNNExecutionProvider: 1 nodes (14%), 336079 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off QNNExecutionProvider, with the reason; also out-of-tolerance: output sample: 407 of 2048 elements outside 0.1 of the output's spread (2.047e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/lumina_nextdit2d.yaml) (max abs error 1.203e0; worst at flat index 1252: got 0.3593750298023224, expected -0.8434305191040039)",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .computing_float32_in(
         runtime::Precision::Fp16,

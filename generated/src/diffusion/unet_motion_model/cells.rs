@@ -112,12 +112,16 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// unet_motion_model on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// unet_motion_model on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "unet_motion_model fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)",
+            basis: runtime::Basis::Measured,
+            stage: None,
+        },
     )
     .computing_float32_in(
         runtime::Precision::Fp16,

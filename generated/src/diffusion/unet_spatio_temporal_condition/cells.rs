@@ -112,12 +112,16 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// unet_spatio_temporal_condition on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// unet_spatio_temporal_condition on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "unet_spatio_temporal_condition fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: no record (the test did not run)",
+            basis: runtime::Basis::Measured,
+            stage: None,
+        },
     )
     .computing_float32_in(
         runtime::Precision::Fp16,

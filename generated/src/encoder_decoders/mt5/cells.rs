@@ -108,12 +108,16 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// mt5 on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// mt5 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "mt5 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 60 of 448 elements outside 0.1 of the output's spread (2.730e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/mt5.yaml) (max abs error 1.006e0; worst at flat index 356: got 0.4926758110523224, expected -0.5133880972862244); output encoder_last_hidden_state: 145 of 832 elements outside 0.1 of the output's spread (3.362e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/mt5.yaml) (max abs error 1.678e0; worst at flat index 746: got -1.5527344942092896, expected 0.12500526010990143)",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .computing_float32_in(
         runtime::Precision::Fp16,

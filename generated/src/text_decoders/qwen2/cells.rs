@@ -108,12 +108,16 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// qwen2 on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// qwen2 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "qwen2 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output logits: 3 of 26624 elements outside 0.1 of the output's spread (4.340e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/qwen2.yaml) (max abs error 5.338e-2; worst at flat index 26608: got -0.1452636867761612, expected -0.09188390523195267)",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .computing_float32_in(
         runtime::Precision::Fp16,

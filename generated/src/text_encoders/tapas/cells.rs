@@ -108,12 +108,16 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// tapas on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// tapas on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "tapas fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 171 µs (0%); QNNExecutionProvider: 2 nodes (40%), 234846 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/tapas.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .computing_float32_in(
         runtime::Precision::Fp16,

@@ -112,12 +112,16 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// mgp-str on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// mgp-str on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "mgp-str fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 200 µs (0%); QNNExecutionProvider: 2 nodes (40%), 1029794 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/mgp-str.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .computing_float32_in(
         runtime::Precision::Fp16,

@@ -112,12 +112,16 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// mobilevit on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// mobilevit on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "mobilevit fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output last_hidden_state: 13 of 32 elements outside 0.1 of the output's spread (1.432e-5 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/mobilevit.yaml) (max abs error 1.437e-4; worst at flat index 10: got 0, expected -0.000143668832606636); output pooler_output: 13 of 32 elements outside 0.1 of the output's spread (1.432e-5 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/mobilevit.yaml) (max abs error 1.437e-4; worst at flat index 10: got 0, expected -0.000143668832606636)",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .computing_float32_in(
         runtime::Precision::Fp16,

@@ -128,12 +128,16 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// swin on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// swin on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "swin fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 586 µs (0%); QNNExecutionProvider: 9 nodes (27%), 583896 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .computing_float32_in(
         runtime::Precision::Fp16,
