@@ -143,12 +143,16 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Run),
     },
 );
-/// longt5 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// longt5 on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "longt5 fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772791504859924, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.29916658997535706, expected 1.0156800746917725)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// longt5 on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(

@@ -131,12 +131,16 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// gemma3n_text on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// gemma3n_text on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "gemma3n_text fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// gemma3n_text on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(

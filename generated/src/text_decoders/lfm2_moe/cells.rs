@@ -135,12 +135,16 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// lfm2_moe on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// lfm2_moe on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "lfm2_moe fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// lfm2_moe on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(

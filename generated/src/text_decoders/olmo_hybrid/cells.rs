@@ -139,12 +139,16 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     &crate::platforms::WEBNN_BROWSER,
     runtime::Planned::Run,
 );
-/// olmo_hybrid on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// olmo_hybrid on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::WEBGPU,
     &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "olmo_hybrid fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.354e-4; worst at flat index 83: got 0.14048175513744354, expected 0.14074191451072693)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// olmo_hybrid on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
