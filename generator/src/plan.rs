@@ -38,7 +38,7 @@ pub struct CellPlan {
     /// Where the platform computes float32 graphs in a lower precision
     /// (hardware.yaml `float32_computed_in`): that precision, the spec's bound
     /// for it, and why; the float32 checks are judged by that bound.
-    pub float32_computed_in: Option<(Precision, PrecisionTolerance, String)>,
+    pub float32_computed_in: Option<(Precision, f64, String)>,
 }
 
 #[derive(Debug)]
@@ -205,10 +205,7 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
             .collect(),
         _ => Vec::new(),
     };
-    let float32_computed_in = specs.hardware.platforms[&name].float32_computed_in.as_ref().map(|c| {
-        let tolerance = spec.precision_tolerances.get(&c.precision).cloned().expect("the loader checks the precision has a tolerance");
-        (c.precision, tolerance, c.reason.clone())
-    });
+    let float32_computed_in = specs.hardware.platforms[&name].float32_computed_in.as_ref().map(|c| (c.precision, c.max_error_of_spread, c.reason.clone()));
     CellPlan {
         platform: name,
         engine: engine.clone(),

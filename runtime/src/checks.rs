@@ -15,7 +15,7 @@ use crate::placement;
 use hwmatrix_cell::presence::{self, Availability};
 use crate::record::{self, DeviationRecord, FixtureRecord, Memory, Outcome, OutputDeviation, Record, Timing, Worst};
 use crate::tensor::Tensor;
-use crate::{Basis, Cell, Engine, Precision, Stage, Tolerance};
+use crate::{AgreementBound, Basis, Cell, Engine, Precision, Stage, Tolerance};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Check {
@@ -86,6 +86,7 @@ struct Evidence {
     providers: Option<placement::ProviderEvidence>,
     deviation: Option<DeviationRecord>,
     timing: Option<Timing>,
+    untimed: Option<String>,
     memory: Option<Memory>,
     fixture: Option<FixtureRecord>,
     library: Option<String>,
@@ -156,6 +157,7 @@ fn execute_part(cell: &Cell, check: Check) -> Result<(), String> {
         providers: evidence.providers,
         deviation: evidence.deviation,
         timing: evidence.timing,
+        untimed: evidence.untimed,
         memory: evidence.memory,
         fixture: evidence.fixture,
         library: evidence.library,
@@ -190,6 +192,7 @@ pub(crate) fn blank_record(cell: &Cell, check: &str) -> Record {
         providers: None,
         deviation: None,
         timing: None,
+        untimed: None,
         memory: None,
         fixture: None,
         library: None,
@@ -232,11 +235,11 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
     let bound = match check {
         Check::Precision(p) => cell
             .precision_check(p)
-            .map(|c| Bound::OfSpread(c.max_error_of_spread, None))
+            .map(|c| Bound::Agreement(p, c.bound))
             .ok_or_else(|| CheckError::new(ErrorKind::FixtureInvalid, format!("{} declares no {} check", cell.id(), p.name())))?,
         // Hardware that computes float32 graphs in a lower precision is judged by that precision's bound.
         _ => match cell.float32_computed_in {
-            Some(c) => Bound::OfSpread(c.max_error_of_spread, Some(c)),
+            Some(c) => Bound::OfSpread(c),
             None => Bound::Allclose(cell.effective_tolerance()),
         },
     };
@@ -254,6 +257,7 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
     let outputs = outputs?;
     let placement = session.placement();
     // Engines whose profiled sessions time true are timed as they are, not opened twice.
+    let untimed = session.untimed();
     let reusable = session.reusable_for_timing().then_some(session);
 
     // Every verdict is measured before the first failure is reported, so a
@@ -264,7 +268,10 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
     }
     // Latency is taken at the export shape, once per model and precision.
     if matches!(check, Check::MatchesReference | Check::Precision(_)) {
-        verdicts.push(time(cell, &fixture, model, &inputs, reusable, evidence));
+        match untimed {
+            Some(why) => evidence.untimed = Some(why),
+            None => verdicts.push(time(cell, &fixture, model, &inputs, reusable, evidence)),
+        }
     }
     let mut failures = verdicts.into_iter().filter_map(Result::err);
     match failures.next() {
@@ -346,23 +353,40 @@ fn check_declared(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(Stri
 enum Bound {
     /// float32: numpy's allclose rule, element by element.
     Allclose(Tolerance),
-    /// A precision variant, or float32 on hardware that computes it in a lower
-    /// precision (which, and why): every element within this fraction of its output's spread.
-    OfSpread(f64, Option<hwmatrix_cell::ComputedIn>),
+    /// float32 on hardware that computes it in a lower precision (which, and
+    /// why): every element within a fraction of its output's spread.
+    OfSpread(hwmatrix_cell::ComputedIn),
+    /// A precision variant: each float output's rows, energy and top class
+    /// agree with the float32 reference (`compare::agreement`).
+    Agreement(Precision, AgreementBound),
 }
 
-/// Every reference output within tolerance, and informative: a reference
+/// Every reference output within its bound, and informative: a reference
 /// that a constant would match cannot catch a wrong model.
 fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(String, Tensor)], bound: Bound, evidence: &mut Evidence) -> Result<(), CheckError> {
     let references = fixture.outputs(shape)?;
-    let (base, fraction, computed_in) = match bound {
-        Bound::Allclose(t) => (t, None, None),
-        Bound::OfSpread(f, computed_in) => (Tolerance { abs: 0.0, rel: 0.0 }, Some(f), computed_in),
+    let feature_last = |name: &str| {
+        let axes = cell.model.outputs.iter().find(|d| d.name == name).map_or(&[][..], |d| d.axes);
+        compare::feature_axis_last(name, axes)
     };
+    let exact = Tolerance { abs: 0.0, rel: 0.0 };
     let mut record = DeviationRecord {
-        tolerance: base,
-        max_error_of_spread: fraction,
-        computed_in: computed_in.map(|c| format!("{}: {}", c.precision.name(), c.reason)),
+        tolerance: match bound {
+            Bound::Allclose(t) => t,
+            _ => exact,
+        },
+        max_error_of_spread: match bound {
+            Bound::OfSpread(c) => Some(c.max_error_of_spread),
+            _ => None,
+        },
+        computed_in: match bound {
+            Bound::OfSpread(c) => Some(format!("{}: {}", c.precision.name(), c.reason)),
+            _ => None,
+        },
+        agreement_bound: match bound {
+            Bound::Agreement(_, b) => Some(b),
+            _ => None,
+        },
         max_abs: 0.0,
         max_rel: 0.0,
         outputs: Vec::new(),
@@ -375,41 +399,53 @@ fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(Str
             .find(|(n, _)| n == name)
             .map(|(_, t)| t)
             .ok_or_else(|| CheckError::new(ErrorKind::OutputMismatch, format!("the model has no output {name} that the reference has")))?;
-        // A precision check's bound is a fraction of this output's own spread.
-        let tolerance = match fraction {
-            None => base,
-            Some(f) => Tolerance { abs: f * compare::spread(expected, base).max_from_mean, rel: 0.0 },
+        // The elementwise rule: float32's allclose; a fraction of this output's
+        // own spread where float32 is computed in a lower precision; exact for a
+        // precision variant, whose elementwise error is evidence only.
+        let tolerance = match bound {
+            Bound::Allclose(t) => t,
+            Bound::OfSpread(c) => Tolerance { abs: c.max_error_of_spread * compare::spread(expected, exact).max_from_mean, rel: 0.0 },
+            Bound::Agreement(..) => exact,
         };
         let dev: Deviation =
             compare::deviation(actual, expected, tolerance).map_err(|e| CheckError::new(ErrorKind::OutputMismatch, format!("output {name}: {e}")))?;
         let spread = compare::spread(expected, tolerance);
+        let agreement = compare::agreement(name, feature_last(name), actual, expected);
         let worst = dev.worst.map(|i| Worst { index: i, expected: expected.value(i), got: actual.value(i) });
-        if let Some(w) = &worst {
-            let bound = match fraction {
-                None => format!("abs {} + rel {}", tolerance.abs, tolerance.rel),
-                Some(f) => match computed_in {
-                    None => format!("{f} of the output's spread ({:.3e} abs; precision_tolerances in {})", tolerance.abs, cell.model.spec_path),
-                    Some(c) => format!(
-                        "{f} of the output's spread ({:.3e} abs; {}'s bound, because {}; precision_tolerances in {})",
-                        tolerance.abs,
-                        c.precision.name(),
-                        c.reason,
+        let worst_text = |w: &Worst| format!("max abs error {:.3e}; worst at flat index {}: got {}, expected {}", dev.max_abs, w.index, w.got, w.expected);
+        match (bound, &worst) {
+            (Bound::Agreement(precision, b), _) => {
+                if let Some(missed) = missed_agreement(agreement.as_ref(), &dev, b) {
+                    let evidence = worst.as_ref().map(|w| format!(" ({})", worst_text(w))).unwrap_or_default();
+                    out_of_tolerance.push(format!(
+                        "output {name}: {missed} ({}'s bounds, chosen from measurements: precision_tolerances in defaults.yaml or {}){evidence}",
+                        precision.name(),
                         cell.model.spec_path
-                    ),
-                },
-            };
-            out_of_tolerance.push(format!(
-                "output {name}: {} of {} elements outside {bound} (max abs error {:.3e}; worst at flat index {}: got {}, expected {})",
+                    ));
+                }
+            }
+            (Bound::Allclose(t), Some(w)) => out_of_tolerance.push(format!(
+                "output {name}: {} of {} elements outside abs {} + rel {} ({})",
                 dev.violations,
                 expected.len(),
-                dev.max_abs,
-                w.index,
-                w.got,
-                w.expected,
-            ));
+                t.abs,
+                t.rel,
+                worst_text(w)
+            )),
+            (Bound::OfSpread(c), Some(w)) => out_of_tolerance.push(format!(
+                "output {name}: {} of {} elements outside {} of the output's spread ({:.3e} abs; {}'s bound, because {}; float32_computed_in in model-specs/hardware.yaml) ({})",
+                dev.violations,
+                expected.len(),
+                c.max_error_of_spread,
+                tolerance.abs,
+                c.precision.name(),
+                c.reason,
+                worst_text(w)
+            )),
+            (_, None) => {}
         }
-        // The float32 checks prove a reference informative; a spread bound below 1 already fails a constant.
-        if spread.constant_would_pass && fraction.is_none() {
+        // The float32 checks prove a reference informative (a spread bound below 1 already fails a constant).
+        if spread.constant_would_pass && matches!(bound, Bound::Allclose(_)) {
             not_informative.push(format!(
                 "output {name} ({} elements) varies by at most {:.3e} around its mean {:.6}, so that constant would pass",
                 expected.len(),
@@ -421,22 +457,24 @@ fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(Str
         record.max_rel = record.max_rel.max(dev.max_rel);
         record.outputs.push(OutputDeviation {
             output: name.clone(),
-            tolerance: fraction.map(|_| tolerance),
+            tolerance: (!matches!(bound, Bound::Allclose(_))).then_some(tolerance),
             elements: expected.len(),
             violations: dev.violations,
             max_abs: dev.max_abs,
             max_rel: dev.max_rel,
             worst,
             reference: spread,
+            agreement,
         });
     }
+    let record_tolerance = record.tolerance;
     evidence.deviation = Some(record);
     let uninformative = (!not_informative.is_empty()).then(|| {
         format!(
             "reference is not informative: {} (tolerance abs {} + rel {}); fix the fixture in {} (more batch, a better init, other inputs) and rebuild it",
             not_informative.join("; "),
-            base.abs,
-            base.rel,
+            record_tolerance.abs,
+            record_tolerance.rel,
             cell.model.spec_path
         )
     });
@@ -448,6 +486,27 @@ fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(Str
             Err(CheckError::new(ErrorKind::OutOfTolerance, format!("{}{also}", out_of_tolerance.join("; "))))
         }
     }
+}
+
+/// What an output of a precision variant misses of its bound, if anything:
+/// each metric past its bound, with the bound (NaN misses every bound).
+/// Integer outputs have no agreement and must match exactly.
+fn missed_agreement(agreement: Option<&compare::Agreement>, dev: &Deviation, bound: AgreementBound) -> Option<String> {
+    let Some(a) = agreement else {
+        return (dev.violations > 0).then(|| format!("{} integer elements differ from the reference", dev.violations));
+    };
+    let mut missed = Vec::new();
+    if let Some(cosine) = a.cosine_min.filter(|c| !(*c >= bound.min_cosine)) {
+        let mean = a.cosine_mean.unwrap_or(f64::NAN);
+        missed.push(format!("cosine similarity {cosine:.4} in its worst row (of {}; mean {mean:.4}), below {}", a.rows, bound.min_cosine));
+    }
+    if !(a.rel_l2 <= bound.max_rel_l2) {
+        missed.push(format!("relative L2 error {:.4}, above {}", a.rel_l2, bound.max_rel_l2));
+    }
+    if let Some(top1) = a.top1.filter(|t| !(*t >= bound.min_top1)) {
+        missed.push(format!("top-1 agreement {top1:.4}, below {}", bound.min_top1));
+    }
+    (!missed.is_empty()).then(|| missed.join("; "))
 }
 
 /// Latency on a session opened without profiling, one timed section at a

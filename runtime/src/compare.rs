@@ -75,6 +75,92 @@ pub fn spread(expected: &Tensor, tol: Tolerance) -> Spread {
     Spread { mean, max_from_mean, constant_would_pass }
 }
 
+/// How a quantized (or any) output agrees with its reference, the way users
+/// accept a quantized model: the direction of each row (see
+/// [`feature_axis_last`]), the error's energy against the reference's, and for
+/// logits whether the top class (the next token) is kept. Max elementwise
+/// error stays in [`Deviation`] as evidence.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Agreement {
+    /// Rows with a nonzero reference (the others have no direction).
+    pub rows: usize,
+    /// The worst and the mean row's cosine similarity with the reference's
+    /// row; None where a row has fewer than 2 elements (a cosine of one
+    /// element is only its sign).
+    pub cosine_min: Option<f64>,
+    pub cosine_mean: Option<f64>,
+    /// ||actual - expected|| / ||expected|| over the whole output.
+    pub rel_l2: f64,
+    /// For logits (an output named `*logits*`): the fraction of rows whose argmax is the reference's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top1: Option<f64>,
+}
+
+/// Rows along the last axis where it holds features: `hidden`, `vocab`,
+/// `projection`, or the classes of logits. Elsewhere (feature maps, images,
+/// audio samples) a row is one batch item, flattened: a row of a few pixels
+/// has no direction worth comparing.
+pub fn feature_axis_last(output: &str, axes: &[&str]) -> bool {
+    output.contains("logits") || axes.last().is_some_and(|a| ["hidden", "vocab", "projection"].contains(a))
+}
+
+/// The [`Agreement`] of a float output with its reference of the same shape,
+/// rows as [`feature_axis_last`] says; None for integer outputs (they must
+/// match exactly) and empty ones. A non-finite value gives NaN, which fails
+/// every bound.
+pub fn agreement(name: &str, feature_last: bool, actual: &Tensor, expected: &Tensor) -> Option<Agreement> {
+    if !expected.dtype().is_float() || actual.shape != expected.shape || expected.len() == 0 {
+        return None;
+    }
+    let width = match (feature_last, expected.shape.first()) {
+        (true, _) | (false, None) => expected.shape.last().copied().unwrap_or(1),
+        (false, Some(&batch)) => expected.len() / batch.max(1),
+    }
+    .max(1);
+    let (a, e) = (actual.values(), expected.values());
+    let (mut rows, mut cosine_sum, mut cosine_min) = (0usize, 0.0, f64::INFINITY);
+    let (mut top1_kept, mut all_rows) = (0usize, 0usize);
+    let (mut err2, mut ref2) = (0.0, 0.0);
+    for (ra, re) in a.chunks(width).zip(e.chunks(width)) {
+        let (mut dot, mut na, mut ne) = (0.0, 0.0, 0.0);
+        for (&x, &y) in ra.iter().zip(re) {
+            dot += x * y;
+            na += x * x;
+            ne += y * y;
+            err2 += (x - y) * (x - y);
+        }
+        ref2 += ne;
+        if ne > 0.0 {
+            // A zero row against a nonzero reference row keeps no direction: cosine 0.
+            let cosine = if na > 0.0 { dot / (na.sqrt() * ne.sqrt()) } else if na == 0.0 { 0.0 } else { f64::NAN };
+            rows += 1;
+            cosine_sum += cosine;
+            cosine_min = if cosine.is_nan() || cosine_min.is_nan() { f64::NAN } else { cosine_min.min(cosine) };
+        }
+        all_rows += 1;
+        if argmax(ra) == argmax(re) {
+            top1_kept += 1;
+        }
+    }
+    let rel_l2 = if ref2 > 0.0 { (err2 / ref2).sqrt() } else if err2 == 0.0 { 0.0 } else { f64::INFINITY };
+    let has_cosine = width >= 2 && rows > 0;
+    Some(Agreement {
+        rows,
+        cosine_min: has_cosine.then_some(cosine_min),
+        cosine_mean: has_cosine.then(|| cosine_sum / rows as f64),
+        rel_l2,
+        top1: (name.contains("logits") && width >= 2).then(|| top1_kept as f64 / all_rows.max(1) as f64),
+    })
+}
+
+/// The first index of the largest value; NaN never wins, and a row of NaN has none.
+fn argmax(row: &[f64]) -> Option<usize> {
+    row.iter().enumerate().filter(|(_, v)| !v.is_nan()).fold(None, |best: Option<(usize, f64)>, (i, &v)| match best {
+        Some((_, b)) if b >= v => best,
+        _ => Some((i, v)),
+    }).map(|(i, _)| i)
+}
+
 /// Binds every named axis of the declared tensors to the sizes meta.json gives
 /// (input axes from the shape's `axes`, the rest from the reference outputs),
 /// so output shapes are checked against the spec's axes and the fixture, never
@@ -168,6 +254,37 @@ mod tests {
         assert!(deviation(&f32s(&[2], &[0.0, 0.0]), &f32s(&[1, 2], &[0.0, 0.0]), TOL).is_err());
         let ints = Tensor { shape: vec![2], data: Data::Int64(vec![0, 0]) };
         assert!(deviation(&f32s(&[2], &[0.0, 0.0]), &ints, TOL).is_err());
+    }
+
+    #[test]
+    fn agreement_measures_rows_energy_and_the_top_class() {
+        let e = f32s(&[2, 3], &[1.0, 0.0, 0.0, 0.0, 2.0, 1.0]);
+        let same = agreement("last_hidden_state", true, &e, &e).unwrap();
+        assert_eq!((same.rows, same.rel_l2, same.top1), (2, 0.0, None));
+        assert!((same.cosine_min.unwrap() - 1.0).abs() < 1e-12);
+        // Row 0 turned a right angle, row 1 kept: cosine 0 and 1; the error's energy is 2 of the reference's 6.
+        let turned = agreement("logits", true, &f32s(&[2, 3], &[0.0, 1.0, 0.0, 0.0, 2.0, 1.0]), &e).unwrap();
+        assert!(turned.cosine_min.unwrap().abs() < 1e-12 && (turned.cosine_mean.unwrap() - 0.5).abs() < 1e-12);
+        assert!((turned.rel_l2 - (2.0f64 / 6.0).sqrt()).abs() < 1e-12);
+        assert_eq!(turned.top1, Some(0.5));
+        // Scaled rows keep their direction, not their energy.
+        let scaled = agreement("x", true, &f32s(&[2, 3], &[2.0, 0.0, 0.0, 0.0, 4.0, 2.0]), &e).unwrap();
+        assert!((scaled.cosine_min.unwrap() - 1.0).abs() < 1e-12 && (scaled.rel_l2 - 1.0).abs() < 1e-12);
+        // NaN fails every bound; integers and one-element rows have no agreement.
+        let nan = agreement("x", true, &f32s(&[2, 3], &[f32::NAN, 0.0, 0.0, 0.0, 2.0, 1.0]), &e).unwrap();
+        assert!(nan.cosine_min.unwrap().is_nan() && nan.rel_l2.is_nan());
+        // One-element rows have no cosine, only the relative L2 error.
+        let scores = agreement("x", true, &f32s(&[2, 1], &[1.0, 2.0]), &f32s(&[2, 1], &[1.0, 1.0])).unwrap();
+        assert_eq!(scores.cosine_min, None);
+        assert!((scores.rel_l2 - 0.5f64.sqrt()).abs() < 1e-12);
+        let ints = Tensor { shape: vec![1, 2], data: Data::Int64(vec![0, 1]) };
+        assert!(agreement("x", true, &ints, &ints).is_none());
+        // A feature map's row is its batch item: [1, 2, 1, 2] is one row of 4.
+        let map = f32s(&[1, 2, 1, 2], &[0.0, 1.0, 0.0, 1.0]);
+        let flipped = agreement("feature_maps", false, &f32s(&[1, 2, 1, 2], &[1.0, 0.0, 0.0, 1.0]), &map).unwrap();
+        assert_eq!(flipped.rows, 1);
+        assert!((flipped.cosine_min.unwrap() - 0.5).abs() < 1e-12);
+        assert!(feature_axis_last("pred_logits", &["batch", "queries", "classes"]) && !feature_axis_last("feature_maps", &["batch", "channels", "height", "width"]));
     }
 
     #[test]

@@ -65,6 +65,10 @@ pub struct Record {
     /// The comparison with the reference, per output.
     pub deviation: Option<DeviationRecord>,
     pub timing: Option<Timing>,
+    /// Why no latency was taken where the check would take one (a software
+    /// adapter standing in for a GPU).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub untimed: Option<String>,
     pub memory: Option<Memory>,
     pub fixture: Option<FixtureRecord>,
     pub library: Option<String>,
@@ -87,9 +91,14 @@ pub struct Record {
 
 #[derive(Debug, Serialize)]
 pub struct DeviationRecord {
-    /// float32 checks: the allclose tolerance. A precision check's per-output
-    /// bound comes from `max_error_of_spread` instead (each output's `tolerance`).
+    /// float32 checks: the allclose tolerance. Where float32 is computed in a
+    /// lower precision, each output's bound comes from `max_error_of_spread`
+    /// (each output's `tolerance`); a precision check is judged by
+    /// `agreement_bound` (its elementwise tolerance is 0: errors are evidence).
     pub tolerance: Tolerance,
+    /// A precision check's bound on each float output's `agreement`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agreement_bound: Option<crate::AgreementBound>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_error_of_spread: Option<f64>,
     /// float32 checks on hardware that computes them in a lower precision: that
@@ -116,6 +125,9 @@ pub struct OutputDeviation {
     pub worst: Option<Worst>,
     /// How much the reference varies: a constant that would pass makes the check vacuous.
     pub reference: Spread,
+    /// Cosine per row, relative L2 error and (for logits) top-1 agreement with the reference.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agreement: Option<crate::compare::Agreement>,
 }
 
 /// What a quantization check measured: each layer's error against float32

@@ -21,6 +21,18 @@ fn with_tolerance(abs: f64, rel: f64) -> &'static Cell {
     Box::leak(Box::new(Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned).with_tolerance(Tolerance { abs, rel })))
 }
 
+/// The bert cpu cell with one precision check, held to `bound`.
+fn with_precision_bound(precision: runtime::Precision, bound: runtime::AgreementBound) -> &'static Cell {
+    let checks = Box::leak(Box::new([runtime::PrecisionCheck { precision, planned: runtime::Planned::Run, bound }]));
+    Box::leak(Box::new(Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned).with_precision_checks(checks)))
+}
+
+/// The bound gen wrote for bert's `precision` check (int8 on cpu, fp16 on cuda).
+fn planned_bound(precision: runtime::Precision) -> runtime::AgreementBound {
+    let cells = [BERT, &generated::text_encoders::bert::cells::CUDA_ONNX];
+    cells.iter().find_map(|c| c.precision_check(precision)).map(|c| c.bound).expect("bert plans the precision check somewhere")
+}
+
 /// Runs a check that must fail; returns its panic message and the record it wrote.
 fn failing(check: impl Fn(&Cell) + std::panic::RefUnwindSafe, cell: &'static Cell, results: &Path) -> (String, Value) {
     let _ = std::fs::remove_dir_all(results);
@@ -93,20 +105,41 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     }
 
     // int8 and fp16 held to a bound no lower-precision model meets: each fails
-    // with the measured error, per output, and the record says which precision
-    // ran. (fp16 is planned on GPUs only; here the CPU provider runs bert's
-    // float16 model to prove the check itself can fail.)
+    // with the measured agreement, per output, and the record keeps every
+    // metric and says which precision ran. (fp16 is planned on GPUs only; here
+    // the CPU provider runs bert's float16 model to prove the check can fail.)
     set("HWMATRIX_FIXTURES", &real_fixtures);
+    let strict = runtime::AgreementBound { min_cosine: 1.0, max_rel_l2: 1e-9, min_top1: 1.0 };
     for precision in [runtime::Precision::Int8, runtime::Precision::Fp16] {
-        let strict = Box::leak(Box::new(Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned).with_precision_checks(Box::leak(Box::new([
-            runtime::PrecisionCheck { precision, planned: runtime::Planned::Run, max_error_of_spread: 1e-6 },
-        ])))));
-        let (message, record) = failing(|cell| runtime::checks::precision(cell, precision), strict, &results);
-        assert!(message.contains("of the output's spread") && message.contains("max abs error"), "{message}");
+        let (message, record) = failing(|cell| runtime::checks::precision(cell, precision), with_precision_bound(precision, strict), &results);
+        assert!(message.contains("relative L2 error") && message.contains("max abs error"), "{message}");
         assert_eq!(record["check"], precision.check_name());
         assert_eq!(record["precision"], precision.name());
-        assert_eq!(record["deviation"]["max_error_of_spread"], 1e-6);
+        assert_eq!(record["deviation"]["agreement_bound"]["max_rel_l2"], 1e-9);
+        for output in record["deviation"]["outputs"].as_array().unwrap() {
+            let agreement = &output["agreement"];
+            assert!(agreement["cosine_min"].is_f64() && agreement["cosine_mean"].is_f64() && agreement["rel_l2"].is_f64(), "{output}");
+        }
         assert!(record["deviation"]["max_abs"].as_f64().unwrap() > 1e-5, "{} really differs from float32: {}", precision.name(), record["deviation"]);
+    }
+
+    // bert's variants swapped for another model's (megatron-bert's: the same
+    // inputs, outputs and sizes, other weights): with the bounds the specs
+    // really use (defaults.yaml's), each precision check fails on the cosine.
+    let swapped = scratch.path().join("swapped");
+    copy_tree(&real_fixtures.join("bert"), &swapped.join("bert"));
+    for precision in [runtime::Precision::Int8, runtime::Precision::Fp16] {
+        let variant = format!("model.{}.onnx", precision.name());
+        std::fs::copy(real_fixtures.join("megatron-bert").join(&variant), swapped.join("bert").join(&variant)).expect("megatron-bert's variant (gen fixtures --model megatron-bert)");
+    }
+    set("HWMATRIX_FIXTURES", &swapped);
+    for precision in [runtime::Precision::Int8, runtime::Precision::Fp16] {
+        let real_bound = planned_bound(precision);
+        let (message, record) = failing(|cell| runtime::checks::precision(cell, precision), with_precision_bound(precision, real_bound), &results);
+        assert!(message.contains("cosine similarity") && message.contains("below"), "{message}");
+        assert_eq!(record["error_kind"], "out-of-tolerance");
+        let worst = record["deviation"]["outputs"].as_array().unwrap().iter().filter_map(|o| o["agreement"]["cosine_min"].as_f64()).fold(1.0, f64::min);
+        assert!(worst < real_bound.min_cosine, "a wrong model's {} outputs kept cosine {worst}", precision.name());
     }
     set("HWMATRIX_FIXTURES", &fixtures);
 

@@ -7,7 +7,7 @@ use quote::quote;
 use hwmatrix_cell::{Planned, Platform, decl};
 
 use crate::plan::{CellPlan, ModelPlan, PlatformPlan};
-use crate::spec::{EngineSpec, PlatformSpec, QuantizationFile, TensorSpec, ToleranceSpec};
+use crate::spec::{EngineSpec, PlatformSpec, PrecisionTolerance, QuantizationFile, TensorSpec, ToleranceSpec};
 
 /// `mod.rs` of a model: its declaration and its modules.
 pub fn model_module(plan: &ModelPlan) -> TokenStream {
@@ -101,14 +101,17 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
             let checks = cell.precision_checks.iter().map(|p| {
                 let precision = ident(&format!("{:?}", p.precision));
                 let p_planned = self::planned(&p.planned);
-                let bound = p.tolerance.max_error_of_spread;
-                quote!(runtime::PrecisionCheck { precision: runtime::Precision::#precision, planned: #p_planned, max_error_of_spread: #bound })
+                let PrecisionTolerance { min_cosine, max_rel_l2, min_top1, .. } = &p.tolerance;
+                quote!(runtime::PrecisionCheck {
+                    precision: runtime::Precision::#precision,
+                    planned: #p_planned,
+                    bound: runtime::AgreementBound { min_cosine: #min_cosine, max_rel_l2: #max_rel_l2, min_top1: #min_top1 },
+                })
             });
             cell_expr = quote!(#cell_expr.with_precision_checks(&[ #(#checks),* ]));
         }
-        if let Some((precision, tolerance, reason)) = &cell.float32_computed_in {
+        if let Some((precision, bound, reason)) = &cell.float32_computed_in {
             let precision = ident(&format!("{precision:?}"));
-            let bound = tolerance.max_error_of_spread;
             cell_expr = quote!(#cell_expr.computing_float32_in(runtime::Precision::#precision, #bound, #reason));
         }
         if !cell.fallback_ops.is_empty() {

@@ -123,6 +123,18 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
     if let Some((file, src)) = &quantization {
         check_quantization(file, src, &root.join("quantization.yaml"), &mut errors);
     }
+    if let Some((file, src)) = &defaults {
+        for (precision, bound) in &file.precision_tolerances {
+            if let Some(problem) = agreement_bound_problem(bound) {
+                errors.push(SpecError::new(
+                    &root.join("defaults.yaml"),
+                    locate_key(src, "precision_tolerances", 0).unwrap_or((1, 1)),
+                    format!("precision_tolerances.{}: {problem}", precision.name()),
+                    "min_cosine and min_top1 are fractions in (0, 1], max_rel_l2 is above 0: choose them from measurements",
+                ));
+            }
+        }
+    }
 
     if let Some((hw, src)) = &hardware {
         let path = root.join("hardware.yaml");
@@ -145,15 +157,15 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
                         &path,
                         locate_key(src, "precision_checks", 4).unwrap_or((1, 1)),
                         format!("platform `{platform}` checks a precision that defaults.yaml gives no tolerance"),
-                        "add it to defaults.yaml's `precision_tolerances` ({abs, rel}, chosen from measurements)",
+                        "add it to defaults.yaml's `precision_tolerances` ({min_cosine, max_rel_l2, min_top1}, chosen from measurements)",
                     ))
                 }
-                Some(p) if p.float32_computed_in.as_ref().is_some_and(|c| !defaults.as_ref().is_none_or(|(d, _)| d.precision_tolerances.contains_key(&c.precision))) => {
+                Some(p) if p.float32_computed_in.as_ref().is_some_and(|c| !(c.max_error_of_spread > 0.0 && c.max_error_of_spread < 1.0)) => {
                     errors.push(SpecError::new(
                         &path,
                         locate_key(src, "float32_computed_in", 4).unwrap_or((1, 1)),
-                        format!("platform `{platform}` computes float32 in a precision that defaults.yaml gives no tolerance"),
-                        "add it to defaults.yaml's `precision_tolerances` (max_error_of_spread, chosen from measurements)",
+                        format!("platform `{platform}`'s float32_computed_in has max_error_of_spread outside (0, 1)"),
+                        "give a fraction of each output's spread above 0 and below 1 (at 1 a constant would pass), chosen from measurements",
                     ))
                 }
                 Some(p) if p.float32_computed_in.as_ref().is_some_and(|c| c.reason.trim().is_empty()) => errors.push(SpecError::new(
@@ -508,5 +520,21 @@ mod tests {
         assert!(check_model_type("-bert").unwrap_err().contains("not allowed"));
         assert!(check_model_type("bert roberta").unwrap_err().contains("not allowed"));
         assert!(check_model_type("").is_err());
+    }
+}
+
+/// What is wrong with a precision's bound, if anything: a cosine or top-1
+/// bound outside (0, 1] can never pass or never fail, nor can a relative L2
+/// bound at or below 0.
+fn agreement_bound_problem(bound: &PrecisionTolerance) -> Option<String> {
+    let fraction = |v: f64| v > 0.0 && v <= 1.0;
+    if !fraction(bound.min_cosine) {
+        Some(format!("min_cosine {} is not in (0, 1]", bound.min_cosine))
+    } else if !fraction(bound.min_top1) {
+        Some(format!("min_top1 {} is not in (0, 1]", bound.min_top1))
+    } else if !(bound.max_rel_l2 > 0.0) {
+        Some(format!("max_rel_l2 {} is not above 0", bound.max_rel_l2))
+    } else {
+        None
     }
 }

@@ -69,6 +69,10 @@ pub struct PlatformSpec {
 #[serde(deny_unknown_fields)]
 pub struct ComputedIn {
     pub precision: CheckedPrecision,
+    /// Every element within this fraction of its output's spread: float32
+    /// outputs computed in that precision, judged elementwise (chosen from
+    /// measurements, like every bound).
+    pub max_error_of_spread: f64,
     pub reason: String,
 }
 
@@ -542,12 +546,16 @@ pub struct ToleranceSpec {
     pub reason: Option<String>,
 }
 
-/// A precision check's bound: every element within this fraction of its
-/// output's spread (largest distance from the mean) of the float32 reference.
+/// A precision check's bound on each float output, as users accept a
+/// quantized model (see `runtime::AgreementBound`): each row's cosine
+/// similarity with the float32 reference, the relative L2 error, and for
+/// logits the top-1 agreement.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PrecisionTolerance {
-    pub max_error_of_spread: f64,
+    pub min_cosine: f64,
+    pub max_rel_l2: f64,
+    pub min_top1: f64,
     /// Required in a model's spec: why it needs another bound than defaults.yaml's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

@@ -326,13 +326,24 @@ impl Precision {
 pub struct PrecisionCheck {
     pub precision: Precision,
     pub planned: Planned,
-    /// Every element of every output within this fraction of the output's
-    /// spread (the reference's largest distance from its mean) of the float32
-    /// reference. Quantization error scales with an output's range, not with
-    /// each element's size, so float32's abs + rel rule does not fit it; and a
-    /// fraction below 1 means a constant can never pass. From the spec's
-    /// `precision_tolerances`, else defaults.yaml's (chosen from measurements).
-    pub max_error_of_spread: f64,
+    /// How close to the float32 reference the variant's outputs must be, as
+    /// users accept a quantized model. From the spec's `precision_tolerances`,
+    /// else defaults.yaml's (chosen from measurements).
+    pub bound: AgreementBound,
+}
+
+/// A precision variant's bound on every float output: each row's cosine
+/// similarity with the reference's (a row is a feature vector: a token's hidden
+/// state, an embedding, a logits vector; or one batch item of a feature map),
+/// the relative L2 error of the whole output, and for logits the fraction of
+/// rows whose top class is the reference's. Max elementwise error is recorded
+/// as evidence, not judged: quantization error scales with a layer's range,
+/// so no elementwise rule separates a good quantized model from a broken one.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct AgreementBound {
+    pub min_cosine: f64,
+    pub max_rel_l2: f64,
+    pub min_top1: f64,
 }
 
 /// One model × platform × engine cell.
@@ -356,7 +367,9 @@ pub struct Cell {
 #[derive(Clone, Copy, Debug)]
 pub struct ComputedIn {
     pub precision: Precision,
-    /// As [`PrecisionCheck::max_error_of_spread`]: that precision's bound.
+    /// Every element within this fraction of its output's spread (the
+    /// reference's largest distance from its mean): hardware.yaml's bound for
+    /// float32 graphs computed in that precision.
     pub max_error_of_spread: f64,
     pub reason: &'static str,
 }

@@ -52,6 +52,13 @@ pub trait Session {
         None
     }
 
+    /// Why this session's latency would mean nothing, so the check takes none:
+    /// a software adapter standing in for a GPU (SwiftShader's times say nothing
+    /// of any GPU's, and timing its slowest models took minutes of every sweep).
+    fn untimed(&self) -> Option<String> {
+        None
+    }
+
     /// One run's time in milliseconds. By default the run as the check sees
     /// it; an engine whose runs cross a process boundary times the run alone.
     fn time_run(&mut self, inputs: &[(String, Tensor)]) -> Result<f64, CheckError> {

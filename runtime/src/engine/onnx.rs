@@ -291,6 +291,11 @@ fn read_profile(session: &mut OrtSession, provider: ExecutionProvider, nodes: &G
     let text = std::fs::read_to_string(&profile).map_err(|e| unverified(format!("cannot read ORT profile {profile}: {e}")))?;
     drop(turn);
     let _ = std::fs::remove_file(&profile);
+    // The process's profile folder goes with its last profile (another
+    // session's still in it keeps it: removing a non-empty folder fails).
+    if let Some(folder) = Path::new(&profile).parent() {
+        let _ = std::fs::remove_dir(folder);
+    }
     let preferred = cpu_preferred.lock().unwrap_or_else(|e| e.into_inner());
     let candidates: HashSet<&str> = preferred.iter().map(String::as_str).collect();
     let exempt = |op: &str, node: &str, ran_on: &str| match provider {
@@ -305,6 +310,7 @@ fn read_profile(session: &mut OrtSession, provider: ExecutionProvider, nodes: &G
 fn profile_prefix(model: &Path) -> Result<PathBuf, CheckError> {
     static SESSIONS: AtomicUsize = AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!("hwmatrix-ort-profiles-{}", std::process::id()));
+    // Created for each session: the last profile read removes it.
     std::fs::create_dir_all(&dir).map_err(|e| CheckError::new(ErrorKind::ProviderUnverified, format!("{}: {e}", dir.display())))?;
     let model_name = model.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("model");
     Ok(dir.join(format!("{model_name}-{}", SESSIONS.fetch_add(1, Ordering::Relaxed))))
@@ -477,9 +483,25 @@ impl super::Session for OnnxSession {
         self.device.clone()
     }
 
+    fn untimed(&self) -> Option<String> {
+        let software = self.provider == ExecutionProvider::WebGpu && plugin_on_cpu_only(self.provider);
+        software.then(|| {
+            "not timed: the WebGPU plugin's only adapter is a software one (a CPU device: SwiftShader where no GPU is), whose times say nothing of a GPU's".to_string()
+        })
+    }
+
     fn threads(&self) -> Threads {
         THREADS
     }
+}
+
+/// Whether every device a plugin provider offers is a CPU: the WebGPU
+/// plugin reports a software adapter (SwiftShader) as one.
+fn plugin_on_cpu_only(provider: ExecutionProvider) -> bool {
+    let Ok((env, _)) = environment(provider) else { return false };
+    let name = provider.ort_name();
+    let mut devices = env.devices().filter(|d| d.ep().ok() == Some(name)).peekable();
+    devices.peek().is_some() && devices.all(|d| d.hardware_device().ty() == ort::memory::DeviceType::CPU)
 }
 
 /// Per-operator placement and arena figures from an ORT profile (Chrome trace

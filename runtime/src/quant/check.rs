@@ -99,6 +99,7 @@ pub(crate) fn blank_record(cell: &QuantizationCell, scheme: QuantScheme) -> Reco
         providers: None,
         deviation: None,
         timing: None,
+        untimed: None,
         memory: None,
         fixture: None,
         library: None,

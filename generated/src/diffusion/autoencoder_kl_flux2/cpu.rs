@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: autoencoder_kl_flux2 at int8 fails on cpu (measured by gen import --platform cpu): component encoder: output output: 2 of 256 elements outside 0.1 of the output's spread (6.404e-2 abs; precision_tolerances in model-specs/models/diffusion/autoencoder_kl_flux2.yaml) (max abs error 7.550e-2; worst at flat index 111: got 0.591224193572998, expected 0.5157250165939331)"
+        "known issue: autoencoder_kl_flux2 at int8 fails on cpu (measured by gen import --platform cpu): component encoder: output output: relative L2 error 0.1090, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_flux2.yaml) (max abs error 7.550e-2; worst at flat index 111: got 0.591224193572998, expected 0.5157250165939331)"
     );
 }
 /// autoencoder_kl_flux2 on cpu with libtorch, device cpu: run.

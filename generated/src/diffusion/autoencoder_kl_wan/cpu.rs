@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: autoencoder_kl_wan at int8 fails on cpu (measured by gen import --platform cpu): output sample_output: 93 of 3840 elements outside 0.1 of the output's spread (5.417e-2 abs; precision_tolerances in model-specs/models/diffusion/autoencoder_kl_wan.yaml) (max abs error 2.195e-1; worst at flat index 1987: got -0.20655962824821472, expected 0.0129137197509408)"
+        "known issue: autoencoder_kl_wan at int8 fails on cpu (measured by gen import --platform cpu): output sample_output: relative L2 error 0.1339, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_wan.yaml) (max abs error 2.195e-1; worst at flat index 1987: got -0.20655962824821472, expected 0.0129137197509408)"
     );
 }
 /// autoencoder_kl_wan on cpu with libtorch, device cpu: run.

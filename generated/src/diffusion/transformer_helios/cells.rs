@@ -16,7 +16,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Export),
                 },
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
             },
         ],
     );
@@ -39,7 +43,11 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::Run,
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -62,7 +70,11 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::Run,
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -85,7 +97,11 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::Run,
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -116,7 +132,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
             },
         ],
     );

@@ -11,8 +11,16 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
-                max_error_of_spread: 0.1f64,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "chinese_clip at int8 fails on cpu (measured by gen import --platform cpu): output logits_per_text: cosine similarity 0.9716 in its worst row (of 2; mean 0.9858), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/chinese_clip.yaml) (max abs error 1.371e-1; worst at flat index 3: got 3.2754225730895996, expected 3.4125053882598877)",
+                    basis: runtime::Basis::Measured,
+                    stage: None,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
             },
         ],
     );
@@ -35,7 +43,11 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::Run,
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -58,7 +70,11 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::Run,
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -81,7 +97,11 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::Run,
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -108,7 +128,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Load),
                 },
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
             },
         ],
     );

@@ -9,9 +9,8 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, features = ["cpu"],
-        off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
+        "known issue: chinese_clip at int8 fails on cpu (measured by gen import --platform cpu): output logits_per_text: cosine similarity 0.9716 in its worst row (of 2; mean 0.9858), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/chinese_clip.yaml) (max abs error 1.371e-1; worst at flat index 3: got 3.2754225730895996, expected 3.4125053882598877)"
     );
 }
 /// chinese_clip on cpu with libtorch, device cpu: run.

@@ -9,8 +9,9 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: owlvit at int8 fails on cpu (measured by gen import --platform cpu): output logits_per_image: 1 of 4 elements outside 0.1 of the output's spread (9.244e-2 abs; precision_tolerances in model-specs/models/multimodal/owlvit.yaml) (max abs error 9.592e-2; worst at flat index 2: got -1.4059302806854248, expected -1.5018463134765625); output logits_per_text: 1 of 4 elements outside 0.1 of the output's spread (9.244e-2 abs; precision_tolerances in model-specs/models/multimodal/owlvit.yaml) (max abs error 9.592e-2; worst at flat index 1: got -1.4059302806854248, expected -1.5018463134765625)"
+        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, features = ["cpu"],
+        off =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
 }
 /// owlvit on cpu with libtorch, device cpu: run.

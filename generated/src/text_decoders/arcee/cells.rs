@@ -12,7 +12,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::Run,
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
             },
         ],
     );
@@ -35,7 +39,11 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::Run,
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -58,7 +66,11 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::Run,
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -81,7 +93,11 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::Run,
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -104,7 +120,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::Run,
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
             },
         ],
     );

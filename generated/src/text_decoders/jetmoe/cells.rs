@@ -16,7 +16,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Export),
                 },
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
             },
         ],
     );
@@ -43,7 +47,11 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::Run,
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -66,7 +74,11 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::Run,
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -89,7 +101,11 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::Run,
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -120,7 +136,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Load),
                 },
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
             },
         ],
     );

@@ -20,7 +20,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Export),
                 },
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
             },
         ],
     );
@@ -55,7 +59,11 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Export),
                 },
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -90,7 +98,11 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Export),
                 },
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -125,7 +137,11 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Export),
                 },
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -160,7 +176,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Export),
                 },
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
             },
         ],
     );

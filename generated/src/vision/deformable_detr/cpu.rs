@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: deformable_detr at int8 fails on cpu (measured by gen import --platform cpu): output encoder_last_hidden_state: 5 of 10880 elements outside 0.1 of the output's spread (3.406e-1 abs; precision_tolerances in model-specs/models/vision/deformable_detr.yaml) (max abs error 4.087e-1; worst at flat index 4799: got -0.3852999806404114, expected -0.794031023979187)"
+        "known issue: deformable_detr at int8 fails on cpu (measured by gen import --platform cpu): output encoder_last_hidden_state: cosine similarity 0.9711 in its worst row (of 340; mean 0.9987), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deformable_detr.yaml) (max abs error 4.087e-1; worst at flat index 4799: got -0.3852999806404114, expected -0.794031023979187)"
     );
 }
 /// deformable_detr on cpu with libtorch, device cpu: run.

@@ -11,12 +11,12 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n at int8 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: 2 of 768 elements outside 0.1 of the output's spread (2.655e-1 abs; precision_tolerances in model-specs/models/vision_language/gemma3n.yaml) (max abs error 3.149e-1; worst at flat index 287: got -1.1388771533966064, expected -0.8239575624465942)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Mismatch),
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
                 },
-                max_error_of_spread: 0.1f64,
             },
         ],
     );
@@ -39,7 +39,11 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::Run,
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -62,7 +66,11 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::Run,
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -85,7 +93,11 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::Run,
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -112,7 +124,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
             },
         ],
     );

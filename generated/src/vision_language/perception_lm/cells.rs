@@ -18,7 +18,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                     reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for perception_lm (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: TypeError: 'NoneType' object is not subscriptable",
                     stage: runtime::Stage::Reference,
                 },
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
             },
         ],
     );
@@ -50,7 +54,11 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                     reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for perception_lm (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: TypeError: 'NoneType' object is not subscriptable",
                     stage: runtime::Stage::Reference,
                 },
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -82,7 +90,11 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
                     reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for perception_lm (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: TypeError: 'NoneType' object is not subscriptable",
                     stage: runtime::Stage::Reference,
                 },
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -114,7 +126,11 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
                     reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for perception_lm (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: TypeError: 'NoneType' object is not subscriptable",
                     stage: runtime::Stage::Reference,
                 },
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
             },
         ],
     );
@@ -146,7 +162,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                     reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for perception_lm (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: TypeError: 'NoneType' object is not subscriptable",
                     stage: runtime::Stage::Reference,
                 },
-                max_error_of_spread: 0.1f64,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
             },
         ],
     );
