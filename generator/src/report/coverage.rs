@@ -27,8 +27,11 @@ struct Tally {
 }
 
 /// Why the newest records of a cell are stale, if they are.
-fn stale_because(records: &[&Evidence], fixture_key: Option<&str>, planned: &str, runtime_version: &str) -> Option<String> {
+/// `planned` gives each check's planned status: a precision check has its own
+/// (`precision_issues`), the cell's float32 checks the cell's.
+fn stale_because(records: &[&Evidence], fixture_key: Option<&str>, planned: &dyn Fn(&str) -> &'static str, runtime_version: &str) -> Option<String> {
     for e in records {
+        let planned = planned(&e.check);
         if let (Some(now), Some(then)) = (fixture_key, e.fixture_key.as_deref())
             && now != then
         {
@@ -58,7 +61,16 @@ pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
     for model in &plan.models {
         let spec = &model.model.spec;
         let key = spec.export.known_issue.is_none().then(|| model.model.fixture_key());
-        let mut cells: Vec<(String, &str, &str)> = model.cells.iter().map(|c| (c.platform.name().to_string(), c.engine.kind().name(), c.planned.label())).collect();
+        // Each cell's planned status, and its precision checks' own.
+        type Checks = Vec<(&'static str, &'static str)>;
+        let mut cells: Vec<(String, &str, &str, Checks)> = model
+            .cells
+            .iter()
+            .map(|c| {
+                let precision: Checks = c.precision_checks.iter().map(|p| (p.precision.check_name(), p.planned.label())).collect();
+                (c.platform.name().to_string(), c.engine.kind().name(), c.planned.label(), precision)
+            })
+            .collect();
         if let Some(q) = &model.quantization {
             let planned = if q.checks.iter().all(|c| matches!(c.planned, Planned::Run)) {
                 "run"
@@ -67,9 +79,9 @@ pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
             } else {
                 "known-issue"
             };
-            cells.push((q.platform.name().to_string(), "wgpu", planned));
+            cells.push((q.platform.name().to_string(), "wgpu", planned, Vec::new()));
         }
-        for (platform, engine, planned) in cells {
+        for (platform, engine, planned, precision) in cells {
             let tally = tallies.entry((spec.category.clone(), platform.clone())).or_default();
             tally.cells += 1;
             if planned == "not-tested" {
@@ -82,7 +94,8 @@ pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
             };
             // The quantization cell's plan is per scheme; its records are judged on fixture and version only.
             let judged = if engine == "wgpu" { "no-engine" } else { planned };
-            if let Some(why) = stale_because(records, key.as_deref(), judged, runtime_version) {
+            let planned_for = |check: &str| precision.iter().find(|(name, _)| *name == check).map_or(judged, |(_, label)| *label);
+            if let Some(why) = stale_because(records, key.as_deref(), &planned_for, runtime_version) {
                 tally.stale += 1;
                 stale.push(format!("{} on {platform} ({engine}): {why}", spec.model_type));
             } else if records.iter().any(|e| matches!(e.status.as_str(), "passed" | "failed")) {
@@ -127,4 +140,45 @@ pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
         let _ = writeln!(out, "- … and {} more", stale.len() - 200);
     }
     Ok((out, total.stale))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn evidence(check: &str, status: &str) -> Evidence {
+        Evidence {
+            record: "r".into(),
+            run_id: "run".into(),
+            time: "t".into(),
+            host: "h".into(),
+            model: "dac".into(),
+            category: "audio".into(),
+            platform: "cpu".into(),
+            engine_kind: "onnxruntime".into(),
+            check: check.into(),
+            precision: "float32".into(),
+            status: status.into(),
+            basis: Some("measured".into()),
+            error_kind: None,
+            median_ms: None,
+            fixture_key: None,
+            runtime_version: Some(env!("CARGO_PKG_VERSION").into()),
+            body: serde_json::Value::Null,
+            components: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_precision_check_is_judged_by_its_own_plan() {
+        // dac's cell runs; its int8 check is a known issue (precision_issues), and the run recorded it so.
+        let records = [evidence("matches_reference", "passed"), evidence("int8_matches_reference", "known-issue")];
+        let records: Vec<&Evidence> = records.iter().collect();
+        let own = |check: &str| if check == "int8_matches_reference" { "known-issue" } else { "run" };
+        assert_eq!(stale_because(&records, None, &own, env!("CARGO_PKG_VERSION")), None);
+        // Judged by the cell's plan instead, the same records would look stale.
+        let cell_only = |_: &str| "run";
+        let why = stale_because(&records, None, &cell_only, env!("CARGO_PKG_VERSION")).expect("stale by the cell's plan");
+        assert!(why.contains("int8_matches_reference recorded `known-issue`"), "{why}");
+    }
 }
