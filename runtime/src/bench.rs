@@ -111,6 +111,7 @@ pub fn run(cell: &Cell, options: &Options) -> Result<Bench, CheckError> {
                 threads: bench.threads,
                 other_checks_in_flight: 0,
                 test_threads: None,
+                beside: std::env::var("HWMATRIX_BESIDE").ok().filter(|b| !b.trim().is_empty()),
             });
             rec.bench = Some(bench.clone());
         }

@@ -551,6 +551,7 @@ fn time(
         threads: session.threads(),
         other_checks_in_flight: others_before.max(others_after),
         test_threads: std::env::var("RUST_TEST_THREADS").ok(),
+        beside: std::env::var("HWMATRIX_BESIDE").ok().filter(|b| !b.trim().is_empty()),
     });
     if let (Some(before), Some(after)) = (rss_before, rss_after) {
         let memory = evidence.memory.get_or_insert(Memory { arena_held_bytes: None, arena_in_use_peak_bytes: None, rss_growth_kb_session_open: None });

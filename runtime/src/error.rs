@@ -46,8 +46,6 @@ pub enum ErrorKind {
     Timeout,
     /// The engine's process (the browser) exited or was killed during the run.
     EngineExited,
-    /// A measured quantization error lies outside the band of the spec's rating.
-    RatingContradicted,
     /// The check's record could not be written.
     RecordWrite,
 }
@@ -61,7 +59,7 @@ impl ErrorKind {
             ErrorKind::ExportFailed => Some(Stage::Export),
             ErrorKind::ProviderRegistration | ErrorKind::ModelLoad => Some(Stage::Load),
             ErrorKind::RunFailed | ErrorKind::ProviderFallback | ErrorKind::ProviderUnverified | ErrorKind::Timeout | ErrorKind::EngineExited => Some(Stage::Run),
-            ErrorKind::OutputMismatch | ErrorKind::NonFinite | ErrorKind::OutOfTolerance | ErrorKind::ReferenceNotInformative | ErrorKind::RatingContradicted => {
+            ErrorKind::OutputMismatch | ErrorKind::NonFinite | ErrorKind::OutOfTolerance | ErrorKind::ReferenceNotInformative => {
                 Some(Stage::Mismatch)
             }
             ErrorKind::PlatformAbsent

@@ -196,6 +196,10 @@ pub struct Timing {
     pub other_checks_in_flight: usize,
     /// `RUST_TEST_THREADS`, when set.
     pub test_threads: Option<String>,
+    /// What else ran on the machine's cores, where the caller says so
+    /// (`HWMATRIX_BESIDE`: tests/run.sh runs some test processes at once).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beside: Option<String>,
 }
 
 /// Memory that belongs to this check, named for what it is. The true peak of

@@ -364,7 +364,7 @@ impl KernelChecks {
         cells.iter().for_each(|c| counts.add(c.status));
         KernelChecks {
             engine: KERNEL_ENGINE.into(),
-            what: "our WGSL quantization kernels (wgpu) on each model's sampled matrix-product layers, one check per scheme: evidence about the kernels on that adapter, not a run of the model".into(),
+            what: "our WGSL quantization kernels (wgpu) on each model's sampled matrix-product layers, one check per scheme: evidence about the kernels on that adapter (do they compute the quantized product right?), not a run of the model; the specs' web_quantization ratings are not judged here (a tiny model's random weights cannot support or contradict them: only a real checkpoint's records can)".into(),
             counts,
             issues: issues(&cells),
             cells,

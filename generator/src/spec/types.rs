@@ -368,9 +368,10 @@ pub struct Imported {
     /// per platform and precision (`cpu: {int8: ...}`): the check's error.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub precision_issues: PrecisionIssues,
-    /// Quantization checks (webgpu) that failed when `gen import --platform
-    /// webgpu` ran them, per scheme: the check's error, e.g. the rating the
-    /// measurement supports where it contradicts `web_quantization`.
+    /// Quantization kernel checks (webgpu's wgpu kernels) that failed when
+    /// `gen import --platform webgpu` ran them, per scheme: the check's error
+    /// (a kernel that disagrees with the CPU, a fixture without layers).
+    /// Never a rating: random weights cannot judge `web_quantization`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub quantization_issues: QuantizationIssues,
     /// The spec's `components`, each with its measured inputs, outputs and shapes.

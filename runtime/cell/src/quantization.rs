@@ -137,11 +137,6 @@ impl QuantizationDecl {
         let lower = self.ratings.iter().map(|(_, b)| *b).filter(|b| *b < upper).fold(0.0_f64, f64::max);
         Some((lower, upper))
     }
-
-    /// Whether an error measured under a scheme agrees with a rating.
-    pub fn agrees(&self, rating: Rating, error: f64) -> bool {
-        self.band(rating).is_some_and(|(lower, upper)| (error > lower || lower == 0.0) && error <= upper)
-    }
 }
 
 /// One scheme's check: its planned status and the rating the spec expects.
@@ -202,16 +197,6 @@ mod tests {
         assert_eq!(SETTINGS.rating_of(0.05), Some(Rating::Good));
         assert_eq!(SETTINGS.rating_of(0.08), Some(Rating::Limited));
         assert_eq!(SETTINGS.rating_of(0.4), Some(Rating::NotRecommended));
-    }
-
-    #[test]
-    fn a_rating_agrees_only_with_errors_in_its_band() {
-        assert!(SETTINGS.agrees(Rating::Excellent, 0.0));
-        assert!(SETTINGS.agrees(Rating::Good, 0.03));
-        assert!(!SETTINGS.agrees(Rating::Good, 0.01), "better than good is a contradiction too");
-        assert!(!SETTINGS.agrees(Rating::Good, 0.08));
-        assert!(SETTINGS.agrees(Rating::NotSupported, 0.4), "not supported reads as too inaccurate to use");
-        assert!(!SETTINGS.agrees(Rating::NotSupported, 0.1));
     }
 
     #[test]

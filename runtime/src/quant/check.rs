@@ -1,14 +1,15 @@
 //! The quantization check of a webgpu cell, one per scheme: the model's own
 //! weight matrices (from its fixture) quantized at the scheme's widths, the
 //! products computed by wgpu's kernels on the adapter with the activations
-//! the layers really received, and then two verdicts:
+//! the layers really received. One verdict: the kernel agrees with the CPU's
+//! product of the same quantized weights within float32 rounding (does this
+//! adapter's kernel compute the quantized product right?).
 //!
-//! - the kernel agrees with the CPU's product of the same quantized weights
-//!   within float32 rounding (so the error below is the quantization's, not a
-//!   broken kernel's);
-//! - the mean relative error against float32 lies in the band of the rating
-//!   the spec gives the scheme (`web_quantization.webgpu`), where it gives one.
-//!   Where it does not, the measured rating is recorded and nothing is judged.
+//! The mean relative error against float32 is recorded, with the rating whose
+//! band it falls in beside the spec's (`web_quantization.webgpu`), and never
+//! judged: on a tiny model's random weights it is the deviation of this scheme
+//! on these matrices, not evidence for or against a rating that trained
+//! weights earned (only a real checkpoint's records can be).
 
 use crate::checks::kind_name;
 use crate::error::{CheckError, ErrorKind};
@@ -202,20 +203,5 @@ fn perform(cell: &QuantizationCell, scheme: QuantScheme, measured: &mut Quantiza
     measured.mean_relative_error = Some(mean);
     measured.max_relative_error = errors.iter().copied().reduce(f64::max);
     measured.measured_rating = cell.settings.rating_of(mean);
-    let Some(expected) = measured.expected_rating else { return Ok(()) };
-    if cell.settings.agrees(expected, mean) {
-        return Ok(());
-    }
-    let (lower, upper) = measured.expected_band.unwrap_or_default();
-    Err(CheckError::new(
-        ErrorKind::RatingContradicted,
-        format!(
-            "the spec rates {} on webgpu `{}` (a mean relative error above {lower} and up to {upper}), but quantizing {} of its layers measured {mean:.4} (worst layer {:.4}): the evidence supports `{}` (model-specs/quantization.yaml has the bounds)",
-            scheme.name(),
-            expected.name(),
-            errors.len(),
-            measured.max_relative_error.unwrap_or(mean),
-            measured.measured_rating.map_or("no rating", |r| r.name())
-        ),
-    ))
+    Ok(())
 }

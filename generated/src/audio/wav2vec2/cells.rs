@@ -178,20 +178,12 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
-            planned: runtime::Planned::KnownIssue {
-                reason: "wav2vec2 at int8 on webgpu (measured by gen import --platform webgpu): the spec rates int8 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 15 of its layers measured 0.0045 (worst layer 0.0058): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Mismatch),
-            },
+            planned: runtime::Planned::Run,
             expected: Some(runtime::Rating::Good),
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
-            planned: runtime::Planned::KnownIssue {
-                reason: "wav2vec2 at int4 on webgpu (measured by gen import --platform webgpu): the spec rates int4 on webgpu `not-recommended` (a mean relative error above 0.15 and up to inf), but quantizing 15 of its layers measured 0.0756 (worst layer 0.0885): the evidence supports `limited` (model-specs/quantization.yaml has the bounds)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Mismatch),
-            },
+            planned: runtime::Planned::Run,
             expected: Some(runtime::Rating::NotRecommended),
         },
         runtime::QuantizationCheck {

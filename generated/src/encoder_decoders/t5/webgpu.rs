@@ -28,20 +28,23 @@ mod wgpu {
         "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
     );
     runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
-        "known issue: t5 at int8 on webgpu (measured by gen import --platform webgpu): the spec rates int8 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 24 of its layers measured 0.0047 (worst layer 0.0060): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)"
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
     );
     runtime::quantization_test!(
-        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
-        "known issue: t5 at int4 on webgpu (measured by gen import --platform webgpu): the spec rates int4 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 24 of its layers measured 0.0792 (worst layer 0.1003): the evidence supports `limited` (model-specs/quantization.yaml has the bounds)"
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
     );
     runtime::quantization_test!(
         int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
-        ignore =
-        "known issue: t5 at int4_mixed on webgpu (measured by gen import --platform webgpu): the spec rates int4_mixed on webgpu `very-good` (a mean relative error above 0.01 and up to 0.02), but quantizing 24 of its layers measured 0.0205 (worst layer 0.0911): the evidence supports `good` (model-specs/quantization.yaml has the bounds)"
+        features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
     );
     runtime::quantization_test!(
-        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
-        "known issue: t5 at int2 on webgpu (measured by gen import --platform webgpu): the spec rates int2 on webgpu `limited` (a mean relative error above 0.05 and up to 0.15), but quantizing 24 of its layers measured 0.4064 (worst layer 0.4895): the evidence supports `not-recommended` (model-specs/quantization.yaml has the bounds)"
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
     );
 }

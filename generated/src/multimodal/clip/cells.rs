@@ -178,11 +178,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
-            planned: runtime::Planned::KnownIssue {
-                reason: "clip at int8 on webgpu (measured by gen import --platform webgpu): the spec rates int8 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 24 of its layers measured 0.0046 (worst layer 0.0053): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Mismatch),
-            },
+            planned: runtime::Planned::Run,
             expected: Some(runtime::Rating::Good),
         },
         runtime::QuantizationCheck {

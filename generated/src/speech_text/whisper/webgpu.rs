@@ -28,12 +28,14 @@ mod wgpu {
         "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
     );
     runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
-        "known issue: whisper at int8 on webgpu (measured by gen import --platform webgpu): the spec rates int8 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 24 of its layers measured 0.0045 (worst layer 0.0052): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)"
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
     );
     runtime::quantization_test!(
-        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
-        "known issue: whisper at int4 on webgpu (measured by gen import --platform webgpu): the spec rates int4 on webgpu `not-recommended` (a mean relative error above 0.15 and up to inf), but quantizing 24 of its layers measured 0.0779 (worst layer 0.1075): the evidence supports `limited` (model-specs/quantization.yaml has the bounds)"
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
     );
     runtime::quantization_test!(
         int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,

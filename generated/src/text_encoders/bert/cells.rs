@@ -179,29 +179,17 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
-            planned: runtime::Planned::KnownIssue {
-                reason: "bert at int4 on webgpu (measured by gen import --platform webgpu): the spec rates int4 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 13 of its layers measured 0.0827 (worst layer 0.1045): the evidence supports `limited` (model-specs/quantization.yaml has the bounds)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Mismatch),
-            },
+            planned: runtime::Planned::Run,
             expected: Some(runtime::Rating::Good),
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
-            planned: runtime::Planned::KnownIssue {
-                reason: "bert at int4_mixed on webgpu (measured by gen import --platform webgpu): the spec rates int4_mixed on webgpu `very-good` (a mean relative error above 0.01 and up to 0.02), but quantizing 13 of its layers measured 0.0286 (worst layer 0.0863): the evidence supports `good` (model-specs/quantization.yaml has the bounds)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Mismatch),
-            },
+            planned: runtime::Planned::Run,
             expected: Some(runtime::Rating::VeryGood),
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
-            planned: runtime::Planned::KnownIssue {
-                reason: "bert at int2 on webgpu (measured by gen import --platform webgpu): the spec rates int2 on webgpu `limited` (a mean relative error above 0.05 and up to 0.15), but quantizing 13 of its layers measured 0.4420 (worst layer 0.5755): the evidence supports `not-recommended` (model-specs/quantization.yaml has the bounds)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Mismatch),
-            },
+            planned: runtime::Planned::Run,
             expected: Some(runtime::Rating::Limited),
         },
     ],

@@ -177,20 +177,12 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
     checks: &[
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
-            planned: runtime::Planned::KnownIssue {
-                reason: "xclip at fp16 on webgpu (measured by gen import --platform webgpu): the spec rates fp16 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 24 of its layers measured 0.0002 (worst layer 0.0003): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Mismatch),
-            },
+            planned: runtime::Planned::Run,
             expected: Some(runtime::Rating::Good),
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
-            planned: runtime::Planned::KnownIssue {
-                reason: "xclip at int8 on webgpu (measured by gen import --platform webgpu): the spec rates int8 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 24 of its layers measured 0.0044 (worst layer 0.0066): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Mismatch),
-            },
+            planned: runtime::Planned::Run,
             expected: Some(runtime::Rating::Good),
         },
         runtime::QuantizationCheck {

@@ -23,12 +23,14 @@ mod native {
 /// Select these checks with `cargo test -p generated video::xclip::webgpu::wgpu::`.
 mod wgpu {
     runtime::quantization_test!(
-        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
-        "known issue: xclip at fp16 on webgpu (measured by gen import --platform webgpu): the spec rates fp16 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 24 of its layers measured 0.0002 (worst layer 0.0003): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)"
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
     );
     runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
-        "known issue: xclip at int8 on webgpu (measured by gen import --platform webgpu): the spec rates int8 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 24 of its layers measured 0.0044 (worst layer 0.0066): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)"
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
     );
     runtime::quantization_test!(
         int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, features =

@@ -182,11 +182,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
-            planned: runtime::Planned::KnownIssue {
-                reason: "detr at int8 on webgpu (measured by gen import --platform webgpu): the spec rates int8 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 23 of its layers measured 0.0045 (worst layer 0.0064): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Mismatch),
-            },
+            planned: runtime::Planned::Run,
             expected: Some(runtime::Rating::Good),
         },
         runtime::QuantizationCheck {

@@ -28,8 +28,9 @@ mod wgpu {
         "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
     );
     runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
-        "known issue: detr at int8 on webgpu (measured by gen import --platform webgpu): the spec rates int8 on webgpu `good` (a mean relative error above 0.02 and up to 0.05), but quantizing 23 of its layers measured 0.0045 (worst layer 0.0064): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)"
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
     );
     runtime::quantization_test!(
         int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, features =

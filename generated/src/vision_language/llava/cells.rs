@@ -177,38 +177,22 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
     checks: &[
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
-            planned: runtime::Planned::KnownIssue {
-                reason: "llava at fp16 on webgpu (measured by gen import --platform webgpu): the spec rates fp16 on webgpu `limited` (a mean relative error above 0.05 and up to 0.15), but quantizing 24 of its layers measured 0.0002 (worst layer 0.0002): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Mismatch),
-            },
+            planned: runtime::Planned::Run,
             expected: Some(runtime::Rating::Limited),
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
-            planned: runtime::Planned::KnownIssue {
-                reason: "llava at int8 on webgpu (measured by gen import --platform webgpu): the spec rates int8 on webgpu `limited` (a mean relative error above 0.05 and up to 0.15), but quantizing 24 of its layers measured 0.0046 (worst layer 0.0053): the evidence supports `excellent` (model-specs/quantization.yaml has the bounds)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Mismatch),
-            },
+            planned: runtime::Planned::Run,
             expected: Some(runtime::Rating::Limited),
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
-            planned: runtime::Planned::KnownIssue {
-                reason: "llava at int4 on webgpu (measured by gen import --platform webgpu): the spec rates int4 on webgpu `not-supported` (a mean relative error above 0.15 and up to inf), but quantizing 24 of its layers measured 0.0800 (worst layer 0.0969): the evidence supports `limited` (model-specs/quantization.yaml has the bounds)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Mismatch),
-            },
+            planned: runtime::Planned::Run,
             expected: Some(runtime::Rating::NotSupported),
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
-            planned: runtime::Planned::KnownIssue {
-                reason: "llava at int4_mixed on webgpu (measured by gen import --platform webgpu): the spec rates int4_mixed on webgpu `limited` (a mean relative error above 0.05 and up to 0.15), but quantizing 24 of its layers measured 0.0354 (worst layer 0.0837): the evidence supports `good` (model-specs/quantization.yaml has the bounds)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Mismatch),
-            },
+            planned: runtime::Planned::Run,
             expected: Some(runtime::Rating::Limited),
         },
         runtime::QuantizationCheck {
