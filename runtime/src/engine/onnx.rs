@@ -291,8 +291,7 @@ fn read_profile(session: &mut OrtSession, provider: ExecutionProvider, nodes: &G
     let text = std::fs::read_to_string(&profile).map_err(|e| unverified(format!("cannot read ORT profile {profile}: {e}")))?;
     drop(turn);
     let _ = std::fs::remove_file(&profile);
-    // The process's profile folder goes with its last profile (another
-    // session's still in it keeps it: removing a non-empty folder fails).
+    // The session's own profile folder ([`profile_prefix`]) goes with it.
     if let Some(folder) = Path::new(&profile).parent() {
         let _ = std::fs::remove_dir(folder);
     }
@@ -305,15 +304,17 @@ fn read_profile(session: &mut OrtSession, provider: ExecutionProvider, nodes: &G
     parse_profile(&text, &exempt).map_err(unverified)
 }
 
-/// ORT names a profile `<prefix>_<time in ms>.json`: a per-session counter
-/// keeps sessions opened in the same millisecond (parallel tests) apart.
+/// ORT names a profile `<prefix>_<time in ms>.json`. Each session gets a
+/// folder of its own (a per-process counter), which reading its profile
+/// removes: a folder shared by the process's sessions could not be removed
+/// while another session's profile is yet to be written into it.
 fn profile_prefix(model: &Path) -> Result<PathBuf, CheckError> {
     static SESSIONS: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!("hwmatrix-ort-profiles-{}", std::process::id()));
-    // Created for each session: the last profile read removes it.
+    let session = SESSIONS.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("hwmatrix-ort-profile-{}-{session}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| CheckError::new(ErrorKind::ProviderUnverified, format!("{}: {e}", dir.display())))?;
     let model_name = model.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("model");
-    Ok(dir.join(format!("{model_name}-{}", SESSIONS.fetch_add(1, Ordering::Relaxed))))
+    Ok(dir.join(model_name))
 }
 
 /// The strict registration of each provider, with hardware.yaml's options;
