@@ -185,8 +185,10 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
     } else {
         run()
     };
+    // Every engine that runs the ONNX graph runs its variants (the browser's
+    // onnxruntime-web too); libtorch runs TorchScript and wgpu runs kernels.
     let precision_checks = match engine {
-        EngineSpec::Onnxruntime { .. } => specs.hardware.platforms[&name]
+        EngineSpec::Onnxruntime { .. } | EngineSpec::Browser { .. } => specs.hardware.platforms[&name]
             .precision_checks
             .iter()
             .map(|&precision| {

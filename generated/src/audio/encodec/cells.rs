@@ -139,6 +139,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN_ONNX,
         runtime::Planned::Run,
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "encodec at fp16 fails on qnn (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Add ×7 on CPUExecutionProvider, ArgMax ×1 on CPUExecutionProvider, Cast ×53 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, ConstantOfShape ×2 on CPUExecutionProvider, Conv ×18 on CPUExecutionProvider, ConvTranspose ×2 on CPUExecutionProvider, Elu ×14 on CPUExecutionProvider, Gather ×4 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider, MatMul ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider, Pad ×18 on CPUExecutionProvider, Pow ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Shape ×40 on CPUExecutionProvider, Slice ×20 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Squeeze ×3 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, Transpose ×6 on CPUExecutionProvider, Unsqueeze ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 203 nodes (86%), 4800 µs (2%); QNNExecutionProvider: 33 nodes (14%), 227815 µs (98%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/encodec.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -146,25 +163,68 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// encodec on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBNN,
-    &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::WEBNN,
+        &crate::platforms::WEBNN_BROWSER,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "encodec at fp16 fails on webnn (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Add ×7 on CPUExecutionProvider, Cast ×52 on CPUExecutionProvider, Conv ×18 on CPUExecutionProvider, ConvTranspose ×2 on CPUExecutionProvider, Elu ×14 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider, MatMul ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider, Pad ×18 on CPUExecutionProvider, Pow ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, Slice ×20 on CPUExecutionProvider, Squeeze ×2 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 220 nodes (57%), 0 µs (0%); WebNNExecutionProvider: 167 nodes (43%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/encodec.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// encodec on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_BROWSER,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// encodec on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_NATIVE,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// encodec on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

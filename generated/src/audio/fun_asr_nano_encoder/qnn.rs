@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: fun_asr_nano_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 136 of 1792 elements outside 0.1 of the output's spread (3.491e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/fun_asr_nano_encoder.yaml) (max abs error 2.106e0; worst at flat index 1763: got 0.3127441704273224, expected -1.7930059432983398)"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: fun_asr_nano_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 136 of 1792 elements outside 0.1 of the output's spread (3.491e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/fun_asr_nano_encoder.yaml) (max abs error 2.106e0; worst at flat index 1763: got 0.3127441704273224, expected -1.7930059432983398)"
+    );
 }

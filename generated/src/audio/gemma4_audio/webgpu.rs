@@ -8,6 +8,10 @@ mod browser {
         super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: gemma4_audio fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Load model from /root/.cache/hwmatrix/fixtures/gemma4_audio.partial-2405/model.onnx failed:Invalid model. Node input 'mul_338_min_1' is not a graph input, initializer, or output of a previous node.; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
+        "known issue: gemma4_audio fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Load model from /root/.cache/hwmatrix/fixtures/gemma4_audio.partial-2405/model.onnx failed:Invalid model. Node input 'mul_338_min_1' is not a graph input, initializer, or output of a previous node.; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument"
+    );
 }
 /// gemma4_audio on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (gemma4_audio fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Load model from /root/.cache/hwmatrix/fixtures/gemma4_audio.partial-2405/model.onnx failed:Invalid model. Node input 'mul_338_min_1' is not a graph input, initializer, or output of a previous node.; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument).
 ///
@@ -15,6 +19,10 @@ mod browser {
 mod native {
     runtime::cell_tests!(
         super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: gemma4_audio fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Load model from /root/.cache/hwmatrix/fixtures/gemma4_audio.partial-2405/model.onnx failed:Invalid model. Node input 'mul_338_min_1' is not a graph input, initializer, or output of a previous node.; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument"
+    );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
         "known issue: gemma4_audio fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Load model from /root/.cache/hwmatrix/fixtures/gemma4_audio.partial-2405/model.onnx failed:Invalid model. Node input 'mul_338_min_1' is not a graph input, initializer, or output of a previous node.; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument"
     );
 }

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: granite_speech5_ctc fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 50 µs (0%); QNNExecutionProvider: 2 nodes (50%), 99363 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/granite_speech5_ctc.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: granite_speech5_ctc fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 50 µs (0%); QNNExecutionProvider: 2 nodes (50%), 99363 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/granite_speech5_ctc.yaml only if it may run off QNNExecutionProvider, with the reason"
+    );
 }

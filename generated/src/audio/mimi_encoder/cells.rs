@@ -143,32 +143,96 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN_ONNX,
         runtime::Planned::Run,
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "mimi_encoder at fp16 fails on qnn (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Add ×14 on CPUExecutionProvider, And ×4 on CPUExecutionProvider, Cast ×66 on CPUExecutionProvider, Concat ×8 on CPUExecutionProvider, Conv ×9 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider, CumSum ×1 on CPUExecutionProvider, Div ×4 on CPUExecutionProvider, Equal ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Exp ×9 on CPUExecutionProvider, Expand ×5 on CPUExecutionProvider, GatherND ×4 on CPUExecutionProvider, Greater ×1 on CPUExecutionProvider, LayerNormalization ×4 on CPUExecutionProvider, Less ×7 on CPUExecutionProvider, LessOrEqual ×1 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Max ×2 on CPUExecutionProvider, Mul ×26 on CPUExecutionProvider, Neg ×4 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Pad ×9 on CPUExecutionProvider, Range ×1 on CPUExecutionProvider, ReduceMax ×2 on CPUExecutionProvider, ReduceSum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Shape ×2 on CPUExecutionProvider, Sin ×1 on CPUExecutionProvider, Slice ×3 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Sub ×11 on CPUExecutionProvider, Transpose ×12 on CPUExecutionProvider, Unsqueeze ×11 on CPUExecutionProvider, Where ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 265 nodes (99%), 2245 µs (4%); QNNExecutionProvider: 3 nodes (1%), 47776 µs (96%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/mimi_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
         "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
     );
-/// mimi_encoder on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// mimi_encoder on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBNN,
-    &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::WEBNN,
+        &crate::platforms::WEBNN_BROWSER,
+        runtime::Planned::KnownIssue {
+            reason: "mimi_encoder fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Load),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "mimi_encoder fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// mimi_encoder on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_BROWSER,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// mimi_encoder on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_NATIVE,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// mimi_encoder on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

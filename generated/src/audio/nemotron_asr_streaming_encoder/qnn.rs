@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: nemotron_asr_streaming_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (50%), 101 µs (0%); QNNExecutionProvider: 4 nodes (50%), 1372157 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/nemotron_asr_streaming_encoder.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: nemotron_asr_streaming_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (50%), 101 µs (0%); QNNExecutionProvider: 4 nodes (50%), 1372157 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/nemotron_asr_streaming_encoder.yaml only if it may run off QNNExecutionProvider, with the reason"
+    );
 }

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: qwen2_audio_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 111 of 512 elements outside 0.1 of the output's spread (2.967e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/qwen2_audio_encoder.yaml) (max abs error 1.590e0; worst at flat index 281: got 0.5361328721046448, expected -1.0536834001541138)"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: qwen2_audio_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 111 of 512 elements outside 0.1 of the output's spread (2.967e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/qwen2_audio_encoder.yaml) (max abs error 1.590e0; worst at flat index 281: got 0.5361328721046448, expected -1.0536834001541138)"
+    );
 }

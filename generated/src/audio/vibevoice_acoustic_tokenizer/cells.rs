@@ -143,40 +143,108 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN_ONNX,
         runtime::Planned::Run,
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
         "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
     );
-/// vibevoice_acoustic_tokenizer on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// vibevoice_acoustic_tokenizer on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBNN,
-    &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::WEBNN,
+        &crate::platforms::WEBNN_BROWSER,
+        runtime::Planned::KnownIssue {
+            reason: "vibevoice_acoustic_tokenizer fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (71%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "vibevoice_acoustic_tokenizer fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (71%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// vibevoice_acoustic_tokenizer on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "vibevoice_acoustic_tokenizer fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    },
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_BROWSER,
+        runtime::Planned::KnownIssue {
+            reason: "vibevoice_acoustic_tokenizer fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "vibevoice_acoustic_tokenizer fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// vibevoice_acoustic_tokenizer on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::KnownIssue {
-        reason: "vibevoice_acoustic_tokenizer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 91 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 29794 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    },
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_NATIVE,
+        runtime::Planned::KnownIssue {
+            reason: "vibevoice_acoustic_tokenizer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 91 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 29794 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "vibevoice_acoustic_tokenizer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 91 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 29794 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// vibevoice_acoustic_tokenizer on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: voxtral_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 364 of 1024 elements outside 0.1 of the output's spread (2.922e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/voxtral_encoder.yaml) (max abs error 2.930e0; worst at flat index 568: got -1.4414063692092896, expected 1.4888967275619507)"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: voxtral_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 364 of 1024 elements outside 0.1 of the output's spread (2.922e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/voxtral_encoder.yaml) (max abs error 2.930e0; worst at flat index 568: got -1.4414063692092896, expected 1.4888967275619507)"
+    );
 }

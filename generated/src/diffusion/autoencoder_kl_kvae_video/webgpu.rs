@@ -8,6 +8,10 @@ mod browser {
         super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: autoencoder_kl_kvae_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __trunc__ method; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TraceError: symbolically traced variables cannot be used as inputs to control flow)"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
+        "known issue: autoencoder_kl_kvae_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __trunc__ method; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TraceError: symbolically traced variables cannot be used as inputs to control flow)"
+    );
 }
 /// autoencoder_kl_kvae_video on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (autoencoder_kl_kvae_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __trunc__ method; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TraceError: symbolically traced variables cannot be used as inputs to control flow)).
 ///
@@ -15,6 +19,10 @@ mod browser {
 mod native {
     runtime::cell_tests!(
         super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: autoencoder_kl_kvae_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __trunc__ method; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TraceError: symbolically traced variables cannot be used as inputs to control flow)"
+    );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
         "known issue: autoencoder_kl_kvae_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __trunc__ method; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TraceError: symbolically traced variables cannot be used as inputs to control flow)"
     );
 }

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: autoencoder_oobleck fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output sample_output: 31 of 48 elements outside 0.1 of the output's spread (9.914e-3 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/autoencoder_oobleck.yaml) (max abs error 4.938e-2; worst at flat index 32: got 0.0886840894818306, expected 0.03930547088384628)"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: autoencoder_oobleck fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output sample_output: 31 of 48 elements outside 0.1 of the output's spread (9.914e-3 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/autoencoder_oobleck.yaml) (max abs error 4.938e-2; worst at flat index 32: got 0.0886840894818306, expected 0.03930547088384628)"
+    );
 }

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: dit_transformer_2d fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output sample: 627 of 2048 elements outside 0.1 of the output's spread (2.042e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/dit_transformer_2d.yaml) (max abs error 1.584e0; worst at flat index 1842: got 0.4699707329273224, expected -1.1136692762374878)"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: dit_transformer_2d fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output sample: 627 of 2048 elements outside 0.1 of the output's spread (2.042e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/dit_transformer_2d.yaml) (max abs error 1.584e0; worst at flat index 1842: got 0.4699707329273224, expected -1.1136692762374878)"
+    );
 }

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: transformer_cogview4 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (86%), 91 µs (0%); QNNExecutionProvider: 1 nodes (14%), 209729 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_cogview4.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: transformer_cogview4 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (86%), 91 µs (0%); QNNExecutionProvider: 1 nodes (14%), 209729 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_cogview4.yaml only if it may run off QNNExecutionProvider, with the reason"
+    );
 }

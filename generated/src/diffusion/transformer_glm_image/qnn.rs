@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: transformer_glm_image fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (82%), 106 µs (0%); QNNExecutionProvider: 2 nodes (18%), 78337 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_glm_image.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: transformer_glm_image fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (82%), 106 µs (0%); QNNExecutionProvider: 2 nodes (18%), 78337 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_glm_image.yaml only if it may run off QNNExecutionProvider, with the reason"
+    );
 }

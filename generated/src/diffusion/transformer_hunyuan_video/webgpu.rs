@@ -8,6 +8,10 @@ mod browser {
         super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: transformer_hunyuan_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::masked_fill but it isn't a special case.  Argument types: Tensor, Tensor, bool,; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: NotImplemented: [ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for Where(16) node with name 'node_masked_fill'"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
+        "known issue: transformer_hunyuan_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::masked_fill but it isn't a special case.  Argument types: Tensor, Tensor, bool,; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: NotImplemented: [ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for Where(16) node with name 'node_masked_fill'"
+    );
 }
 /// transformer_hunyuan_video on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (transformer_hunyuan_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at "/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp":623, please report a bug to PyTorch. We don't have an op for aten::masked_fill but it isn't a special case. Argument types: Tensor, Tensor, bool,; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: NotImplemented: [ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for Where(16) node with name 'node_masked_fill').
 ///
@@ -15,6 +19,10 @@ mod browser {
 mod native {
     runtime::cell_tests!(
         super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: transformer_hunyuan_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::masked_fill but it isn't a special case.  Argument types: Tensor, Tensor, bool,; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: NotImplemented: [ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for Where(16) node with name 'node_masked_fill'"
+    );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
         "known issue: transformer_hunyuan_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::masked_fill but it isn't a special case.  Argument types: Tensor, Tensor, bool,; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: NotImplemented: [ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for Where(16) node with name 'node_masked_fill'"
     );
 }

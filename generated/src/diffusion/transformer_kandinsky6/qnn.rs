@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: transformer_kandinsky6 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: LayerNormalization ×1 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, ReduceSum ×6 on CPUExecutionProvider, Reshape ×10 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 25 nodes (86%), 393 µs (0%); QNNExecutionProvider: 4 nodes (14%), 84779 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_kandinsky6.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: transformer_kandinsky6 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: LayerNormalization ×1 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, ReduceSum ×6 on CPUExecutionProvider, Reshape ×10 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 25 nodes (86%), 393 µs (0%); QNNExecutionProvider: 4 nodes (14%), 84779 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_kandinsky6.yaml only if it may run off QNNExecutionProvider, with the reason"
+    );
 }

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: transformer_prx fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22 nodes (88%), 378 µs (0%); QNNExecutionProvider: 3 nodes (12%), 309990 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_prx.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: transformer_prx fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22 nodes (88%), 378 µs (0%); QNNExecutionProvider: 3 nodes (12%), 309990 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_prx.yaml only if it may run off QNNExecutionProvider, with the reason"
+    );
 }

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: transformer_sd3 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output sample: 2461 of 8192 elements outside 0.1 of the output's spread (2.171e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/transformer_sd3.yaml) (max abs error 1.726e0; worst at flat index 7415: got 1.5185548067092896, expected -0.20778676867485046)"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: transformer_sd3 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output sample: 2461 of 8192 elements outside 0.1 of the output's spread (2.171e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/transformer_sd3.yaml) (max abs error 1.726e0; worst at flat index 7415: got 1.5185548067092896, expected -0.20778676867485046)"
+    );
 }

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: unet_3d_condition fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: a run took 61 s, over the limit of 60 s for one run (QNNExecutionProvider; the run was measured to its end: ORT's terminate flag crashes the WebGPU plugin)"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: unet_3d_condition fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: a run took 61 s, over the limit of 60 s for one run (QNNExecutionProvider; the run was measured to its end: ORT's terminate flag crashes the WebGPU plugin)"
+    );
 }

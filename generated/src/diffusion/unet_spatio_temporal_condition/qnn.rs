@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: unet_spatio_temporal_condition fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: no record (the test did not run)"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: unet_spatio_temporal_condition fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: no record (the test did not run)"
+    );
 }

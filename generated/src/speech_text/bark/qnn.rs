@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for bark (stage `reference`, our gap, not a fact about the model or qnn): running the tiny model: RuntimeError: no input layout is known for a speech_text base model taking ['input']"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for bark (stage `reference`, our gap, not a fact about the model or qnn): running the tiny model: RuntimeError: no input layout is known for a speech_text base model taking ['input']"
+    );
 }

@@ -8,6 +8,10 @@ mod browser {
         super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: nemotron_asr_streaming fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/nemotron_asr_streaming.partial-6661/model.onnx failed:Node (node_squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 2 must be 1 instead of 4; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL "
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
+        "known issue: nemotron_asr_streaming fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/nemotron_asr_streaming.partial-6661/model.onnx failed:Node (node_squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 2 must be 1 instead of 4; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL "
+    );
 }
 /// nemotron_asr_streaming on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (nemotron_asr_streaming fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/nemotron_asr_streaming.partial-6661/model.onnx failed:Node (node_squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 2 must be 1 instead of 4; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL).
 ///
@@ -15,6 +19,10 @@ mod browser {
 mod native {
     runtime::cell_tests!(
         super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: nemotron_asr_streaming fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/nemotron_asr_streaming.partial-6661/model.onnx failed:Node (node_squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 2 must be 1 instead of 4; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL "
+    );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
         "known issue: nemotron_asr_streaming fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/nemotron_asr_streaming.partial-6661/model.onnx failed:Node (node_squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 2 must be 1 instead of 4; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL "
     );
 }

@@ -195,6 +195,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             stage: Some(runtime::Stage::Export),
         },
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "cpmant fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '100 defined in (%100 : Int(*, 1, *, strides=[40, 40, 1], requires_grad=0, device=cpu) = onnx::Unsqueeze(%context, %99), scope: export.NamedOutputs::/transformers.models.cpmant.modeling_cpmant.CpmAntModel::model # /root/.cache/hwmatrix/venv/lib/python3.11/site-packages/transformers/models/cpmant/modeling_cpmant.py:561:0; dynamo exporter: RuntimeE",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -202,37 +219,88 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// cpmant on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBNN,
-    &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "cpmant fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '100 defined in (%100 : Int(*, 1, *, strides=[40, 40, 1], requires_grad=0, device=cpu) = onnx::Unsqueeze(%context, %99), scope: export.NamedOutputs::/transformers.models.cpmant.modeling_cpmant.CpmAntModel::model # /root/.cache/hwmatrix/venv/lib/python3.11/site-packages/transformers/models/cpmant/modeling_cpmant.py:561:0; dynamo exporter: RuntimeE",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
-    },
-);
+        &super::MODEL,
+        &crate::platforms::WEBNN,
+        &crate::platforms::WEBNN_BROWSER,
+        runtime::Planned::KnownIssue {
+            reason: "cpmant fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '100 defined in (%100 : Int(*, 1, *, strides=[40, 40, 1], requires_grad=0, device=cpu) = onnx::Unsqueeze(%context, %99), scope: export.NamedOutputs::/transformers.models.cpmant.modeling_cpmant.CpmAntModel::model # /root/.cache/hwmatrix/venv/lib/python3.11/site-packages/transformers/models/cpmant/modeling_cpmant.py:561:0; dynamo exporter: RuntimeE",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "cpmant fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '100 defined in (%100 : Int(*, 1, *, strides=[40, 40, 1], requires_grad=0, device=cpu) = onnx::Unsqueeze(%context, %99), scope: export.NamedOutputs::/transformers.models.cpmant.modeling_cpmant.CpmAntModel::model # /root/.cache/hwmatrix/venv/lib/python3.11/site-packages/transformers/models/cpmant/modeling_cpmant.py:561:0; dynamo exporter: RuntimeE",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// cpmant on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "cpmant fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '100 defined in (%100 : Int(*, 1, *, strides=[40, 40, 1], requires_grad=0, device=cpu) = onnx::Unsqueeze(%context, %99), scope: export.NamedOutputs::/transformers.models.cpmant.modeling_cpmant.CpmAntModel::model # /root/.cache/hwmatrix/venv/lib/python3.11/site-packages/transformers/models/cpmant/modeling_cpmant.py:561:0; dynamo exporter: RuntimeE",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
-    },
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_BROWSER,
+        runtime::Planned::KnownIssue {
+            reason: "cpmant fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '100 defined in (%100 : Int(*, 1, *, strides=[40, 40, 1], requires_grad=0, device=cpu) = onnx::Unsqueeze(%context, %99), scope: export.NamedOutputs::/transformers.models.cpmant.modeling_cpmant.CpmAntModel::model # /root/.cache/hwmatrix/venv/lib/python3.11/site-packages/transformers/models/cpmant/modeling_cpmant.py:561:0; dynamo exporter: RuntimeE",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "cpmant fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '100 defined in (%100 : Int(*, 1, *, strides=[40, 40, 1], requires_grad=0, device=cpu) = onnx::Unsqueeze(%context, %99), scope: export.NamedOutputs::/transformers.models.cpmant.modeling_cpmant.CpmAntModel::model # /root/.cache/hwmatrix/venv/lib/python3.11/site-packages/transformers/models/cpmant/modeling_cpmant.py:561:0; dynamo exporter: RuntimeE",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// cpmant on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::KnownIssue {
-        reason: "cpmant fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '100 defined in (%100 : Int(*, 1, *, strides=[40, 40, 1], requires_grad=0, device=cpu) = onnx::Unsqueeze(%context, %99), scope: export.NamedOutputs::/transformers.models.cpmant.modeling_cpmant.CpmAntModel::model # /root/.cache/hwmatrix/venv/lib/python3.11/site-packages/transformers/models/cpmant/modeling_cpmant.py:561:0; dynamo exporter: RuntimeE",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
-    },
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_NATIVE,
+        runtime::Planned::KnownIssue {
+            reason: "cpmant fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '100 defined in (%100 : Int(*, 1, *, strides=[40, 40, 1], requires_grad=0, device=cpu) = onnx::Unsqueeze(%context, %99), scope: export.NamedOutputs::/transformers.models.cpmant.modeling_cpmant.CpmAntModel::model # /root/.cache/hwmatrix/venv/lib/python3.11/site-packages/transformers/models/cpmant/modeling_cpmant.py:561:0; dynamo exporter: RuntimeE",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "cpmant fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '100 defined in (%100 : Int(*, 1, *, strides=[40, 40, 1], requires_grad=0, device=cpu) = onnx::Unsqueeze(%context, %99), scope: export.NamedOutputs::/transformers.models.cpmant.modeling_cpmant.CpmAntModel::model # /root/.cache/hwmatrix/venv/lib/python3.11/site-packages/transformers/models/cpmant/modeling_cpmant.py:561:0; dynamo exporter: RuntimeE",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// cpmant on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -8,4 +8,8 @@ mod browser {
         super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: dots1 fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
+        "known issue: dots1 fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s"
+    );
 }

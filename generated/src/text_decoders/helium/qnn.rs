@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: helium fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 34 µs (0%); QNNExecutionProvider: 2 nodes (67%), 101846 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_decoders/helium.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: helium fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 34 µs (0%); QNNExecutionProvider: 2 nodes (67%), 101846 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_decoders/helium.yaml only if it may run off QNNExecutionProvider, with the reason"
+    );
 }

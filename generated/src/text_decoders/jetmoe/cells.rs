@@ -155,6 +155,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             stage: Some(runtime::Stage::Load),
         },
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "jetmoe fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/jetmoe/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -162,37 +179,88 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// jetmoe on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBNN,
-    &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "jetmoe fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Load),
-    },
-);
+        &super::MODEL,
+        &crate::platforms::WEBNN,
+        &crate::platforms::WEBNN_BROWSER,
+        runtime::Planned::KnownIssue {
+            reason: "jetmoe fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Load),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "jetmoe fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// jetmoe on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "jetmoe fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 300 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    },
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_BROWSER,
+        runtime::Planned::KnownIssue {
+            reason: "jetmoe fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 300 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "jetmoe fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 300 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// jetmoe on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::KnownIssue {
-        reason: "jetmoe fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 960 µs (2%); WebGpuExecutionProvider: 300 nodes (64%), 43292 µs (98%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    },
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_NATIVE,
+        runtime::Planned::KnownIssue {
+            reason: "jetmoe fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 960 µs (2%); WebGpuExecutionProvider: 300 nodes (64%), 43292 µs (98%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "jetmoe fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 960 µs (2%); WebGpuExecutionProvider: 300 nodes (64%), 43292 µs (98%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// jetmoe on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -8,6 +8,10 @@ mod browser {
         super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: minimax_m2 fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
+        "known issue: minimax_m2 fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)"
+    );
 }
 /// minimax_m2 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (minimax_m2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)).
 ///
@@ -15,6 +19,10 @@ mod browser {
 mod native {
     runtime::cell_tests!(
         super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: minimax_m2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)"
+    );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
         "known issue: minimax_m2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)"
     );
 }

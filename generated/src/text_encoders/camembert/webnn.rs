@@ -8,4 +8,9 @@ mod browser {
         super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
         "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, features =
+        ["webnn"], off =
+        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+    );
 }

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: convbert fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node. Name:'QNNExecutionProvider_QNNExecutionProvider_17117203764398475109_1_0' Status Message: QNN graph execute error. Error: QNN_COMMON_ERROR_GENERAL: General error, which has not been identified as any other error type., Code: 1100"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: convbert fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node. Name:'QNNExecutionProvider_QNNExecutionProvider_17117203764398475109_1_0' Status Message: QNN graph execute error. Error: QNN_COMMON_ERROR_GENERAL: General error, which has not been identified as any other error type., Code: 1100"
+    );
 }

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: fnet fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 116 µs (0%); QNNExecutionProvider: 3 nodes (43%), 72015 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: fnet fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 116 µs (0%); QNNExecutionProvider: 3 nodes (43%), 72015 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off QNNExecutionProvider, with the reason"
+    );
 }

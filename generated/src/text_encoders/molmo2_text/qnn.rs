@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: molmo2_text fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 12 of 832 elements outside 0.1 of the output's spread (2.923e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_encoders/molmo2_text.yaml) (max abs error 5.608e-1; worst at flat index 779: got -0.2475586086511612, expected 0.313213974237442)"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: molmo2_text fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 12 of 832 elements outside 0.1 of the output's spread (2.923e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_encoders/molmo2_text.yaml) (max abs error 5.608e-1; worst at flat index 779: got -0.2475586086511612, expected 0.313213974237442)"
+    );
 }

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: neomme fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6100333319779357727_3 node. Name:'QNNExecutionProvider_QNNExecutionProvider_6100333319779357727_3_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: neomme fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6100333319779357727_3 node. Name:'QNNExecutionProvider_QNNExecutionProvider_6100333319779357727_3_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004"
+    );
 }

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: tapas fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 171 µs (0%); QNNExecutionProvider: 2 nodes (40%), 234846 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/tapas.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: tapas fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 171 µs (0%); QNNExecutionProvider: 2 nodes (40%), 234846 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/tapas.yaml only if it may run off QNNExecutionProvider, with the reason"
+    );
 }

@@ -143,6 +143,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             stage: Some(runtime::Stage::Run),
         },
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "xmod fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×1 on CPUExecutionProvider, GatherND ×3 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Max ×1 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, NonZero ×3 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Squeeze ×1 on CPUExecutionProvider, Transpose ×3 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (90%), 305 µs (1%); QNNExecutionProvider: 4 nodes (10%), 37254 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/xmod.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -150,29 +167,72 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// xmod on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBNN,
-    &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "xmod fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 35 nodes (83%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (17%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/xmod.yaml only if it may run off WebNNExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    },
-);
+        &super::MODEL,
+        &crate::platforms::WEBNN,
+        &crate::platforms::WEBNN_BROWSER,
+        runtime::Planned::KnownIssue {
+            reason: "xmod fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 35 nodes (83%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (17%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/xmod.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "xmod fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 35 nodes (83%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (17%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/xmod.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// xmod on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_BROWSER,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// xmod on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_NATIVE,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// xmod on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

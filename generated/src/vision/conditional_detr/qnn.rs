@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, features = ["qnn"], off =
         "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: conditional_detr at fp16 fails on qnn (measured by gen import --platform qnn): cannot load /root/.cache/hwmatrix/fixtures/conditional_detr/model.fp16.onnx: Load model from /root/.cache/hwmatrix/fixtures/conditional_detr/model.fp16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/position_embedding/Cast_output_0_cast_to_fp32_node)."
+    );
 }

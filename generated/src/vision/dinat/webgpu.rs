@@ -8,6 +8,10 @@ mod browser {
         super::super::cells::WEBGPU_BROWSER, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for dinat (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for dinat (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:"
+    );
 }
 /// dinat on webgpu with onnxruntime, WebGpuExecutionProvider: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for dinat (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:).
 ///
@@ -15,6 +19,10 @@ mod browser {
 mod native {
     runtime::cell_tests!(
         super::super::cells::WEBGPU_NATIVE, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for dinat (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:"
+    );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for dinat (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:"
     );
 }

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, features = ["qnn"], off =
         "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: dpt at fp16 fails on qnn (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Cast ×2 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (75%), 2310 µs (2%); QNNExecutionProvider: 3 nodes (25%), 124344 µs (98%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/dpt.yaml only if it may run off QNNExecutionProvider, with the reason"
+    );
 }

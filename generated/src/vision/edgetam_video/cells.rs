@@ -180,6 +180,22 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             stage: runtime::Stage::Reference,
         },
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam_video (stage `reference`, our gap, not a fact about the model or qnn): running the tiny model: RuntimeError: the tiny model has 32.1M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
+                    stage: runtime::Stage::Reference,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -187,34 +203,82 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// edgetam_video on webnn: not-tested (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBNN,
-    &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam_video (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: the tiny model has 32.1M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
-        stage: runtime::Stage::Reference,
-    },
-);
+        &super::MODEL,
+        &crate::platforms::WEBNN,
+        &crate::platforms::WEBNN_BROWSER,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam_video (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: the tiny model has 32.1M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
+            stage: runtime::Stage::Reference,
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam_video (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: the tiny model has 32.1M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
+                    stage: runtime::Stage::Reference,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// edgetam_video on webgpu: not-tested (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 32.1M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
-        stage: runtime::Stage::Reference,
-    },
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_BROWSER,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 32.1M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
+            stage: runtime::Stage::Reference,
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 32.1M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
+                    stage: runtime::Stage::Reference,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// edgetam_video on webgpu: not-tested (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 32.1M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
-        stage: runtime::Stage::Reference,
-    },
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_NATIVE,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 32.1M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
+            stage: runtime::Stage::Reference,
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for edgetam_video (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the tiny model has 32.1M parameters after shrinking (some width it does not know stayed full size); the limit is 1.4M",
+                    stage: runtime::Stage::Reference,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// edgetam_video on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

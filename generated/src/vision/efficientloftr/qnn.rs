@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: efficientloftr fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output feature_maps_0: 18900 of 38400 elements outside 0.1 of the output's spread (1.583e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/efficientloftr.yaml) (max abs error 1.583e0; worst at flat index 30337: got 0.00000005961192073300481, expected -1.5832114219665527)"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: efficientloftr fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output feature_maps_0: 18900 of 38400 elements outside 0.1 of the output's spread (1.583e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/efficientloftr.yaml) (max abs error 1.583e0; worst at flat index 30337: got 0.00000005961192073300481, expected -1.5832114219665527)"
+    );
 }

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: gemma3n_vision fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output last_hidden_state: 22366 of 32768 elements outside 0.1 of the output's spread (4.189e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/gemma3n_vision.yaml) (max abs error 4.996e0; worst at flat index 14534: got 2.835937738418579, expected -2.159855365753174)"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: gemma3n_vision fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output last_hidden_state: 22366 of 32768 elements outside 0.1 of the output's spread (4.189e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/gemma3n_vision.yaml) (max abs error 4.996e0; worst at flat index 14534: got 2.835937738418579, expected -2.159855365753174)"
+    );
 }

@@ -143,6 +143,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             stage: Some(runtime::Stage::Mismatch),
         },
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "mobilevit fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output last_hidden_state: 13 of 32 elements outside 0.1 of the output's spread (1.432e-5 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/mobilevit.yaml) (max abs error 1.437e-4; worst at flat index 10: got 0, expected -0.000143668832606636); output pooler_output: 13 of 32 elements outside 0.1 of the output's spread (1.432e-5 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/mobilevit.yaml) (max abs error 1.437e-4; worst at flat index 10: got 0, expected -0.000143668832606636)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -150,25 +167,68 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// mobilevit on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBNN,
-    &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::WEBNN,
+        &crate::platforms::WEBNN_BROWSER,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "mobilevit at fp16 fails on webnn (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Add ×72 on CPUExecutionProvider, Cast ×111 on CPUExecutionProvider, Concat ×3 on CPUExecutionProvider, Conv ×3 on CPUExecutionProvider, Div ×18 on CPUExecutionProvider, Exp ×9 on CPUExecutionProvider, LayerNormalization ×21 on CPUExecutionProvider, MatMul ×72 on CPUExecutionProvider, QuickGelu ×12 on CPUExecutionProvider, ReduceMax ×9 on CPUExecutionProvider, ReduceSum ×9 on CPUExecutionProvider, Reshape ×54 on CPUExecutionProvider, Resize ×2 on CPUExecutionProvider, Sub ×9 on CPUExecutionProvider, Transpose ×48 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 468 nodes (87%), 0 µs (0%); WebNNExecutionProvider: 72 nodes (13%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/mobilevit.yaml only if it may run off WebNNExecutionProvider, with the reason; also out-of-tolerance: output last_hidden_state: cosine similarity 0.0000 in its worst row (of 1; mean 0.0000), below 0.99; relative L2 error 1.0000, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mobilevit.yaml) (max abs error 1.437e-4; worst at flat index 10: got 0, expected -0.00014366887626238167); output pooler_output: cosine similarity 0.0000 in its worst row (of 1; mean 0.0000), below 0.99; relative L2 error 1.0000, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mobilevit.yaml) (max abs error 1.437e-4; worst at flat index 10: got 0, expected -0.00014366887626238167)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// mobilevit on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_BROWSER,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// mobilevit on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_NATIVE,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// mobilevit on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

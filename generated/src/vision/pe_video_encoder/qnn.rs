@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: pe_video_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (84%), 261 µs (0%); QNNExecutionProvider: 3 nodes (16%), 264255 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/pe_video_encoder.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: pe_video_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (84%), 261 µs (0%); QNNExecutionProvider: 3 nodes (16%), 264255 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/pe_video_encoder.yaml only if it may run off QNNExecutionProvider, with the reason"
+    );
 }

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: radio fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 55 µs (0%); QNNExecutionProvider: 2 nodes (40%), 151700 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/radio.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: radio fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 55 µs (0%); QNNExecutionProvider: 2 nodes (40%), 151700 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/radio.yaml only if it may run off QNNExecutionProvider, with the reason"
+    );
 }

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, ignore =
         "known issue: rf_detr fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 18 nodes (86%), 260 µs (0%); QNNExecutionProvider: 3 nodes (14%), 186857 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/rf_detr.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: rf_detr fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 18 nodes (86%), 260 µs (0%); QNNExecutionProvider: 3 nodes (14%), 186857 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/rf_detr.yaml only if it may run off QNNExecutionProvider, with the reason"
+    );
 }

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, features = ["qnn"], off =
         "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: sapiens2 at fp16 fails on qnn (measured by gen import --platform qnn): the check's own process was killed by signal 6 (SIGABRT) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: terminate called after throwing an instance of 'std::length_error' |   what():  vector::_M_default_append)"
+    );
 }

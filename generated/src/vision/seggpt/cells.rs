@@ -139,6 +139,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN_ONNX,
         runtime::Planned::Run,
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "seggpt at fp16 fails on qnn (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Add ×27 on CPUExecutionProvider, Cast ×61 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Div ×4 on CPUExecutionProvider, Einsum ×4 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Exp ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×5 on CPUExecutionProvider, LayerNormalization ×5 on CPUExecutionProvider, MatMul ×10 on CPUExecutionProvider, Mul ×15 on CPUExecutionProvider, Range ×4 on CPUExecutionProvider, ReduceMax ×2 on CPUExecutionProvider, ReduceSum ×2 on CPUExecutionProvider, Reshape ×15 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider, Shape ×6 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Squeeze ×6 on CPUExecutionProvider, Sub ×6 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider, Unsqueeze ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 204 nodes (97%), 10294 µs (10%); QNNExecutionProvider: 7 nodes (3%), 90877 µs (90%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/seggpt.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -146,25 +163,68 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// seggpt on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBNN,
-    &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::WEBNN,
+        &crate::platforms::WEBNN_BROWSER,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "seggpt at fp16 fails on webnn (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Add ×27 on CPUExecutionProvider, Cast ×60 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Div ×4 on CPUExecutionProvider, Einsum ×4 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Exp ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×4 on CPUExecutionProvider, LayerNormalization ×5 on CPUExecutionProvider, MatMul ×10 on CPUExecutionProvider, Mul ×15 on CPUExecutionProvider, ReduceMax ×2 on CPUExecutionProvider, ReduceSum ×2 on CPUExecutionProvider, Reshape ×15 on CPUExecutionProvider, Resize ×5 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Squeeze ×6 on CPUExecutionProvider, Sub ×6 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider, Unsqueeze ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 208 nodes (79%), 0 µs (0%); WebNNExecutionProvider: 55 nodes (21%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/seggpt.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// seggpt on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_BROWSER,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// seggpt on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_NATIVE,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// seggpt on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -8,4 +8,8 @@ mod onnx {
         super::super::cells::QNN_ONNX, features = ["qnn"], off =
         "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: seggpt at fp16 fails on qnn (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Add ×27 on CPUExecutionProvider, Cast ×61 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Div ×4 on CPUExecutionProvider, Einsum ×4 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Exp ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×5 on CPUExecutionProvider, LayerNormalization ×5 on CPUExecutionProvider, MatMul ×10 on CPUExecutionProvider, Mul ×15 on CPUExecutionProvider, Range ×4 on CPUExecutionProvider, ReduceMax ×2 on CPUExecutionProvider, ReduceSum ×2 on CPUExecutionProvider, Reshape ×15 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider, Shape ×6 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Squeeze ×6 on CPUExecutionProvider, Sub ×6 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider, Unsqueeze ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 204 nodes (97%), 10294 µs (10%); QNNExecutionProvider: 7 nodes (3%), 90877 µs (90%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/seggpt.yaml only if it may run off QNNExecutionProvider, with the reason"
+    );
 }

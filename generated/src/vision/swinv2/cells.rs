@@ -155,6 +155,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             stage: Some(runtime::Stage::Load),
         },
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "swinv2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/swinv2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -162,29 +179,72 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// swinv2 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBNN,
-    &crate::platforms::WEBNN_BROWSER,
-    runtime::Planned::KnownIssue {
-        reason: "swinv2 fails on webnn with browser (measured by gen import --platform webnn): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the stride (2) must not be greater than the size to slice (1). (page log: 2026-11-22 17:41:11.354265 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [871] name: [gemm_output_reshape_token_116_new_reshape] supported: [1] | 2026-11-22 17:41:11.354380 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [872] name: [/model/encoder/layers.3/blocks.0/attention/self/Reshape_5_new_reshape] supported: [1] | 2026-11-22 17:41:11.354480 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [873] name: [gemm_output_reshape_token_122_new_reshape] supported: [1] | 2026-11-22 17:41:11.354585 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [874] name: [/model/encoder/layers.3/blocks.0/Reshape_8_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-22 17:41:11.365280 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 2 number of nodes in the graph: 256 number of nodes supported by WebNN: 255\u{1b}[m)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Load),
-    },
-);
+        &super::MODEL,
+        &crate::platforms::WEBNN,
+        &crate::platforms::WEBNN_BROWSER,
+        runtime::Planned::KnownIssue {
+            reason: "swinv2 fails on webnn with browser (measured by gen import --platform webnn): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the stride (2) must not be greater than the size to slice (1). (page log: 2026-11-22 17:41:11.354265 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [871] name: [gemm_output_reshape_token_116_new_reshape] supported: [1] | 2026-11-22 17:41:11.354380 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [872] name: [/model/encoder/layers.3/blocks.0/attention/self/Reshape_5_new_reshape] supported: [1] | 2026-11-22 17:41:11.354480 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [873] name: [gemm_output_reshape_token_122_new_reshape] supported: [1] | 2026-11-22 17:41:11.354585 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [874] name: [/model/encoder/layers.3/blocks.0/Reshape_8_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-22 17:41:11.365280 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 2 number of nodes in the graph: 256 number of nodes supported by WebNN: 255\u{1b}[m)",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Load),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "swinv2 fails on webnn with browser (measured by gen import --platform webnn): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the stride (2) must not be greater than the size to slice (1). (page log: 2026-11-22 17:41:11.354265 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [871] name: [gemm_output_reshape_token_116_new_reshape] supported: [1] | 2026-11-22 17:41:11.354380 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [872] name: [/model/encoder/layers.3/blocks.0/attention/self/Reshape_5_new_reshape] supported: [1] | 2026-11-22 17:41:11.354480 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [873] name: [gemm_output_reshape_token_122_new_reshape] supported: [1] | 2026-11-22 17:41:11.354585 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [874] name: [/model/encoder/layers.3/blocks.0/Reshape_8_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-22 17:41:11.365280 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 2 number of nodes in the graph: 256 number of nodes supported by WebNN: 255\u{1b}[m)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// swinv2 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_BROWSER,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_BROWSER,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// swinv2 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::WEBGPU,
-    &crate::platforms::WEBGPU_NATIVE,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_NATIVE,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+        ],
+    );
 /// swinv2 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

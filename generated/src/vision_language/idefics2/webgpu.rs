@@ -8,6 +8,10 @@ mod browser {
         super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: idefics2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '162 defined in (%162 : Bool(*, *, *, strides=[1024, 32, 1], requires_grad=0, device=cpu) = onnx::ConstantOfShape[value={1}](%159), scope: export.NamedOutputs::/transformers.models.idefics2.modeling_idefics2.Idefics2Model::model # /r"
     );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
+        "known issue: idefics2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '162 defined in (%162 : Bool(*, *, *, strides=[1024, 32, 1], requires_grad=0, device=cpu) = onnx::ConstantOfShape[value={1}](%159), scope: export.NamedOutputs::/transformers.models.idefics2.modeling_idefics2.Idefics2Model::model # /r"
+    );
 }
 /// idefics2 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (idefics2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues [Caused by the value '162 defined in (%162 : Bool(*, *, *, strides=[1024, 32, 1], requires_grad=0, device=cpu) = onnx::ConstantOfShape[value={1}](%159), scope: export.NamedOutputs::/transformers.models.idefics2.modeling_idefics2.Idefics2Model::model # /r).
 ///
@@ -15,6 +19,10 @@ mod browser {
 mod native {
     runtime::cell_tests!(
         super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: idefics2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '162 defined in (%162 : Bool(*, *, *, strides=[1024, 32, 1], requires_grad=0, device=cpu) = onnx::ConstantOfShape[value={1}](%159), scope: export.NamedOutputs::/transformers.models.idefics2.modeling_idefics2.Idefics2Model::model # /r"
+    );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
         "known issue: idefics2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '162 defined in (%162 : Bool(*, *, *, strides=[1024, 32, 1], requires_grad=0, device=cpu) = onnx::ConstantOfShape[value={1}](%159), scope: export.NamedOutputs::/transformers.models.idefics2.modeling_idefics2.Idefics2Model::model # /r"
     );
 }
