@@ -9,11 +9,11 @@
 #      and WebNN Chromium); gen doctor checks them all
 #   2. generated/ checked against model-specs/ (gen --all --check)
 #   3. the exporter's Python unit tests; every spec's category, architecture and task against transformers' registries
-#      (gen import --check), then the fixtures (ONNX + PyTorch references),
-#      cached by spec and exporter, built by one Python worker per core
+#      (gen import --check), then the fixtures (ONNX, its precision variants, PyTorch references),
+#      cached by spec and exporter, built by one Python worker per core while cargo builds the tests
 #   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells
 #      with both engines (ONNX Runtime, and libtorch through tch, linked from the
-#      venv's torch); then the openvino cells, in a test process of their own, and the
+#      venv's torch); then the openvino cells, in a test process of their own, beside the
 #      qnn cells on Qualcomm's HTP emulator
 #   5. webgpu's quantization checks of every model (wgpu's WGSL kernels on Mesa's
 #      lavapipe, five schemes each), the web cells of the high-priority models
@@ -64,22 +64,63 @@ python -m unittest discover -s runtime/exporter -p 'test_*.py'
 
 step "each spec's category, architecture type and task against transformers' registries"
 cargo run --quiet --locked -p generator --bin gen -- import --check
-step "fixtures ($cache/fixtures)"
-cargo run --quiet --locked -p generator --bin gen -- fixtures
+
+log=$(mktemp)
+# Test processes that run beside the steps after them (each mostly on one
+# core: one ORT thread, one check at a time), each with its own log, joined
+# by `join_background`, which prints its log and fails the run if it failed.
+# HWMATRIX_BESIDE tells their records' timings what shared the cores.
+declare -A background_pid background_log
+# A run that stops early stops its background test processes too (each
+# whole tree: the subshell, cargo, the test binary, its browser or children).
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1"); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
+trap 'rm -f "$log" "${background_log[@]}"; for pid in "${background_pid[@]}"; do kill_tree "$pid"; done' EXIT
+in_background() {
+  local name=$1; shift
+  background_log[$name]=$(mktemp)
+  ("$@" > "${background_log[$name]}" 2>&1) &
+  background_pid[$name]=$!
+}
+join_background() {
+  local name=$1 status=0
+  wait "${background_pid[$name]}" || status=$?
+  unset "background_pid[$name]"
+  step "$name (ran beside the steps above; its output)"
+  tee -a "$log" < "${background_log[$name]}"
+  rm -f "${background_log[$name]}"
+  if (( status != 0 )); then
+    echo "error: $name failed (exit $status)" >&2
+    exit "$status"
+  fi
+}
+
+# The fixtures (Python: one worker per core) are exported while cargo builds
+# the test binaries: much of a cold build leaves a core idle (one crate's
+# front end, the links), and neither needs the other until the tests run.
+step "fixtures ($cache/fixtures), exported beside the build of the workspace's tests"
+# (gen itself is built: the checks above ran it; calling its binary keeps this
+# process off cargo's lock on the target folder, which the build holds.)
+in_background "the fixtures" "$CARGO_TARGET_DIR/debug/gen" fixtures
+cargo test --locked --workspace --features generated/torch --no-run
+join_background "the fixtures"
 
 step "cargo test --workspace (cpu cells run for real; target $CARGO_TARGET_DIR)"
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-cargo test --locked --workspace --features generated/torch 2>&1 | tee "$log"
+cargo test --locked --workspace --features generated/torch 2>&1 | tee -a "$log"
 
 # One ONNX Runtime build per process: the openvino cells run in a test
 # process of their own, with OpenVINO's build (cpu cells are not selected).
-step "the openvino cells (OpenVINO's CPU device, provider verified from the session profile)"
 # One test thread: with two, OpenVINO sessions built side by side have
 # corrupted the heap of the test process (SIGSEGV, "malloc(): unsorted double
 # linked list corrupted") after about 800 cells, at a different cell each time;
-# every cell passes when run alone or in smaller sets.
-cargo test --locked -p generated --features openvino,torch ::openvino:: -- --test-threads=1 2>&1 | tee -a "$log"
+# every cell passes when run alone or in smaller sets. Beside it, the qnn cells.
+step "the openvino cells (OpenVINO's CPU device, provider verified from the session profile), beside the qnn cells"
+cargo test --locked -p generated --features qnn --no-run
+HWMATRIX_BESIDE="the qnn cells' test process (tests/run.sh), on the same 2 cores" \
+  in_background "the openvino cells" cargo test --locked -p generated --features openvino,torch ::openvino:: -- --test-threads=1
 
 # Qualcomm's HTP: onnxruntime-qnn's plugin with its x86-64 HTP emulator, strict
 # (no CPU fallback), one static-shape graph per input shape; each check in a
@@ -92,7 +133,9 @@ for module_dir in generated/src/{text_encoders,text_decoders,encoder_decoders,vi
   # category::module::qnn:: (the test path gen wrote; a module's folder is its name)
   qnn_filters+=("$(basename "$(dirname "$module_dir")")::$(basename "$module_dir")::qnn::")
 done
-cargo test --locked -p generated --features qnn -- "${qnn_filters[@]}" 2>&1 | tee -a "$log"
+HWMATRIX_BESIDE="the openvino cells' test process (tests/run.sh), on the same 2 cores" \
+  cargo test --locked -p generated --features qnn -- "${qnn_filters[@]}" 2>&1 | tee -a "$log"
+join_background "the openvino cells"
 
 # The web cells in a real headless Chromium (onnxruntime-web), for the seeds'
 # 13 high-priority models. WebGPU here is SwiftShader, Chromium's software

@@ -71,18 +71,19 @@ pub static OPENVINO_ONNX: runtime::Engine = runtime::Engine::OnnxRuntime {
     provider: runtime::ExecutionProvider::OpenVino,
     options: &[("device_type", "CPU")],
 };
-/// QNN: engines onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60).
+/// QNN: engines onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60).
 pub static QNN: runtime::PlatformDecl = runtime::PlatformDecl {
     platform: runtime::Platform::Qnn,
     feature: "qnn",
     requires: "a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv)",
 };
-/// QNN's onnxruntime engine: onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60).
+/// QNN's onnxruntime engine: onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60).
 pub static QNN_ONNX: runtime::Engine = runtime::Engine::OnnxRuntime {
     provider: runtime::ExecutionProvider::Qnn,
     options: &[
         ("backend_type", "htp"),
         ("enable_htp_fp16_precision", "1"),
+        ("offload_graph_io_quantization", "0"),
         ("soc_model", "60"),
     ],
 };

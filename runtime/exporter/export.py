@@ -1,6 +1,6 @@
 """Build one hwmatrix fixture: a real transformers architecture with tiny random
-weights, exported to ONNX (float32, float16 and dynamic int8) and TorchScript, with reference
-inputs and outputs for two shapes.
+weights, exported to ONNX (float32 and the formats deployments ship: fp16, int8, q4, q4f16,
+qdq8) and TorchScript, with reference inputs and outputs for two shapes.
 
 `gen fixtures` runs this once per model that needs a (re)build and passes the
 job as JSON on stdin:
@@ -37,7 +37,7 @@ import numpy as np
 import torch
 import transformers
 
-EXPORTER_VERSION = 13
+EXPORTER_VERSION = 14
 
 
 def normalized_vocab_size(config) -> int:
@@ -661,7 +661,7 @@ def fixture_fields(spec: dict, job: dict, source: str, exported: tuple, wrapper,
                    shapes_meta: list[dict]) -> dict:
     """The meta.json fields of a fixture whose float32 graph `tmp/model.onnx` is exported
     (`exported`: the exporter that made it and the errors of those that did not): the TorchScript
-    trace of the same wrapper, the int8 and float16 variants of the graph, its integer nodes, and
+    trace of the same wrapper, the precision variants of the graph, its integer nodes, and
     the shapes' inputs and references. A whole model and a component build theirs alike."""
     exporter, errors = exported
     return {
@@ -672,8 +672,7 @@ def fixture_fields(spec: dict, job: dict, source: str, exported: tuple, wrapper,
         "cache_key": job.get("cache_key"),
         "exporter": {"name": exporter, "version": EXPORTER_VERSION, "fallback_errors": errors},
         "torchscript": export_torchscript(wrapper, example, tmp / "model.pt"),
-        "int8": quantize_int8(tmp / "model.onnx", tmp / "model.int8.onnx"),
-        "fp16": convert_fp16(tmp / "model.onnx", tmp / "model.fp16.onnx"),
+        **precision_variants(tmp),
         "integer_nodes": integer_nodes(tmp / "model.onnx"),
         "linear_layers": linear,
         "inputs": shapes_meta[0]["inputs"],
@@ -711,41 +710,125 @@ def export_torchscript(wrapper, example, path: Path) -> dict:
         return {"error": _error_line(error)}
 
 
-def quantize_int8(model: Path, path: Path) -> dict:
-    """The int8 variant the precision checks run: ONNX Runtime's dynamic quantization (int8
-    weights, activations quantized at run time), as users quantize for CPU inference. Its
-    outputs are compared with the float32 reference under the spec's int8 tolerance."""
-    try:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-        import onnxruntime
+def precision_variants(tmp: Path) -> dict:
+    """The formats deployments ship, each made from `tmp/model.onnx` by the standard tool with
+    the settings its users use, as `model.<precision>.onnx` (the precision checks run them;
+    runtime/cell's `Precision` names them): meta.json keeps, per precision, how it was made or
+    the converter's error (a failed conversion is that check's known issue, not the fixture's).
+    q4f16 is made from q4, so it comes after it."""
+    return {name: make_variant(name, make, tmp) for name, make in VARIANTS.items()}
 
+
+def make_variant(name: str, make, tmp: Path) -> dict:
+    import logging
+
+    import onnxruntime
+
+    path = tmp / f"model.{name}.onnx"
+    try:
+        # The quantizers log every node at INFO and warn about pre-processing on stderr.
+        logging.disable(logging.WARNING)
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
-            quantize_dynamic(str(model), str(path), weight_type=QuantType.QInt8)
-        return {"file": path.name, "method": "onnxruntime.quantization.quantize_dynamic, weight_type QInt8", "onnxruntime": onnxruntime.__version__}
+            method = make(tmp, path)
+        return {"file": path.name, "method": method, "onnxruntime": onnxruntime.__version__}
     except Exception as error:  # noqa: BLE001 - the error is the record
         path.unlink(missing_ok=True)
         return {"error": _error_line(error)}
+    finally:
+        logging.disable(logging.NOTSET)
 
 
-def convert_fp16(model: Path, path: Path) -> dict:
-    """The float16 variant the fp16 checks run on the platforms that compute in half precision:
-    ONNX Runtime's converter turns weights and arithmetic to float16 and keeps float32 inputs
-    and outputs (casts at the graph's edges), so its outputs compare with the float32 reference
-    under the spec's fp16 bound. Ops ONNX Runtime lists as unsafe in float16 stay float32."""
+def variant_int8(tmp: Path, path: Path) -> str:
+    """ONNX Runtime's dynamic quantization, per channel: int8 weights with a scale per output
+    channel, activations quantized at run time, as users quantize for CPU inference."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(tmp / "model.onnx"), str(path), weight_type=QuantType.QInt8, per_channel=True)
+    return "onnxruntime.quantization.quantize_dynamic, weight_type QInt8, per_channel"
+
+
+def variant_fp16(tmp: Path, path: Path) -> str:
+    """Weights and arithmetic in float16 with float32 inputs and outputs (casts at the graph's
+    edges), for the platforms that compute in half precision. Ops ONNX Runtime lists as unsafe
+    in float16 stay float32."""
+    import onnx
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    onnx.save(convert_float_to_float16(onnx.load(str(tmp / "model.onnx")), keep_io_types=True), str(path))
+    return "onnxruntime.transformers.float16.convert_float_to_float16, keep_io_types"
+
+
+def variant_q4(tmp: Path, path: Path) -> str:
+    """4-bit weights of every matrix product with a constant weight, in blocks of 32, symmetric
+    (MatMulNBits): what transformers.js calls q4, and what onnxruntime-web's WebGPU provider
+    runs natively. Other nodes stay float32."""
+    import onnx
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    quantizer = MatMulNBitsQuantizer(onnx.load(str(tmp / "model.onnx")), block_size=32, is_symmetric=True)
+    quantizer.process()
+    # A graph without such a product (a convolutional network's) would come out as the float32
+    # model under another name, and its check would measure nothing about 4 bits.
+    if not any(node.op_type == "MatMulNBits" for node in all_nodes(quantizer.model.model.graph)):
+        raise RuntimeError("MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)")
+    quantizer.model.save_model_to_file(str(path), False)
+    return "onnxruntime.quantization.matmul_nbits_quantizer.MatMulNBitsQuantizer, block_size 32, is_symmetric"
+
+
+def variant_q4f16(tmp: Path, path: Path) -> str:
+    """q4 with float16 activations (transformers.js's default for language models on WebGPU):
+    the q4 graph converted to float16, float32 inputs and outputs kept."""
+    import onnx
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    q4 = tmp / "model.q4.onnx"
+    if not q4.is_file():
+        raise RuntimeError("no q4 variant to convert (its conversion failed)")
+    onnx.save(convert_float_to_float16(onnx.load(str(q4)), keep_io_types=True), str(path))
+    return "model.q4.onnx through onnxruntime.transformers.float16.convert_float_to_float16, keep_io_types"
+
+
+def variant_qdq8(tmp: Path, path: Path) -> str:
+    """Static QDQ as ONNX Runtime documents it for QNN's HTP (the format Snapdragon NPUs and
+    WebNN NPUs take): the graph first fused into the ops the HTP runs whole
+    (`qnn_preprocess_model`: LayerNormalization, Gelu...), then QuantizeLinear/DequantizeLinear
+    around every node, uint8 activations and uint8 weights (`get_qnn_qdq_config`'s defaults),
+    activation ranges calibrated (min-max) on the fixture's own inputs, both shapes.
+    Measured on the HTP emulator: int8 weights (per channel or per tensor) leave the
+    LayerNormalizations and their weights' DequantizeLinear on the CPU (bert: 16 nodes)."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantType, quantize
+    from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config, qnn_preprocess_model
+
+    class FixtureInputs(CalibrationDataReader):
+        def __init__(self):
+            folders = sorted(p for p in tmp.iterdir() if p.is_dir() and re.fullmatch(r"inputs\d*", p.name))
+            self.batches = iter([{f.stem: np.load(f) for f in sorted(folder.glob("*.npy"))} for folder in folders])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    fused = tmp / "model.qnn-preprocessed.onnx"
     try:
-        import onnx
-        import onnxruntime
-        from onnxruntime.transformers.float16 import convert_float_to_float16
+        source = fused if qnn_preprocess_model(str(tmp / "model.onnx"), str(fused), fuse_layernorm=True) else tmp / "model.onnx"
+        config = get_qnn_qdq_config(str(source), FixtureInputs(), activation_type=QuantType.QUInt8, weight_type=QuantType.QUInt8)
+        quantize(str(source), str(path), config)
+    finally:
+        fused.unlink(missing_ok=True)
+    return "onnxruntime.quantization: qnn_preprocess_model (fuse_layernorm), then quantize with get_qnn_qdq_config (QDQ, activations QUInt8, weights QUInt8), min-max calibration on the fixture's inputs"
 
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")
-            half = convert_float_to_float16(onnx.load(str(model)), keep_io_types=True)
-            onnx.save(half, str(path))
-        return {"file": path.name, "method": "onnxruntime.transformers.float16.convert_float_to_float16, keep_io_types", "onnxruntime": onnxruntime.__version__}
-    except Exception as error:  # noqa: BLE001 - the error is the record
-        path.unlink(missing_ok=True)
-        return {"error": _error_line(error)}
+
+def all_nodes(graph):
+    """A graph's nodes and those of its subgraphs (If and Loop bodies), depth first."""
+    for node in graph.node:
+        yield node
+        for attribute in node.attribute:
+            for subgraph in [attribute.g] if attribute.HasField("g") else attribute.graphs:
+                yield from all_nodes(subgraph)
+
+
+# Every precision variant, by the name its precision check uses; q4f16 converts q4.
+VARIANTS = {"int8": variant_int8, "fp16": variant_fp16, "q4": variant_q4, "q4f16": variant_q4f16, "qdq8": variant_qdq8}
 
 
 FLOAT_TYPES = {1, 10, 11, 16}  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16

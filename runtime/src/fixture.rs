@@ -31,12 +31,18 @@ pub struct Meta {
     /// The TorchScript export (`model.pt`): absent in fixtures made before it.
     #[serde(default)]
     pub torchscript: Option<ExtraExport>,
-    /// The int8 variant (`model.int8.onnx`), or the quantizer's error.
+    /// Each precision variant (`model.int8.onnx`, `model.q4.onnx`...) under
+    /// its precision's name: how it was made, or the converter's error.
     #[serde(default)]
     pub int8: Option<ExtraExport>,
-    /// The float16 variant (`model.fp16.onnx`), or the converter's error.
     #[serde(default)]
     pub fp16: Option<ExtraExport>,
+    #[serde(default)]
+    pub q4: Option<ExtraExport>,
+    #[serde(default)]
+    pub q4f16: Option<ExtraExport>,
+    #[serde(default)]
+    pub qdq8: Option<ExtraExport>,
     /// model.onnx's nodes that produce no floating-point tensor (index and
     /// shape arithmetic), which providers may leave to the CPU by design.
     #[serde(default)]
@@ -85,7 +91,7 @@ pub struct IntegerNodes {
     pub error: Option<String>,
 }
 
-/// How an extra export went (TorchScript, int8, fp16): `file` when it was written, else the exporter's `error`.
+/// How an extra export went (TorchScript, a precision variant): `file` when it was written, else the exporter's `error`.
 #[derive(Debug, Deserialize)]
 pub struct ExtraExport {
     #[serde(default)]
@@ -231,18 +237,21 @@ impl Fixture {
         })
     }
 
-    /// A precision variant's model (`model.int8.onnx`), or the exporter's
-    /// reason for not having one (`meta.json`'s `int8.error`).
+    /// A precision variant's model (`model.q4.onnx`), or the exporter's
+    /// reason for not having one (`meta.json`'s `q4.error`).
     pub fn model_precision(&self, precision: Precision) -> Result<PathBuf, CheckError> {
         let path = self.dir.join(precision.model_file());
         if path.is_file() {
             return Ok(path);
         }
-        let error = match precision {
-            Precision::Fp16 => self.meta.fp16.as_ref().and_then(|m| m.error.clone()),
-            Precision::Int8 => self.meta.int8.as_ref().and_then(|m| m.error.clone()),
+        let made = match precision {
+            Precision::Fp16 => &self.meta.fp16,
+            Precision::Int8 => &self.meta.int8,
+            Precision::Q4 => &self.meta.q4,
+            Precision::Q4f16 => &self.meta.q4f16,
+            Precision::Qdq8 => &self.meta.qdq8,
         };
-        Err(match error {
+        Err(match made.as_ref().and_then(|v| v.error.as_ref()) {
             Some(error) => CheckError::new(ErrorKind::ExportFailed, format!("the exporter could not make the {} model: {error}", precision.name())),
             None => CheckError::new(
                 ErrorKind::FixtureInvalid,

@@ -26,9 +26,15 @@ use crate::{Basis, Cell, Engine, ExecutionProvider};
 /// Set in the child: it runs the check itself.
 const CHILD: &str = "HWMATRIX_ISOLATED_CHECK";
 
+/// Set (to anything) to run every engine's checks in a process of their own:
+/// for a sweep over an engine that has crashed on a model (OpenVINO on some
+/// per-channel int8 graphs), so the crash is that check's record and the
+/// sweep goes on.
+pub const ISOLATE_ALL: &str = "HWMATRIX_ISOLATE";
+
 /// The engines whose checks run in a process of their own.
 fn needs_own_process(cell: &Cell) -> bool {
-    matches!(cell.engine, Engine::OnnxRuntime { provider: ExecutionProvider::Qnn, .. })
+    matches!(cell.engine, Engine::OnnxRuntime { provider: ExecutionProvider::Qnn, .. }) || std::env::var_os(ISOLATE_ALL).is_some()
 }
 
 /// The check's verdict from a child process, or None where it runs in this

@@ -27,9 +27,10 @@ fn with_precision_bound(precision: runtime::Precision, bound: runtime::Agreement
     Box::leak(Box::new(Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned).with_precision_checks(checks)))
 }
 
-/// The bound gen wrote for bert's `precision` check (int8 on cpu, fp16 on cuda).
+/// The bound gen wrote for bert's `precision` check (int8 and q4 on cpu, qdq8 on qnn, q4f16 on webgpu...).
 fn planned_bound(precision: runtime::Precision) -> runtime::AgreementBound {
-    let cells = [BERT, &generated::text_encoders::bert::cells::CUDA_ONNX];
+    use generated::text_encoders::bert::cells::{CUDA_ONNX, QNN_ONNX, WEBGPU_NATIVE};
+    let cells = [BERT, &CUDA_ONNX, &QNN_ONNX, &WEBGPU_NATIVE];
     cells.iter().find_map(|c| c.precision_check(precision)).map(|c| c.bound).expect("bert plans the precision check somewhere")
 }
 
@@ -104,13 +105,14 @@ fn broken_inputs_fail_and_keep_their_evidence() {
         assert!(message.contains("--features cpu,torch"), "{message}");
     }
 
-    // int8 and fp16 held to a bound no lower-precision model meets: each fails
+    // Every format held to a bound no lower-precision model meets: each fails
     // with the measured agreement, per output, and the record keeps every
-    // metric and says which precision ran. (fp16 is planned on GPUs only; here
-    // the CPU provider runs bert's float16 model to prove the check can fail.)
+    // metric and says which precision ran. (Only int8 and q4 are planned on
+    // cpu; here the CPU provider runs every variant of bert to prove each
+    // check can fail.)
     set("HWMATRIX_FIXTURES", &real_fixtures);
     let strict = runtime::AgreementBound { min_cosine: 1.0, max_rel_l2: 1e-9, min_top1: 1.0 };
-    for precision in [runtime::Precision::Int8, runtime::Precision::Fp16] {
+    for precision in runtime::Precision::ALL {
         let (message, record) = failing(|cell| runtime::checks::precision(cell, precision), with_precision_bound(precision, strict), &results);
         assert!(message.contains("relative L2 error") && message.contains("max abs error"), "{message}");
         assert_eq!(record["check"], precision.check_name());
@@ -128,12 +130,12 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     // really use (defaults.yaml's), each precision check fails on the cosine.
     let swapped = scratch.path().join("swapped");
     copy_tree(&real_fixtures.join("bert"), &swapped.join("bert"));
-    for precision in [runtime::Precision::Int8, runtime::Precision::Fp16] {
+    for precision in runtime::Precision::ALL {
         let variant = format!("model.{}.onnx", precision.name());
         std::fs::copy(real_fixtures.join("megatron-bert").join(&variant), swapped.join("bert").join(&variant)).expect("megatron-bert's variant (gen fixtures --model megatron-bert)");
     }
     set("HWMATRIX_FIXTURES", &swapped);
-    for precision in [runtime::Precision::Int8, runtime::Precision::Fp16] {
+    for precision in runtime::Precision::ALL {
         let real_bound = planned_bound(precision);
         let (message, record) = failing(|cell| runtime::checks::precision(cell, precision), with_precision_bound(precision, real_bound), &results);
         assert!(message.contains("cosine similarity") && message.contains("below"), "{message}");

@@ -68,6 +68,7 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
     set("HWMATRIX_HOST", "host-a");
     runtime::checks::runs(BERT);
     runtime::checks::matches_reference(BERT);
+    runtime::checks::precision(BERT, runtime::Precision::Int8);
     set("HWMATRIX_HOST", "host-b");
     runtime::checks::dynamic_shapes(BERT);
     let broken = Box::leak(Box::new(Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned).with_tolerance(Tolerance { abs: 0.0, rel: 0.0 })));
@@ -79,10 +80,10 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
     text.push_str(r#"{"run_id":"torn","time":"2026-"#);
     std::fs::write(&host_b, text).unwrap();
     let first = gen_ok(&["results", "--db", db_s, "import", results_s]);
-    assert!(first.contains("4 records added, 0 already there, 1 lines rejected"), "{first}");
+    assert!(first.contains("5 records added, 0 already there, 1 lines rejected"), "{first}");
     assert!(first.contains("host-b.jsonl:3: torn last line"), "{first}");
     let again = gen_ok(&["results", "--db", db_s, "import", results_s]);
-    assert!(again.contains("0 records added, 4 already there"), "importing twice added records:\n{again}");
+    assert!(again.contains("0 records added, 5 already there"), "importing twice added records:\n{again}");
     let runs = gen_ok(&["results", "--db", db_s, "runs"]);
     assert!(runs.contains("host-a,host-b"), "{runs}");
 
@@ -102,6 +103,17 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
     assert_eq!(report["summary"]["counts"]["passed"], 0, "only bert ran, and it failed");
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(markdown.contains("## Matrix: model × platform") && markdown.contains("| bert | onnxruntime ✗"), "{}", &markdown[..2000.min(markdown.len())]);
+    // bert's int8 check: not part of the cell's status, reported as the format's deviation on
+    // tiny random weights, with the agreement its record measured; no checkpoint, so no rating evidence.
+    let rows = report["precision"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let int8 = &rows[0];
+    assert_eq!((&int8["platform"], &int8["engine"], &int8["precision"], &int8["weights"]), (&Value::from("cpu"), &Value::from("onnxruntime"), &Value::from("int8"), &Value::from("tiny random")), "{int8}");
+    assert_eq!(int8["counts"]["passed"], 1, "{int8}");
+    let cosine = int8["median_worst_cosine"].as_f64().expect("the record's cosine");
+    assert!(cosine > 0.98 && cosine <= 1.0 + 1e-9, "{int8}");
+    assert_eq!(report["precision"]["checkpoints"], serde_json::json!([]));
+    assert!(markdown.contains("## Precision") && markdown.contains("| cpu | onnxruntime | int8 | tiny random |"), "{markdown}");
 
     // --compare: the same checks as another run, matches_reference 3× slower, and 3× faster.
     retimed(&results.join("host-a.jsonl"), &scratch.path().join("slow.jsonl"), "slow-run", |check| if check == "matches_reference" { 3.0 } else { 1.0 });

@@ -185,6 +185,7 @@ pub fn render(report: &Report) -> String {
         );
     }
     out.push_str("</table>");
+    precision_section(&mut out, &report.precision);
     let k = &report.kernel_checks;
     let _ = write!(
         out,
@@ -296,4 +297,46 @@ pub fn render(report: &Report) -> String {
     }
     out.push_str("</table></body></html>\n");
     out
+}
+
+/// The precision checks: the deviation per platform, engine and format, then the real checkpoints' records.
+fn precision_section(out: &mut String, p: &super::precision::PrecisionEvidence) {
+    let figure = |v: Option<f64>| v.map(|v| format!("{v:.4}")).unwrap_or_default();
+    let _ = write!(out, "<h2>Precision</h2><p id=\"precision\">{}.</p><table><tr><th>platform</th><th>engine</th><th>format</th><th>weights</th><th>checks</th><th>median worst-row cosine</th><th>median relative L2</th></tr>", esc(&p.what));
+    for r in &p.rows {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&r.platform),
+            esc(&r.engine),
+            esc(&r.precision),
+            esc(&r.weights),
+            esc(&counts_text(&r.counts)),
+            figure(r.median_worst_cosine),
+            figure(r.median_rel_l2)
+        );
+    }
+    out.push_str("</table><p>On real checkpoints (rating evidence):</p><ul>");
+    if p.checkpoints.is_empty() {
+        out.push_str("<li>none recorded: no spec's web_quantization rating is judged</li>");
+    }
+    for c in &p.checkpoints {
+        let rating = c.rating.as_deref().map(|r| format!("; the spec rates {r}")).unwrap_or_default();
+        let top1 = c.top1.map(|t| format!(", top-1 {t:.3}")).unwrap_or_default();
+        let _ = write!(
+            out,
+            "<li>{} ({}) on {} ({}), {}: {}, worst-row cosine {}, relative L2 {}{} [record {}]</li>",
+            esc(&c.model),
+            esc(&c.checkpoint),
+            esc(&c.platform),
+            esc(&c.engine),
+            esc(&c.precision),
+            c.status.label(),
+            figure(c.worst_cosine),
+            figure(c.rel_l2),
+            esc(&format!("{top1}{rating}")),
+            esc(&c.record)
+        );
+    }
+    out.push_str("</ul>");
 }

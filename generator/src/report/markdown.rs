@@ -123,6 +123,8 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(out, "- {} ({}): {}", group.cause, group.cells.len(), models.join(", "));
     }
 
+    precision_section(&mut out, &report.precision);
+
     let _ = writeln!(out, "\n## Stages\n");
     let _ = writeln!(out, "How far each cell got, per platform: `config` and `reference` are our harness's (not tested), `export` the exporters', `load`, `run` and `mismatch` the engine's, `fallback` and `pass` successes; `-` where no check reached the model (the platform's feature was off or it is absent).\n");
     stage_table(&mut out, &report.stages);
@@ -235,4 +237,47 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(out, "| {} | {} | {} | {} | {} |", r.run_id, r.hosts.join(", "), r.first, r.last, r.records);
     }
     out
+}
+
+/// The precision checks: the deviation per platform, engine and format, then the real checkpoints' records.
+fn precision_section(out: &mut String, p: &super::precision::PrecisionEvidence) {
+    let figure = |v: Option<f64>| v.map(|v| format!("{v:.4}")).unwrap_or_default();
+    let _ = writeln!(out, "\n## Precision\n");
+    let _ = writeln!(out, "{}.\n", p.what);
+    let _ = writeln!(out, "| platform | engine | format | weights | checks | median worst-row cosine | median relative L2 |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    for r in &p.rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            r.platform,
+            r.engine,
+            r.precision,
+            r.weights,
+            counts_text(&r.counts),
+            figure(r.median_worst_cosine),
+            figure(r.median_rel_l2)
+        );
+    }
+    let _ = writeln!(out, "\nOn real checkpoints (rating evidence):\n");
+    if p.checkpoints.is_empty() {
+        let _ = writeln!(out, "- none recorded: no spec's web_quantization rating is judged");
+    }
+    for c in &p.checkpoints {
+        let rating = c.rating.as_deref().map(|r| format!("; the spec rates {r}")).unwrap_or_default();
+        let top1 = c.top1.map(|t| format!(", top-1 {t:.3}")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "- {} ({}) on {} ({}), {}: {}, worst-row cosine {}, relative L2 {}{top1}{rating} [record {}]",
+            c.model,
+            escape(&c.checkpoint),
+            c.platform,
+            c.engine,
+            c.precision,
+            c.status.label(),
+            figure(c.worst_cosine),
+            figure(c.rel_l2),
+            c.record
+        );
+    }
 }

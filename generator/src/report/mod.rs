@@ -13,6 +13,7 @@ pub mod coverage;
 pub mod diff;
 mod html;
 mod markdown;
+pub mod precision;
 
 use std::collections::BTreeMap;
 
@@ -298,6 +299,8 @@ pub struct Report {
     pub issues: Vec<IssueGroup>,
     /// The wgpu quantization kernels' checks: not model runs, so apart from everything above.
     pub kernel_checks: KernelChecks,
+    /// The precision variants' deviation per platform, engine and format; a real checkpoint's records apart.
+    pub precision: precision::PrecisionEvidence,
     /// Models whose engines that run the same kernels (webgpu's browser and native) disagree.
     pub engine_disagreements: Vec<EngineDisagreement>,
     pub performance: Vec<Performance>,
@@ -491,7 +494,8 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
     let recommendations = Recommendations { fastest_verified_platform: fastest(&cells, &performance), contradicted_expectations: contradictions(&cells) };
     let stages = stage_rows(&cells, &platform_names);
     let engine_disagreements = engine_disagreements(&cells);
-    Ok(Report { source, summary, platforms, stages, models, matrices, issues: issues(&cells), cells, kernel_checks, engine_disagreements, performance, recommendations })
+    let precision = precision::precision_evidence(plan, &evidence);
+    Ok(Report { source, summary, platforms, stages, models, matrices, issues: issues(&cells), cells, kernel_checks, precision, engine_disagreements, performance, recommendations })
 }
 
 /// A cell's stage: that of the record that decides its status; a passed cell

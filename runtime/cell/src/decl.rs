@@ -284,7 +284,10 @@ pub struct AllowedFallback {
     pub reason: &'static str,
 }
 
-/// A precision a cell checks besides float32, each as a check of its own.
+/// A precision a cell checks besides float32, each as a check of its own: the
+/// formats deployments ship, each a variant of the fixture's float32 graph made
+/// by the standard tool with the settings its users use (runtime/exporter,
+/// `VARIANTS`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
@@ -292,15 +295,31 @@ pub enum Precision {
     /// float16 (ONNX Runtime's `convert_float_to_float16`, float32 inputs and
     /// outputs), for the platforms whose hardware computes in float16.
     Fp16,
-    /// ONNX Runtime's dynamic quantization: int8 weights, activations quantized at run time.
+    /// ONNX Runtime's dynamic quantization, per channel: int8 weights (a scale
+    /// per output channel), activations quantized at run time.
     Int8,
+    /// 4-bit weights in blocks of 32 (ONNX Runtime's `MatMulNBitsQuantizer`,
+    /// symmetric): transformers.js's q4, which onnxruntime-web's WebGPU
+    /// provider runs natively as MatMulNBits.
+    Q4,
+    /// q4 with float16 activations: transformers.js's default for language
+    /// models on WebGPU.
+    Q4f16,
+    /// Static QDQ: uint8 activations and int8 weights (per channel), calibrated
+    /// on the fixture's own inputs: the format QNN's HTP and WebNN NPUs take.
+    Qdq8,
 }
 
 impl Precision {
+    pub const ALL: [Precision; 5] = [Precision::Fp16, Precision::Int8, Precision::Q4, Precision::Q4f16, Precision::Qdq8];
+
     pub fn name(self) -> &'static str {
         match self {
             Precision::Fp16 => "fp16",
             Precision::Int8 => "int8",
+            Precision::Q4 => "q4",
+            Precision::Q4f16 => "q4f16",
+            Precision::Qdq8 => "qdq8",
         }
     }
 
@@ -309,6 +328,9 @@ impl Precision {
         match self {
             Precision::Fp16 => "fp16_matches_reference",
             Precision::Int8 => "int8_matches_reference",
+            Precision::Q4 => "q4_matches_reference",
+            Precision::Q4f16 => "q4f16_matches_reference",
+            Precision::Qdq8 => "qdq8_matches_reference",
         }
     }
 
@@ -317,6 +339,9 @@ impl Precision {
         match self {
             Precision::Fp16 => "model.fp16.onnx",
             Precision::Int8 => "model.int8.onnx",
+            Precision::Q4 => "model.q4.onnx",
+            Precision::Q4f16 => "model.q4f16.onnx",
+            Precision::Qdq8 => "model.qdq8.onnx",
         }
     }
 }

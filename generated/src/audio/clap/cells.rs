@@ -18,6 +18,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.85f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "clap at q4 fails on cpu (measured by gen import --platform cpu): output logits_per_audio: cosine similarity 0.9472 in its worst row (of 2; mean 0.9689), below 0.95; relative L2 error 0.3347, above 0.25; top-1 agreement 0.0000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 1: got -3.277728319168091, expected -2.2672171592712402); output logits_per_text: relative L2 error 0.3347, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 2: got -3.277728319168091, expected -2.2672171592712402)",
+                    basis: runtime::Basis::Measured,
+                    stage: None,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// clap on cpu: run (libtorch, device cpu).
@@ -43,6 +56,15 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],
@@ -136,7 +158,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// clap on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// clap on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
@@ -149,6 +171,19 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_precision_checks(
         &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "clap fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Reshape ×8 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (71%), 203 µs (0%); QNNExecutionProvider: 5 nodes (29%), 377295 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/clap.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
@@ -195,6 +230,19 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "clap fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
         ],
     );
 /// clap on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -219,6 +267,32 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "clap at q4 fails on webgpu (measured by gen import --platform webgpu): output logits_per_audio: cosine similarity 0.9472 in its worst row (of 2; mean 0.9689), below 0.95; relative L2 error 0.3347, above 0.25; top-1 agreement 0.0000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 1: got -3.2777297496795654, expected -2.2672171592712402); output logits_per_text: relative L2 error 0.3347, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 2: got -3.2777297496795654, expected -2.2672171592712402)",
+                    basis: runtime::Basis::Measured,
+                    stage: None,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "clap at q4f16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/clap/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// clap on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -241,6 +315,32 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "clap at q4 fails on webgpu (measured by gen import --platform webgpu): output logits_per_audio: cosine similarity 0.9472 in its worst row (of 2; mean 0.9689), below 0.95; relative L2 error 0.3347, above 0.25; top-1 agreement 0.0000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 1: got -3.2777297496795654, expected -2.2672171592712402); output logits_per_text: relative L2 error 0.3347, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 2: got -3.2777297496795654, expected -2.2672171592712402)",
+                    basis: runtime::Basis::Measured,
+                    stage: None,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "clap at q4f16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/clap/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],

@@ -12,4 +12,9 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
         "known issue: dac at fp16 fails on webnn (measured by gen import --platform webnn): output quantized_representation: cosine similarity 0.9836 in its worst row (of 1; mean 0.9836), below 0.99; relative L2 error 0.1807, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 4.948e-3; worst at flat index 906: got 0.005797393620014191, expected 0.0008489330648444593); output audio_codes: 18 integer elements differ from the reference (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 4.410e2; worst at flat index 299: got 2, expected 443); output projected_latents: relative L2 error 0.1170, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 2.897e-4; worst at flat index 1156: got -0.00018601455667521805, expected 0.00010368537186877802)"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, features =
+        ["webnn"], off =
+        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+    );
 }

@@ -12,4 +12,9 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
         "known issue: encodec at fp16 fails on webnn (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Add ×7 on CPUExecutionProvider, Cast ×52 on CPUExecutionProvider, Conv ×18 on CPUExecutionProvider, ConvTranspose ×2 on CPUExecutionProvider, Elu ×14 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider, MatMul ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider, Pad ×18 on CPUExecutionProvider, Pow ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, Slice ×20 on CPUExecutionProvider, Squeeze ×2 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 220 nodes (57%), 0 µs (0%); WebNNExecutionProvider: 167 nodes (43%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/encodec.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, features =
+        ["webnn"], off =
+        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+    );
 }

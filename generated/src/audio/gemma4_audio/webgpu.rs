@@ -12,6 +12,14 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
         "known issue: gemma4_audio fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Load model from /root/.cache/hwmatrix/fixtures/gemma4_audio.partial-2405/model.onnx failed:Invalid model. Node input 'mul_338_min_1' is not a graph input, initializer, or output of a previous node.; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: gemma4_audio fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Load model from /root/.cache/hwmatrix/fixtures/gemma4_audio.partial-2405/model.onnx failed:Invalid model. Node input 'mul_338_min_1' is not a graph input, initializer, or output of a previous node.; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: gemma4_audio fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Load model from /root/.cache/hwmatrix/fixtures/gemma4_audio.partial-2405/model.onnx failed:Invalid model. Node input 'mul_338_min_1' is not a graph input, initializer, or output of a previous node.; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument"
+    );
 }
 /// gemma4_audio on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (gemma4_audio fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Load model from /root/.cache/hwmatrix/fixtures/gemma4_audio.partial-2405/model.onnx failed:Invalid model. Node input 'mul_338_min_1' is not a graph input, initializer, or output of a previous node.; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument).
 ///
@@ -23,6 +31,14 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+        "known issue: gemma4_audio fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Load model from /root/.cache/hwmatrix/fixtures/gemma4_audio.partial-2405/model.onnx failed:Invalid model. Node input 'mul_338_min_1' is not a graph input, initializer, or output of a previous node.; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+        "known issue: gemma4_audio fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Load model from /root/.cache/hwmatrix/fixtures/gemma4_audio.partial-2405/model.onnx failed:Invalid model. Node input 'mul_338_min_1' is not a graph input, initializer, or output of a previous node.; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: gemma4_audio fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Load model from /root/.cache/hwmatrix/fixtures/gemma4_audio.partial-2405/model.onnx failed:Invalid model. Node input 'mul_338_min_1' is not a graph input, initializer, or output of a previous node.; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidArgument"
     );
 }

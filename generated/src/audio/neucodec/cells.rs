@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "neucodec at int8 fails on cpu (measured by gen import --platform cpu): output audio_values: cosine similarity 0.8566 in its worst row (of 1; mean 0.8566), below 0.98; relative L2 error 0.5374, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 2.089e-1; worst at flat index 1025: got -0.12555637955665588, expected 0.08331970125436783); output audio_codes: 14 integer elements differ from the reference (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 6.400e1; worst at flat index 15: got 238, expected 174)",
+                    reason: "neucodec at int8 fails on cpu (measured by gen import --platform cpu): output audio_values: cosine similarity 0.8808 in its worst row (of 1; mean 0.8808), below 0.98; relative L2 error 0.4905, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 1.761e-1; worst at flat index 349: got -0.20131905376911163, expected -0.025208014994859695); output audio_codes: 14 integer elements differ from the reference (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 6.400e1; worst at flat index 7: got 93, expected 157)",
                     basis: runtime::Basis::Measured,
                     stage: None,
                 },
@@ -20,6 +20,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
                     min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "neucodec at q4 fails on cpu (measured by gen import --platform cpu): output audio_values: cosine similarity 0.7225 in its worst row (of 1; mean 0.7225), below 0.95; relative L2 error 0.7484, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 2.684e-1; worst at flat index 397: got 0.19642241299152374, expected -0.07200205326080322); output audio_codes: 31 integer elements differ from the reference (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 6.400e1; worst at flat index 11: got 111, expected 175)",
+                    basis: runtime::Basis::Measured,
+                    stage: None,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],
@@ -51,6 +64,15 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],
@@ -144,7 +166,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// neucodec on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// neucodec on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
@@ -157,6 +179,19 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_precision_checks(
         &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "neucodec fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/neucodec/model.onnx: Node 'node_Conv_1599_token_194' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
@@ -203,6 +238,19 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "neucodec fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
         ],
     );
 /// neucodec on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -231,6 +279,32 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "neucodec fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "neucodec fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// neucodec on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -257,6 +331,32 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "neucodec fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 435 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 1475392 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "neucodec fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 435 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 1475392 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],

@@ -13,6 +13,11 @@ mod onnx {
         off =
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
+        =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
 }
 /// sew on cpu with libtorch, device cpu: known-issue (sew fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: output last_hidden_state has shape [2, 6, 32], expected [2, 7, 32] (batch=2, last_hidden_state_1=7, hidden=32); also output-mismatch: output last_hidden_state: shape [2, 6, 32] differs from the reference [2, 7, 32]).
 ///

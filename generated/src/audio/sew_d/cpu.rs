@@ -13,6 +13,11 @@ mod onnx {
         off =
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
+        =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
 }
 /// sew-d on cpu with libtorch, device cpu: known-issue (sew-d fails on cpu with libtorch (measured by gen import --platform cpu): runs: the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'XSoftmax'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:).
 ///

@@ -10,7 +10,11 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: xcodec2 at int8 fails on cpu (measured by gen import --platform cpu): output audio_values: cosine similarity 0.8145 in its worst row (of 1; mean 0.8145), below 0.98; relative L2 error 0.6015, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 3.174e-1; worst at flat index 718: got 0.15148532390594482, expected -0.16595230996608734); output audio_codes: 24 integer elements differ from the reference (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 8.000e1; worst at flat index 69: got 25, expected 105)"
+        "known issue: xcodec2 at int8 fails on cpu (measured by gen import --platform cpu): output audio_values: cosine similarity 0.7873 in its worst row (of 1; mean 0.7873), below 0.98; relative L2 error 0.6418, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 3.133e-1; worst at flat index 718: got 0.14735177159309387, expected -0.1659524142742157); output audio_codes: 27 integer elements differ from the reference (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 6.400e1; worst at flat index 6: got 169, expected 233)"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
+        "known issue: xcodec2 at q4 fails on cpu (measured by gen import --platform cpu): output audio_values: cosine similarity 0.7253 in its worst row (of 1; mean 0.7253), below 0.95; relative L2 error 0.7356, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 3.501e-1; worst at flat index 190: got 0.10660555213689804, expected -0.2434554547071457); output audio_codes: 38 integer elements differ from the reference (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 8.000e1; worst at flat index 23: got 165, expected 245)"
     );
 }
 /// xcodec2 on cpu with libtorch, device cpu: run.

@@ -12,6 +12,14 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
         "known issue: auraflow_transformer_2d fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: auraflow_transformer_2d fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: auraflow_transformer_2d fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)"
+    );
 }
 /// auraflow_transformer_2d on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
@@ -23,6 +31,16 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, features =
         ["webgpu"], off =
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );

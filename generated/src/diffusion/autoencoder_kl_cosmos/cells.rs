@@ -18,6 +18,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.85f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_cosmos at q4 fails on cpu (measured by gen import --platform cpu): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// autoencoder_kl_cosmos on cpu: run (libtorch, device cpu).
@@ -43,6 +56,15 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],
@@ -136,7 +158,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// autoencoder_kl_cosmos on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// autoencoder_kl_cosmos on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
@@ -149,6 +171,19 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_precision_checks(
         &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_cosmos fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/autoencoder_kl_cosmos/model.onnx: Node 'node_convolution_7_token_887' OpType:ConvTranspose with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
@@ -187,6 +222,15 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
         ],
     );
 /// autoencoder_kl_cosmos on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -215,6 +259,32 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_cosmos fails on webgpu with browser (measured by gen import --platform webgpu): runs: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3). (page log: 2026-11-24 02:15:09.605710 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Expand:1:2;6:2;6\" (48, 1, 1) | 2026-11-24 02:15:09.634405 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Concat[2,2]:2|2|1:0;5|0;5:\" (576, 1, 1) | 2026-11-24 02:15:09.639614 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Pad[1|0]:5|1|1:5:0;5\" (664, 1, 1) | 2026-11-24 02:15:09.659275 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[0-2-3-4-1]:64,1,1:1:0;5:\" (664, 1, 1) | \u{1b}[1;31m2026-11-24 02:15:09.659749 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).\u{1b}[m)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_cosmos fails on webgpu with browser (measured by gen import --platform webgpu): runs: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3). (page log: 2026-11-24 02:15:09.605710 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Expand:1:2;6:2;6\" (48, 1, 1) | 2026-11-24 02:15:09.634405 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Concat[2,2]:2|2|1:0;5|0;5:\" (576, 1, 1) | 2026-11-24 02:15:09.639614 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Pad[1|0]:5|1|1:5:0;5\" (664, 1, 1) | 2026-11-24 02:15:09.659275 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[0-2-3-4-1]:64,1,1:1:0;5:\" (664, 1, 1) | \u{1b}[1;31m2026-11-24 02:15:09.659749 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).\u{1b}[m)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// autoencoder_kl_cosmos on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -233,6 +303,24 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],

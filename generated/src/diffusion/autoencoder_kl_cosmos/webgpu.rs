@@ -12,6 +12,14 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
         "known issue: autoencoder_kl_cosmos fails on webgpu with browser (measured by gen import --platform webgpu): runs: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3). (page log: 2026-11-24 02:15:09.605710 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Expand:1:2;6:2;6\" (48, 1, 1) | 2026-11-24 02:15:09.634405 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Concat[2,2]:2|2|1:0;5|0;5:\" (576, 1, 1) | 2026-11-24 02:15:09.639614 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Pad[1|0]:5|1|1:5:0;5\" (664, 1, 1) | 2026-11-24 02:15:09.659275 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[0-2-3-4-1]:64,1,1:1:0;5:\" (664, 1, 1) | \u{1b}[1;31m2026-11-24 02:15:09.659749 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).\u{1b}[m)"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: autoencoder_kl_cosmos fails on webgpu with browser (measured by gen import --platform webgpu): runs: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3). (page log: 2026-11-24 02:15:09.605710 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Expand:1:2;6:2;6\" (48, 1, 1) | 2026-11-24 02:15:09.634405 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Concat[2,2]:2|2|1:0;5|0;5:\" (576, 1, 1) | 2026-11-24 02:15:09.639614 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Pad[1|0]:5|1|1:5:0;5\" (664, 1, 1) | 2026-11-24 02:15:09.659275 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[0-2-3-4-1]:64,1,1:1:0;5:\" (664, 1, 1) | \u{1b}[1;31m2026-11-24 02:15:09.659749 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).\u{1b}[m)"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: autoencoder_kl_cosmos fails on webgpu with browser (measured by gen import --platform webgpu): runs: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3). (page log: 2026-11-24 02:15:09.605710 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Expand:1:2;6:2;6\" (48, 1, 1) | 2026-11-24 02:15:09.634405 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Concat[2,2]:2|2|1:0;5|0;5:\" (576, 1, 1) | 2026-11-24 02:15:09.639614 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Pad[1|0]:5|1|1:5:0;5\" (664, 1, 1) | 2026-11-24 02:15:09.659275 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[0-2-3-4-1]:64,1,1:1:0;5:\" (664, 1, 1) | \u{1b}[1;31m2026-11-24 02:15:09.659749 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).\u{1b}[m)"
+    );
 }
 /// autoencoder_kl_cosmos on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
@@ -23,6 +31,16 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, features =
         ["webgpu"], off =
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );

@@ -12,6 +12,14 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
         "known issue: autoencoder_kl_hunyuan_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04); dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04)"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: autoencoder_kl_hunyuan_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04); dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04)"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: autoencoder_kl_hunyuan_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04); dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04)"
+    );
 }
 /// autoencoder_kl_hunyuan_video on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (autoencoder_kl_hunyuan_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04); dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04)).
 ///
@@ -23,6 +31,14 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+        "known issue: autoencoder_kl_hunyuan_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04); dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04)"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+        "known issue: autoencoder_kl_hunyuan_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04); dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04)"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: autoencoder_kl_hunyuan_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04); dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04)"
     );
 }

@@ -12,4 +12,8 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
         "known issue: autoencoder_kl_hunyuan_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04); dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04)"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+        "known issue: autoencoder_kl_hunyuan_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04); dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04)"
+    );
 }

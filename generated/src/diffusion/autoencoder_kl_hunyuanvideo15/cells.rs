@@ -26,6 +26,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.85f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 fails in the fixture pipeline (recorded by gen import): exporting: timed out after 300 s",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// autoencoder_kl_hunyuanvideo15 on cpu: known-issue (libtorch, device cpu).
@@ -63,6 +76,19 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 fails in the fixture pipeline (recorded by gen import): exporting: timed out after 300 s",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],
@@ -184,7 +210,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// autoencoder_kl_hunyuanvideo15 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// autoencoder_kl_hunyuanvideo15 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
@@ -197,6 +223,19 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_precision_checks(
         &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 fails in the fixture pipeline (recorded by gen import): exporting: timed out after 300 s",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
@@ -243,6 +282,19 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 fails in the fixture pipeline (recorded by gen import): exporting: timed out after 300 s",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
         ],
     );
 /// autoencoder_kl_hunyuanvideo15 on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -271,6 +323,32 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 fails in the fixture pipeline (recorded by gen import): exporting: timed out after 300 s",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 fails in the fixture pipeline (recorded by gen import): exporting: timed out after 300 s",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// autoencoder_kl_hunyuanvideo15 on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -297,6 +375,32 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 fails in the fixture pipeline (recorded by gen import): exporting: timed out after 300 s",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 fails in the fixture pipeline (recorded by gen import): exporting: timed out after 300 s",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],

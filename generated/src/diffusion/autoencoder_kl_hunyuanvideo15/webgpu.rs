@@ -12,6 +12,14 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
         "known issue: autoencoder_kl_hunyuanvideo15 fails in the fixture pipeline (recorded by gen import): exporting: timed out after 300 s"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: autoencoder_kl_hunyuanvideo15 fails in the fixture pipeline (recorded by gen import): exporting: timed out after 300 s"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: autoencoder_kl_hunyuanvideo15 fails in the fixture pipeline (recorded by gen import): exporting: timed out after 300 s"
+    );
 }
 /// autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (autoencoder_kl_hunyuanvideo15 fails in the fixture pipeline (recorded by gen import): exporting: timed out after 300 s).
 ///
@@ -23,6 +31,14 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+        "known issue: autoencoder_kl_hunyuanvideo15 fails in the fixture pipeline (recorded by gen import): exporting: timed out after 300 s"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+        "known issue: autoencoder_kl_hunyuanvideo15 fails in the fixture pipeline (recorded by gen import): exporting: timed out after 300 s"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: autoencoder_kl_hunyuanvideo15 fails in the fixture pipeline (recorded by gen import): exporting: timed out after 300 s"
     );
 }

@@ -12,6 +12,14 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
         "known issue: autoencoder_kl_kvae_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __trunc__ method; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TraceError: symbolically traced variables cannot be used as inputs to control flow)"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: autoencoder_kl_kvae_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __trunc__ method; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TraceError: symbolically traced variables cannot be used as inputs to control flow)"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: autoencoder_kl_kvae_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __trunc__ method; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TraceError: symbolically traced variables cannot be used as inputs to control flow)"
+    );
 }
 /// autoencoder_kl_kvae_video on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (autoencoder_kl_kvae_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __trunc__ method; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TraceError: symbolically traced variables cannot be used as inputs to control flow)).
 ///
@@ -23,6 +31,14 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+        "known issue: autoencoder_kl_kvae_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __trunc__ method; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TraceError: symbolically traced variables cannot be used as inputs to control flow)"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+        "known issue: autoencoder_kl_kvae_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __trunc__ method; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TraceError: symbolically traced variables cannot be used as inputs to control flow)"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: autoencoder_kl_kvae_video fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __trunc__ method; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TraceError: symbolically traced variables cannot be used as inputs to control flow)"
     );
 }

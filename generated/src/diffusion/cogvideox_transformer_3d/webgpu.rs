@@ -12,6 +12,14 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
         "known issue: cogvideox_transformer_3d fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.769e+00); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Constant model.__dict__['_modules']['patch_embed'].lifted_tensor_0 is mutated in the forward method. Pls register it as buffer)"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: cogvideox_transformer_3d fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.769e+00); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Constant model.__dict__['_modules']['patch_embed'].lifted_tensor_0 is mutated in the forward method. Pls register it as buffer)"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: cogvideox_transformer_3d fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.769e+00); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Constant model.__dict__['_modules']['patch_embed'].lifted_tensor_0 is mutated in the forward method. Pls register it as buffer)"
+    );
 }
 /// cogvideox_transformer_3d on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (cogvideox_transformer_3d fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.769e+00); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Constant model.__dict__['_modules']['patch_embed'].lifted_tensor_0 is mutated in the forward method. Pls register it as buffer)).
 ///
@@ -23,6 +31,14 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+        "known issue: cogvideox_transformer_3d fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.769e+00); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Constant model.__dict__['_modules']['patch_embed'].lifted_tensor_0 is mutated in the forward method. Pls register it as buffer)"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+        "known issue: cogvideox_transformer_3d fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.769e+00); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Constant model.__dict__['_modules']['patch_embed'].lifted_tensor_0 is mutated in the forward method. Pls register it as buffer)"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: cogvideox_transformer_3d fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.769e+00); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Constant model.__dict__['_modules']['patch_embed'].lifted_tensor_0 is mutated in the forward method. Pls register it as buffer)"
     );
 }

@@ -12,6 +12,10 @@ mod onnx {
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
         "known issue: transformer_bria_fibo2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexFloat is an unexpected tensor scalar type; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.index', overload='Tensor')>. Failure message: No decompositions registered for the complex-valued input)"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
+        "known issue: transformer_bria_fibo2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexFloat is an unexpected tensor scalar type; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.index', overload='Tensor')>. Failure message: No decompositions registered for the complex-valued input)"
+    );
 }
 /// transformer_bria_fibo2 on cpu with libtorch, device cpu: known-issue (transformer_bria_fibo2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexFloat is an unexpected tensor scalar type; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.index', overload='Tensor')>. Failure message: No decompositions registered for the complex-valued input)).
 ///

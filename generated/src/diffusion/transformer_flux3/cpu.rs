@@ -12,6 +12,11 @@ mod onnx {
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
         "known issue: transformer_flux3 at int8 fails on cpu (measured by gen import --platform cpu): cannot load /root/.cache/hwmatrix/fixtures/transformer_flux3/model.int8.onnx: Load model from /root/.cache/hwmatrix/fixtures/transformer_flux3/model.int8.onnx failed:Node (node_linear_2_MatMul_quant) Op (MatMulInteger) [ShapeInferenceError] Incompatible dimensions for matrix multiplication"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
+        =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
 }
 /// transformer_flux3 on cpu with libtorch, device cpu: run.
 ///

@@ -12,6 +12,10 @@ mod onnx {
         fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_hunyuan_video15 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: the tiny model has 4.3M parameters with every width-named key capped at 32; the limit is 1.4M"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_hunyuan_video15 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: the tiny model has 4.3M parameters with every width-named key capped at 32; the limit is 1.4M"
+    );
 }
 /// transformer_hunyuan_video15 on cuda with libtorch, device cuda: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_hunyuan_video15 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: the tiny model has 4.3M parameters with every width-named key capped at 32; the limit is 1.4M).
 ///

@@ -12,4 +12,8 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_hunyuan_video15 (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: the tiny model has 4.3M parameters with every width-named key capped at 32; the limit is 1.4M"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_hunyuan_video15 (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: the tiny model has 4.3M parameters with every width-named key capped at 32; the limit is 1.4M"
+    );
 }

@@ -12,4 +12,8 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
         "known issue: transformer_lumina2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+        "known issue: transformer_lumina2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)"
+    );
 }

@@ -12,4 +12,8 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states', 'encoder_hidden_states', 'timestep_indices', 'token_tags', 'position_ids', 'video_indices', 'audio_indices', and 'text_indices'"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states', 'encoder_hidden_states', 'timestep_indices', 'token_tags', 'position_ids', 'video_indices', 'audio_indices', and 'text_indices'"
+    );
 }

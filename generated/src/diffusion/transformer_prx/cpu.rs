@@ -12,6 +12,11 @@ mod onnx {
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
         "known issue: transformer_prx at int8 fails on cpu (measured by gen import --platform cpu): cannot load /root/.cache/hwmatrix/fixtures/transformer_prx/model.int8.onnx: Node (/model/blocks.1/modulation/lin/Gemm_MatMul) Op (MatMul) [ShapeInferenceError] Incompatible dimensions for matrix multiplication"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
+        =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
 }
 /// transformer_prx on cpu with libtorch, device cpu: run.
 ///

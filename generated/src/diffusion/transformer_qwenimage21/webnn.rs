@@ -12,4 +12,8 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states', 'img_shapes', and 'img_mask'"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states', 'img_shapes', and 'img_mask'"
+    );
 }

@@ -12,6 +12,10 @@ mod onnx {
         fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: ValueError: `dim` (32) must split into an even head size across `num_heads` (40)."
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: ValueError: `dim` (32) must split into an even head size across `num_heads` (40)."
+    );
 }
 /// transformer_wan_animate_2 on cuda with libtorch, device cuda: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: ValueError: `dim` (32) must split into an even head size across `num_heads` (40).).
 ///

@@ -12,6 +12,10 @@ mod onnx {
         fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
         "known issue: transformer_z_image fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexFloat is an unexpected tensor scalar type; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.index', overload='Tensor')>. Failure message: No decompositions registered for the complex-valued input)"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
+        "known issue: transformer_z_image fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexFloat is an unexpected tensor scalar type; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.index', overload='Tensor')>. Failure message: No decompositions registered for the complex-valued input)"
+    );
 }
 /// transformer_z_image on cuda with libtorch, device cuda: known-issue (transformer_z_image fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexFloat is an unexpected tensor scalar type; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.index', overload='Tensor')>. Failure message: No decompositions registered for the complex-valued input)).
 ///

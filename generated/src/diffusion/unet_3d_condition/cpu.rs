@@ -12,6 +12,11 @@ mod onnx {
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
         "known issue: unet_3d_condition at int8 fails on cpu (measured by gen import --platform cpu): the exporter could not make the int8 model: ValueError: Expected model.down_blocks.1.temp_convs.0.conv4.3.weight to be an initializer"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
+        =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
 }
 /// unet_3d_condition on cpu with libtorch, device cpu: run.
 ///

@@ -18,6 +18,15 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.85f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// blenderbot on cpu: run (libtorch, device cpu).
@@ -43,6 +52,15 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],
@@ -128,7 +146,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// blenderbot on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// blenderbot on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
@@ -137,6 +155,19 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_precision_checks(
         &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "blenderbot at qdq8 fails on qnn (measured by gen import --platform qnn): output last_hidden_state: cosine similarity 0.9103 in its worst row (of 4; mean 0.9612), below 0.98; relative L2 error 0.2783, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/blenderbot.yaml) (max abs error 1.002e0; worst at flat index 2: got 0.29135382175445557, expected -0.7103687524795532)",
+                    basis: runtime::Basis::Measured,
+                    stage: None,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::Run,
@@ -171,6 +202,15 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
         ],
     );
 /// blenderbot on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -191,6 +231,24 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// blenderbot on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -209,6 +267,24 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],

@@ -12,6 +12,14 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
         "known issue: longt5 fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772791504859924, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.29916658997535706, expected 1.0156800746917725)"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: longt5 fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772791504859924, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.29916658997535706, expected 1.0156800746917725)"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: longt5 fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772791504859924, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.29916658997535706, expected 1.0156800746917725)"
+    );
 }
 /// longt5 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (longt5 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.019e0; worst at flat index 0: got -1.5683296918869019, expected 0.4502697288990021)).
 ///
@@ -23,6 +31,14 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+        "known issue: longt5 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.019e0; worst at flat index 0: got -1.5683296918869019, expected 0.4502697288990021)"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+        "known issue: longt5 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.019e0; worst at flat index 0: got -1.5683296918869019, expected 0.4502697288990021)"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: longt5 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.019e0; worst at flat index 0: got -1.5683296918869019, expected 0.4502697288990021)"
     );
 }

@@ -13,4 +13,8 @@ mod browser {
         ["webnn"], off =
         "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+        "known issue: clip at qdq8 fails on webnn (measured by gen import --platform webnn): output logits_per_image: cosine similarity 0.9532 in its worst row (of 2; mean 0.9617), below 0.98; relative L2 error 0.3463, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clip.yaml) (max abs error 1.668e0; worst at flat index 3: got -2.7396788597106934, expected -1.0712441205978394); output logits_per_text: relative L2 error 0.3463, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clip.yaml) (max abs error 1.668e0; worst at flat index 3: got -2.7396788597106934, expected -1.0712441205978394); output text_embeds: cosine similarity 0.9607 in its worst row (of 2; mean 0.9780), below 0.98; relative L2 error 0.2098, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clip.yaml) (max abs error 2.020e-1; worst at flat index 23: got -0.07935221493244171, expected 0.12265154719352722)"
+    );
 }

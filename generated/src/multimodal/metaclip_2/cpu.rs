@@ -13,6 +13,10 @@ mod onnx {
         off =
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
+        "known issue: metaclip_2 at q4 fails on cpu (measured by gen import --platform cpu): output logits_per_image: cosine similarity 0.9399 in its worst row (of 2; mean 0.9607), below 0.95; relative L2 error 0.3175, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/metaclip_2.yaml) (max abs error 4.293e-1; worst at flat index 3: got 0.7751465439796448, expected 1.204421043395996); output logits_per_text: relative L2 error 0.3175, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/metaclip_2.yaml) (max abs error 4.293e-1; worst at flat index 3: got 0.7751465439796448, expected 1.204421043395996)"
+    );
 }
 /// metaclip_2 on cpu with libtorch, device cpu: run.
 ///

@@ -12,6 +12,14 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
         "known issue: ultravbert fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::__ior_' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'node_Split_527' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2,4,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'spl"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: ultravbert fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::__ior_' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'node_Split_527' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2,4,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'spl"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: ultravbert fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::__ior_' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'node_Split_527' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2,4,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'spl"
+    );
 }
 /// ultravbert on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (ultravbert fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::__ior_' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'node_Split_527' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2,4,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'spl).
 ///
@@ -23,6 +31,14 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+        "known issue: ultravbert fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::__ior_' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'node_Split_527' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2,4,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'spl"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+        "known issue: ultravbert fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::__ior_' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'node_Split_527' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2,4,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'spl"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: ultravbert fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::__ior_' to ONNX opset version 17 is not supported; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'node_Split_527' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2,4,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'spl"
     );
 }

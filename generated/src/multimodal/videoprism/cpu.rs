@@ -13,6 +13,10 @@ mod onnx {
         off =
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
+        "known issue: videoprism at q4 fails on cpu (measured by gen import --platform cpu): output video_embeds: relative L2 error 0.2914, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/videoprism.yaml) (max abs error 1.134e-1; worst at flat index 21: got -0.08396923542022705, expected -0.19735294580459595)"
+    );
 }
 /// videoprism on cpu with libtorch, device cpu: run.
 ///

@@ -12,6 +12,10 @@ mod onnx {
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for bark (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: no input layout is known for a speech_text base model taking ['input']"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for bark (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: no input layout is known for a speech_text base model taking ['input']"
+    );
 }
 /// bark on cpu with libtorch, device cpu: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for bark (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: no input layout is known for a speech_text base model taking ['input']).
 ///

@@ -13,6 +13,10 @@ mod onnx {
         off =
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
+        "known issue: fun_asr_nano at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.9441 in its worst row (of 40; mean 0.9772), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/fun_asr_nano.yaml) (max abs error 8.492e-1; worst at flat index 525: got 0.5010923743247986, expected -0.348102867603302)"
+    );
 }
 /// fun_asr_nano on cpu with libtorch, device cpu: run.
 ///

@@ -12,6 +12,14 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
         "known issue: nemotron3_5_asr fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/nemotron3_5_asr.partial-6397/model.onnx failed:Node (node_squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 2 must be 1 instead of 4; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load "
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: nemotron3_5_asr fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/nemotron3_5_asr.partial-6397/model.onnx failed:Node (node_squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 2 must be 1 instead of 4; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load "
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: nemotron3_5_asr fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/nemotron3_5_asr.partial-6397/model.onnx failed:Node (node_squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 2 must be 1 instead of 4; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load "
+    );
 }
 /// nemotron3_5_asr on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (nemotron3_5_asr fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/nemotron3_5_asr.partial-6397/model.onnx failed:Node (node_squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 2 must be 1 instead of 4; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load).
 ///
@@ -23,6 +31,14 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+        "known issue: nemotron3_5_asr fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/nemotron3_5_asr.partial-6397/model.onnx failed:Node (node_squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 2 must be 1 instead of 4; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load "
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+        "known issue: nemotron3_5_asr fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/nemotron3_5_asr.partial-6397/model.onnx failed:Node (node_squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 2 must be 1 instead of 4; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load "
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: nemotron3_5_asr fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/nemotron3_5_asr.partial-6397/model.onnx failed:Node (node_squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 2 must be 1 instead of 4; dynamo on shape 2 exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load "
     );
 }

@@ -12,4 +12,8 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
         "known issue: axk1 fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+        "known issue: axk1 fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s"
+    );
 }

@@ -12,4 +12,9 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
         "known issue: cohere_compass_text at fp16 fails on webnn (measured by gen import --platform webnn): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/rotary_emb/Slice_4] For dimension (2): the stride (3) must not be greater than the size to slice (2). (page log: 2026-11-26 08:24:39.491773 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Cast] index: [461] name: [graph_output_cast0] supported: [1] | 2026-11-26 08:24:39.492003 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [467] name: [Transpose_token_5] supported: [1] | 2026-11-26 08:24:39.492464 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [469] name: [Transpose_token_7] supported: [1] | 2026-11-26 08:24:39.492858 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [482] name: [/model/Reshape_2_new_reshape] supported: [1] | 2026-11-26 08:24:39.504289 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 137 number of nodes supported by WebNN: 137)"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, features =
+        ["webnn"], off =
+        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+    );
 }

@@ -12,6 +12,10 @@ mod onnx {
         fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
         "known issue: cpmant fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '100 defined in (%100 : Int(*, 1, *, strides=[40, 40, 1], requires_grad=0, device=cpu) = onnx::Unsqueeze(%context, %99), scope: export.NamedOutputs::/transformers.models.cpmant.modeling_cpmant.CpmAntModel::model # /root/.cache/hwmatrix/venv/lib/python3.11/site-packages/transformers/models/cpmant/modeling_cpmant.py:561:0; dynamo exporter: RuntimeE"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
+        "known issue: cpmant fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '100 defined in (%100 : Int(*, 1, *, strides=[40, 40, 1], requires_grad=0, device=cpu) = onnx::Unsqueeze(%context, %99), scope: export.NamedOutputs::/transformers.models.cpmant.modeling_cpmant.CpmAntModel::model # /root/.cache/hwmatrix/venv/lib/python3.11/site-packages/transformers/models/cpmant/modeling_cpmant.py:561:0; dynamo exporter: RuntimeE"
+    );
 }
 /// cpmant on cuda with libtorch, device cuda: known-issue (cpmant fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values [Caused by the value '100 defined in (%100 : Int(*, 1, *, strides=[40, 40, 1], requires_grad=0, device=cpu) = onnx::Unsqueeze(%context, %99), scope: export.NamedOutputs::/transformers.models.cpmant.modeling_cpmant.CpmAntModel::model # /root/.cache/hwmatrix/venv/lib/python3.11/site-packages/transformers/models/cpmant/modeling_cpmant.py:561:0; dynamo exporter: RuntimeE).
 ///

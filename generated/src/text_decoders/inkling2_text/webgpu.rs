@@ -12,6 +12,14 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
         "known issue: inkling2_text fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1331 defined in (%1331 : Float(*, *, *, strides=[176, 11, 1], requires_grad=1, device=cpu) = onnx::Slice(%1317, %1326, %1328, %1324, %1330), scope: export.NamedOutputs::/transformers.models.inkling2.modeling_inkling2.Inkling2TextMod"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: inkling2_text fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1331 defined in (%1331 : Float(*, *, *, strides=[176, 11, 1], requires_grad=1, device=cpu) = onnx::Slice(%1317, %1326, %1328, %1324, %1330), scope: export.NamedOutputs::/transformers.models.inkling2.modeling_inkling2.Inkling2TextMod"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: inkling2_text fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1331 defined in (%1331 : Float(*, *, *, strides=[176, 11, 1], requires_grad=1, device=cpu) = onnx::Slice(%1317, %1326, %1328, %1324, %1330), scope: export.NamedOutputs::/transformers.models.inkling2.modeling_inkling2.Inkling2TextMod"
+    );
 }
 /// inkling2_text on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (inkling2_text fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues [Caused by the value '1331 defined in (%1331 : Float(*, *, *, strides=[176, 11, 1], requires_grad=1, device=cpu) = onnx::Slice(%1317, %1326, %1328, %1324, %1330), scope: export.NamedOutputs::/transformers.models.inkling2.modeling_inkling2.Inkling2TextMod).
 ///
@@ -23,6 +31,14 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+        "known issue: inkling2_text fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1331 defined in (%1331 : Float(*, *, *, strides=[176, 11, 1], requires_grad=1, device=cpu) = onnx::Slice(%1317, %1326, %1328, %1324, %1330), scope: export.NamedOutputs::/transformers.models.inkling2.modeling_inkling2.Inkling2TextMod"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+        "known issue: inkling2_text fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1331 defined in (%1331 : Float(*, *, *, strides=[176, 11, 1], requires_grad=1, device=cpu) = onnx::Slice(%1317, %1326, %1328, %1324, %1330), scope: export.NamedOutputs::/transformers.models.inkling2.modeling_inkling2.Inkling2TextMod"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: inkling2_text fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1331 defined in (%1331 : Float(*, *, *, strides=[176, 11, 1], requires_grad=1, device=cpu) = onnx::Slice(%1317, %1326, %1328, %1324, %1330), scope: export.NamedOutputs::/transformers.models.inkling2.modeling_inkling2.Inkling2TextMod"
     );
 }

@@ -12,6 +12,14 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
         "known issue: rwkv fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape "
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: rwkv fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape "
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: rwkv fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape "
+    );
 }
 /// rwkv on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (rwkv fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape).
 ///
@@ -23,6 +31,14 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+        "known issue: rwkv fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape "
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+        "known issue: rwkv fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape "
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: rwkv fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape "
     );
 }

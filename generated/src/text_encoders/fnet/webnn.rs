@@ -12,4 +12,8 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
         "known issue: fnet fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: (all nodes) ×36 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (100%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+        "known issue: fnet fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: (all nodes) ×36 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (100%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off WebNNExecutionProvider, with the reason"
+    );
 }

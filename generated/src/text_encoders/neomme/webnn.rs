@@ -12,4 +12,8 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
         "known issue: neomme fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (33%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (67%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/neomme.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+        "known issue: neomme fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (33%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (67%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/neomme.yaml only if it may run off WebNNExecutionProvider, with the reason"
+    );
 }

@@ -13,4 +13,8 @@ mod browser {
         ["webnn"], off =
         "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+        "known issue: xclip at qdq8 fails on webnn (measured by gen import --platform webnn): output logits_per_video: cosine similarity 0.7049 in its worst row (of 2; mean 0.8524), below 0.98; relative L2 error 0.2703, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 7.403e-1; worst at flat index 1: got 0.3488177955150604, expected -0.39152777194976807); output logits_per_text: cosine similarity 0.8998 in its worst row (of 2; mean 0.9482), below 0.98; relative L2 error 0.2703, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 7.403e-1; worst at flat index 2: got 0.3488177955150604, expected -0.39152777194976807)"
+    );
 }

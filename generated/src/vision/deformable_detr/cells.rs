@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deformable_detr at int8 fails on cpu (measured by gen import --platform cpu): output encoder_last_hidden_state: cosine similarity 0.9711 in its worst row (of 340; mean 0.9987), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deformable_detr.yaml) (max abs error 4.087e-1; worst at flat index 4799: got -0.3852999806404114, expected -0.794031023979187)",
+                    reason: "deformable_detr at int8 fails on cpu (measured by gen import --platform cpu): output encoder_last_hidden_state: cosine similarity 0.9710 in its worst row (of 340; mean 0.9987), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deformable_detr.yaml) (max abs error 4.067e-1; worst at flat index 4799: got -0.3873796761035919, expected -0.794029951095581)",
                     basis: runtime::Basis::Measured,
                     stage: None,
                 },
@@ -20,6 +20,15 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
                     min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],
@@ -47,6 +56,15 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],
@@ -136,7 +154,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// deformable_detr on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// deformable_detr on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
@@ -149,6 +167,19 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_precision_checks(
         &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deformable_detr fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×3 on CPUExecutionProvider, Div ×3 on CPUExecutionProvider, Mul ×3 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×12 on CPUExecutionProvider, Sub ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (88%), 1028 µs (0%); QNNExecutionProvider: 4 nodes (12%), 3021305 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/deformable_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
@@ -195,6 +226,19 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deformable_detr fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Div ×3 on CPUExecutionProvider, GridSample ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 19 nodes (25%), 0 µs (0%); WebNNExecutionProvider: 58 nodes (75%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/deformable_detr.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
         ],
     );
 /// deformable_detr on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -213,6 +257,24 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],
@@ -241,6 +303,32 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deformable_detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276799440383911, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276799440383911, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021668434143066, expected -1.681936264038086)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deformable_detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276799440383911, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276799440383911, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021668434143066, expected -1.681936264038086)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],

@@ -13,6 +13,16 @@ mod browser {
         ["webgpu"], off =
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+    );
 }
 /// deformable_detr on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (deformable_detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276799440383911, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276799440383911, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021668434143066, expected -1.681936264038086)).
 ///
@@ -24,6 +34,14 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+        "known issue: deformable_detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276799440383911, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276799440383911, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021668434143066, expected -1.681936264038086)"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+        "known issue: deformable_detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276799440383911, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276799440383911, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021668434143066, expected -1.681936264038086)"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: deformable_detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276799440383911, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276799440383911, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021668434143066, expected -1.681936264038086)"
     );
 }

@@ -12,6 +12,14 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
         "known issue: deimv2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01); dynamo exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01)"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: deimv2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01); dynamo exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01)"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: deimv2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01); dynamo exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01)"
+    );
 }
 /// deimv2 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (deimv2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01); dynamo exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01)).
 ///
@@ -23,6 +31,14 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+        "known issue: deimv2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01); dynamo exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01)"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+        "known issue: deimv2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01); dynamo exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01)"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: deimv2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01); dynamo exporter: RuntimeError: onnxruntime output enc_topk_bboxes differs from PyTorch on shape 1: 76 of 120 elements outside abs 0.0001 + rel 0.001 (max abs error 8.750e-01)"
     );
 }

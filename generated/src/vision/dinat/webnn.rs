@@ -12,4 +12,8 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for dinat (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for dinat (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:"
+    );
 }

@@ -18,6 +18,15 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.85f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// dinov2_with_registers on cpu: run (libtorch, device cpu).
@@ -43,6 +52,15 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],
@@ -132,7 +150,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// dinov2_with_registers on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// dinov2_with_registers on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
@@ -141,6 +159,19 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_precision_checks(
         &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "dinov2_with_registers at qdq8 fails on qnn (measured by gen import --platform qnn): output last_hidden_state: cosine similarity 0.5570 in its worst row (of 9; mean 0.7979), below 0.98; relative L2 error 0.6346, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/dinov2_with_registers.yaml) (max abs error 2.176e0; worst at flat index 53: got -1.9492930173873901, expected 0.22684383392333984); output pooler_output: cosine similarity 0.9545 in its worst row (of 1; mean 0.9545), below 0.98; relative L2 error 0.3014, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/dinov2_with_registers.yaml) (max abs error 7.467e-1; worst at flat index 21: got -0.5386204123497009, expected 0.2080301195383072)",
+                    basis: runtime::Basis::Measured,
+                    stage: None,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::Run,
@@ -175,6 +206,15 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
         ],
     );
 /// dinov2_with_registers on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -195,6 +235,24 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// dinov2_with_registers on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -213,6 +271,24 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],

@@ -12,4 +12,9 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
         "known issue: gemma3n_vision at fp16 fails on webnn (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Add ×47 on CPUExecutionProvider, Cast ×40 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Conv ×28 on CPUExecutionProvider, Div ×25 on CPUExecutionProvider, Exp ×2 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×92 on CPUExecutionProvider, Pad ×5 on CPUExecutionProvider, Pow ×23 on CPUExecutionProvider, ReduceMax ×2 on CPUExecutionProvider, ReduceMean ×23 on CPUExecutionProvider, ReduceSum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider, Sqrt ×23 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Tanh ×10 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider, Unsqueeze ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 366 nodes (89%), 0 µs (0%); WebNNExecutionProvider: 47 nodes (11%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/gemma3n_vision.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, features =
+        ["webnn"], off =
+        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+    );
 }

@@ -13,6 +13,10 @@ mod onnx {
         off =
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
+        "known issue: levit at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: relative L2 error 1.1865, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/levit.yaml) (max abs error 9.833e17; worst at flat index 30: got -1704342941171974100, expected -721079997741137900); output pooler_output: relative L2 error 1.1865, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/levit.yaml) (max abs error 9.833e17; worst at flat index 30: got -1704342941171974100, expected -721079997741137900)"
+    );
 }
 /// levit on cpu with libtorch, device cpu: run.
 ///

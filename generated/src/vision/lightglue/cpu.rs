@@ -12,6 +12,10 @@ mod onnx {
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
         "known issue: lightglue fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/lightglue.partial-15376/model.onnx failed:Node (/model/keypoint_detector/keypoint_decoder/MaxPool) Op (MaxPool) [ShapeInferenceError] Attribute dilations has incorrect size; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDep"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
+        "known issue: lightglue fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/lightglue.partial-15376/model.onnx failed:Node (/model/keypoint_detector/keypoint_decoder/MaxPool) Op (MaxPool) [ShapeInferenceError] Attribute dilations has incorrect size; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDep"
+    );
 }
 /// lightglue on cpu with libtorch, device cpu: known-issue (lightglue fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/lightglue.partial-15376/model.onnx failed:Node (/model/keypoint_detector/keypoint_decoder/MaxPool) Op (MaxPool) [ShapeInferenceError] Attribute dilations has incorrect size; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDep).
 ///

@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lw_detr at int8 fails on cpu (measured by gen import --platform cpu): output init_reference_points: cosine similarity 0.8957 in its worst row (of 1; mean 0.8957), below 0.98; relative L2 error 0.4568, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9381526112556458, expected 0.18815264105796814); output intermediate_reference_points: cosine similarity 0.8957 in its worst row (of 1; mean 0.8957), below 0.98; relative L2 error 0.4568, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9381526112556458, expected 0.18815264105796814); output enc_outputs_class: cosine similarity 0.7572 in its worst row (of 1; mean 0.7572), below 0.98; relative L2 error 0.6970, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 2.883e0; worst at flat index 262: got 2.036571979522705, expected -0.8461130857467651); output enc_outputs_coord_logits: cosine similarity 0.6572 in its worst row (of 10; mean 0.9251), below 0.98; relative L2 error 0.4568, above 0.1; top-1 agreement 0.8000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9375, expected 0.1875)",
+                    reason: "lw_detr at int8 fails on cpu (measured by gen import --platform cpu): output init_reference_points: cosine similarity 0.8957 in its worst row (of 1; mean 0.8957), below 0.98; relative L2 error 0.4568, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9381526112556458, expected 0.18815264105796814); output intermediate_reference_points: cosine similarity 0.8957 in its worst row (of 1; mean 0.8957), below 0.98; relative L2 error 0.4568, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9381526112556458, expected 0.18815264105796814); output enc_outputs_class: cosine similarity 0.7573 in its worst row (of 1; mean 0.7573), below 0.98; relative L2 error 0.6970, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 2.885e0; worst at flat index 262: got 2.0385701656341553, expected -0.8461130857467651); output enc_outputs_coord_logits: cosine similarity 0.6572 in its worst row (of 10; mean 0.9251), below 0.98; relative L2 error 0.4568, above 0.1; top-1 agreement 0.8000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9375, expected 0.1875)",
                     basis: runtime::Basis::Measured,
                     stage: None,
                 },
@@ -20,6 +20,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
                     min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lw_detr at q4 fails on cpu (measured by gen import --platform cpu): output init_reference_points: cosine similarity 0.8386 in its worst row (of 1; mean 0.8386), below 0.95; relative L2 error 0.5632, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9381526112556458, expected 0.18815264105796814); output intermediate_reference_points: cosine similarity 0.8386 in its worst row (of 1; mean 0.8386), below 0.95; relative L2 error 0.5632, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9381526112556458, expected 0.18815264105796814); output enc_outputs_class: cosine similarity 0.4373 in its worst row (of 1; mean 0.4373), below 0.95; relative L2 error 1.0695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 4.706e0; worst at flat index 108: got -3.0060293674468994, expected 1.7001150846481323); output enc_outputs_coord_logits: cosine similarity 0.6510 in its worst row (of 10; mean 0.8709), below 0.95; relative L2 error 0.5633, above 0.25; top-1 agreement 0.7000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9375, expected 0.1875)",
+                    basis: runtime::Basis::Measured,
+                    stage: None,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],
@@ -47,6 +60,15 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],
@@ -136,7 +158,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// lw_detr on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// lw_detr on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
@@ -149,6 +171,19 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_precision_checks(
         &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lw_detr fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×4 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22 nodes (88%), 299 µs (0%); QNNExecutionProvider: 3 nodes (12%), 203543 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/lw_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
@@ -195,6 +230,19 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lw_detr fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
         ],
     );
 /// lw_detr on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -215,6 +263,24 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// lw_detr on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -233,6 +299,24 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],

@@ -12,4 +12,8 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
         "known issue: mask2former fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Div ×2 on CPUExecutionProvider, GridSample ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (23%), 0 µs (0%); WebNNExecutionProvider: 27 nodes (77%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/mask2former.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+        "known issue: mask2former fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Div ×2 on CPUExecutionProvider, GridSample ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (23%), 0 µs (0%); WebNNExecutionProvider: 27 nodes (77%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/mask2former.yaml only if it may run off WebNNExecutionProvider, with the reason"
+    );
 }

@@ -12,6 +12,14 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
         "known issue: muse_glimmer_vision fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: muse_glimmer_vision fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: muse_glimmer_vision fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))"
+    );
 }
 /// muse_glimmer_vision on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (muse_glimmer_vision fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1). (Size-like symbols: none))).
 ///
@@ -23,6 +31,14 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+        "known issue: muse_glimmer_vision fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+        "known issue: muse_glimmer_vision fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: muse_glimmer_vision fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))"
     );
 }

@@ -18,6 +18,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.85f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "oneformer at q4 fails on cpu (measured by gen import --platform cpu): output transformer_decoder_mask_predictions: cosine similarity 0.9345 in its worst row (of 1; mean 0.9345), below 0.95; relative L2 error 0.3592, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/oneformer.yaml) (max abs error 2.361e-1; worst at flat index 1357: got 0.16685782372951508, expected 0.4029732942581177)",
+                    basis: runtime::Basis::Measured,
+                    stage: None,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// oneformer on cpu: run (libtorch, device cpu).
@@ -43,6 +56,15 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],
@@ -136,7 +158,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// oneformer on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// oneformer on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
@@ -149,6 +171,19 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_precision_checks(
         &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "oneformer fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×3 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Expand ×3 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×8 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider, Unsqueeze ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (86%), 785 µs (0%); QNNExecutionProvider: 6 nodes (14%), 1579898 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/oneformer.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
@@ -195,6 +230,19 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "oneformer fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Div ×2 on CPUExecutionProvider, GridSample ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (40%), 0 µs (0%); WebNNExecutionProvider: 36 nodes (60%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/oneformer.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
         ],
     );
 /// oneformer on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -215,6 +263,24 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// oneformer on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -233,6 +299,24 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],

@@ -12,4 +12,9 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
         "known issue: qianfan_ocr_vision at fp16 fails on webnn (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Cast ×5 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (60%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (40%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/qianfan_ocr_vision.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, features =
+        ["webnn"], off =
+        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+    );
 }

@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rf_detr at int8 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.5752 in its worst row (of 1; mean 0.5752), below 0.98; relative L2 error 0.9217, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.042e0; worst at flat index 129: got -2.3812639713287354, expected 0.6604325175285339); output init_reference_points: cosine similarity 0.8145 in its worst row (of 1; mean 0.8145), below 0.98; relative L2 error 0.6090, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 17: got 0.8754763603210449, expected 0.12547634541988373); output intermediate_hidden_states: cosine similarity 0.5752 in its worst row (of 2; mean 0.6376), below 0.98; relative L2 error 0.8513, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.042e0; worst at flat index 449: got -2.3812639713287354, expected 0.6604325175285339); output intermediate_reference_points: cosine similarity 0.8145 in its worst row (of 1; mean 0.8145), below 0.98; relative L2 error 0.6090, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 17: got 0.8754763603210449, expected 0.12547634541988373); output enc_outputs_class: cosine similarity 0.4176 in its worst row (of 1; mean 0.4176), below 0.98; relative L2 error 1.0793, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.424e0; worst at flat index 188: got 1.682010293006897, expected -1.7418290376663208); output enc_outputs_coord_logits: cosine similarity 0.3385 in its worst row (of 10; mean 0.8491), below 0.98; relative L2 error 0.6091, above 0.1; top-1 agreement 0.6000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 17: got 0.875, expected 0.125)",
+                    reason: "rf_detr at int8 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.7178 in its worst row (of 1; mean 0.7178), below 0.98; relative L2 error 0.7512, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.064e0; worst at flat index 129: got -2.403470039367676, expected 0.6604331135749817); output init_reference_points: cosine similarity 0.8238 in its worst row (of 1; mean 0.8238), below 0.98; relative L2 error 0.5936, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 17: got 0.8754763603210449, expected 0.12547634541988373); output intermediate_hidden_states: cosine similarity 0.7178 in its worst row (of 2; mean 0.7502), below 0.98; relative L2 error 0.7068, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.064e0; worst at flat index 449: got -2.403470039367676, expected 0.6604331135749817); output intermediate_reference_points: cosine similarity 0.8238 in its worst row (of 1; mean 0.8238), below 0.98; relative L2 error 0.5936, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 17: got 0.8754763603210449, expected 0.12547634541988373); output enc_outputs_class: cosine similarity 0.6014 in its worst row (of 1; mean 0.6014), below 0.98; relative L2 error 0.8929, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.419e0; worst at flat index 188: got 1.6775511503219604, expected -1.741828441619873); output enc_outputs_coord_logits: cosine similarity 0.3385 in its worst row (of 10; mean 0.8726), below 0.98; relative L2 error 0.5937, above 0.1; top-1 agreement 0.6000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 17: got 0.875, expected 0.125)",
                     basis: runtime::Basis::Measured,
                     stage: None,
                 },
@@ -20,6 +20,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
                     min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "rf_detr at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.6403 in its worst row (of 1; mean 0.6403), below 0.95; relative L2 error 0.8482, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.400e0; worst at flat index 52: got -1.9958540201187134, expected 1.4042350053787231); output init_reference_points: cosine similarity 0.8702 in its worst row (of 1; mean 0.8702), below 0.95; relative L2 error 0.5096, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 24: got 0.12544120848178864, expected 0.8754411935806274); output intermediate_hidden_states: cosine similarity 0.6403 in its worst row (of 2; mean 0.6703), below 0.95; relative L2 error 0.8120, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.400e0; worst at flat index 372: got -1.9958540201187134, expected 1.4042350053787231); output intermediate_reference_points: cosine similarity 0.8702 in its worst row (of 1; mean 0.8702), below 0.95; relative L2 error 0.5096, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 24: got 0.12544120848178864, expected 0.8754411935806274); output enc_outputs_class: cosine similarity 0.4812 in its worst row (of 1; mean 0.4812), below 0.95; relative L2 error 1.0187, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.431e0; worst at flat index 212: got 1.4790927171707153, expected -1.952014446258545); output enc_outputs_coord_logits: cosine similarity 0.8059 in its worst row (of 10; mean 0.9549), below 0.95; relative L2 error 0.5096, above 0.25; top-1 agreement 0.6000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 24: got 0.125, expected 0.875)",
+                    basis: runtime::Basis::Measured,
+                    stage: None,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],
@@ -47,6 +60,15 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],
@@ -136,7 +158,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// rf_detr on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// rf_detr on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
@@ -149,6 +171,19 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_precision_checks(
         &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "rf_detr fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 18 nodes (86%), 260 µs (0%); QNNExecutionProvider: 3 nodes (14%), 186857 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/rf_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
@@ -195,6 +230,19 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "rf_detr fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
         ],
     );
 /// rf_detr on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -215,6 +263,24 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// rf_detr on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -233,6 +299,24 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],

@@ -13,6 +13,10 @@ mod onnx {
         off =
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
+        "known issue: sam at q4 fails on cpu (measured by gen import --platform cpu): output iou_scores: cosine similarity 0.9324 in its worst row (of 1; mean 0.9324), below 0.95; relative L2 error 0.5594, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/sam.yaml) (max abs error 1.115e-3; worst at flat index 0: got 0.003145467024296522, expected 0.0020309321116656065)"
+    );
 }
 /// sam on cpu with libtorch, device cpu: run.
 ///

@@ -12,4 +12,8 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam3_tracker_video (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: TypeError: Sam3TrackerVideoModel.forward() missing 1 required positional argument: 'inference_session'"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for sam3_tracker_video (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: TypeError: Sam3TrackerVideoModel.forward() missing 1 required positional argument: 'inference_session'"
+    );
 }

@@ -18,6 +18,15 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.85f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// sapiens2 on cpu: run (libtorch, device cpu).
@@ -43,6 +52,15 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],
@@ -136,7 +154,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// sapiens2 on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// sapiens2 on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
@@ -145,6 +163,19 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_precision_checks(
         &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "sapiens2 at qdq8 fails on qnn (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider, DequantizeLinear ×21 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Expand ×3 on CPUExecutionProvider, Flatten ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, Identity ×1 on CPUExecutionProvider, If ×2 on CPUExecutionProvider, Neg ×4 on CPUExecutionProvider, QLinearAdd ×4 on CPUExecutionProvider, QLinearConcat ×9 on CPUExecutionProvider, QLinearMatMul ×6 on CPUExecutionProvider, QLinearMul ×13 on CPUExecutionProvider, QLinearSoftmax ×2 on CPUExecutionProvider, QuantizeLinear ×13 on CPUExecutionProvider, Range ×2 on CPUExecutionProvider, Reshape ×7 on CPUExecutionProvider, Shape ×8 on CPUExecutionProvider, Sin ×1 on CPUExecutionProvider, Size ×1 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, Tile ×1 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider, Unsqueeze ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 129 nodes (94%), 782 µs (3%); QNNExecutionProvider: 8 nodes (6%), 29237 µs (97%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/sapiens2.yaml only if it may run off QNNExecutionProvider, with the reason; also out-of-tolerance: output last_hidden_state: cosine similarity 0.8718 in its worst row (of 13; mean 0.9567), below 0.98; relative L2 error 0.2941, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/sapiens2.yaml) (max abs error 9.708e-1; worst at flat index 73: got 0, expected 0.9708016514778137); output pooler_output: cosine similarity 0.8718 in its worst row (of 1; mean 0.8718), below 0.98; relative L2 error 0.5075, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/sapiens2.yaml) (max abs error 8.971e-1; worst at flat index 8: got 0.8027226328849792, expected -0.09437545388936996)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
@@ -187,6 +218,15 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
         ],
     );
 /// sapiens2 on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -215,6 +255,32 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "sapiens2 fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 63 nodes (23%), 0 µs (0%); WebGpuExecutionProvider: 215 nodes (77%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sapiens2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "sapiens2 fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 63 nodes (23%), 0 µs (0%); WebGpuExecutionProvider: 215 nodes (77%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sapiens2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// sapiens2 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -233,6 +299,24 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],

@@ -12,4 +12,9 @@ mod browser {
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
         "known issue: seggpt at fp16 fails on webnn (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Add ×27 on CPUExecutionProvider, Cast ×60 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Div ×4 on CPUExecutionProvider, Einsum ×4 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Exp ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×4 on CPUExecutionProvider, LayerNormalization ×5 on CPUExecutionProvider, MatMul ×10 on CPUExecutionProvider, Mul ×15 on CPUExecutionProvider, ReduceMax ×2 on CPUExecutionProvider, ReduceSum ×2 on CPUExecutionProvider, Reshape ×15 on CPUExecutionProvider, Resize ×5 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Squeeze ×6 on CPUExecutionProvider, Sub ×6 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider, Unsqueeze ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 208 nodes (79%), 0 µs (0%); WebNNExecutionProvider: 55 nodes (21%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/seggpt.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
+    runtime::precision_test!(
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, features =
+        ["webnn"], off =
+        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+    );
 }

@@ -18,6 +18,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.85f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "swinv2 at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.9092 in its worst row (of 1; mean 0.9092), below 0.95; relative L2 error 0.4260, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/swinv2.yaml) (max abs error 1.616e0; worst at flat index 111: got 1.3240914344787598, expected -0.2915407121181488); output pooler_output: cosine similarity 0.9092 in its worst row (of 1; mean 0.9092), below 0.95; relative L2 error 0.4260, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/swinv2.yaml) (max abs error 1.616e0; worst at flat index 111: got 1.3240914344787598, expected -0.2915407121181488)",
+                    basis: runtime::Basis::Measured,
+                    stage: None,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// swinv2 on cpu: run (libtorch, device cpu).
@@ -43,6 +56,15 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],
@@ -144,7 +166,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// swinv2 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// swinv2 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
@@ -157,6 +179,19 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_precision_checks(
         &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "swinv2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/swinv2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
@@ -203,6 +238,19 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "swinv2 fails on webnn with browser (measured by gen import --platform webnn): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the stride (2) must not be greater than the size to slice (1). (page log: 2026-11-22 17:41:11.354265 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [871] name: [gemm_output_reshape_token_116_new_reshape] supported: [1] | 2026-11-22 17:41:11.354380 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [872] name: [/model/encoder/layers.3/blocks.0/attention/self/Reshape_5_new_reshape] supported: [1] | 2026-11-22 17:41:11.354480 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [873] name: [gemm_output_reshape_token_122_new_reshape] supported: [1] | 2026-11-22 17:41:11.354585 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [874] name: [/model/encoder/layers.3/blocks.0/Reshape_8_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-22 17:41:11.365280 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 2 number of nodes in the graph: 256 number of nodes supported by WebNN: 255\u{1b}[m)",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
         ],
     );
 /// swinv2 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -223,6 +271,24 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// swinv2 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -241,6 +307,24 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],

@@ -13,6 +13,10 @@ mod onnx {
         off =
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
+        "known issue: swinv2 at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.9092 in its worst row (of 1; mean 0.9092), below 0.95; relative L2 error 0.4260, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/swinv2.yaml) (max abs error 1.616e0; worst at flat index 111: got 1.3240914344787598, expected -0.2915407121181488); output pooler_output: cosine similarity 0.9092 in its worst row (of 1; mean 0.9092), below 0.95; relative L2 error 0.4260, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/swinv2.yaml) (max abs error 1.616e0; worst at flat index 111: got 1.3240914344787598, expected -0.2915407121181488)"
+    );
 }
 /// swinv2 on cpu with libtorch, device cpu: run.
 ///

@@ -18,6 +18,15 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.85f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// vit_mae on cpu: run (libtorch, device cpu).
@@ -43,6 +52,15 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],
@@ -132,7 +150,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// vit_mae on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)).
+/// vit_mae on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
@@ -141,6 +159,19 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_precision_checks(
         &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "vit_mae at qdq8 fails on qnn (measured by gen import --platform qnn): output last_hidden_state: cosine similarity 0.9502 in its worst row (of 2; mean 0.9749), below 0.98; relative L2 error 0.2238, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/vit_mae.yaml) (max abs error 7.532e-1; worst at flat index 26: got 0.14552846550941467, expected 0.8987541198730469)",
+                    basis: runtime::Basis::Measured,
+                    stage: None,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::Run,
@@ -183,6 +214,19 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Qdq8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "vit_mae fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s",
+                    basis: runtime::Basis::Measured,
+                    stage: Some(runtime::Stage::Load),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
         ],
     );
 /// vit_mae on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -203,6 +247,24 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                     min_top1: 0.95f64,
                 },
             },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
         ],
     );
 /// vit_mae on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -221,6 +283,24 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
                     min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
                 },
             },
         ],

@@ -12,6 +12,10 @@ mod onnx {
         fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for granite4_vision (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: ValueError: sequence 18 must exceed the 36 image tokens this config needs"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for granite4_vision (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: ValueError: sequence 18 must exceed the 36 image tokens this config needs"
+    );
 }
 /// granite4_vision on cuda with libtorch, device cuda: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for granite4_vision (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: ValueError: sequence 18 must exceed the 36 image tokens this config needs).
 ///

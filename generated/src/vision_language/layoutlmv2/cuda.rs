@@ -12,6 +12,10 @@ mod onnx {
         fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment. Check out the instructions on the"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment. Check out the instructions on the"
+    );
 }
 /// layoutlmv2 on cuda with libtorch, device cuda: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment. Check out the instructions on the).
 ///

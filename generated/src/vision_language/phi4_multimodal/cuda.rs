@@ -12,6 +12,10 @@ mod onnx {
         fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for phi4_multimodal (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: AttributeError: 'Phi4MultimodalConfig' object has no attribute 'image_token_id'"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for phi4_multimodal (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: AttributeError: 'Phi4MultimodalConfig' object has no attribute 'image_token_id'"
+    );
 }
 /// phi4_multimodal on cuda with libtorch, device cuda: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for phi4_multimodal (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: AttributeError: 'Phi4MultimodalConfig' object has no attribute 'image_token_id').
 ///

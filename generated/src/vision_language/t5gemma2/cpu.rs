@@ -12,6 +12,10 @@ mod onnx {
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'"
     );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'"
+    );
 }
 /// t5gemma2 on cpu with libtorch, device cpu: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config').
 ///

@@ -1,0 +1,138 @@
+//! The precision checks' evidence: how far each format (int8, q4, qdq8...) strays from
+//! float32 on each engine, from the records' agreement metrics.
+//!
+//! Two kinds of weights, never merged. On the tiny random models of our fixtures a
+//! record is the deviation of that format on that engine, nothing more: random weights
+//! cannot support or contradict a rating that trained weights earned. A record made on a
+//! real checkpoint (`gen fixtures --checkpoint`, the fixture's `source` says which) is
+//! rating evidence, shown beside what the spec's `web_quantization` rates the format.
+
+use std::collections::BTreeMap;
+
+use hwmatrix_results::Evidence;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Counts, KERNEL_ENGINE, Status, median};
+use crate::plan::Plan;
+
+/// One format on one engine of one platform, over the models of one kind of weights.
+#[derive(Debug, Serialize)]
+pub struct PrecisionRow {
+    pub platform: String,
+    pub engine: String,
+    pub precision: String,
+    /// `tiny random` or `checkpoint`.
+    pub weights: String,
+    pub counts: Counts,
+    /// Over the records that measured (passed or failed with metrics): the median of each
+    /// record's worst row cosine (the lowest over its outputs) and of its worst relative L2.
+    pub median_worst_cosine: Option<f64>,
+    pub median_rel_l2: Option<f64>,
+}
+
+/// A precision record made on a real checkpoint: evidence a rating can rest on.
+#[derive(Debug, Serialize)]
+pub struct CheckpointRecord {
+    pub model: String,
+    /// The fixture's source (`checkpoint:<folder or reference>`).
+    pub checkpoint: String,
+    pub platform: String,
+    pub engine: String,
+    pub precision: String,
+    pub status: Status,
+    pub worst_cosine: Option<f64>,
+    pub rel_l2: Option<f64>,
+    pub top1: Option<f64>,
+    /// What the spec's `web_quantization` rates this format on this platform, where it rates it.
+    pub rating: Option<String>,
+    pub record: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PrecisionEvidence {
+    pub what: String,
+    pub rows: Vec<PrecisionRow>,
+    pub checkpoints: Vec<CheckpointRecord>,
+}
+
+const WHAT: &str = "Each precision check runs the fixture's variant in that format (made by the standard tool with its users' settings) on the platform's engine and compares it with the float32 reference: worst row cosine and relative L2 per output, top-1 for logits. On tiny random weights this is the deviation of the format on the engine, never a verdict on a spec's web_quantization rating; only records on a real checkpoint are rating evidence";
+
+/// The fixture source of a record made on a real checkpoint.
+fn checkpoint_of(e: &Evidence) -> Option<String> {
+    e.body.pointer("/fixture/source").and_then(Value::as_str).filter(|s| s.starts_with("checkpoint:")).map(str::to_string)
+}
+
+/// A record's worst figures over its outputs: (lowest worst-row cosine, highest relative L2, lowest top-1).
+fn worst_agreement(e: &Evidence) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let outputs = e.body.pointer("/deviation/outputs").and_then(Value::as_array).cloned().unwrap_or_default();
+    let figure = |name: &str| outputs.iter().filter_map(|o| o.pointer(&format!("/agreement/{name}")).and_then(Value::as_f64)).collect::<Vec<f64>>();
+    let lowest = |v: Vec<f64>| v.into_iter().reduce(f64::min);
+    (lowest(figure("cosine_min")), figure("rel_l2").into_iter().reduce(f64::max), lowest(figure("top1")))
+}
+
+/// The spec's `web_quantization` rating of the scheme a format is an instance of, on a web platform.
+fn rating(plan: &Plan, model: &str, platform: &str, precision: &str) -> Option<String> {
+    use hwmatrix_cell::QuantScheme;
+    let scheme = match precision {
+        "fp16" => QuantScheme::Fp16,
+        "int8" | "qdq8" => QuantScheme::Int8,
+        "q4" => QuantScheme::Int4,
+        _ => return None,
+    };
+    let spec = &plan.models.iter().find(|m| m.model.spec.model_type == model)?.model.spec;
+    let web = spec.web_quantization.as_ref()?;
+    let ratings = match platform {
+        "webgpu" => web.webgpu.as_ref(),
+        "webnn" => web.webnn.as_ref(),
+        _ => None,
+    }?;
+    ratings.get(&scheme).map(|q| format!("{} {}", scheme.name(), serde_json::to_value(q).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()))
+}
+
+pub fn precision_evidence(plan: &Plan, evidence: &[Evidence]) -> PrecisionEvidence {
+    let checks: Vec<&Evidence> = evidence.iter().filter(|e| e.precision != "float32" && e.engine_kind != KERNEL_ENGINE && e.check != super::BENCH).collect();
+    type Key = (String, String, String, String);
+    let mut groups: BTreeMap<Key, (Counts, Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let mut checkpoints = Vec::new();
+    for e in &checks {
+        let checkpoint = checkpoint_of(e);
+        let weights = if checkpoint.is_some() { "checkpoint" } else { "tiny random" };
+        let status = Status::of_record(&e.status);
+        let (cosine, rel_l2, top1) = worst_agreement(e);
+        let group = groups.entry((e.platform.clone(), e.engine_kind.clone(), e.precision.clone(), weights.to_string())).or_default();
+        group.0.add(status);
+        if matches!(status, Status::Passed | Status::Failed) {
+            group.1.extend(cosine);
+            group.2.extend(rel_l2);
+        }
+        if let Some(checkpoint) = checkpoint {
+            checkpoints.push(CheckpointRecord {
+                model: e.model.clone(),
+                checkpoint,
+                platform: e.platform.clone(),
+                engine: e.engine_kind.clone(),
+                precision: e.precision.clone(),
+                status,
+                worst_cosine: cosine,
+                rel_l2,
+                top1,
+                rating: rating(plan, &e.model, &e.platform, &e.precision),
+                record: e.record.clone(),
+            });
+        }
+    }
+    let rows = groups
+        .into_iter()
+        .map(|((platform, engine, precision, weights), (counts, mut cosines, mut rel_l2s))| PrecisionRow {
+            platform,
+            engine,
+            precision,
+            weights,
+            counts,
+            median_worst_cosine: (!cosines.is_empty()).then(|| median(&mut cosines)),
+            median_rel_l2: (!rel_l2s.is_empty()).then(|| median(&mut rel_l2s)),
+        })
+        .collect();
+    PrecisionEvidence { what: WHAT.into(), rows, checkpoints }
+}
