@@ -58,22 +58,34 @@ echo "precision checks of bert on cpu: ${precision:-none}"
 for check in $precision; do
   cargo test --quiet --locked -p generated "text_encoders::bert::cpu::onnx::${check}_matches_reference" -- --exact --include-ignored 2>&1 | tail -2 || true
 done
+# The web platforms' formats on the same trained weights, where the specs rate
+# them (web_quantization: seeds 002 and 004): q4 on webgpu's native engine
+# (ONNX Runtime's WebGPU plugin), fp16 and qdq8 on webnn. Their outcome is the
+# evidence, as above; tests/run.sh has set up both engines.
+web_checks="text_encoders::bert::webgpu::native::q4_matches_reference text_encoders::bert::webnn::browser::fp16_matches_reference text_encoders::bert::webnn::browser::qdq8_matches_reference"
+cargo test --quiet --locked -p generated --features webgpu,webnn -- --exact --include-ignored $web_checks 2>&1 | tail -2 || true
 "$python" - "$HWMATRIX_RESULTS" "$HWMATRIX_RUN_ID" $precision <<'PY'
 import glob, json, sys
 results, run, *precisions = sys.argv[1:]
 records = [json.loads(line) for path in glob.glob(f"{results}/*.jsonl") for line in open(path)]
 records = [r for r in records if r["run_id"] == run and r["model"] == "bert"]
-for precision in precisions:
-    mine = [r for r in records if r["check"] == f"{precision}_matches_reference"]
+wanted = [("cpu", p) for p in precisions] + [("webgpu", "q4"), ("webnn", "fp16"), ("webnn", "qdq8")]
+for platform, precision in wanted:
+    mine = [r for r in records if r["platform"] == platform and r["check"] == f"{precision}_matches_reference" and r["status"] in ("passed", "failed")]
     if not mine:
-        sys.exit(f"error: no record of bert's {precision} check on all-MiniLM-L6-v2 in {results}")
+        sys.exit(f"error: no measured record of bert's {precision} check on {platform} on all-MiniLM-L6-v2 in {results}")
     for r in mine:
         assert r["fixture"]["source"].startswith("checkpoint:"), r["fixture"]
+        if r.get("deviation") is None:
+            # The engine refused the format before any output: its error is the evidence.
+            assert r["status"] == "failed" and r.get("reason"), r
+            print(f"all-MiniLM-L6-v2 {precision} on {platform} ({r['engine_kind']}) failed ({r.get('error_kind')}): {r['reason'][:200]}")
+            continue
         for out in r["deviation"]["outputs"]:
             a = out.get("agreement")
             if not a or a.get("cosine_min") is None or a.get("rel_l2") is None:
                 sys.exit(f"error: bert's {precision} record on all-MiniLM-L6-v2 has no agreement metrics for {out['output']}: {out}")
             top1 = f", top-1 {a['top1']:.3f}" if a.get("top1") is not None else ", no logits (no top-1)"
-            print(f"all-MiniLM-L6-v2 {precision} {r['status']}: {out['output']} worst-row cosine {a['cosine_min']:.4f} "
+            print(f"all-MiniLM-L6-v2 {precision} on {platform} ({r['engine_kind']}) {r['status']}: {out['output']} worst-row cosine {a['cosine_min']:.4f} "
                   f"(mean {a['cosine_mean']:.4f}), relative L2 {a['rel_l2']:.4f}{top1}, max abs error {out['max_abs']:.3g}")
 PY

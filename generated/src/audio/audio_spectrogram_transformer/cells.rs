@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "audio-spectrogram-transformer at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 77 µs (1%); OpenVINOExecutionProvider: 2 nodes (67%), 5729 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/audio-spectrogram-transformer.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "audio-spectrogram-transformer at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 167 µs (2%); OpenVINOExecutionProvider: 2 nodes (67%), 7343 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/audio-spectrogram-transformer.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "data2vec-audio at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 290 µs (2%); OpenVINOExecutionProvider: 13 nodes (52%), 17210 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/data2vec-audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "data2vec-audio at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 349 µs (2%); OpenVINOExecutionProvider: 13 nodes (52%), 17662 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/data2vec-audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

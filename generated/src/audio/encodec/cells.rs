@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "encodec at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×18 on CPUExecutionProvider, DynamicQuantizeLSTM ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 20 nodes (44%), 1623 µs (9%); OpenVINOExecutionProvider: 25 nodes (56%), 15619 µs (91%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/encodec.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "encodec at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×18 on CPUExecutionProvider, DynamicQuantizeLSTM ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 20 nodes (44%), 2070 µs (9%); OpenVINOExecutionProvider: 25 nodes (56%), 20152 µs (91%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/encodec.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lasr_encoder at int8 fails on openvino (measured by gen import --platform openvino): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_292 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_292_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
+                    reason: "lasr_encoder at int8 fails on openvino (measured by gen import --platform openvino): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_3 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_3_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mimi_encoder at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×9 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (47%), 940 µs (4%); OpenVINOExecutionProvider: 10 nodes (53%), 22767 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/mimi_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "mimi_encoder at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×9 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (47%), 656 µs (4%); OpenVINOExecutionProvider: 10 nodes (53%), 17320 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/mimi_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

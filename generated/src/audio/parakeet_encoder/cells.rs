@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "parakeet_encoder at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (48%), 2028 µs (11%); OpenVINOExecutionProvider: 12 nodes (52%), 16040 µs (89%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/parakeet_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "parakeet_encoder at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (48%), 2708 µs (10%); OpenVINOExecutionProvider: 12 nodes (52%), 24165 µs (90%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/parakeet_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "pocket_tts_audio_tokenizer_encoder at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 635 µs (4%); OpenVINOExecutionProvider: 13 nodes (52%), 14046 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/pocket_tts_audio_tokenizer_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "pocket_tts_audio_tokenizer_encoder at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 960 µs (5%); OpenVINOExecutionProvider: 13 nodes (52%), 20246 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/pocket_tts_audio_tokenizer_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sew at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×14 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14 nodes (48%), 327 µs (2%); OpenVINOExecutionProvider: 15 nodes (52%), 12867 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/sew.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "sew at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×14 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14 nodes (48%), 381 µs (2%); OpenVINOExecutionProvider: 15 nodes (52%), 15621 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/sew.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sew-d at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×14 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14 nodes (48%), 331 µs (3%); OpenVINOExecutionProvider: 15 nodes (52%), 11383 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/sew-d.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "sew-d at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×14 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14 nodes (48%), 441 µs (3%); OpenVINOExecutionProvider: 15 nodes (52%), 15071 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/sew-d.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

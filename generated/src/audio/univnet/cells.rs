@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "univnet at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×41 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (49%), 1438 µs (5%); OpenVINOExecutionProvider: 43 nodes (51%), 28202 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "univnet at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×41 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (49%), 1967 µs (5%); OpenVINOExecutionProvider: 43 nodes (51%), 39088 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "wav2vec2-conformer at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×13 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 13 nodes (48%), 305 µs (2%); OpenVINOExecutionProvider: 14 nodes (52%), 15767 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/wav2vec2-conformer.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "wav2vec2-conformer at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×13 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 13 nodes (48%), 514 µs (2%); OpenVINOExecutionProvider: 14 nodes (52%), 23915 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/wav2vec2-conformer.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_ltx2_audio at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×50 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 50 nodes (48%), 1489 µs (7%); OpenVINOExecutionProvider: 55 nodes (52%), 19426 µs (93%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_ltx2_audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "autoencoder_kl_ltx2_audio at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×50 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 50 nodes (48%), 1768 µs (6%); OpenVINOExecutionProvider: 55 nodes (52%), 28815 µs (94%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_ltx2_audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

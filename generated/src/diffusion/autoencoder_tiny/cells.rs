@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_tiny at int8 fails on openvino (measured by gen import --platform openvino): component encoder: not every node ran on OpenVINOExecutionProvider: ConvInteger ×35 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 35 nodes (49%), 2006 µs (16%); OpenVINOExecutionProvider: 36 nodes (51%), 10647 µs (84%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_tiny.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "autoencoder_tiny at int8 fails on openvino (measured by gen import --platform openvino): component encoder: not every node ran on OpenVINOExecutionProvider: ConvInteger ×35 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 35 nodes (49%), 1948 µs (11%); OpenVINOExecutionProvider: 36 nodes (51%), 15381 µs (89%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_tiny.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "videoprism at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (25%), 248 µs (0%); OpenVINOExecutionProvider: 3 nodes (75%), 50888 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/multimodal/videoprism.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "videoprism at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (25%), 231 µs (0%); OpenVINOExecutionProvider: 3 nodes (75%), 55037 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/multimodal/videoprism.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "canary at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (46%), 2786 µs (8%); OpenVINOExecutionProvider: 13 nodes (54%), 32528 µs (92%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/canary.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "canary at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (46%), 2547 µs (6%); OpenVINOExecutionProvider: 13 nodes (54%), 40658 µs (94%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/canary.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_asr at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (46%), 2885 µs (8%); OpenVINOExecutionProvider: 13 nodes (54%), 33627 µs (92%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/cohere_asr.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "cohere_asr at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (46%), 3748 µs (7%); OpenVINOExecutionProvider: 13 nodes (54%), 49861 µs (93%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/cohere_asr.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

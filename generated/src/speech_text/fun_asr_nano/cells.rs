@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fun_asr_nano at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 179 µs (1%); OpenVINOExecutionProvider: 7 nodes (64%), 14377 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "fun_asr_nano at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 197 µs (1%); OpenVINOExecutionProvider: 7 nodes (64%), 14685 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "moonshine_streaming at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 56 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 27686 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/moonshine_streaming.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "moonshine_streaming at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 79 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 37008 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/moonshine_streaming.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -137,7 +137,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "axk1 at int8 fails on openvino (measured by gen import --platform openvino): output last_hidden_state: cosine similarity 0.5998 in its worst row (of 8; mean 0.9497), below 0.98; relative L2 error 0.3171, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/axk1.yaml) (max abs error 2.357e0; worst at flat index 90: got 1.0870298147201538, expected -1.269644021987915)",
+                    basis: runtime::Basis::Measured,
+                    stage: None,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,

@@ -145,7 +145,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "gemma4_text at int8 fails on openvino (measured by gen import --platform openvino): output last_hidden_state: cosine similarity 0.9776 in its worst row (of 8; mean 0.9961), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 4.580e-1; worst at flat index 204: got 0.10706121474504471, expected 0.5651109218597412)",
+                    basis: runtime::Basis::Measured,
+                    stage: None,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,

@@ -145,7 +145,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "gemma4_unified_text at int8 fails on openvino (measured by gen import --platform openvino): output last_hidden_state: cosine similarity 0.9697 in its worst row (of 8; mean 0.9954), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_unified_text.yaml) (max abs error 6.297e-1; worst at flat index 176: got 0.3041415810585022, expected -0.3255608081817627)",
+                    basis: runtime::Basis::Measured,
+                    stage: None,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,

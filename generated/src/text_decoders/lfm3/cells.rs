@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lfm3 at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 48 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 10219 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/lfm3.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "lfm3 at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 51 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 12154 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/lfm3.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

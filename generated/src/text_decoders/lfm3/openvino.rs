@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: lfm3 at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 48 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 10219 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/lfm3.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: lfm3 at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 51 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 12154 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/lfm3.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "convbert at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 131 µs (0%); OpenVINOExecutionProvider: 5 nodes (56%), 39920 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/convbert.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "convbert at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 111 µs (0%); OpenVINOExecutionProvider: 5 nodes (56%), 24829 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/convbert.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

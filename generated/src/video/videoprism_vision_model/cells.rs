@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "videoprism_vision_model at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 212 µs (1%); OpenVINOExecutionProvider: 2 nodes (67%), 22162 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/video/videoprism_vision_model.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "videoprism_vision_model at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 180 µs (1%); OpenVINOExecutionProvider: 2 nodes (67%), 20952 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/video/videoprism_vision_model.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vivit at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 1060 µs (9%); OpenVINOExecutionProvider: 2 nodes (67%), 10237 µs (91%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/video/vivit.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "vivit at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 734 µs (6%); OpenVINOExecutionProvider: 2 nodes (67%), 10845 µs (94%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/video/vivit.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "efficientloftr at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 4591 µs (7%); OpenVINOExecutionProvider: 13 nodes (52%), 65940 µs (93%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/efficientloftr.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "efficientloftr at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 4092 µs (7%); OpenVINOExecutionProvider: 13 nodes (52%), 57096 µs (93%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/efficientloftr.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

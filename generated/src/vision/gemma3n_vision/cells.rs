@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n_vision at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 28 nodes (49%), 1864 µs (7%); OpenVINOExecutionProvider: 29 nodes (51%), 24073 µs (93%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/gemma3n_vision.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "gemma3n_vision at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 28 nodes (49%), 1412 µs (5%); OpenVINOExecutionProvider: 29 nodes (51%), 24705 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/gemma3n_vision.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mobilenet_v2 at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×52 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 52 nodes (50%), 1413 µs (5%); OpenVINOExecutionProvider: 53 nodes (50%), 26837 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilenet_v2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "mobilenet_v2 at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×52 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 52 nodes (50%), 1106 µs (4%); OpenVINOExecutionProvider: 53 nodes (50%), 24561 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilenet_v2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "pe_video_encoder at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 172 µs (1%); OpenVINOExecutionProvider: 4 nodes (57%), 32002 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/pe_video_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "pe_video_encoder at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 328 µs (1%); OpenVINOExecutionProvider: 4 nodes (57%), 25299 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/pe_video_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

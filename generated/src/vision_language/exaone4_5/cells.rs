@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "exaone4_5 at int8 fails on openvino (measured by gen import --platform openvino): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 463 µs (4%); OpenVINOExecutionProvider: 2 nodes (67%), 10060 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/exaone4_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "exaone4_5 at int8 fails on openvino (measured by gen import --platform openvino): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 494 µs (3%); OpenVINOExecutionProvider: 2 nodes (67%), 15167 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/exaone4_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "glm4v at int8 fails on openvino (measured by gen import --platform openvino): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 459 µs (5%); OpenVINOExecutionProvider: 3 nodes (60%), 8460 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/glm4v.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "glm4v at int8 fails on openvino (measured by gen import --platform openvino): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 502 µs (4%); OpenVINOExecutionProvider: 3 nodes (60%), 11757 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/glm4v.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

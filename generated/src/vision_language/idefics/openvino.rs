@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: idefics at int8 fails on openvino (measured by gen import --platform openvino): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_8273 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_8273_1' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n"
+        "known issue: idefics at int8 fails on openvino (measured by gen import --platform openvino): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_3081 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_3081_1' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n"
     );
 }

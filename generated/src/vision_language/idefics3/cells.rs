@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "idefics3 at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (33%), 47 µs (0%); OpenVINOExecutionProvider: 6 nodes (67%), 24835 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/idefics3.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "idefics3 at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (33%), 52 µs (0%); OpenVINOExecutionProvider: 6 nodes (67%), 17457 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/idefics3.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: idefics3 at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (33%), 47 µs (0%); OpenVINOExecutionProvider: 6 nodes (67%), 24835 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/idefics3.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: idefics3 at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (33%), 52 µs (0%); OpenVINOExecutionProvider: 6 nodes (67%), 17457 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/idefics3.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -146,7 +146,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llava_next at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 93 µs (0%); OpenVINOExecutionProvider: 4 nodes (67%), 21357 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/llava_next.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "llava_next at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 103 µs (1%); OpenVINOExecutionProvider: 4 nodes (67%), 15508 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/llava_next.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

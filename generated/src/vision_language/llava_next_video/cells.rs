@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llava_next_video at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 56 µs (0%); OpenVINOExecutionProvider: 5 nodes (71%), 15029 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/llava_next_video.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "llava_next_video at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 77 µs (0%); OpenVINOExecutionProvider: 5 nodes (71%), 18343 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/llava_next_video.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

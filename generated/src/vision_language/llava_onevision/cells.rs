@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llava_onevision at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 46 µs (0%); OpenVINOExecutionProvider: 5 nodes (71%), 11986 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/llava_onevision.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "llava_onevision at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 74 µs (1%); OpenVINOExecutionProvider: 5 nodes (71%), 12839 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/llava_onevision.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

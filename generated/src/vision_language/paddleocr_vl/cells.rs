@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "paddleocr_vl at int8 fails on openvino (measured by gen import --platform openvino): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 131 µs (10%); OpenVINOExecutionProvider: 2 nodes (67%), 1149 µs (90%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/paddleocr_vl.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "paddleocr_vl at int8 fails on openvino (measured by gen import --platform openvino): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 132 µs (6%); OpenVINOExecutionProvider: 2 nodes (67%), 1983 µs (94%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/paddleocr_vl.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_vl at int8 fails on openvino (measured by gen import --platform openvino): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 457 µs (6%); OpenVINOExecutionProvider: 2 nodes (67%), 7390 µs (94%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_vl.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "qwen3_vl at int8 fails on openvino (measured by gen import --platform openvino): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 554 µs (5%); OpenVINOExecutionProvider: 2 nodes (67%), 11607 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_vl.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Measured,
                     stage: Some(runtime::Stage::Run),
                 },
