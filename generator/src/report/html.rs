@@ -322,19 +322,20 @@ fn precision_section(out: &mut String, p: &super::precision::PrecisionEvidence) 
     }
     for c in &p.checkpoints {
         let rating = c.rating.as_deref().map(|r| format!("; the spec rates {r}")).unwrap_or_default();
-        let top1 = c.top1.map(|t| format!(", top-1 {t:.3}")).unwrap_or_default();
+        let measured = match &c.reason {
+            Some(reason) => reason.chars().take(200).collect::<String>(),
+            None => format!("worst-row cosine {}, relative L2 {}{}", figure(c.worst_cosine), figure(c.rel_l2), c.top1.map(|t| format!(", top-1 {t:.3}")).unwrap_or_default()),
+        };
         let _ = write!(
             out,
-            "<li>{} ({}) on {} ({}), {}: {}, worst-row cosine {}, relative L2 {}{} [record {}]</li>",
+            "<li>{} ({}) on {} ({}), {}: {}, {} [record {}]</li>",
             esc(&c.model),
             esc(&c.checkpoint),
             esc(&c.platform),
             esc(&c.engine),
             esc(&c.precision),
             c.status.label(),
-            figure(c.worst_cosine),
-            figure(c.rel_l2),
-            esc(&format!("{top1}{rating}")),
+            esc(&format!("{measured}{rating}")),
             esc(&c.record)
         );
     }

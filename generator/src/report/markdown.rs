@@ -265,19 +265,10 @@ fn precision_section(out: &mut String, p: &super::precision::PrecisionEvidence) 
     }
     for c in &p.checkpoints {
         let rating = c.rating.as_deref().map(|r| format!("; the spec rates {r}")).unwrap_or_default();
-        let top1 = c.top1.map(|t| format!(", top-1 {t:.3}")).unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "- {} ({}) on {} ({}), {}: {}, worst-row cosine {}, relative L2 {}{top1}{rating} [record {}]",
-            c.model,
-            escape(&c.checkpoint),
-            c.platform,
-            c.engine,
-            c.precision,
-            c.status.label(),
-            figure(c.worst_cosine),
-            figure(c.rel_l2),
-            c.record
-        );
+        let measured = match &c.reason {
+            Some(reason) => escape(&reason.chars().take(200).collect::<String>()),
+            None => format!("worst-row cosine {}, relative L2 {}{}", figure(c.worst_cosine), figure(c.rel_l2), c.top1.map(|t| format!(", top-1 {t:.3}")).unwrap_or_default()),
+        };
+        let _ = writeln!(out, "- {} ({}) on {} ({}), {}: {}, {measured}{rating} [record {}]", c.model, escape(&c.checkpoint), c.platform, c.engine, c.precision, c.status.label(), c.record);
     }
 }

@@ -494,7 +494,10 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
     let recommendations = Recommendations { fastest_verified_platform: fastest(&cells, &performance), contradicted_expectations: contradictions(&cells) };
     let stages = stage_rows(&cells, &platform_names);
     let engine_disagreements = engine_disagreements(&cells);
-    let precision = precision::precision_evidence(plan, &evidence);
+    // A real checkpoint's precision records are rating evidence wherever they were made: a
+    // checkpoint run has an id of its own (tests/checkpoint.sh), so they come from every run.
+    let every_run = if runs.is_empty() { Vec::new() } else { db.latest(&[])? };
+    let precision = precision::precision_evidence(plan, &evidence, if runs.is_empty() { &evidence } else { &every_run });
     Ok(Report { source, summary, platforms, stages, models, matrices, issues: issues(&cells), cells, kernel_checks, precision, engine_disagreements, performance, recommendations })
 }
 

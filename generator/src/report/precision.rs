@@ -44,6 +44,8 @@ pub struct CheckpointRecord {
     pub worst_cosine: Option<f64>,
     pub rel_l2: Option<f64>,
     pub top1: Option<f64>,
+    /// The check's error where it failed before any output (the engine refused the format).
+    pub reason: Option<String>,
     /// What the spec's `web_quantization` rates this format on this platform, where it rates it.
     pub rating: Option<String>,
     pub record: String,
@@ -90,23 +92,28 @@ fn rating(plan: &Plan, model: &str, platform: &str, precision: &str) -> Option<S
     ratings.get(&scheme).map(|q| format!("{} {}", scheme.name(), serde_json::to_value(q).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()))
 }
 
-pub fn precision_evidence(plan: &Plan, evidence: &[Evidence]) -> PrecisionEvidence {
-    let checks: Vec<&Evidence> = evidence.iter().filter(|e| e.precision != "float32" && e.engine_kind != KERNEL_ENGINE && e.check != super::BENCH).collect();
+/// The precision rows of the report's records (`evidence`), and the real checkpoints' records
+/// among `checkpoint_evidence` (every run's, where the report is of some runs only).
+pub fn precision_evidence(plan: &Plan, evidence: &[Evidence], checkpoint_evidence: &[Evidence]) -> PrecisionEvidence {
+    let is_precision_check = |e: &&Evidence| e.precision != "float32" && e.engine_kind != KERNEL_ENGINE && e.check != super::BENCH;
     type Key = (String, String, String, String);
     let mut groups: BTreeMap<Key, (Counts, Vec<f64>, Vec<f64>)> = BTreeMap::new();
     let mut checkpoints = Vec::new();
-    for e in &checks {
-        let checkpoint = checkpoint_of(e);
-        let weights = if checkpoint.is_some() { "checkpoint" } else { "tiny random" };
+    for e in evidence.iter().filter(is_precision_check) {
+        let weights = if checkpoint_of(e).is_some() { "checkpoint" } else { "tiny random" };
         let status = Status::of_record(&e.status);
-        let (cosine, rel_l2, top1) = worst_agreement(e);
+        let (cosine, rel_l2, _) = worst_agreement(e);
         let group = groups.entry((e.platform.clone(), e.engine_kind.clone(), e.precision.clone(), weights.to_string())).or_default();
         group.0.add(status);
         if matches!(status, Status::Passed | Status::Failed) {
             group.1.extend(cosine);
             group.2.extend(rel_l2);
         }
-        if let Some(checkpoint) = checkpoint {
+    }
+    for e in checkpoint_evidence.iter().filter(is_precision_check) {
+        let status = Status::of_record(&e.status);
+        let (cosine, rel_l2, top1) = worst_agreement(e);
+        if let Some(checkpoint) = checkpoint_of(e) {
             checkpoints.push(CheckpointRecord {
                 model: e.model.clone(),
                 checkpoint,
@@ -117,6 +124,7 @@ pub fn precision_evidence(plan: &Plan, evidence: &[Evidence]) -> PrecisionEviden
                 worst_cosine: cosine,
                 rel_l2,
                 top1,
+                reason: e.body.get("reason").and_then(Value::as_str).filter(|_| cosine.is_none()).map(str::to_string),
                 rating: rating(plan, &e.model, &e.platform, &e.precision),
                 record: e.record.clone(),
             });
