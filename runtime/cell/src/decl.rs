@@ -305,8 +305,9 @@ pub enum Precision {
     /// q4 with float16 activations: transformers.js's default for language
     /// models on WebGPU.
     Q4f16,
-    /// Static QDQ: uint8 activations and int8 weights (per channel), calibrated
-    /// on the fixture's own inputs: the format QNN's HTP and WebNN NPUs take.
+    /// Static QDQ as ONNX Runtime documents it for QNN's HTP (uint8
+    /// activations and weights), calibrated on the fixture's own inputs: the
+    /// format QNN's HTP and WebNN NPUs take.
     Qdq8,
 }
 
