@@ -301,7 +301,7 @@ pub fn render(report: &Report) -> String {
 
 /// The precision checks: the deviation per platform, engine and format, then the real checkpoints' records.
 fn precision_section(out: &mut String, p: &super::precision::PrecisionEvidence) {
-    let figure = |v: Option<f64>| v.map(|v| format!("{v:.4}")).unwrap_or_default();
+    use super::precision::figure;
     let _ = write!(out, "<h2>Precision</h2><p id=\"precision\">{}.</p><table><tr><th>platform</th><th>engine</th><th>format</th><th>weights</th><th>checks</th><th>median worst-row cosine</th><th>median relative L2</th></tr>", esc(&p.what));
     for r in &p.rows {
         let _ = write!(
@@ -321,11 +321,6 @@ fn precision_section(out: &mut String, p: &super::precision::PrecisionEvidence) 
         out.push_str("<li>none recorded: no spec's web_quantization rating is judged</li>");
     }
     for c in &p.checkpoints {
-        let rating = c.rating.as_deref().map(|r| format!("; the spec rates {r}")).unwrap_or_default();
-        let measured = match &c.reason {
-            Some(reason) => reason.chars().take(200).collect::<String>(),
-            None => format!("worst-row cosine {}, relative L2 {}{}", figure(c.worst_cosine), figure(c.rel_l2), c.top1.map(|t| format!(", top-1 {t:.3}")).unwrap_or_default()),
-        };
         let _ = write!(
             out,
             "<li>{} ({}) on {} ({}), {}: {}, {} [record {}]</li>",
@@ -335,7 +330,7 @@ fn precision_section(out: &mut String, p: &super::precision::PrecisionEvidence) 
             esc(&c.engine),
             esc(&c.precision),
             c.status.label(),
-            esc(&format!("{measured}{rating}")),
+            esc(&c.measured()),
             esc(&c.record)
         );
     }

@@ -241,7 +241,7 @@ pub fn render(report: &Report) -> String {
 
 /// The precision checks: the deviation per platform, engine and format, then the real checkpoints' records.
 fn precision_section(out: &mut String, p: &super::precision::PrecisionEvidence) {
-    let figure = |v: Option<f64>| v.map(|v| format!("{v:.4}")).unwrap_or_default();
+    use super::precision::figure;
     let _ = writeln!(out, "\n## Precision\n");
     let _ = writeln!(out, "{}.\n", p.what);
     let _ = writeln!(out, "| platform | engine | format | weights | checks | median worst-row cosine | median relative L2 |");
@@ -264,11 +264,6 @@ fn precision_section(out: &mut String, p: &super::precision::PrecisionEvidence) 
         let _ = writeln!(out, "- none recorded: no spec's web_quantization rating is judged");
     }
     for c in &p.checkpoints {
-        let rating = c.rating.as_deref().map(|r| format!("; the spec rates {r}")).unwrap_or_default();
-        let measured = match &c.reason {
-            Some(reason) => escape(&reason.chars().take(200).collect::<String>()),
-            None => format!("worst-row cosine {}, relative L2 {}{}", figure(c.worst_cosine), figure(c.rel_l2), c.top1.map(|t| format!(", top-1 {t:.3}")).unwrap_or_default()),
-        };
-        let _ = writeln!(out, "- {} ({}) on {} ({}), {}: {}, {measured}{rating} [record {}]", c.model, escape(&c.checkpoint), c.platform, c.engine, c.precision, c.status.label(), c.record);
+        let _ = writeln!(out, "- {} ({}) on {} ({}), {}: {}, {} [record {}]", c.model, escape(&c.checkpoint), c.platform, c.engine, c.precision, c.status.label(), escape(&c.measured()), c.record);
     }
 }

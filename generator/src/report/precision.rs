@@ -51,6 +51,29 @@ pub struct CheckpointRecord {
     pub record: String,
 }
 
+/// A figure as the report prints it: four decimals, or nothing where none was measured.
+pub fn figure(value: Option<f64>) -> String {
+    value.map(|v| format!("{v:.4}")).unwrap_or_default()
+}
+
+impl CheckpointRecord {
+    /// What it measured (or the engine's error where the format was refused) and the spec's
+    /// rating, as one phrase for both renderings of the report.
+    pub fn measured(&self) -> String {
+        let measured = match &self.reason {
+            Some(reason) => reason.chars().take(200).collect::<String>(),
+            None => format!(
+                "worst-row cosine {}, relative L2 {}{}",
+                figure(self.worst_cosine),
+                figure(self.rel_l2),
+                self.top1.map(|t| format!(", top-1 {t:.3}")).unwrap_or_default()
+            ),
+        };
+        let rating = self.rating.as_deref().map(|r| format!("; the spec rates {r}")).unwrap_or_default();
+        format!("{measured}{rating}")
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct PrecisionEvidence {
     pub what: String,
