@@ -72,6 +72,23 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &S
         }
         jobs.push((name.clone(), export_job(model, &out_dir, &key, source)?));
     }
+    // Generation fixtures: tiny random models only (a checkpoint's generation is not built yet).
+    let generation_root = hwmatrix_cell::paths::generation_fixtures(root);
+    let mut generation_names = std::collections::BTreeSet::new();
+    for model_plan in plan.models.iter().filter(|m| matches!(source, Source::TinyRandom) && m.model.generates()) {
+        let model = model_plan.model;
+        let out_dir = generation_root.join(&model.spec.model_type);
+        let key = model.generation_fixture_key();
+        if cached_key(&out_dir).as_deref() == Some(key.as_str()) {
+            summary.cached += 1;
+            continue;
+        }
+        let label = format!("{} (generation)", model.spec.model_type);
+        generation_names.insert(label.clone());
+        let mut job = export_job(model, &out_dir, &key, source)?;
+        job["kind"] = "generation".into();
+        jobs.push((label, job));
+    }
     if jobs.is_empty() {
         return Ok(summary);
     }
@@ -79,7 +96,10 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &S
     let tty = Progress::stderr_is_terminal();
     let mut progress = Progress::new("exported", jobs.len(), log, tty);
     for (name, outcome) in pool.run(jobs, &mut progress)? {
-        let error_path = hwmatrix_cell::paths::export_error_file(root, &name);
+        let error_path = match name.strip_suffix(" (generation)").filter(|_| generation_names.contains(&name)) {
+            Some(model) => hwmatrix_cell::paths::export_error_file(&generation_root, model),
+            None => hwmatrix_cell::paths::export_error_file(root, &name),
+        };
         match outcome {
             Ok(_) => {
                 let _ = std::fs::remove_file(&error_path);
@@ -155,6 +175,10 @@ impl StoreLock {
         use std::io::Seek;
         let _ = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| write!(file, "pid {}", std::process::id()));
         remove_partial_exports(root)?;
+        let generation = hwmatrix_cell::paths::generation_fixtures(root);
+        if generation.is_dir() {
+            remove_partial_exports(&generation)?;
+        }
         Ok(StoreLock { _file: file })
     }
 }

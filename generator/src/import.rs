@@ -126,6 +126,8 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
                     imported.platform_issues = old.platform_issues;
                     imported.precision_issues = old.precision_issues;
                     imported.quantization_issues = old.quantization_issues;
+                    imported.generation_issues = old.generation_issues;
+                    imported.generation_export = old.generation_export;
                 }
                 curated_part(text)
             }

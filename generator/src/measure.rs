@@ -51,7 +51,13 @@ pub fn run(
             let engine = cell.engine.kind();
             let measured_issue = model.model.spec.measured_issues.get(&platform).is_some_and(|m| m.contains_key(&engine));
             let runnable = matches!(cell.planned, Planned::Run) || (measured_issue && matches!(cell.planned, Planned::KnownIssue { .. }));
-            if runnable {
+            // A cell whose float32 checks are a known issue still generates with another graph.
+            // (NotTested: a generation exporter failure gen import recorded, which a fixture now built clears.)
+            let generates = matches!(
+                cell.generation,
+                Some(Planned::Run) | Some(Planned::KnownIssue { basis: hwmatrix_cell::Basis::Measured, .. }) | Some(Planned::NotTested { .. })
+            );
+            if runnable || generates {
                 cells.push((model.model, engine));
             }
         }
@@ -94,6 +100,7 @@ pub fn run(
     let mut changed = 0;
     let mut precision_failed = 0;
     let mut precision_only = 0;
+    let mut generation_failed = 0;
     for (model, engine) in cells {
         let model_type = &model.spec.model_type;
         let Some(measured) = records.get(&(model_type.clone(), engine)) else {
@@ -134,7 +141,19 @@ pub fn run(
             passed += 1
         }
         precision_failed += precision_failures.values().filter(|issue| issue.is_some()).count();
-        let recording = failure.is_some() || precision_failures.values().any(Option::is_some);
+        // The `generates` check, where it has a record: its own graph, so recorded whatever the float32 checks say.
+        let generation = match (cell_plan.and_then(|c| c.generation.as_ref()), measured.checks.get(hwmatrix_cell::GENERATES)) {
+            (Some(_), Some((true, _))) => Some(None),
+            (Some(_), Some((false, reason))) => Some(Some(reason.clone().unwrap_or_default())),
+            _ => None,
+        };
+        // No generation fixture: the exporter's error is the model's, whatever the platform.
+        let export_failure = generation.as_ref().map(|g| {
+            g.as_deref().and_then(|r| r.split_once(hwmatrix_cell::GENERATION_EXPORT_FAILED)).map(|(_, error)| error.to_string())
+        });
+        let generation = if matches!(export_failure, Some(Some(_))) { Some(None) } else { generation };
+        generation_failed += usize::from(matches!(generation, Some(Some(_))));
+        let recording = failure.is_some() || precision_failures.values().any(Option::is_some) || matches!(generation, Some(Some(_))) || matches!(export_failure, Some(Some(_)));
         // One rewrite of the spec per cell: its float32 issue and its precision issues together.
         let written = rewrite_imported(&model.path, recording, |imported| {
             if float32_measured {
@@ -142,6 +161,12 @@ pub fn run(
             }
             for (precision, issue) in precision_failures {
                 set_issue(&mut imported.precision_issues, platform, precision, issue);
+            }
+            if let Some(issue) = generation {
+                set_issue(&mut imported.generation_issues, platform, engine, issue);
+            }
+            if let Some(export) = export_failure {
+                imported.generation_export = export;
             }
         })?;
         if written {
@@ -195,7 +220,7 @@ pub fn run(
     }
     let _ = writeln!(
         out,
-        "gen import --platform {platform}: {} cells measured, {passed} pass every check, {failed} known issues with their errors, {precision_only} with precision checks only; {precision_failed} precision checks failed; quantization checks of {quantization_measured} models measured ({} planned), {quantization_failed} failed; {changed} spec files written (run `gen` to regenerate the cells)",
+        "gen import --platform {platform}: {} cells measured, {passed} pass every check, {failed} known issues with their errors, {precision_only} with precision checks only; {precision_failed} precision checks failed, {generation_failed} generates checks failed; quantization checks of {quantization_measured} models measured ({} planned), {quantization_failed} failed; {changed} spec files written (run `gen` to regenerate the cells)",
         passed + failed + precision_only,
         quantized.len()
     );

@@ -39,6 +39,12 @@ pub struct CellPlan {
     /// (hardware.yaml `float32_computed_in`): that precision, the spec's bound
     /// for it, and why; the float32 checks are judged by that bound.
     pub float32_computed_in: Option<(Precision, f64, String)>,
+    /// The `generates` check, for a generating model's cells on engines that run
+    /// ONNX graphs: Run, the engine's absence, a person's status for the
+    /// platform, or its measured known issue (`imported.generation_issues`).
+    /// The float32 cell's measured issue does not decide it: the generation
+    /// graph is another export, with its own evidence.
+    pub generation: Option<Planned<String>>,
 }
 
 #[derive(Debug)]
@@ -208,7 +214,26 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
         _ => Vec::new(),
     };
     let float32_computed_in = specs.hardware.platforms[&name].float32_computed_in.as_ref().map(|c| (c.precision, c.max_error_of_spread, c.reason.clone()));
+    let runs_onnx = matches!(engine, EngineSpec::Onnxruntime { .. } | EngineSpec::Browser { .. });
+    let generation = (model.generates() && runs_onnx).then(|| {
+        let issue = spec.generation_issues.get(&name).and_then(|m| m.get(&engine.kind()));
+        match over.and_then(|o| o.status.map(|s| (s, o.reason.clone().unwrap_or_default()))) {
+            _ if platform.no_engine(engine).is_some() => run(),
+            _ if spec.generation_export.is_some() => generation_export_gap(spec, name),
+            Some((OverrideStatus::Unsupported, reason)) => Planned::Unsupported { reason, basis: Basis::Spec },
+            Some((OverrideStatus::KnownIssue, reason)) => Planned::KnownIssue { reason, basis: Basis::Spec, stage: None },
+            _ => match issue {
+                Some(issue) => Planned::KnownIssue {
+                    reason: format!("{} does not generate on {name} with {} (measured by gen import --platform {name}): {issue}", spec.model_type, engine.kind().name()),
+                    basis: Basis::Measured,
+                    stage: Stage::of_measured_error(issue),
+                },
+                None => Planned::Run,
+            },
+        }
+    });
     CellPlan {
+        generation,
         platform: name,
         engine: engine.clone(),
         precision_checks,
@@ -216,6 +241,28 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
         planned,
         tolerance_override: over.and_then(|o| o.tolerance.clone()).or_else(|| platform_tolerance(&specs.hardware.platforms[&name].tolerance, &spec.tolerance)),
         fallback_ops: over.map(|o| o.fallback_ops.clone()).unwrap_or_default(),
+    }
+}
+
+/// A generating model without a generation fixture, on every platform alike:
+/// torch.onnx's failure (both exporters, or their graphs differ from PyTorch)
+/// is the model's known issue; our exporter's own limit is not tested.
+fn generation_export_gap(spec: &crate::spec::ModelSpec, platform: Platform) -> Planned<String> {
+    let error = spec.generation_export.as_deref().unwrap_or_default();
+    if error.contains("legacy exporter: ") || error.contains("dynamo exporter: ") {
+        Planned::KnownIssue {
+            reason: format!("{}'s decoder with its cache cannot be exported to ONNX (measured by gen import): {error}", spec.model_type),
+            basis: Basis::Measured,
+            stage: Some(Stage::Export),
+        }
+    } else {
+        Planned::NotTested {
+            reason: format!(
+                "not tested: hwmatrix's generation exporter could not build {}'s decoder with its cache (our gap, not a fact about the model or {platform}): {error}",
+                spec.model_type
+            ),
+            stage: Stage::Reference,
+        }
     }
 }
 

@@ -9,6 +9,7 @@ given by --answers (stdout, which torch and transformers also print to, goes to 
     {"id": 8, "kind": "derive", "model_type": "x", ...}  -> {"id": 8, "ok": true, "result": {...imported}}
         (optional: "tiny_config_overrides": {..}, "inputs": [..] with "shapes": [..], a spec's curated fields)
     {"id": 9, "kind": "export", "job": {...}}      -> {"id": 9, "ok": true, "result": null}
+    {"id": 9, "kind": "generation", "job": {...}}  -> the same, for a generation fixture (generation.py)
     failure                                        -> {"id": .., "ok": false, "error": "<one line>"}
 """
 
@@ -61,6 +62,7 @@ def main() -> int:
     torch.set_num_threads(1)
     import components
     import export
+    import generation
     import registry
     from transformers.utils import logging
 
@@ -87,6 +89,9 @@ def main() -> int:
                 result = None
             elif job["kind"] == "export":
                 export.export(job["job"])
+                result = None
+            elif job["kind"] == "generation":
+                generation.export(job["job"])
                 result = None
             else:
                 raise ValueError(f"unknown job kind {job['kind']!r}")

@@ -63,6 +63,35 @@ pub struct Bench {
     pub python: Option<Python>,
     pub warmup_runs: usize,
     pub threads: Threads,
+    /// A generating model's loop: prefill and decode steps with the cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation: Option<GenerationBench>,
+}
+
+/// The generation fixture's loop timed (teacher-forced, the cache the engine returned fed back):
+/// the prefill of the padded batch, then each decode step of one token per row.
+#[derive(Clone, Debug, Serialize)]
+pub struct GenerationBench {
+    pub batch: usize,
+    pub prompt_lengths: Vec<usize>,
+    /// Decode steps per timed run (the new tokens after the first).
+    pub decode_steps: usize,
+    pub prefill: Latency,
+    pub decode_step: Latency,
+    /// Tokens the batch decodes per second: batch / median decode step.
+    pub decode_tokens_per_second: f64,
+    pub python: Option<GenerationPython>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct GenerationPython {
+    pub onnxruntime: String,
+    pub prefill: Latency,
+    pub decode_step: Latency,
+    pub decode_tokens_per_second: f64,
+    /// Rust's median decode step over Python's (same graph, feeds, cache and threads).
+    pub rust_over_python_decode: f64,
+    pub rust_over_python_prefill: f64,
 }
 
 fn latency(mut times: Vec<f64>) -> Latency {
@@ -155,6 +184,10 @@ fn measure(cell: &Cell, options: &Options, rec: &mut record::Record) -> Result<B
         })
         .collect();
     drop(session);
+    let generation = match cell.generation {
+        Some(_) => Some(generation(cell, options, threads)?),
+        None => None,
+    };
     let python = match (&options.python, cell.engine) {
         (Some(python), Engine::OnnxRuntime { provider: ExecutionProvider::Cpu, .. }) => {
             let py = python_onnxruntime(python, &fixture.model_onnx(), &fixture.dir.join("inputs"), options, threads)?;
@@ -163,16 +196,88 @@ fn measure(cell: &Cell, options: &Options, rec: &mut record::Record) -> Result<B
         }
         _ => None,
     };
-    Ok(Bench { latency, throughput, peak_rss_kb: record::peak_rss_kb(), python, warmup_runs: options.warmup, threads })
+    Ok(Bench { latency, throughput, peak_rss_kb: record::peak_rss_kb(), python, warmup_runs: options.warmup, threads, generation })
+}
+
+/// Times the generation fixture's loop on the cell's engine, and the same loop
+/// through Python's onnxruntime where the cell is ONNX Runtime's CPU provider.
+fn generation(cell: &Cell, options: &Options, threads: Threads) -> Result<GenerationBench, CheckError> {
+    use crate::generation::GenerationFixture;
+    let fixture = GenerationFixture::open(cell.model)?;
+    let mut session = engine::open_graph(cell, &fixture.graph(), fixture.static_inputs(), fixture.graph_nodes(), Mode::Timed)?;
+    let steps: Vec<Vec<(String, Tensor)>> = (0..fixture.meta.steps.len()).map(|i| fixture.feeds(i)).collect::<Result<_, _>>()?;
+    let empty = fixture.empty_past()?;
+    let (mut prefill, mut decode) = (Vec::new(), Vec::new());
+    for run in 0..options.warmup + options.runs.max(1) {
+        let mut past = empty.clone();
+        for (i, feeds) in steps.iter().enumerate() {
+            let inputs: Vec<(String, Tensor)> = feeds.iter().cloned().chain(past.iter().cloned()).collect();
+            let start = Instant::now();
+            let outputs = session.run(&inputs)?;
+            let ms = start.elapsed().as_secs_f64() * 1e3;
+            if run >= options.warmup {
+                if i == 0 { prefill.push(ms) } else { decode.push(ms) }
+            }
+            past = fixture
+                .meta
+                .past
+                .iter()
+                .map(|p| outputs.iter().find(|(n, _)| *n == p.output).map(|(_, t)| (p.input.clone(), t.clone())))
+                .collect::<Option<_>>()
+                .ok_or_else(|| CheckError::new(ErrorKind::OutputMismatch, format!("{}: the decoder returned no present cache for every past input", fixture.dir.display())))?;
+        }
+    }
+    let batch = fixture.meta.sequences.len();
+    let (prefill, decode_step) = (latency(prefill), latency(decode));
+    let per_second = |l: &Latency| batch as f64 * 1e3 / l.median_ms;
+    let python = match (&options.python, cell.engine) {
+        (Some(python), Engine::OnnxRuntime { provider: ExecutionProvider::Cpu, .. }) => {
+            let reply = python_script(python, "bench_generation.py", &[("--fixture", fixture.dir.display().to_string())], options, threads)?;
+            let times = |key: &str| reply[key].as_array().map(|a| a.iter().filter_map(|v| v.as_f64()).collect::<Vec<f64>>()).filter(|t| !t.is_empty());
+            let (Some(py_prefill), Some(py_decode)) = (times("prefill_ms"), times("decode_step_ms")) else {
+                return Err(CheckError::new(ErrorKind::RunFailed, format!("bench_generation.py returned no times: {reply}")));
+            };
+            let (py_prefill, py_decode) = (latency(py_prefill), latency(py_decode));
+            Some(GenerationPython {
+                onnxruntime: reply["onnxruntime"].as_str().unwrap_or("?").to_string(),
+                decode_tokens_per_second: per_second(&py_decode),
+                rust_over_python_decode: decode_step.median_ms / py_decode.median_ms,
+                rust_over_python_prefill: prefill.median_ms / py_prefill.median_ms,
+                prefill: py_prefill,
+                decode_step: py_decode,
+            })
+        }
+        _ => None,
+    };
+    Ok(GenerationBench {
+        batch,
+        prompt_lengths: fixture.meta.prompt_lengths.clone(),
+        decode_steps: fixture.meta.steps.len() - 1,
+        decode_tokens_per_second: per_second(&decode_step),
+        prefill,
+        decode_step,
+        python,
+    })
 }
 
 /// The same model and inputs through Python's onnxruntime, same threads, same runs.
 fn python_onnxruntime(python: &Path, model: &Path, inputs: &Path, options: &Options, threads: Threads) -> Result<(String, Latency), CheckError> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("exporter/bench_ort.py");
+    let args = [("--model", model.display().to_string()), ("--inputs", inputs.display().to_string())];
+    let reply = python_script(python, "bench_ort.py", &args, options, threads)?;
+    let times: Vec<f64> = reply["times_ms"].as_array().map(|a| a.iter().filter_map(|v| v.as_f64()).collect()).unwrap_or_default();
+    if times.is_empty() {
+        return Err(CheckError::new(ErrorKind::RunFailed, format!("bench_ort.py returned no times: {reply}")));
+    }
+    Ok((reply["onnxruntime"].as_str().unwrap_or("?").to_string(), latency(times)))
+}
+
+/// Runs one of the exporter folder's timing scripts with the run counts and threads; its JSON reply.
+fn python_script(python: &Path, name: &str, args: &[(&str, String)], options: &Options, threads: Threads) -> Result<serde_json::Value, CheckError> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("exporter").join(name);
     let started = Instant::now();
     let output = Command::new(python)
         .arg(&script)
-        .args(["--model", &model.display().to_string(), "--inputs", &inputs.display().to_string()])
+        .args(args.iter().flat_map(|(k, v)| [k.to_string(), v.clone()]))
         .args(["--warmup", &options.warmup.to_string(), "--runs", &options.runs.max(1).to_string()])
         .args(["--intra-threads", &threads.intra_op.to_string(), "--inter-threads", &threads.inter_op.to_string()])
         .output()
@@ -183,13 +288,8 @@ fn python_onnxruntime(python: &Path, model: &Path, inputs: &Path, options: &Opti
             format!("{} {} failed after {:.1} s: {}", python.display(), script.display(), started.elapsed().as_secs_f64(), String::from_utf8_lossy(&output.stderr).trim()),
         ));
     }
-    let reply: serde_json::Value = serde_json::from_slice(&output.stdout)
-        .map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("{}: not JSON ({e}): {}", script.display(), String::from_utf8_lossy(&output.stdout))))?;
-    let times: Vec<f64> = reply["times_ms"].as_array().map(|a| a.iter().filter_map(|v| v.as_f64()).collect()).unwrap_or_default();
-    if times.is_empty() {
-        return Err(CheckError::new(ErrorKind::RunFailed, format!("{} returned no times: {reply}", script.display())));
-    }
-    Ok((reply["onnxruntime"].as_str().unwrap_or("?").to_string(), latency(times)))
+    serde_json::from_slice(&output.stdout)
+        .map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("{}: not JSON ({e}): {}", script.display(), String::from_utf8_lossy(&output.stdout))))
 }
 
 #[cfg(test)]

@@ -28,6 +28,8 @@ pub enum Check {
     /// The model at another precision (int8: the fixture's quantized export)
     /// matches the float32 reference within that precision's tolerance.
     Precision(Precision),
+    /// The decoder with its cache generates as PyTorch's generate() did, step by step.
+    Generates,
 }
 
 impl Check {
@@ -39,6 +41,7 @@ impl Check {
             Check::MatchesReference => crate::CHECKS[1],
             Check::DynamicShapes => crate::CHECKS[2],
             Check::Precision(p) => p.check_name(),
+            Check::Generates => crate::GENERATES,
         }
     }
 
@@ -80,9 +83,15 @@ pub fn precision(cell: &Cell, precision: Precision) {
     execute(cell, Check::Precision(precision))
 }
 
+/// The generation check (`generates`).
+pub fn generates(cell: &Cell) {
+    execute(cell, Check::Generates)
+}
+
 /// What a check measured, whether it passed or not.
 #[derive(Default)]
 struct Evidence {
+    generation: Option<crate::generation::GenerationRecord>,
     providers: Option<placement::ProviderEvidence>,
     deviation: Option<DeviationRecord>,
     timing: Option<Timing>,
@@ -162,6 +171,7 @@ fn execute_part(cell: &Cell, check: Check) -> Result<(), String> {
         fixture: evidence.fixture,
         library: evidence.library,
         device: evidence.device,
+        generation: evidence.generation,
         precision: check.precision().map_or("float32", Precision::name),
         ..blank_record(cell, check.name())
     };
@@ -200,6 +210,7 @@ pub(crate) fn blank_record(cell: &Cell, check: &str) -> Record {
         precision: "float32",
         quantization: None,
         bench: None,
+        generation: None,
         runtime_version: env!("CARGO_PKG_VERSION"),
     }
 }
@@ -222,6 +233,9 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
             ),
         ));
     }
+    if check == Check::Generates {
+        return generation_loop(cell, evidence);
+    }
     let fixture = Fixture::open(cell.model)?;
     evidence.fixture = Some(FixtureRecord {
         dir: fixture.dir.display().to_string(),
@@ -229,7 +243,7 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
         cache_key: fixture.meta.cache_key.clone(),
     });
     let shape = match check {
-        Check::Runs | Check::MatchesReference | Check::Precision(_) => Shape::Export,
+        Check::Runs | Check::MatchesReference | Check::Precision(_) | Check::Generates => Shape::Export,
         Check::DynamicShapes => Shape::Second,
     };
     let bound = match check {
@@ -282,6 +296,28 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
             Err(CheckError::new(first.kind, message))
         }
     }
+}
+
+/// The `generates` check: the generation fixture's loop on the cell's engine,
+/// judged by the cell's float32 bound (each step's logits are float32 outputs),
+/// its placements verified like every check's.
+fn generation_loop(cell: &Cell, evidence: &mut Evidence) -> Result<(), CheckError> {
+    use crate::generation::{GenerationFixture, GenerationRecord};
+    let fixture = GenerationFixture::open(cell.model)?;
+    evidence.fixture = Some(FixtureRecord { dir: fixture.dir.display().to_string(), source: fixture.meta.source.clone(), cache_key: fixture.meta.cache_key.clone() });
+    let tolerance = match cell.float32_computed_in {
+        // Hardware computing float32 in a lower precision: the fraction of the logits' spread at the prefill.
+        Some(c) => Tolerance { abs: c.max_error_of_spread * compare::spread(&fixture.reference(0)?, Tolerance { abs: 0.0, rel: 0.0 }).max_from_mean, rel: 0.0 },
+        None => cell.effective_tolerance(),
+    };
+    let mut session = engine::open_graph(cell, &fixture.graph(), fixture.static_inputs(), fixture.graph_nodes(), Mode::Profiled)?;
+    let mut record = GenerationRecord::default();
+    let verdict = crate::generation::generate(&fixture, tolerance, &mut |inputs| session.run(inputs), &mut record);
+    evidence.library = Some(session.library());
+    evidence.generation = Some(record);
+    // Placements of the steps that ran, also when one failed.
+    let placed = verify_placement(cell, session.placement(), evidence);
+    verdict.and(placed)
 }
 
 /// Every node on the requested provider, or off it only where the spec allows.

@@ -15,6 +15,7 @@ pub mod compare;
 pub mod engine;
 pub mod error;
 pub mod fixture;
+pub mod generation;
 pub mod isolation;
 pub mod ledger;
 mod macros;

@@ -77,6 +77,28 @@ macro_rules! precision_test {
     };
 }
 
+/// The `generates` check of a generating model's ONNX cell as a `#[test]`
+/// function, gated like the cell's own checks, or ignored with its own reason.
+#[macro_export]
+macro_rules! generation_test {
+    ($cell:path, features = [$($feature:literal),+], off = $off:literal) => {
+        /// The decoder with its cache generates on this engine as PyTorch's generate() did: each step's logits within tolerance, the same top token.
+        #[test]
+        #[cfg_attr(not(all($(feature = $feature),+)), ignore = $off)]
+        fn generates() {
+            $crate::checks::generates(&$cell);
+        }
+    };
+    ($cell:path, ignore = $why:literal) => {
+        /// The decoder with its cache generates on this engine as PyTorch's generate() did: each step's logits within tolerance, the same top token.
+        #[test]
+        #[ignore = $why]
+        fn generates() {
+            $crate::checks::generates(&$cell);
+        }
+    };
+}
+
 /// A quantization scheme's check of a webgpu cell as a `#[test]` function
 /// named after it (`int4_quantization`): wgpu's kernels on the model's own
 /// weights, gated like the platform's cells, or ignored with its own reason.

@@ -77,6 +77,9 @@ pub struct Record {
     /// evidence reports keep apart from a device's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    /// The `generates` check's steps: each step's error, and where it first diverged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation: Option<crate::generation::GenerationRecord>,
     /// The precision of the model the check ran: `float32`, or a variant's
     /// (`int8`); a quantization check's scheme (`int4_mixed`).
     pub precision: &'static str,

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 static BERT: &Cell = &generated::text_encoders::bert::cells::CPU_ONNX;
 static BERT_TORCH: &Cell = &generated::text_encoders::bert::cells::CPU_TORCH;
+static LLAMA: &Cell = &generated::text_decoders::llama::cells::CPU_ONNX;
 
 /// The bert cpu cell with another tolerance.
 fn with_tolerance(abs: f64, rel: f64) -> &'static Cell {
@@ -143,6 +144,51 @@ fn broken_inputs_fail_and_keep_their_evidence() {
         let worst = record["deviation"]["outputs"].as_array().unwrap().iter().filter_map(|o| o["agreement"]["cosine_min"].as_f64()).fold(1.0, f64::min);
         assert!(worst < real_bound.min_cosine, "a wrong model's {} outputs kept cosine {worst}", precision.name());
     }
+    // Generation with its cache handling broken on purpose, on llama's real
+    // generation fixture: (1) positions not offset by the past length (every
+    // decode step feeds position 0, as a loop that forgets the cache's length
+    // does); (2) each layer fed the other layer's cache. Both pass the prefill
+    // (no cache yet) and must diverge at the first step that reads the cache.
+    set("HWMATRIX_FIXTURES", &real_fixtures);
+    let generation = runtime::paths::generation_fixtures(&real_fixtures).join("llama");
+    assert!(generation.join("meta.json").is_file(), "no llama generation fixture in {}: run `gen fixtures --model llama`", generation.display());
+    let broken = scratch.path().join("broken-generation");
+    copy_tree(&generation, &runtime::paths::generation_fixtures(&broken).join("llama"));
+    let steps = std::fs::read_dir(broken.join("generation/llama/steps")).unwrap().count();
+    for step in 1..steps {
+        let path = broken.join(format!("generation/llama/steps/{step}/position_ids.npy"));
+        let shape = runtime::npy::read(&path).expect("llama's steps feed position_ids").shape;
+        write_zeros_i64(&path, &shape);
+    }
+    set("HWMATRIX_FIXTURES", &broken);
+    let (message, record) = failing(runtime::checks::generates, LLAMA, &results);
+    assert!(message.contains("generation diverged from PyTorch's generate() at step 1"), "{message}");
+    assert_eq!(record["check"], "generates");
+    assert_eq!(record["error_kind"], "out-of-tolerance");
+    assert_eq!(record["generation"]["first_divergence"]["step"], 1, "{}", record["generation"]);
+    assert_eq!(record["generation"]["per_step"][0]["violations"], 0, "the prefill has no cache to get wrong: {}", record["generation"]);
+    assert!(record["generation"]["per_step"][1]["max_abs"].as_f64().unwrap() > 1e-3, "{}", record["generation"]);
+    assert_eq!(record["generation"]["steps"], steps);
+
+    copy_tree(&generation, &runtime::paths::generation_fixtures(&broken).join("llama"));
+    let meta_path = broken.join("generation/llama/meta.json");
+    let mut meta: Value = serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    let past = meta["past"].as_array_mut().unwrap();
+    let outputs: Vec<Value> = past.iter().map(|p| p["output"].clone()).collect();
+    let layer = outputs.len() / 2;
+    for (i, p) in past.iter_mut().enumerate() {
+        p["output"] = outputs[(i + layer) % outputs.len()].clone(); // layer 0 reads layer 1's cache and back
+    }
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    let (message, record) = failing(runtime::checks::generates, LLAMA, &results);
+    assert!(message.contains("at step 1"), "{message}");
+    assert_eq!(record["generation"]["first_divergence"]["step"], 1, "{}", record["generation"]);
+    // A generation fixture built under another key is stale, and says how to rebuild it.
+    meta["cache_key"] = Value::from("0000-built-from-an-older-spec");
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    let (message, record) = failing(runtime::checks::generates, LLAMA, &results);
+    assert_eq!(record["error_kind"], "fixture-stale");
+    assert!(message.contains("gen -- fixtures --model llama"), "{message}");
     set("HWMATRIX_FIXTURES", &fixtures);
 
     // A fixture built under another key is stale, and says how to rebuild it.
@@ -161,12 +207,23 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     assert_eq!(record["error_kind"], "fixture-missing");
 }
 
-/// A float32 .npy of one value (format 1.0, little-endian, C order).
+/// An int64 .npy of zeros.
+fn write_zeros_i64(path: &Path, shape: &[usize]) {
+    let count: usize = shape.iter().product();
+    write_npy(path, "<i8", shape, &vec![0u8; count * 8]);
+}
+
+/// A float32 .npy of one value.
 fn write_constant_f32(path: &Path, shape: &[usize], value: f32) {
     let count: usize = shape.iter().product();
+    write_npy(path, "<f4", shape, &value.to_le_bytes().repeat(count));
+}
+
+/// An .npy file (format 1.0, little-endian, C order) of `data`, elements of numpy's `descr`.
+fn write_npy(path: &Path, descr: &str, shape: &[usize], data: &[u8]) {
     let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
     let shape = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
-    let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
     while (10 + header.len() + 1) % 64 != 0 {
         header.push(' ');
     }
@@ -174,8 +231,6 @@ fn write_constant_f32(path: &Path, shape: &[usize], value: f32) {
     let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
     bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
     bytes.extend_from_slice(header.as_bytes());
-    for _ in 0..count {
-        bytes.extend_from_slice(&value.to_le_bytes());
-    }
+    bytes.extend_from_slice(data);
     std::fs::write(path, bytes).unwrap();
 }

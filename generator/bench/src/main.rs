@@ -73,6 +73,18 @@ fn bench_one(cell: &runtime::Cell, options: &Options) -> bool {
             let l = &result.latency;
             println!("{:<28} {:>10} {:>10} {:>10}", cell.id(), "median ms", "p90 ms", "runs");
             println!("{:<28} {:>10.4} {:>10.4} {:>10}", "rust (this runtime)", l.median_ms, l.p90_ms, l.runs);
+            if let Some(g) = &result.generation {
+                println!(
+                    "generation: batch {} (prompts of {:?} tokens, left-padded), prefill then {} decode steps with the cache, teacher-forced",
+                    g.batch, g.prompt_lengths, g.decode_steps
+                );
+                println!("{:<28} {:>12} {:>14} {:>16}", "", "prefill ms", "decode step ms", "decode tokens/s");
+                println!("{:<28} {:>12.4} {:>14.4} {:>16.1}", "rust (this runtime)", g.prefill.median_ms, g.decode_step.median_ms, g.decode_tokens_per_second);
+                if let Some(py) = &g.python {
+                    println!("{:<28} {:>12.4} {:>14.4} {:>16.1}", format!("python onnxruntime {}", py.onnxruntime), py.prefill.median_ms, py.decode_step.median_ms, py.decode_tokens_per_second);
+                    println!("rust / python per decode step: {:.3} (prefill {:.3}; medians, same graph, feeds, cache and threads)", py.rust_over_python_decode, py.rust_over_python_prefill);
+                }
+            }
             if let Some(py) = &result.python {
                 println!("{:<28} {:>10.4} {:>10.4} {:>10}", format!("python onnxruntime {}", py.onnxruntime), py.latency.median_ms, py.latency.p90_ms, py.latency.runs);
                 println!("rust / python: {:.3} (median per inference, same model, inputs and threads)", py.rust_over_python);

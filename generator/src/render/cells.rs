@@ -110,6 +110,10 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
             });
             cell_expr = quote!(#cell_expr.with_precision_checks(&[ #(#checks),* ]));
         }
+        if let Some(generation) = &cell.generation {
+            let g_planned = self::planned(generation);
+            cell_expr = quote!(#cell_expr.with_generation(#g_planned));
+        }
         if let Some((precision, bound, reason)) = &cell.float32_computed_in {
             let precision = ident(&format!("{precision:?}"));
             cell_expr = quote!(#cell_expr.computing_float32_in(runtime::Precision::#precision, #bound, #reason));

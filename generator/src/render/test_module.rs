@@ -55,6 +55,8 @@ fn engine_cell(cell: &CellPlan, hardware: &PlatformSpec) -> serde_json::Value {
         "features": features.iter().map(|f| rust_literal(f)).collect::<Vec<_>>().join(", "),
         "ignore_always": ignore_always(&cell.planned),
         "precision_checks": precision_checks,
+        // The `generates` check: Some(ignore reason or null) for a generating model's ONNX cells.
+        "generation": cell.generation.as_ref().map(|g| serde_json::json!({ "ignore_always": ignore_always(g) })),
         "ignore_feature_off": rust_literal(&format!(
             "{} off: run `cargo test -p generated --features {}` where {needs}",
             features.join(" or "),

@@ -186,6 +186,7 @@ pub fn render(report: &Report) -> String {
     }
     out.push_str("</table>");
     precision_section(&mut out, &report.precision);
+    generation_section(&mut out, &report.generation);
     let k = &report.kernel_checks;
     let _ = write!(
         out,
@@ -297,6 +298,32 @@ pub fn render(report: &Report) -> String {
     }
     out.push_str("</table></body></html>\n");
     out
+}
+
+/// The generation checks: per platform and engine, then the generation column of each generating model.
+fn generation_section(out: &mut String, g: &super::generation::GenerationEvidence) {
+    let _ = write!(out, "<h2>Generation with a KV cache</h2><p id=\"generation\">{}.</p><table><tr><th>platform</th><th>engine</th><th>checks</th><th>first diverged at the prefill</th><th>first diverged decoding</th></tr>", esc(&g.what));
+    for e in &g.engines {
+        let _ = write!(out, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(&e.platform), esc(&e.engine), esc(&counts_text(&e.counts)), e.diverged_at_prefill, e.diverged_decoding);
+    }
+    out.push_str("</table>");
+    let platforms: std::collections::BTreeSet<&String> = g.models.iter().flat_map(|m| m.platforms.keys()).collect();
+    if platforms.is_empty() {
+        return;
+    }
+    out.push_str("<table><tr><th>model</th>");
+    for p in &platforms {
+        let _ = write!(out, "<th>{}</th>", esc(p));
+    }
+    out.push_str("</tr>");
+    for m in &g.models {
+        let _ = write!(out, "<tr><td>{}</td>", esc(&m.model));
+        for p in &platforms {
+            let _ = write!(out, "<td>{}</td>", m.platforms.get(*p).map_or("", |s| s.label()));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
 }
 
 /// The precision checks: the deviation per platform, engine and format, then the real checkpoints' records.

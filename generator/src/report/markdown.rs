@@ -124,6 +124,7 @@ pub fn render(report: &Report) -> String {
     }
 
     precision_section(&mut out, &report.precision);
+    generation_section(&mut out, &report.generation);
 
     let _ = writeln!(out, "\n## Stages\n");
     let _ = writeln!(out, "How far each cell got, per platform: `config` and `reference` are our harness's (not tested), `export` the exporters', `load`, `run` and `mismatch` the engine's, `fallback` and `pass` successes; `-` where no check reached the model (the platform's feature was off or it is absent).\n");
@@ -237,6 +238,28 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(out, "| {} | {} | {} | {} | {} |", r.run_id, r.hosts.join(", "), r.first, r.last, r.records);
     }
     out
+}
+
+/// The generation checks: per platform and engine, then the generation column of each generating model.
+fn generation_section(out: &mut String, g: &super::generation::GenerationEvidence) {
+    let _ = writeln!(out, "\n## Generation with a KV cache\n");
+    let _ = writeln!(out, "{}.\n", g.what);
+    let _ = writeln!(out, "| platform | engine | checks | first diverged at the prefill | first diverged decoding |");
+    let _ = writeln!(out, "|---|---|---|---|---|");
+    for e in &g.engines {
+        let _ = writeln!(out, "| {} | {} | {} | {} | {} |", e.platform, e.engine, counts_text(&e.counts), e.diverged_at_prefill, e.diverged_decoding);
+    }
+    let platforms: std::collections::BTreeSet<&String> = g.models.iter().flat_map(|m| m.platforms.keys()).collect();
+    if platforms.is_empty() {
+        return;
+    }
+    let names: Vec<&str> = platforms.iter().map(|p| p.as_str()).collect();
+    let _ = writeln!(out, "\n| model | {} |", names.join(" | "));
+    let _ = writeln!(out, "|---|{}", "---|".repeat(names.len()));
+    for m in &g.models {
+        let cells: Vec<&str> = platforms.iter().map(|p| m.platforms.get(*p).map_or("", |s| s.label())).collect();
+        let _ = writeln!(out, "| {} | {} |", m.model, cells.join(" | "));
+    }
 }
 
 /// The precision checks: the deviation per platform, engine and format, then the real checkpoints' records.

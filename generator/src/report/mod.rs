@@ -13,6 +13,7 @@ pub mod coverage;
 pub mod diff;
 mod html;
 mod markdown;
+pub mod generation;
 pub mod precision;
 
 use std::collections::BTreeMap;
@@ -301,6 +302,8 @@ pub struct Report {
     pub kernel_checks: KernelChecks,
     /// The precision variants' deviation per platform, engine and format; a real checkpoint's records apart.
     pub precision: precision::PrecisionEvidence,
+    /// The `generates` checks: a generation column per platform for the generating models.
+    pub generation: generation::GenerationEvidence,
     /// Models whose engines that run the same kernels (webgpu's browser and native) disagree.
     pub engine_disagreements: Vec<EngineDisagreement>,
     pub performance: Vec<Performance>,
@@ -392,9 +395,10 @@ fn two_runs(db: &Database, before: &str, after: &str) -> Result<(Vec<Evidence>, 
 }
 
 /// The checks that make a cell's status: float32 checks, and a wgpu cell's
-/// quantization checks (its only ones). Precision variants and benchmarks do not.
+/// quantization checks (its only ones). Precision variants, the `generates`
+/// check (its own graph, its own column) and benchmarks do not.
 fn counts_for_cell(evidence: &Evidence) -> bool {
-    evidence.check != BENCH && (evidence.engine_kind == "wgpu" || evidence.precision == "float32")
+    evidence.check != BENCH && evidence.check != hwmatrix_cell::GENERATES && (evidence.engine_kind == "wgpu" || evidence.precision == "float32")
 }
 
 /// `gen bench`'s records: performance evidence, not a check of the cell.
@@ -498,7 +502,8 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
     // checkpoint run has an id of its own (tests/checkpoint.sh), so they come from every run.
     let every_run = if runs.is_empty() { Vec::new() } else { db.latest(&[])? };
     let precision = precision::precision_evidence(plan, &evidence, if runs.is_empty() { &evidence } else { &every_run });
-    Ok(Report { source, summary, platforms, stages, models, matrices, issues: issues(&cells), cells, kernel_checks, precision, engine_disagreements, performance, recommendations })
+    let generation = generation::generation_evidence(&evidence);
+    Ok(Report { source, summary, platforms, stages, models, matrices, issues: issues(&cells), cells, kernel_checks, precision, generation, engine_disagreements, performance, recommendations })
 }
 
 /// A cell's stage: that of the record that decides its status; a passed cell

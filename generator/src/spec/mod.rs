@@ -92,6 +92,17 @@ impl LoadedModel {
         hwmatrix_cell::fixture_key::fixture_key(&self.digest(), !self.spec.components.is_empty())
     }
 
+    /// Whether the model generates text token by token with a cache (its task is
+    /// text-generation), so it has a generation fixture and `generates` checks.
+    pub fn generates(&self) -> bool {
+        self.spec.task == "text-generation" && self.spec.components.is_empty()
+    }
+
+    /// The key of its generation fixture.
+    pub fn generation_fixture_key(&self) -> String {
+        hwmatrix_cell::fixture_key::generation_fixture_key(&self.digest())
+    }
+
     /// Its digest, which generated code carries so the runtime can refuse a
     /// fixture built from another spec ([`hwmatrix_cell::fixture_key`]).
     pub fn digest(&self) -> String {

@@ -198,6 +198,8 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, So
         platforms: file.platforms,
         measured_issues: imp.map(|i| i.platform_issues.clone()).unwrap_or_default(),
         precision_issues: imp.map(|i| i.precision_issues.clone()).unwrap_or_default(),
+        generation_issues: imp.map(|i| i.generation_issues.clone()).unwrap_or_default(),
+        generation_export: imp.and_then(|i| i.generation_export.clone()),
         quantization_issues: imp.map(|i| i.quantization_issues.clone()).unwrap_or_default(),
         precision_tolerances,
         web_quantization: file.web_quantization,

@@ -374,6 +374,17 @@ pub struct Imported {
     /// Never a rating: random weights cannot judge `web_quantization`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub quantization_issues: QuantizationIssues,
+    /// `generates` checks that failed when `gen import --platform P` ran them,
+    /// per platform and engine: the check's error (the generation exporter's
+    /// own failure among them: the check fails with it on every platform).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub generation_issues: MeasuredIssues,
+    /// The generation exporter's error on this model (runtime/exporter/generation.py),
+    /// as a `generates` check reported it: no platform can run a fixture that does
+    /// not exist. torch.onnx's failures are the model's known issue; our exporter's
+    /// own limits (a cache it cannot flatten) leave it not tested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_export: Option<String>,
     /// The spec's `components`, each with its measured inputs, outputs and shapes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub components: Vec<Component>,
@@ -432,6 +443,12 @@ pub struct ModelSpec {
     /// `imported.quantization_issues`: quantization checks measured to fail.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub quantization_issues: QuantizationIssues,
+    /// `imported.generation_issues`: `generates` checks measured to fail.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub generation_issues: MeasuredIssues,
+    /// `imported.generation_export`: the generation exporter's error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation_export: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub web_quantization: Option<WebQuantization>,
     /// The components the model is checked as (empty: checked whole).

@@ -386,6 +386,8 @@ pub struct Cell {
     pub precision_checks: &'static [PrecisionCheck],
     /// Where the platform's hardware computes float32 graphs in a lower precision.
     pub float32_computed_in: Option<ComputedIn>,
+    /// The `generates` check's plan, for a generating model's ONNX cells.
+    pub generation: Option<Planned>,
 }
 
 /// The precision a platform computes float32 graphs in (QNN's HTP: float16),
@@ -404,7 +406,7 @@ impl Cell {
     /// A cell with the model's tolerance and no allowed fallback; generated
     /// code adds what its spec overrides, so a plain cell is one line.
     pub const fn new(model: &'static ModelDecl, platform: &'static PlatformDecl, engine: &'static Engine, planned: Planned) -> Cell {
-        Cell { model, platform, engine, planned, tolerance_override: None, allowed_fallback: &[], precision_checks: &[], float32_computed_in: None }
+        Cell { model, platform, engine, planned, tolerance_override: None, allowed_fallback: &[], precision_checks: &[], float32_computed_in: None, generation: None }
     }
 
     pub const fn computing_float32_in(mut self, precision: Precision, max_error_of_spread: f64, reason: &'static str) -> Cell {
@@ -424,6 +426,12 @@ impl Cell {
 
     pub const fn with_precision_checks(mut self, checks: &'static [PrecisionCheck]) -> Cell {
         self.precision_checks = checks;
+        self
+    }
+
+    /// The model generates: this cell runs the `generates` check as `planned` says.
+    pub const fn with_generation(mut self, planned: Planned) -> Cell {
+        self.generation = Some(planned);
         self
     }
 

@@ -14,6 +14,11 @@ pub const EXPORTER_REQUIREMENTS: &[u8] = include_bytes!("../../exporter/requirem
 /// so editing it rebuilds their fixtures only.
 pub const COMPONENTS_SOURCE: &[u8] = include_bytes!("../../exporter/components.py");
 
+/// The exporter of generation fixtures (a decoder with its cache, and
+/// generate()'s reference): only their keys cover it, and it covers no other
+/// fixture's, so editing it rebuilds generation fixtures only.
+pub const GENERATION_SOURCE: &[u8] = include_bytes!("../../exporter/generation.py");
+
 /// The seed every fixture is built with.
 pub const SEED: u64 = 0;
 
@@ -36,6 +41,19 @@ pub fn fixture_key(spec_digest: &str, components: bool) -> String {
     hex(&hasher.finalize())
 }
 
+/// The key of a model's generation fixture (`<fixtures>/generation/<model_type>`):
+/// the spec, both exporters (generation.py builds on export.py's helpers), the
+/// requirements and the seed.
+pub fn generation_fixture_key(spec_digest: &str) -> String {
+    let mut hasher = Sha256::new();
+    let parts: [&[u8]; 5] = [spec_digest.as_bytes(), GENERATION_SOURCE, EXPORTER_SOURCE, EXPORTER_REQUIREMENTS, &SEED.to_le_bytes()];
+    for part in parts {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    hex(&hasher.finalize())
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -52,5 +70,7 @@ mod tests {
         assert_ne!(a, b);
         assert_ne!(a, fixture_key(&spec_digest(b"{\"model_type\":\"bert\"}"), true), "the components exporter is part of a components key");
         assert_eq!(a, fixture_key(&spec_digest(b"{\"model_type\":\"bert\"}"), false));
+        let generation = generation_fixture_key(&spec_digest(b"{\"model_type\":\"bert\"}"));
+        assert_ne!(a, generation, "a generation fixture has a key of its own");
     }
 }

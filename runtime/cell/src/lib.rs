@@ -28,3 +28,10 @@ pub use stage::Stage;
 /// names are the test function names (`runtime::cell_tests!`) and the `check`
 /// field of records.
 pub const CHECKS: [&str; 3] = ["runs", "matches_reference", "dynamic_shapes"];
+
+/// The generation check of a generating model's ONNX cells (`runtime::generation_test!`).
+pub const GENERATES: &str = "generates";
+
+/// How a `generates` check says the generation exporter failed on its model
+/// (no fixture to run): `gen import` reads the exporter's error after it.
+pub const GENERATION_EXPORT_FAILED: &str = "the generation exporter failed on it: ";

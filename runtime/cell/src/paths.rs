@@ -28,6 +28,12 @@ pub fn export_error_file(fixtures: &Path, model_type: &str) -> PathBuf {
     fixtures.join(format!("{model_type}.error.txt"))
 }
 
+/// Where the generation fixtures live under a fixture root: `<root>/generation/<model_type>`
+/// (no model_type is `generation`, and a float32 rebuild replaces only its own folder).
+pub fn generation_fixtures(fixtures: &Path) -> PathBuf {
+    fixtures.join("generation")
+}
+
 /// The web platforms' npm install (onnxruntime-web, @sparticuz/chromium) and
 /// the WebNN Chromium unpacked from it: `HWMATRIX_WEB`, else `<cache>/web`.
 pub fn web_dir() -> PathBuf {

@@ -91,7 +91,7 @@ pub struct Placement {
 pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: Mode) -> Result<Box<dyn Session>, CheckError> {
     match *cell.engine {
         Engine::OnnxRuntime { provider, options } => {
-            let static_inputs = provider.static_shapes().then(|| cell.model.inputs.iter().map(|d| (d.name, d.axes)).collect());
+            let static_inputs = provider.static_shapes().then(|| declared_inputs(cell));
             let nodes = graph_nodes(fixture);
             Ok(Box::new(onnx::OnnxSession::open(provider, options, &onnx_model(fixture, precision)?, mode, static_inputs, nodes)?))
         }
@@ -102,7 +102,7 @@ pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: 
             let outputs: Vec<&'static str> = cell.model.outputs.iter().map(|o| o.name).collect();
             torch::open(cell.platform.platform, device, &fixture.model_torchscript()?, &outputs)
         }
-        Engine::Browser { backend, device_type } => open_browser(cell, backend, device_type, &onnx_model(fixture, precision)?, graph_nodes(fixture)),
+        Engine::Browser { backend, device_type } => open_browser(cell, backend, device_type, &onnx_model(fixture, precision)?, declared_inputs(cell), graph_nodes(fixture)),
         engine => Err(CheckError::new(
             ErrorKind::EngineNotBuilt,
             format!(
@@ -114,6 +114,28 @@ pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: 
             ),
         )),
     }
+}
+
+/// Opens another ONNX graph of the model than its fixture's (a generation
+/// fixture's decoder) with the cell's engine, strictly as `open` does; its
+/// inputs' named axes are fixed per run where the engine builds static graphs.
+pub fn open_graph(cell: &Cell, graph: &Path, inputs: onnx::StaticInputs, nodes: placement::GraphNodes, mode: Mode) -> Result<Box<dyn Session>, CheckError> {
+    match *cell.engine {
+        Engine::OnnxRuntime { provider, options } => {
+            let static_inputs = provider.static_shapes().then_some(inputs);
+            Ok(Box::new(onnx::OnnxSession::open(provider, options, graph, mode, static_inputs, nodes)?))
+        }
+        Engine::Browser { backend, device_type } => open_browser(cell, backend, device_type, graph, inputs, nodes),
+        engine => Err(CheckError::new(
+            ErrorKind::EngineNotBuilt,
+            format!("{}: the {} engine does not run ONNX graphs, and generation is checked on the ONNX decoder with its cache", cell.id(), engine.describe()),
+        )),
+    }
+}
+
+/// The model's declared inputs and their named axes, for engines that fix them per run.
+fn declared_inputs(cell: &Cell) -> onnx::StaticInputs {
+    cell.model.inputs.iter().map(|d| (d.name.to_string(), d.axes.iter().map(|a| a.to_string()).collect())).collect()
 }
 
 /// The fixture's account of its graph's nodes (integer-only and float), for
@@ -132,13 +154,14 @@ fn onnx_model(fixture: &Fixture, precision: Option<Precision>) -> Result<std::pa
 
 #[cfg(feature = "browser")]
 fn open_browser(
-    cell: &Cell,
+    _: &Cell,
     backend: BrowserBackend,
     device_type: Option<&'static str>,
     model: &Path,
+    inputs: onnx::StaticInputs,
     nodes: placement::GraphNodes,
 ) -> Result<Box<dyn Session>, CheckError> {
-    browser::open(cell, backend, device_type, model, nodes)
+    browser::open(backend, device_type, model, inputs, nodes)
 }
 
 #[cfg(not(feature = "browser"))]
@@ -147,6 +170,7 @@ fn open_browser(
     _: BrowserBackend,
     _: Option<&'static str>,
     _: &Path,
+    _: onnx::StaticInputs,
     _: placement::GraphNodes,
 ) -> Result<Box<dyn Session>, CheckError> {
     Err(CheckError::new(

@@ -80,7 +80,8 @@ fn library(provider: ExecutionProvider) -> Result<PathBuf, CheckError> {
 
 /// Named inputs and their axes: the model's, for a provider that builds
 /// static graphs (its named dimensions are fixed to each run's sizes).
-pub type StaticInputs = Vec<(&'static str, &'static [&'static str])>;
+/// An empty axis name is a fixed size (a cache's head count): nothing to override.
+pub type StaticInputs = Vec<(String, Vec<String>)>;
 
 pub struct OnnxSession {
     provider: ExecutionProvider,
@@ -199,7 +200,7 @@ impl OnnxSession {
             let mut overrides: Vec<(String, i64)> = Vec::new();
             for (name, axes) in declared {
                 if let Some((_, tensor)) = inputs.iter().find(|(n, _)| n == name) {
-                    for (axis, size) in axes.iter().zip(&tensor.shape) {
+                    for (axis, size) in axes.iter().zip(&tensor.shape).filter(|(a, _)| !a.is_empty()) {
                         if !overrides.iter().any(|(a, _)| a == axis) {
                             overrides.push((axis.to_string(), *size as i64));
                         }

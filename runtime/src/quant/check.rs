@@ -108,6 +108,7 @@ pub(crate) fn blank_record(cell: &QuantizationCell, scheme: QuantScheme) -> Reco
         precision: scheme.name(),
         quantization: None,
         bench: None,
+        generation: None,
         runtime_version: env!("CARGO_PKG_VERSION"),
     }
 }

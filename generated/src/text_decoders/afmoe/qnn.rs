@@ -16,4 +16,8 @@ mod onnx {
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
         "known issue: afmoe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 7.510e-01); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))"
     );
+    runtime::generation_test!(
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: afmoe's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)"
+    );
 }

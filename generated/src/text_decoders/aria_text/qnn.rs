@@ -16,4 +16,8 @@ mod onnx {
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
         "known issue: aria_text fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/layers.0/mlp/experts/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,1} NumOutputs=6 Num entries in 'split' (must equal number of outputs) was 6 Sum of sizes in 'split' (must equal size of selected axis) was 6; dynamo exporter: TorchExportError: Failed to export the model "
     );
+    runtime::generation_test!(
+        super::super::cells::QNN_ONNX, features = ["qnn"], off =
+        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+    );
 }

@@ -16,4 +16,8 @@ mod browser {
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
         "known issue: axk1 fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
+        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+    );
 }

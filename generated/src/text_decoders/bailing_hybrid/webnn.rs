@@ -16,4 +16,8 @@ mod browser {
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
         "known issue: bailing_hybrid fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: bailing_hybrid's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
+    );
 }

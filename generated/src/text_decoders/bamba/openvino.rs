@@ -12,4 +12,8 @@ mod onnx {
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
         "known issue: bamba fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 8 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 26159 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/bamba.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or openvino): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers."
+    );
 }

@@ -16,4 +16,8 @@ mod onnx {
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
         "known issue: bamba fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/bamba/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002"
     );
+    runtime::generation_test!(
+        super::super::cells::QNN_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or qnn): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers."
+    );
 }

@@ -12,4 +12,8 @@ mod onnx {
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
         "known issue: beam fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/layers.1/mlp/experts/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={4,1} NumOutputs=3 Num entries in 'split' (must equal number of outputs) was 3 Sum of sizes in 'split' (must equal size of selected axis) was 3; dynamo exporter: TorchExportError: Failed to export the model "
     );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
+    );
 }

@@ -18,6 +18,10 @@ mod onnx {
         =
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
+    runtime::generation_test!(
+        super::super::cells::CPU_ONNX, features = ["cpu"], off =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
 }
 /// bloom on cpu with libtorch, device cpu: known-issue (bloom fails on cpu with libtorch (measured by gen import --platform cpu): runs: the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'GeLUFunction'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:).
 ///

@@ -12,4 +12,8 @@ mod onnx {
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
         "known issue: blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p"
     );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build blt's decoder with its cache (our gap, not a fact about the model or openvino): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'"
+    );
 }

@@ -12,6 +12,10 @@ mod onnx {
         fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
         "known issue: cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on"
     );
+    runtime::generation_test!(
+        super::super::cells::MPS_ONNX, features = ["mps"], off =
+        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
+    );
 }
 /// cohere2_moe on mps with libtorch, device mps: known-issue (cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on).
 ///

@@ -16,6 +16,10 @@ mod onnx {
         q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
         "known issue: deepseek_v4 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))"
     );
+    runtime::generation_test!(
+        super::super::cells::CUDA_ONNX, ignore =
+        "known issue: deepseek_v4's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2037 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 1.737e-01)"
+    );
 }
 /// deepseek_v4 on cuda with libtorch, device cuda: known-issue (deepseek_v4 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)). (Size-like symbols: u0))).
 ///

@@ -18,4 +18,8 @@ mod browser {
         ["webnn"], off =
         "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core"
+    );
 }

@@ -36,7 +36,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::Run);
 /// gemma4_text on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -72,7 +73,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::Run);
 /// gemma4_text on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -99,7 +101,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::Run);
 /// gemma4_text on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -126,7 +129,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::Run);
 /// gemma4_text on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -157,7 +161,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::Run);
 /// gemma4_text on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -199,6 +204,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
+    .with_generation(runtime::Planned::Run)
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -232,7 +238,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::Run);
 /// gemma4_text on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -286,7 +293,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::Run);
 /// gemma4_text on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -340,7 +348,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::Run);
 /// gemma4_text on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

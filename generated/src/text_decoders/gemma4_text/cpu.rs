@@ -16,6 +16,10 @@ mod onnx {
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
         "known issue: gemma4_text at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.7527 in its worst row (of 8; mean 0.8910), below 0.95; relative L2 error 0.4668, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 1.605e0; worst at flat index 255: got 0.30901217460632324, expected -1.2958872318267822)"
     );
+    runtime::generation_test!(
+        super::super::cells::CPU_ONNX, features = ["cpu"], off =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
 }
 /// gemma4_text on cpu with libtorch, device cpu: run.
 ///

@@ -16,6 +16,10 @@ mod onnx {
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
         "known issue: gemma4_unified_text at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.7996 in its worst row (of 8; mean 0.9296), below 0.95; relative L2 error 0.3752, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_unified_text.yaml) (max abs error 1.878e0; worst at flat index 88: got -1.7949812412261963, expected 0.08269631862640381)"
     );
+    runtime::generation_test!(
+        super::super::cells::CPU_ONNX, features = ["cpu"], off =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
 }
 /// gemma4_unified_text on cpu with libtorch, device cpu: run.
 ///

@@ -20,6 +20,10 @@ mod browser {
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
         "known issue: gemma4_unified_text fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+    );
 }
 /// gemma4_unified_text on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (gemma4_unified_text fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)).
 ///
@@ -40,6 +44,10 @@ mod native {
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: gemma4_unified_text fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)"
+    );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
 /// gemma4_unified_text's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -16,4 +16,8 @@ mod onnx {
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
         "known issue: granitemoe fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/granitemoe/model.onnx: Failed to compose Qnn graph."
     );
+    runtime::generation_test!(
+        super::super::cells::QNN_ONNX, features = ["qnn"], off =
+        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+    );
 }

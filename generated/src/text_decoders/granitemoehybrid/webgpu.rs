@@ -20,6 +20,10 @@ mod browser {
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
         "known issue: granitemoehybrid fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/granitemoehybrid.partial/model.onnx failed:Node (/model/layers.0/mamba/Transpose_9) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: G"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
+        "not tested: hwmatrix's generation exporter could not build granitemoehybrid's decoder with its cache (our gap, not a fact about the model or webgpu): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers."
+    );
 }
 /// granitemoehybrid on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (granitemoehybrid fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/granitemoehybrid.partial/model.onnx failed:Node (/model/layers.0/mamba/Transpose_9) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: G).
 ///
@@ -40,6 +44,10 @@ mod native {
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: granitemoehybrid fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/granitemoehybrid.partial/model.onnx failed:Node (/model/layers.0/mamba/Transpose_9) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: G"
+    );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "not tested: hwmatrix's generation exporter could not build granitemoehybrid's decoder with its cache (our gap, not a fact about the model or webgpu): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers."
     );
 }
 /// granitemoehybrid's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

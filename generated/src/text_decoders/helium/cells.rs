@@ -28,7 +28,12 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    });
 /// helium on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -64,7 +69,12 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    });
 /// helium on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -91,7 +101,12 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    });
 /// helium on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -118,7 +133,12 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    });
 /// helium on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -145,7 +165,12 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    });
 /// helium on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -187,6 +212,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    })
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -220,7 +250,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    });
 /// helium on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -258,7 +293,12 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    });
 /// helium on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -296,7 +336,12 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    });
 /// helium on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -18,6 +18,10 @@ mod onnx {
         =
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
+    runtime::generation_test!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)"
+    );
 }
 /// helium on cpu with libtorch, device cpu: run.
 ///

@@ -18,6 +18,10 @@ mod onnx {
         off =
         "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
     );
+    runtime::generation_test!(
+        super::super::cells::CUDA_ONNX, ignore =
+        "known issue: helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)"
+    );
 }
 /// helium on cuda with libtorch, device cuda: run.
 ///

@@ -13,4 +13,8 @@ mod onnx {
         ["openvino"], off =
         "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
     );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_ONNX, ignore =
+        "known issue: helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)"
+    );
 }

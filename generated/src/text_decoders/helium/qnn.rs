@@ -16,4 +16,8 @@ mod onnx {
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
         "known issue: helium fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 34 µs (0%); QNNExecutionProvider: 2 nodes (67%), 101846 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_decoders/helium.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
+    runtime::generation_test!(
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)"
+    );
 }

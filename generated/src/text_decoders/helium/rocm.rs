@@ -13,6 +13,10 @@ mod onnx {
         ["rocm"], off =
         "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
     );
+    runtime::generation_test!(
+        super::super::cells::ROCM_ONNX, ignore =
+        "known issue: helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)"
+    );
 }
 /// helium on rocm with libtorch, device cuda: run.
 ///

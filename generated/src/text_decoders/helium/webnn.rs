@@ -18,4 +18,8 @@ mod browser {
         ["webnn"], off =
         "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)"
+    );
 }

@@ -16,4 +16,8 @@ mod browser {
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
         "known issue: inkling2_text fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1331 defined in (%1331 : Float(*, *, *, strides=[176, 11, 1], requires_grad=1, device=cpu) = onnx::Slice(%1317, %1326, %1328, %1324, %1330), scope: export.NamedOutputs::/transformers.models.inkling2.modeling_inkling2.Inkling2TextMod"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For"
+    );
 }

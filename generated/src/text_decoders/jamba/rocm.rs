@@ -12,6 +12,10 @@ mod onnx {
         fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, ignore =
         "known issue: jamba fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. Name:'/model/layers.0/mamba/Add_10' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:563 void onnxruntime::BroadcastIterator::Init(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 8 by 13; dynamo exporter: TorchExportErr"
     );
+    runtime::generation_test!(
+        super::super::cells::ROCM_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build jamba's decoder with its cache (our gap, not a fact about the model or rocm): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers."
+    );
 }
 /// jamba on rocm with libtorch, device cuda: known-issue (jamba fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. Name:'/model/layers.0/mamba/Add_10' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:563 void onnxruntime::BroadcastIterator::Init(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 8 by 13; dynamo exporter: TorchExportErr).
 ///

@@ -17,6 +17,10 @@ mod onnx {
         =
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
+    runtime::generation_test!(
+        super::super::cells::CPU_ONNX, features = ["cpu"], off =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
 }
 /// jetmoe on cpu with libtorch, device cpu: known-issue (jetmoe fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: split_with_sizes expects split_sizes to sum exactly to 52 (input tensor's size at dimension 0), but got split_sizes=[5, 4, 2, 5]).
 ///

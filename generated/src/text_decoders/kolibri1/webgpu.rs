@@ -20,6 +20,10 @@ mod browser {
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
         "known issue: kolibri1 fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+    );
 }
 /// kolibri1 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (kolibri1 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)).
 ///
@@ -40,6 +44,10 @@ mod native {
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: kolibri1 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)"
+    );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
 /// kolibri1's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

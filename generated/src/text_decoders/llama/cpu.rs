@@ -17,6 +17,10 @@ mod onnx {
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
         "known issue: llama at q4 fails on cpu (measured by gen import --platform cpu): output logits: top-1 agreement 0.5000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/llama.yaml) (max abs error 5.668e-2; worst at flat index 666: got -0.07779188454151154, expected -0.13447381556034088)"
     );
+    runtime::generation_test!(
+        super::super::cells::CPU_ONNX, features = ["cpu"], off =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
 }
 /// llama on cpu with libtorch, device cpu: run.
 ///

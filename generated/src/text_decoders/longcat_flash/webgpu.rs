@@ -20,6 +20,10 @@ mod browser {
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
         "known issue: longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
+        "known issue: longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i"
+    );
 }
 /// longcat_flash on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th).
 ///
@@ -40,6 +44,10 @@ mod native {
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th"
+    );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i"
     );
 }
 /// longcat_flash's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

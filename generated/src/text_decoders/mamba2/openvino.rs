@@ -12,4 +12,8 @@ mod onnx {
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
         "known issue: mamba2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 10 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 24194 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/mamba2.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or openvino): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]"
+    );
 }

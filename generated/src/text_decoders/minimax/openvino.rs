@@ -13,4 +13,8 @@ mod onnx {
         ["openvino"], off =
         "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
     );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_ONNX, ignore =
+        "known issue: minimax's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)"
+    );
 }

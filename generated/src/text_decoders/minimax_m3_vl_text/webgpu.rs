@@ -20,6 +20,10 @@ mod browser {
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
         "known issue: minimax_m3_vl_text fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.490e-4; worst at flat index 102: got -0.005397799424827099, expected -0.005289996508508921)"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+    );
 }
 /// minimax_m3_vl_text on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (minimax_m3_vl_text fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.490e-4; worst at flat index 102: got -0.005397799424827099, expected -0.005289996508508921)).
 ///
@@ -40,6 +44,10 @@ mod native {
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: minimax_m3_vl_text fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.490e-4; worst at flat index 102: got -0.005397799424827099, expected -0.005289996508508921)"
+    );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
 /// minimax_m3_vl_text's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

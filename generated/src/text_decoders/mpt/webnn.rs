@@ -16,4 +16,8 @@ mod browser {
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
         "known issue: mpt fails on webnn with browser (measured by gen import --platform webnn): matches_reference: output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
+        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+    );
 }

@@ -20,6 +20,10 @@ mod browser {
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
         "known issue: olmo_hybrid fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.354e-4; worst at flat index 83: got 0.14048175513744354, expected 0.14074191451072693)"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
+        "known issue: olmo_hybrid's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
+    );
 }
 /// olmo_hybrid on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (olmo_hybrid fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.354e-4; worst at flat index 83: got 0.14048175513744354, expected 0.14074191451072693)).
 ///
@@ -40,6 +44,10 @@ mod native {
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: olmo_hybrid fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.354e-4; worst at flat index 83: got 0.14048175513744354, expected 0.14074191451072693)"
+    );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: olmo_hybrid's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
     );
 }
 /// olmo_hybrid's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

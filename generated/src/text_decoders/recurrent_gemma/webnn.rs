@@ -16,4 +16,8 @@ mod browser {
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
         "known issue: recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "not tested: hwmatrix's generation exporter could not build recurrent_gemma's decoder with its cache (our gap, not a fact about the model or webnn): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'"
+    );
 }

@@ -12,4 +12,8 @@ mod onnx {
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
         "known issue: rwkv fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape "
     );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build rwkv's decoder with its cache (our gap, not a fact about the model or openvino): AttributeError: 'RwkvCausalLMOutput' object has no attribute 'past_key_values'"
+    );
 }

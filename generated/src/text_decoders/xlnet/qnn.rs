@@ -16,4 +16,8 @@ mod onnx {
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
         "known issue: xlnet fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (68%), 549 µs (1%); QNNExecutionProvider: 7 nodes (32%), 104265 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
+    runtime::generation_test!(
+        super::super::cells::QNN_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or qnn): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'"
+    );
 }

@@ -20,6 +20,10 @@ mod browser {
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
         "known issue: xlnet fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
+        "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'"
+    );
 }
 /// xlnet on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (xlnet fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 214 µs (16%); WebGpuExecutionProvider: 86 nodes (64%), 1126 µs (84%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason).
 ///
@@ -40,6 +44,10 @@ mod native {
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: xlnet fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 214 µs (16%); WebGpuExecutionProvider: 86 nodes (64%), 1126 µs (84%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason"
+    );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'"
     );
 }
 /// xlnet's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -16,4 +16,8 @@ mod browser {
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
         "known issue: xlnet fails on webnn with browser (measured by gen import --platform webnn): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'matmul' on 'MLGraphBuilder': [/model/layer.0/rel_attn/Einsum_8_matmul] The number of columns (32) in the first matrix isn't equal to the number of rows (8) in the second matrix. (page log: 2026-11-22 17:37:48.000225 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [178] name: [/model/layer.1/ff/layer_1/MatMul/MatMulAddFusion] supported: [1] | 2026-11-22 17:37:48.000335 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [179] name: [gemm_input_reshape_token_14] supported: [1] | 2026-11-22 17:37:48.000445 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [180] name: [gemm_output_reshape_token_17] supported: [1] | 2026-11-22 17:37:48.000560 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [181] name: [/model/layer.1/ff/layer_2/MatMul/MatMulAddFusion] supported: [1] | 2026-11-22 17:37:48.004325 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 81 number of nodes supported by WebNN: 81)"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or webnn): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'"
+    );
 }

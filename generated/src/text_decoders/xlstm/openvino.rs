@@ -12,4 +12,8 @@ mod onnx {
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
         "known issue: xlstm fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Reshape node. Name:'/model/blocks.0/mlstm_layer/Reshape_3' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:84 onnxruntime::ReshapeHelper::ReshapeHelper(const onnxruntime::TensorShape&, onnxruntime::TensorShapeVector&, bool) size != 0 && (input_shape_size % size) == 0 was false. The input tensor cannot "
     );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build xlstm's decoder with its cache (our gap, not a fact about the model or openvino): ValueError: matC_old has wrong shape, got torch.Size([2, 4, 16, 16])"
+    );
 }

@@ -20,6 +20,10 @@ mod browser {
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
         "known issue: zaya fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/layers.0/mlp/experts/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={4,1} NumOutputs=3 Num entries in 'split' (must equal number of outputs) was 3 Sum of sizes in 'split' (must equal size of selected axis) was 3; dynamo exporter: TorchExportError: Failed to export the model "
     );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
+        "known issue: zaya's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2008 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 3.004e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2008 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 3.004e-02)"
+    );
 }
 /// zaya on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (zaya fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/layers.0/mlp/experts/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={4,1} NumOutputs=3 Num entries in 'split' (must equal number of outputs) was 3 Sum of sizes in 'split' (must equal size of selected axis) was 3; dynamo exporter: TorchExportError: Failed to export the model).
 ///
@@ -40,6 +44,10 @@ mod native {
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: zaya fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/layers.0/mlp/experts/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={4,1} NumOutputs=3 Num entries in 'split' (must equal number of outputs) was 3 Sum of sizes in 'split' (must equal size of selected axis) was 3; dynamo exporter: TorchExportError: Failed to export the model "
+    );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: zaya's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2008 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 3.004e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2008 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 3.004e-02)"
     );
 }
 /// zaya's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -13,6 +13,7 @@ mod chromium;
 mod ort_log;
 mod server;
 
+use crate::engine::onnx::StaticInputs;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -32,7 +33,7 @@ use super::{Placement, Session, Threads};
 use crate::error::{CheckError, ErrorKind};
 use crate::placement::GraphNodes;
 use crate::tensor::{Data, Tensor, f16};
-use crate::{BrowserBackend, Cell};
+use crate::BrowserBackend;
 
 /// Time limits of each step, generous for SwiftShader on two cores (a
 /// session of a large model compiles hundreds of shaders on the CPU).
@@ -68,10 +69,10 @@ const COMMON_FLAGS: [&str; 8] = [
 /// those shapes (`freeDimensionOverrides`). `nodes` is the fixture's account
 /// of the graph's nodes, for judging what ran off the provider.
 pub fn open(
-    cell: &Cell,
     backend: BrowserBackend,
     device_type: Option<&'static str>,
     model: &Path,
+    inputs: StaticInputs,
     nodes: GraphNodes,
 ) -> Result<Box<dyn Session>, CheckError> {
     let executable = presence::browser_executable(backend).map_err(|m| CheckError::new(ErrorKind::PlatformAbsent, m))?;
@@ -91,7 +92,6 @@ pub fn open(
             PageSession { chromium, page, key, opened: None }
         }
     };
-    let inputs = cell.model.inputs.iter().map(|d| (d.name, d.axes)).collect();
     Ok(Box::new(BrowserSession { page: Some(page), healthy: true, backend, device_type, model_url, inputs, nodes }))
 }
 
@@ -243,7 +243,7 @@ struct BrowserSession {
     device_type: Option<&'static str>,
     model_url: String,
     /// The model's declared inputs and their named axes, for WebNN's overrides.
-    inputs: Vec<(&'static str, &'static [&'static str])>,
+    inputs: StaticInputs,
     nodes: GraphNodes,
 }
 
@@ -277,7 +277,7 @@ impl BrowserSession {
         if self.backend == BrowserBackend::Webnn {
             for (name, axes) in &self.inputs {
                 if let Some((_, tensor)) = inputs.iter().find(|(n, _)| n == name) {
-                    for (axis, size) in axes.iter().zip(&tensor.shape) {
+                    for (axis, size) in axes.iter().zip(&tensor.shape).filter(|(a, _)| !a.is_empty()) {
                         overrides.insert(axis.to_string(), json!(size));
                     }
                 }

@@ -1,0 +1,343 @@
+//! The `generates` check: the model's decoder with its cache generates on the
+//! cell's engine as PyTorch's `generate()` did. The generation fixture
+//! (runtime/exporter/generation.py) holds one graph with the cache as inputs
+//! and outputs, what `generate()` fed the model at each step, and the logits
+//! it computed. The check runs the same loop on the engine: step 0 with an
+//! empty cache, each later step with the cache the engine itself returned.
+//! It teacher-forces the reference's tokens (each step feeds what generate()
+//! fed), so one near-tie cannot derail the steps after it, and every step is
+//! measured; the first step that diverges is the verdict.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::compare;
+use crate::engine::onnx::StaticInputs;
+use crate::error::{CheckError, ErrorKind};
+use crate::fixture::TensorMeta;
+use crate::fixture_key::generation_fixture_key;
+use crate::npy;
+use crate::paths;
+use crate::tensor::{Data, Tensor};
+use crate::{ModelDecl, Tolerance};
+
+/// meta.json of a generation fixture.
+#[derive(Debug, Deserialize)]
+pub struct GenerationMeta {
+    pub model_type: String,
+    pub source: String,
+    #[serde(default)]
+    pub cache_key: Option<String>,
+    /// The graph every step runs (`decoder.onnx`).
+    pub graph: String,
+    /// Its logits output, `[batch, sequence, vocab]`.
+    pub logits: String,
+    /// The inputs generate() fed at every step (input_ids, attention_mask, position_ids...).
+    pub feeds: Vec<String>,
+    /// The cache: each past input, the present output that feeds it at the next step.
+    pub past: Vec<PastTensor>,
+    pub steps: Vec<StepMeta>,
+    /// The prompt plus the tokens generate() produced, per row.
+    pub sequences: Vec<Vec<i64>>,
+    pub prompt_lengths: Vec<usize>,
+    /// The graph's nodes that compute on index and shape data only.
+    #[serde(default)]
+    pub integer_nodes: Option<crate::fixture::IntegerNodes>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PastTensor {
+    pub input: String,
+    pub output: String,
+    /// Its shape at the prefill: the sequence axis is 0.
+    pub empty_shape: Vec<usize>,
+    pub sequence_axis: usize,
+    pub dtype: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct StepMeta {
+    pub feeds: Vec<TensorMeta>,
+    /// The last position's logits, `[batch, vocab]`.
+    pub reference: TensorMeta,
+}
+
+#[derive(Debug)]
+pub struct GenerationFixture {
+    pub dir: PathBuf,
+    pub meta: GenerationMeta,
+}
+
+impl GenerationFixture {
+    /// The generation fixture of a model (`<fixtures>/generation/<model_type>`),
+    /// built from this model's spec by this checkout's exporters.
+    pub fn open(model: &ModelDecl) -> Result<GenerationFixture, CheckError> {
+        let root = paths::generation_fixtures(&paths::fixtures_dir());
+        let fixture = GenerationFixture::open_dir(&root, model.model_type)?;
+        let want = generation_fixture_key(model.spec_digest);
+        if fixture.meta.source == "tiny-random" && fixture.meta.cache_key.as_deref() != Some(want.as_str()) {
+            return Err(CheckError::new(
+                ErrorKind::FixtureStale,
+                format!(
+                    "the generation fixture {} is stale: it was built under key {}, but {} and this checkout's exporters give {}; rebuild it with `cargo run -p generator --bin gen -- fixtures --model {}`",
+                    fixture.dir.display(),
+                    fixture.meta.cache_key.as_deref().unwrap_or("(none)"),
+                    model.spec_path,
+                    &want[..12],
+                    model.model_type
+                ),
+            ));
+        }
+        Ok(fixture)
+    }
+
+    pub fn open_dir(root: &Path, model_type: &str) -> Result<GenerationFixture, CheckError> {
+        let dir = root.join(model_type);
+        let meta_path = dir.join("meta.json");
+        let Ok(text) = std::fs::read_to_string(&meta_path) else {
+            let build = format!("build it with `cargo run -p generator --bin gen -- fixtures --model {model_type}`");
+            return Err(match std::fs::read_to_string(paths::export_error_file(root, model_type)) {
+                Ok(error) => CheckError::new(
+                    ErrorKind::ExportFailed,
+                    format!("no generation fixture for {model_type}: {}{}", crate::GENERATION_EXPORT_FAILED, error.trim()),
+                ),
+                Err(_) => CheckError::new(ErrorKind::FixtureMissing, format!("no generation fixture for {model_type}: {} does not exist; {build}", meta_path.display())),
+            });
+        };
+        let invalid = |message: String| CheckError::new(ErrorKind::FixtureInvalid, message);
+        let meta: GenerationMeta = serde_json::from_str(&text).map_err(|e| invalid(format!("{}: {e}", meta_path.display())))?;
+        if meta.model_type != model_type || meta.steps.is_empty() {
+            return Err(invalid(format!("{}: model_type {:?} with {} steps, expected {model_type:?} with some", meta_path.display(), meta.model_type, meta.steps.len())));
+        }
+        Ok(GenerationFixture { dir, meta })
+    }
+
+    pub fn graph(&self) -> PathBuf {
+        self.dir.join(&self.meta.graph)
+    }
+
+    /// The graph's account of its integer-only nodes, for judging CPU placements.
+    pub fn graph_nodes(&self) -> crate::placement::GraphNodes {
+        self.meta.integer_nodes.as_ref().map(|n| crate::placement::GraphNodes::new(&n.names, &n.float)).unwrap_or_default()
+    }
+
+    /// What generate() fed the model at `step`.
+    pub fn feeds(&self, step: usize) -> Result<Vec<(String, Tensor)>, CheckError> {
+        self.meta.steps[step].feeds.iter().map(|t| Ok((t.name.clone(), self.read(&format!("steps/{step}"), t)?))).collect()
+    }
+
+    /// PyTorch's logits for the last position at `step`, `[batch, vocab]`.
+    pub fn reference(&self, step: usize) -> Result<Tensor, CheckError> {
+        self.read("reference", &self.meta.steps[step].reference)
+    }
+
+    /// The prefill's cache: every past input with its sequence axis empty.
+    pub fn empty_past(&self) -> Result<Vec<(String, Tensor)>, CheckError> {
+        self.meta
+            .past
+            .iter()
+            .map(|p| match p.dtype.as_str() {
+                "float32" => Ok((p.input.clone(), Tensor { shape: p.empty_shape.clone(), data: Data::Float32(Vec::new()) })),
+                other => Err(CheckError::new(ErrorKind::FixtureInvalid, format!("{}: past {} is {other}; the check feeds float32 caches", self.dir.display(), p.input))),
+            })
+            .collect()
+    }
+
+    /// The graph's inputs and their named axes, for engines that build static
+    /// graphs (WebNN, QNN): each step's sizes are fixed in a session of its own.
+    pub fn static_inputs(&self) -> StaticInputs {
+        let mut inputs: StaticInputs = self
+            .meta
+            .feeds
+            .iter()
+            .map(|name| {
+                let axes = if name == "attention_mask" { ["batch", "total_sequence"] } else { ["batch", "sequence"] };
+                (name.clone(), axes.iter().map(|a| a.to_string()).collect())
+            })
+            .collect();
+        for p in &self.meta.past {
+            let axes = (0..p.empty_shape.len())
+                .map(|d| match d {
+                    0 => "batch".to_string(),
+                    d if d == p.sequence_axis => "past_sequence".to_string(),
+                    _ => String::new(), // a fixed size: nothing to override
+                })
+                .collect();
+            inputs.push((p.input.clone(), axes));
+        }
+        inputs
+    }
+
+    fn read(&self, folder: &str, meta: &TensorMeta) -> Result<Tensor, CheckError> {
+        let invalid = |message: String| CheckError::new(ErrorKind::FixtureInvalid, message);
+        let tensor = npy::read(&self.dir.join(folder).join(format!("{}.npy", meta.name))).map_err(invalid)?;
+        if tensor.shape != meta.shape {
+            return Err(invalid(format!("{folder}/{}.npy has shape {:?}, meta.json says {:?}", meta.name, tensor.shape, meta.shape)));
+        }
+        Ok(tensor)
+    }
+}
+
+/// What the loop measured, step by step; kept in the record, passed or failed.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct GenerationRecord {
+    /// Steps run: the prefill, then one per new token.
+    pub steps: usize,
+    pub batch: usize,
+    pub prompt_lengths: Vec<usize>,
+    pub tolerance: Option<Tolerance>,
+    /// Each step's figures, in order.
+    pub per_step: Vec<StepRecord>,
+    /// The first step whose logits left the tolerance or chose another top token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_divergence: Option<Divergence>,
+    /// How many steps' top tokens agree with PyTorch's in every row.
+    pub top1_agreeing_steps: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StepRecord {
+    pub step: usize,
+    /// The past length the step attended over (0 at the prefill).
+    pub past_length: usize,
+    pub max_abs: f64,
+    pub max_rel: f64,
+    pub violations: usize,
+    /// Rows whose top token differs from PyTorch's where PyTorch's is not a near-tie.
+    pub top1_disagreements: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Divergence {
+    pub step: usize,
+    pub output: String,
+    pub what: String,
+}
+
+/// Runs the loop through `run` (one engine session's run) and judges each step's
+/// last-position logits with `tolerance`. Err carries the measured record too.
+pub fn generate(
+    fixture: &GenerationFixture,
+    tolerance: Tolerance,
+    run: &mut dyn FnMut(&[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, CheckError>,
+    record: &mut GenerationRecord,
+) -> Result<(), CheckError> {
+    let meta = &fixture.meta;
+    record.steps = meta.steps.len();
+    record.batch = meta.sequences.len();
+    record.prompt_lengths = meta.prompt_lengths.clone();
+    record.tolerance = Some(tolerance);
+    let mut past = fixture.empty_past()?;
+    for step in 0..meta.steps.len() {
+        let past_length = past.first().map_or(0, |(_, t)| meta.past.first().map_or(0, |p| t.shape.get(p.sequence_axis).copied().unwrap_or(0)));
+        let mut inputs = fixture.feeds(step)?;
+        inputs.extend(past.iter().cloned());
+        let outputs = run(&inputs).map_err(|e| CheckError::new(e.kind, format!("step {step} (past length {past_length}): {}", e.message)))?;
+        let take = |name: &str| {
+            outputs.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone()).ok_or_else(|| {
+                let got: Vec<&str> = outputs.iter().map(|(n, _)| n.as_str()).collect();
+                CheckError::new(ErrorKind::OutputMismatch, format!("step {step}: the graph has no output {name}; it has {got:?}"))
+            })
+        };
+        let logits = last_position(&take(&meta.logits)?).map_err(|e| CheckError::new(ErrorKind::OutputMismatch, format!("step {step}: {e}")))?;
+        let expected = fixture.reference(step)?;
+        let dev = compare::deviation(&logits, &expected, tolerance).map_err(|e| CheckError::new(ErrorKind::OutputMismatch, format!("step {step}: logits {e}")))?;
+        let disagreements = top1_disagreements(&logits, &expected, tolerance);
+        record.per_step.push(StepRecord { step, past_length, max_abs: dev.max_abs, max_rel: dev.max_rel, violations: dev.violations, top1_disagreements: disagreements });
+        if disagreements == 0 {
+            record.top1_agreeing_steps += 1;
+        }
+        if record.first_divergence.is_none() && (dev.violations > 0 || disagreements > 0) {
+            let worst = dev.worst.map(|i| format!("; worst at flat index {i}: got {}, expected {}", logits.value(i), expected.value(i))).unwrap_or_default();
+            record.first_divergence = Some(Divergence {
+                step,
+                output: meta.logits.clone(),
+                what: format!(
+                    "{} of {} logits outside abs {} + rel {}, {disagreements} of {} rows with another top token (max abs error {:.3e}{worst})",
+                    dev.violations,
+                    expected.len(),
+                    tolerance.abs,
+                    tolerance.rel,
+                    record.batch,
+                    dev.max_abs
+                ),
+            });
+        }
+        past = meta.past.iter().map(|p| Ok((p.input.clone(), take(&p.output)?))).collect::<Result<_, CheckError>>()?;
+    }
+    match &record.first_divergence {
+        None => Ok(()),
+        Some(d) => Err(CheckError::new(
+            ErrorKind::OutOfTolerance,
+            format!(
+                "generation diverged from PyTorch's generate() at step {} of {} ({}: past length {}): {}: {}",
+                d.step,
+                record.steps,
+                if d.step == 0 { "the prefill" } else { "a decode step with the cache" },
+                record.per_step[d.step].past_length,
+                d.output,
+                d.what
+            ),
+        )),
+    }
+}
+
+/// `[batch, sequence, vocab]` logits' last position as `[batch, vocab]`.
+fn last_position(logits: &Tensor) -> Result<Tensor, String> {
+    let [batch, sequence, vocab] = logits.shape[..] else {
+        return Err(format!("logits have shape {:?}, expected [batch, sequence, vocab]", logits.shape));
+    };
+    let Data::Float32(values) = &logits.data else {
+        return Err(format!("logits are {}, expected float32", logits.dtype()));
+    };
+    let mut last = Vec::with_capacity(batch * vocab);
+    for row in 0..batch {
+        let start = (row * sequence + sequence - 1) * vocab;
+        last.extend_from_slice(&values[start..start + vocab]);
+    }
+    Ok(Tensor { shape: vec![batch, vocab], data: Data::Float32(last) })
+}
+
+/// Rows whose top token differs from the reference's, counting only rows where
+/// the reference's top two are further apart than the tolerance allows either
+/// to move (a near-tie is within the tolerance, and the step's logits are judged by it).
+fn top1_disagreements(actual: &Tensor, expected: &Tensor, tolerance: Tolerance) -> usize {
+    let vocab = *expected.shape.last().unwrap_or(&1);
+    let (a, e) = (actual.values(), expected.values());
+    a.chunks(vocab)
+        .zip(e.chunks(vocab))
+        .filter(|(a_row, e_row)| {
+            let argmax = |row: &[f64]| row.iter().enumerate().fold(0, |best, (i, v)| if *v > row[best] { i } else { best });
+            let (top, got) = (argmax(e_row), argmax(a_row));
+            let second = e_row.iter().enumerate().filter(|(i, _)| *i != top).map(|(_, v)| *v).fold(f64::NEG_INFINITY, f64::max);
+            let slack = 2.0 * (tolerance.abs + tolerance.rel * e_row[top].abs());
+            top != got && e_row[top] - second > slack
+        })
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(shape: Vec<usize>, v: Vec<f32>) -> Tensor {
+        Tensor { shape, data: Data::Float32(v) }
+    }
+
+    #[test]
+    fn the_last_position_of_each_row_is_taken() {
+        let logits = t(vec![2, 2, 3], vec![0., 1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11.]);
+        assert_eq!(last_position(&logits).unwrap(), t(vec![2, 3], vec![3., 4., 5., 9., 10., 11.]));
+        assert!(last_position(&t(vec![6], vec![0.; 6])).is_err());
+    }
+
+    #[test]
+    fn another_top_token_counts_unless_the_reference_is_a_near_tie() {
+        let tol = Tolerance { abs: 1e-4, rel: 0.0 };
+        let expected = t(vec![2, 3], vec![0.0, 1.0, 0.5, 0.0, 1.0, 0.99995]);
+        let swapped = t(vec![2, 3], vec![0.0, 0.5, 1.0, 0.0, 0.99995, 1.0]);
+        assert_eq!(top1_disagreements(&swapped, &expected, tol), 1, "row 0 is a clear disagreement, row 1 a near-tie");
+        assert_eq!(top1_disagreements(&expected, &expected, tol), 0);
+    }
+}
