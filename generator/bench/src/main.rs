@@ -73,6 +73,10 @@ fn bench_one(cell: &runtime::Cell, options: &Options) -> bool {
             let l = &result.latency;
             println!("{:<28} {:>10} {:>10} {:>10}", cell.id(), "median ms", "p90 ms", "runs");
             println!("{:<28} {:>10.4} {:>10.4} {:>10}", "rust (this runtime)", l.median_ms, l.p90_ms, l.runs);
+            if let Some(py) = &result.python {
+                println!("{:<28} {:>10.4} {:>10.4} {:>10}", format!("python onnxruntime {}", py.onnxruntime), py.latency.median_ms, py.latency.p90_ms, py.latency.runs);
+                println!("rust / python: {:.3} (median per inference, same model, inputs and threads)", py.rust_over_python);
+            }
             if let Some(g) = &result.generation {
                 println!(
                     "generation: batch {} (prompts of {:?} tokens, left-padded), prefill then {} decode steps with the cache, teacher-forced",
@@ -84,10 +88,6 @@ fn bench_one(cell: &runtime::Cell, options: &Options) -> bool {
                     println!("{:<28} {:>12.4} {:>14.4} {:>16.1}", format!("python onnxruntime {}", py.onnxruntime), py.prefill.median_ms, py.decode_step.median_ms, py.decode_tokens_per_second);
                     println!("rust / python per decode step: {:.3} (prefill {:.3}; medians, same graph, feeds, cache and threads)", py.rust_over_python_decode, py.rust_over_python_prefill);
                 }
-            }
-            if let Some(py) = &result.python {
-                println!("{:<28} {:>10.4} {:>10.4} {:>10}", format!("python onnxruntime {}", py.onnxruntime), py.latency.median_ms, py.latency.p90_ms, py.latency.runs);
-                println!("rust / python: {:.3} (median per inference, same model, inputs and threads)", py.rust_over_python);
             }
             for t in &result.throughput {
                 match (t.per_second, &t.error) {

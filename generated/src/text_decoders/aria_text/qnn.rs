@@ -17,7 +17,7 @@ mod onnx {
         "known issue: aria_text fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/layers.0/mlp/experts/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,1} NumOutputs=6 Num entries in 'split' (must equal number of outputs) was 6 Sum of sizes in 'split' (must equal size of selected axis) was 6; dynamo exporter: TorchExportError: Failed to export the model "
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: aria_text does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 107 of 2048 logits outside abs 0.03950648659579201 + rel 0, 0 of 2 rows with another top token (max abs error 8.383e-2; worst at flat index 1194: got -0.0618286170065403, expected 0.022002635523676872)"
     );
 }

@@ -17,7 +17,7 @@ mod onnx {
         "known issue: cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: cohere2_moe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (past length 0): cannot load /root/.cache/hwmatrix/fixtures/generation/cohere2_moe/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002"
     );
 }

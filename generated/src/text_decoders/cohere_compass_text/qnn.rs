@@ -17,7 +17,7 @@ mod onnx {
         "known issue: cohere_compass_text fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 6 of 832 elements outside 0.1 of the output's spread (2.858e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/cohere_compass_text.yaml) (max abs error 3.802e-1; worst at flat index 830: got -0.008979798294603825, expected -0.38915449380874634)"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: cohere_compass_text does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 1 of 2048 logits outside abs 0.07566513457261409 + rel 0, 0 of 2 rows with another top token (max abs error 7.569e-2; worst at flat index 1343: got 0.02072143740952015, expected -0.05496515706181526)"
     );
 }

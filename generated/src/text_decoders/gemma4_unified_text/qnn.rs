@@ -17,7 +17,7 @@ mod onnx {
         "known issue: gemma4_unified_text fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 78 of 832 elements outside 0.1 of the output's spread (3.248e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/gemma4_unified_text.yaml) (max abs error 2.637e0; worst at flat index 746: got -1.6777344942092896, expected 0.9590352177619934)"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: gemma4_unified_text does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 586 of 2048 logits outside abs 0.04008030415471922 + rel 0, 0 of 2 rows with another top token (max abs error 2.569e-1; worst at flat index 1552: got -0.1137085035443306, expected 0.14322775602340698)"
     );
 }

@@ -17,7 +17,7 @@ mod onnx {
         "known issue: gpt_neox_japanese fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_16294374208475988213_4 node. Name:'QNNExecutionProvider_QNNExecutionProvider_16294374208475988213_4_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: gpt_neox_japanese does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (past length 0): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_11378350282548230491_4 node. Name:'QNNExecutionProvider_QNNExecutionProvider_11378350282548230491_4_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004"
     );
 }

@@ -17,7 +17,7 @@ mod onnx {
         "known issue: granite fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 5 of 832 elements outside 0.1 of the output's spread (2.903e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/granite.yaml) (max abs error 4.117e-1; worst at flat index 772: got 2.503906488418579, expected 2.0921590328216553)"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: granite does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 390 of 2048 logits outside abs 0.03871331053487666 + rel 0, 0 of 2 rows with another top token (max abs error 1.389e-1; worst at flat index 2005: got 0.02243042178452015, expected -0.11642245203256607)"
     );
 }

@@ -17,7 +17,7 @@ mod onnx {
         "known issue: granite_swa fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 6 of 832 elements outside 0.1 of the output's spread (3.231e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/granite_swa.yaml) (max abs error 5.266e-1; worst at flat index 809: got -0.5332031846046448, expected -0.00655845133587718)"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: granite_swa does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 263 of 2048 logits outside abs 0.05220435015912699 + rel 0, 0 of 2 rows with another top token (max abs error 1.689e-1; worst at flat index 1342: got 0.3544922173023224, expected 0.18560302257537842)"
     );
 }

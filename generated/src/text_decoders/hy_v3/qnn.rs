@@ -17,7 +17,7 @@ mod onnx {
         "known issue: hy_v3 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/hy_v3/model.onnx: Failed to compose Qnn graph."
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: hy_v3 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 16 of 2048 logits outside abs 0.01083236435972026 + rel 0, 0 of 2 rows with another top token (max abs error 1.612e-2; worst at flat index 1094: got -0.02360534854233265, expected -0.007490330375730991)"
     );
 }

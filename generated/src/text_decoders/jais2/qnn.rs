@@ -17,7 +17,7 @@ mod onnx {
         "known issue: jais2 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 3 of 832 elements outside 0.1 of the output's spread (2.842e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/jais2.yaml) (max abs error 3.475e-1; worst at flat index 782: got -0.4677734673023224, expected -0.12025380879640579)"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: jais2 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 196 of 2048 logits outside abs 0.037947259057909834 + rel 0, 0 of 2 rows with another top token (max abs error 9.344e-2; worst at flat index 1462: got 0.2435302883386612, expected 0.15008732676506042)"
     );
 }

@@ -17,7 +17,7 @@ mod onnx {
         "known issue: kolibri1 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/kolibri1/model.onnx: Failed to compose Qnn graph."
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: kolibri1 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 847 of 2048 logits outside abs 0.04196093078414834 + rel 0, 0 of 2 rows with another top token (max abs error 5.855e-1; worst at flat index 1914: got 0.2492675930261612, expected -0.3362429141998291)"
     );
 }

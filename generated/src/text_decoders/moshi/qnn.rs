@@ -17,7 +17,7 @@ mod onnx {
         "known issue: moshi fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside 0.1 of the output's spread (3.058e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/moshi.yaml) (max abs error 5.322e-1; worst at flat index 744: got 0.3718262016773224, expected 0.9040228128433228)"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: moshi does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 94 of 2048 logits outside abs 0.045132870875454506 + rel 0, 0 of 2 rows with another top token (max abs error 9.055e-2; worst at flat index 1142: got 0.0898437574505806, expected 0.18039801716804504)"
     );
 }

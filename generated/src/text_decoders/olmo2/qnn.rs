@@ -17,7 +17,7 @@ mod onnx {
         "known issue: olmo2 fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output last_hidden_state: 25 of 256 elements outside 0.1 of the output's spread (2.481e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/olmo2.yaml) (max abs error 9.785e-1; worst at flat index 180: got 0.4904785454273224, expected -0.48799562454223633)"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: olmo2 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 877 of 2048 logits outside abs 0.0411324510716895 + rel 0, 0 of 2 rows with another top token (max abs error 4.542e-1; worst at flat index 29: got 0.2575683891773224, expected -0.19659385085105896)"
     );
 }

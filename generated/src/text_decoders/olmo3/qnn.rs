@@ -17,7 +17,7 @@ mod onnx {
         "known issue: olmo3 fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output last_hidden_state: 27 of 256 elements outside 0.1 of the output's spread (2.486e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/olmo3.yaml) (max abs error 1.213e0; worst at flat index 209: got 0.1295166164636612, expected -1.0838611125946045)"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: olmo3 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 804 of 2048 logits outside abs 0.04129799418722087 + rel 0, 0 of 2 rows with another top token (max abs error 2.929e-1; worst at flat index 195: got 0.1364746242761612, expected -0.156428262591362)"
     );
 }

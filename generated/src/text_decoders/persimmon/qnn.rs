@@ -17,7 +17,7 @@ mod onnx {
         "known issue: persimmon fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 6 of 832 elements outside 0.1 of the output's spread (3.201e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/persimmon.yaml) (max abs error 4.249e-1; worst at flat index 811: got 0.5800781846046448, expected 0.1551688313484192)"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: persimmon does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 259 of 2048 logits outside abs 0.03755103148439503 + rel 0, 0 of 2 rows with another top token (max abs error 1.068e-1; worst at flat index 1522: got 0.1583252102136612, expected 0.26514166593551636)"
     );
 }

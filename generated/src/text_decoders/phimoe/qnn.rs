@@ -17,7 +17,7 @@ mod onnx {
         "known issue: phimoe fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/phimoe/model.onnx: Failed to compose Qnn graph."
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: phimoe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 402 of 2048 logits outside abs 0.03939009927580628 + rel 0, 1 of 2 rows with another top token (max abs error 1.434e-1; worst at flat index 1167: got 0.1010742262005806, expected 0.24442462623119354)"
     );
 }

@@ -17,7 +17,7 @@ mod onnx {
         "known issue: qwen2 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output logits: 3 of 26624 elements outside 0.1 of the output's spread (4.340e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/qwen2.yaml) (max abs error 5.338e-2; worst at flat index 26608: got -0.1452636867761612, expected -0.09188390523195267)"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: qwen2 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 235 of 2048 logits outside abs 0.04107201691360843 + rel 0, 0 of 2 rows with another top token (max abs error 1.238e-1; worst at flat index 1513: got 0.0543823279440403, expected -0.06946081668138504)"
     );
 }

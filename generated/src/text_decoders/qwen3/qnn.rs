@@ -17,7 +17,7 @@ mod onnx {
         "known issue: qwen3 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 25 of 832 elements outside 0.1 of the output's spread (2.997e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/qwen3.yaml) (max abs error 7.047e-1; worst at flat index 830: got 0.4194336235523224, expected -0.2852640748023987)"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: qwen3 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 272 of 2048 logits outside abs 0.038377907266476545 + rel 0, 0 of 2 rows with another top token (max abs error 1.164e-1; worst at flat index 1562: got 0.2028808742761612, expected 0.08652383089065552)"
     );
 }

@@ -17,7 +17,7 @@ mod onnx {
         "known issue: qwen3_moe fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/qwen3_moe/model.onnx: Failed to compose Qnn graph."
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: qwen3_moe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 372 of 2048 logits outside abs 0.03876336727605576 + rel 0, 0 of 2 rows with another top token (max abs error 1.309e-1; worst at flat index 1440: got 0.2009277492761612, expected 0.07001891732215881)"
     );
 }
