@@ -87,6 +87,8 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &S
         generation_names.insert(label.clone());
         let mut job = export_job(model, &out_dir, &key, source)?;
         job["kind"] = "generation".into();
+        // Decoder-only or encoder-decoder: not part of the exporter's spec view (nor of the key).
+        job["job"]["task"] = model.spec.task.clone().into();
         jobs.push((label, job));
     }
     if jobs.is_empty() {

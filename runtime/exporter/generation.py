@@ -1,22 +1,29 @@
 """Build one hwmatrix generation fixture: a text decoder with its cache of past keys and values
 as graph inputs and outputs, and the reference of PyTorch's own `generate()` to check it by.
 
-`gen fixtures` sends a job like export.py's ({"spec", "out_dir", "cache_key", "seed"}) for every
-model whose task is text-generation. The fixture (`<fixtures>/generation/<model_type>/`):
+`gen fixtures` sends a job like export.py's ({"spec", "out_dir", "cache_key", "seed"}, and the spec's "task") for every
+model that generates text (task text-generation or text2text-generation). The fixture
+(`<fixtures>/generation/<model_type>/`), one format for both kinds:
 
-    meta.json              the steps' inputs, the cache layout, the tokens generated, how
-    decoder.onnx           one graph for every step: feeds + past_key_values.<layer>.<key|value>
-                           in, logits + present.<layer>.<key|value> out (the prefill's past is
-                           empty: its sequence axis is 0), as transformers.js and optimum's
-                           merged decoders take it
-    steps/<i>/<feed>.npy   what generate() fed the model at step i (input_ids, attention_mask,
-                           position_ids...), recorded from the model's own forward calls
-    reference/<i>.npy      the logits PyTorch computed for the last position at step i, [batch, vocab]
+    meta.json          the graphs and their inputs (with named axes), which graph each step runs,
+                       the cache (`carried`: each input fed from an earlier output), the tokens
+    <graph>.onnx       decoder-only: `decoder.onnx`, one graph for every step (feeds +
+                       past_key_values.<layer>.<key|value> in, logits + present.<layer>.<key|value>
+                       out; the prefill's past is empty, its sequence axis 0), as transformers.js
+                       and optimum's merged decoders take it. Encoder-decoders, split as optimum
+                       and transformers.js split them: `encoder.onnx` once, `decoder.onnx` for the
+                       first step (it makes the cross-attention cache,
+                       present.<layer>.encoder.<key|value>), `decoder_with_past.onnx` after it
+                       (past_key_values.<layer>.decoder.* grow, .encoder.* are the first step's)
+    prologue/<graph>/  the encoder's inputs
+    steps/<i>/         what generate() fed the model at step i, recorded from its own forward calls
+    reference/<i>.npy  PyTorch's logits for the last position at step i, [batch, vocab]
 
-The prompt is a padded batch of two prompts of different lengths (left padding, as generate()
-pads decoder-only models), so the masks over the cache are exercised; 8 new tokens, sampled with
-a seed (tiny random models repeat a token under greedy decoding). A check teacher-forces these
-tokens: step i feeds what generate() fed, with the cache the engine itself returned at step i-1.
+A batch of two prompts of different lengths, padded (decoder-only: on the left, as generate()
+pads them; encoder-decoders: the source on the right), so the masks over the cache are
+exercised; 8 new tokens, sampled with a seed (tiny random models repeat a token under greedy
+decoding). A check teacher-forces these tokens: step i feeds what generate() fed, with the cache
+the engine itself returned before.
 
 Its own file with its own cache key (runtime/cell's fixture_key covers it), so changing it
 rebuilds generation fixtures only, not the 489 float32 fixtures.
@@ -37,29 +44,33 @@ import transformers
 
 import export as ex
 
-GENERATION_EXPORTER_VERSION = 1
+GENERATION_EXPORTER_VERSION = 2
 NEW_TOKENS = 8
 PROMPT_LENGTHS = (6, 4)
 # Cache attributes that are a layer's keys and values, named as optimum and transformers.js name them.
 ATTRIBUTE_NAMES = {"keys": "key", "values": "value"}
 
 
-def causal_lm_class(spec: dict):
+def generating_class(spec: dict, task: str):
     """The class that generates: the spec's export class when it has an LM head, else the
-    causal-LM class transformers' registry maps the model_type to."""
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    causal-LM (or, for text2text-generation, seq2seq-LM) class transformers' registry maps the
+    model_type to. Returns (class, is_seq2seq)."""
+    from transformers.models.auto import modeling_auto as auto
 
+    seq2seq = task == "text2text-generation"
     named = spec["export"]["class"]
-    if named.endswith("ForCausalLM") or named.endswith("LMHeadModel"):
-        return getattr(transformers, named)
-    name = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(spec["model_type"])
+    if not seq2seq and (named.endswith("ForCausalLM") or named.endswith("LMHeadModel")):
+        return getattr(transformers, named), False
+    mapping = auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES if seq2seq else auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    name = mapping.get(spec["model_type"])
     if not name or not hasattr(transformers, name):
-        raise RuntimeError(f"transformers {transformers.__version__} maps {spec['model_type']} to no causal-LM class")
-    return getattr(transformers, name)
+        kind = "seq2seq-LM" if seq2seq else "causal-LM"
+        raise RuntimeError(f"transformers {transformers.__version__} maps {spec['model_type']} to no {kind} class")
+    return getattr(transformers, name), seq2seq
 
 
-def build(spec: dict, seed: int):
-    cls = causal_lm_class(spec)
+def build(spec: dict, task: str, seed: int):
+    cls, seq2seq = generating_class(spec, task)
     tiny = dict(spec.get("tiny_config") or {})
     tiny["use_cache"] = True  # the float32 fixtures export one forward pass without it
     torch.manual_seed(seed)
@@ -71,11 +82,11 @@ def build(spec: dict, seed: int):
         model = cls._from_config(copy.deepcopy(config), attn_implementation="eager", experts_implementation="batched_mm")
     except (KeyError, ValueError, TypeError):
         model = ex.instantiate(cls, config)
-    return ex.ready(model), config
+    return ex.ready(model), config, seq2seq
 
 
-def prompts(config, seed: int) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """Two prompts of PROMPT_LENGTHS tokens, the shorter left-padded, with their mask."""
+def prompts(config, seed: int, left: bool) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Two prompts of PROMPT_LENGTHS tokens, the shorter padded (on the left or the right), with their mask."""
     vocab = ex.normalized_vocab_size(config)
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     pad = text.pad_token_id if isinstance(getattr(text, "pad_token_id", None), int) else 0
@@ -84,14 +95,20 @@ def prompts(config, seed: int) -> tuple[torch.Tensor, torch.Tensor, int]:
     ids = torch.randint(3, vocab, (len(PROMPT_LENGTHS), width), generator=generator)
     mask = torch.ones_like(ids)
     for row, length in enumerate(PROMPT_LENGTHS):
-        ids[row, : width - length] = pad
-        mask[row, : width - length] = 0
+        padding = slice(0, width - length) if left else slice(length, width)
+        ids[row, padding] = pad
+        mask[row, padding] = 0
     return ids, mask, pad
 
 
 def reference_generate(model, ids, mask, pad: int, seed: int):
     """PyTorch's generate(): the sampled tokens, each step's raw logits, and the tensor
-    arguments generate() passed to the model's forward at each step (its feeds)."""
+    arguments generate() passed to the model's forward at each step (its feeds). An
+    encoder-decoder whose config names no decoder start token starts from the pad token, as
+    T5's family does."""
+    start = {}
+    if model.config.is_encoder_decoder and model.generation_config.decoder_start_token_id is None and model.config.bos_token_id is None:
+        start["decoder_start_token_id"] = pad
     calls = []
 
     def record(_module, _args, kwargs):
@@ -103,159 +120,302 @@ def reference_generate(model, ids, mask, pad: int, seed: int):
         with torch.no_grad():
             out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS,
                                  do_sample=True, top_k=0, top_p=1.0, temperature=1.0, output_logits=True,
-                                 return_dict_in_generate=True, pad_token_id=pad, eos_token_id=None)
+                                 return_dict_in_generate=True, pad_token_id=pad, eos_token_id=None, **start)
     finally:
         hook.remove()
     if len(calls) != NEW_TOKENS:
         raise RuntimeError(f"generate() called the model {len(calls)} times for {NEW_TOKENS} new tokens")
+    if any(set(c) != set(calls[0]) for c in calls):
+        raise RuntimeError(f"generate() fed the model different tensors across steps: {[sorted(c) for c in calls]}")
     return out.sequences, [logits.float() for logits in out.logits], calls
+
+
+def layers_of(cache):
+    layers = getattr(cache, "layers", None)
+    if layers is None:
+        raise RuntimeError(f"the model's cache is a {type(cache).__name__}, not a layered cache (DynamicCache) this exporter can flatten")
+    return layers
 
 
 def cache_layout(cache) -> list[list[str]]:
     """Per layer, the names of the tensors its cache holds (keys and values, or others)."""
-    layers = getattr(cache, "layers", None)
-    if layers is None:
-        raise RuntimeError(f"the model's cache is a {type(cache).__name__}, not a layered cache (DynamicCache) this exporter can flatten")
     # Private tensors (a sliding-window layer's `_sliding_window_tensor`) are settings, not state.
-    return [sorted(a for a, v in vars(layer).items() if isinstance(v, torch.Tensor) and not a.startswith("_")) for layer in layers]
+    return [sorted(a for a, v in vars(layer).items() if isinstance(v, torch.Tensor) and not a.startswith("_")) for layer in layers_of(cache)]
 
 
 def flat_cache(cache, layout) -> list[torch.Tensor]:
-    return [getattr(layer, a) for layer, attrs in zip(cache.layers, layout) for a in attrs]
+    return [getattr(layer, a) for layer, attrs in zip(layers_of(cache), layout) for a in attrs]
 
 
-def cache_names(layout, prefix: str) -> list[str]:
-    return [f"{prefix}.{i}.{ATTRIBUTE_NAMES.get(a, a)}" for i, attrs in enumerate(layout) for a in attrs]
+def cache_names(layout, prefix: str, part: str = "") -> list[str]:
+    return [f"{prefix}.{i}.{part}{ATTRIBUTE_NAMES.get(a, a)}" for i, attrs in enumerate(layout) for a in attrs]
+
+
+def filled_cache(config, layout, tensors):
+    """A DynamicCache holding `tensors` (flat, in `layout`'s order)."""
+    from transformers import DynamicCache
+
+    tensors = iter(tensors)
+    cache = DynamicCache(config=config)
+    if len(cache.layers) != len(layout):
+        raise RuntimeError(f"DynamicCache(config) has {len(cache.layers)} layers, the model's cache {len(layout)}")
+    for layer, attrs in zip(cache.layers, layout):
+        for a in attrs:
+            setattr(layer, a, next(tensors))
+        first = getattr(layer, attrs[0])
+        layer.is_initialized, layer.dtype, layer.device = True, first.dtype, first.device
+        if hasattr(layer, "cumulative_length"):  # a sliding-window layer counts what it has seen
+            layer.cumulative_length = first.shape[-2]
+    return cache
 
 
 class CachedDecoder(torch.nn.Module):
-    """One decoding step with the cache as flat tensors: feeds and past in, logits and present out."""
+    """A decoder-only step with the cache as flat tensors: feeds and past in, logits and present out."""
 
     def __init__(self, model, config, feeds, layout):
         super().__init__()
         self.model, self.config, self.feeds, self.layout = model, config, feeds, layout
 
     def forward(self, *args):
-        from transformers import DynamicCache
-
-        feeds = dict(zip(self.feeds, args[: len(self.feeds)]))
-        past = iter(args[len(self.feeds):])
-        cache = DynamicCache(config=self.config)
-        if len(cache.layers) != len(self.layout):
-            raise RuntimeError(f"DynamicCache(config) has {len(cache.layers)} layers, the model's cache {len(self.layout)}")
-        for layer, attrs in zip(cache.layers, self.layout):
-            for a in attrs:
-                setattr(layer, a, next(past))
-            first = getattr(layer, attrs[0])
-            layer.is_initialized, layer.dtype, layer.device = True, first.dtype, first.device
-            if hasattr(layer, "cumulative_length"):  # a sliding-window layer counts what it has seen
-                layer.cumulative_length = first.shape[-2]
-        out = self.model(**feeds, past_key_values=cache, use_cache=True, return_dict=True)
+        cache = filled_cache(self.config, self.layout, args[len(self.feeds):])
+        out = self.model(**dict(zip(self.feeds, args)), past_key_values=cache, use_cache=True, return_dict=True)
         return (out.logits, *flat_cache(out.past_key_values, self.layout))
 
 
-def replay(model, calls, feeds):
-    """The steps again, one forward each with the cache the previous step returned: every step's
-    present cache (generate() keeps one cache object and grows it in place)."""
-    presents, cache = [], None
-    with torch.no_grad():
-        for call in calls:
-            out = model(**{k: call[k] for k in feeds}, past_key_values=cache, use_cache=True, return_dict=True)
-            cache = out.past_key_values
-            layout = cache_layout(cache)
-            presents.append([t.clone() for t in flat_cache(cache, layout)])
-    return presents, layout
+class Encoder(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.encoder = model.get_encoder()
+
+    def forward(self, input_ids, attention_mask):
+        out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
+        return out[0] if isinstance(out, tuple) else out.last_hidden_state  # some encoders return tuples whatever is asked
 
 
-def sequence_axes(presents) -> list[int]:
+class Seq2SeqDecoder(torch.nn.Module):
+    """An encoder-decoder's decoding step on the encoder's hidden states: the first step (no
+    cache: it makes both) or a later one (`with_past`: the self-attention cache grows, the
+    cross-attention cache is the first step's and is not returned again)."""
+
+    def __init__(self, model, config, feeds, layouts, with_past: bool, output_class=None):
+        super().__init__()
+        self.model, self.config, self.feeds, self.layouts, self.with_past = model, config, feeds, layouts, with_past
+        self.output_class = output_class
+
+    def forward(self, *args):
+        from transformers import EncoderDecoderCache
+
+        feeds = dict(zip(self.feeds, args))
+        rest = args[len(self.feeds):]
+        hidden, past = rest[0], rest[1:]
+        cache = None
+        if self.with_past:
+            count = sum(len(a) for a in self.layouts[0])
+            cache = EncoderDecoderCache(filled_cache(self.config, self.layouts[0], past[:count]), filled_cache(self.config, self.layouts[1], past[count:]))
+            cache.is_updated = {i: True for i in range(len(self.layouts[1]))}
+        out = self.model(**feeds, encoder_outputs=encoder_output(hidden, self.output_class), past_key_values=cache, use_cache=True, return_dict=True)
+        present = flat_cache(out.past_key_values.self_attention_cache, self.layouts[0])
+        if not self.with_past:
+            present += flat_cache(out.past_key_values.cross_attention_cache, self.layouts[1])
+        return (out.logits, *present)
+
+
+def encoder_output(hidden, cls=None):
+    """The encoder's hidden states as the model's forward takes them: in the output class its
+    encoder returns (`cls`; a mixture of experts' reads `.router_logits`, left None), else
+    transformers' plain one."""
+    from transformers.modeling_outputs import BaseModelOutput
+
+    return (cls or BaseModelOutput)(last_hidden_state=hidden)
+
+
+def grown_axes(before, after) -> list[int]:
     """The axis along which each cache tensor grows from one step to the next."""
     axes = []
-    for before, after in zip(presents[0], presents[1]):
-        grown = [d for d in range(before.dim()) if after.shape[d] == before.shape[d] + 1]
-        if before.dim() != after.dim() or len(grown) != 1:
-            raise RuntimeError(f"a cache tensor of shape {list(before.shape)} becomes {list(after.shape)} after one token: "
+    for b, a in zip(before, after):
+        grown = [d for d in range(b.dim()) if a.shape[d] == b.shape[d] + 1]
+        if b.dim() != a.dim() or len(grown) != 1:
+            raise RuntimeError(f"a cache tensor of shape {list(b.shape)} becomes {list(a.shape)} after one token: "
                                "not a cache that grows along one sequence axis (conv or SSM states are not exported yet)")
         axes.append(grown[0])
     return axes
 
 
-def step_inputs(calls, presents, feeds, axes, step: int) -> list[torch.Tensor]:
-    """Step `step`'s graph inputs: its feeds, then the past (empty at the prefill)."""
-    if step == 0:
-        past = [torch.zeros([0 if d == axis else n for d, n in enumerate(t.shape)], dtype=t.dtype) for t, axis in zip(presents[0], axes)]
-    else:
-        past = presents[step - 1]
-    return [calls[step][k] for k in feeds] + list(past)
+def empty_like_along(t: torch.Tensor, axis: int) -> list[int]:
+    return [0 if d == axis else n for d, n in enumerate(t.shape)]
 
 
-def chunk_example(calls, presents, feeds) -> list[torch.Tensor]:
-    """The inputs the graph is traced on: steps 1 and 2 as one chunk of two new tokens after the
-    prefill's cache (as speculative decoding feeds them). Tracing on one token would bake the
-    sequence length 1 in: torch.export specialises every dimension of size 1, and the legacy
-    tracer bakes the per-expert token counts of a mixture of experts."""
-    chunk = []
-    for name in feeds:
-        one, two = calls[1][name], calls[2][name]
-        chunk.append(two if name == "attention_mask" or one.dim() < 2 else torch.cat([one, two], dim=1))
-    return chunk + list(presents[0])
-
-
-def export_graph(wrapper, calls, presents, feeds, layout, axes, path: Path, reference, tolerance: dict):
-    """The legacy exporter traced on a decode step, else dynamo; each graph is verified on every step."""
-    past_names, present_names = cache_names(layout, "past_key_values"), cache_names(layout, "present")
-    dynamic = {name: {0: "batch", 1: "sequence"} for name in feeds}
-    if "attention_mask" in dynamic:
-        dynamic["attention_mask"] = {0: "batch", 1: "total_sequence"}
-    for name, axis in zip(past_names, axes):
-        dynamic[name] = {0: "batch", axis: "past_sequence"}
-    for name, axis in zip(present_names, axes):
-        dynamic[name] = {0: "batch", axis: "total_sequence"}
-    dynamic["logits"] = {0: "batch", 1: "sequence"}
-    example = tuple(chunk_example(calls, presents, feeds))
-    names = list(feeds) + past_names
+def export_graph(wrapper, example, names, outputs, axes: dict, path: Path, verify, legacy_only=False) -> tuple[str, dict]:
+    """The legacy exporter, else dynamo; `verify` runs the whole loop on onnxruntime after each."""
     errors = {}
-    for exporter in ("legacy", "dynamo"):
+    for exporter in ("legacy",) if legacy_only else ("legacy", "dynamo"):
         try:
             with torch.no_grad():
                 if exporter == "legacy":
-                    torch.onnx.export(wrapper, example, str(path), dynamo=False, input_names=names,
-                                      output_names=["logits"] + present_names, dynamic_axes=dynamic, opset_version=17)
+                    torch.onnx.export(wrapper, example, str(path), dynamo=False, input_names=names, output_names=outputs,
+                                      dynamic_axes={k: {d: a for d, a in enumerate(v) if a} for k, v in axes.items()}, opset_version=17)
                 else:
-                    dims = tuple({axis: torch.export.Dim.AUTO for axis in dynamic[n]} for n in names)
+                    dims = tuple({d: torch.export.Dim.AUTO for d, a in enumerate(axes[n]) if a} for n in names)
                     with ex._env("TRANSFORMERS_DISABLE_TORCH_CHECK", "1"):
-                        program = torch.onnx.export(wrapper, example, dynamo=True, input_names=names,
-                                                    output_names=["logits"] + present_names, dynamic_shapes=(dims,),
-                                                    opset_version=18, external_data=False)
+                        program = torch.onnx.export(wrapper, example, dynamo=True, input_names=names, output_names=outputs,
+                                                    dynamic_shapes=(dims,), opset_version=18, external_data=False)
                     program.save(str(path), external_data=False)
-                    ex.tidy_dynamo_graph(path, names, dynamic)
-            verify(path, calls, presents, feeds, axes, names, reference, tolerance)
-            return exporter, errors, past_names, present_names
+                    ex.tidy_dynamo_graph(path, names, {k: {d: a for d, a in enumerate(v) if a} for k, v in axes.items()})
+            verify()
+            return exporter, errors
         except Exception as error:  # noqa: BLE001 - every exporter's error is kept
             errors[exporter] = ex._error_line(error)
             path.unlink(missing_ok=True)
     raise RuntimeError("; ".join(f"{k} exporter: {v}" for k, v in errors.items()))
 
 
-def verify(path: Path, calls, presents, feeds, axes, names, reference, tolerance: dict) -> None:
-    """onnxruntime's CPU provider runs the loop with its own cache; each step's last-position
-    logits must match PyTorch's as the Rust check's float32 bound does."""
+def graph_inputs(path: Path) -> list[str]:
+    """The inputs the exported graph kept (the legacy exporter drops the unused ones)."""
+    import onnx
+
+    return [i.name for i in onnx.load(str(path), load_external_data=False).graph.input]
+
+
+def run_loop(folder: Path, plan: dict, tolerance: dict) -> None:
+    """The check's loop on onnxruntime's CPU provider, from the fixture plan (`plan`: meta.json's
+    graphs, prologue, steps and carried, with the arrays still in memory under "arrays"): each
+    step's last-position logits must match PyTorch's as the Rust check's float32 bound does."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
     options.log_severity_level = 3
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    past = None
-    for step in range(len(calls)):
-        inputs = step_inputs(calls, presents, feeds, axes, step)
-        values = [t.numpy() for t in inputs[: len(feeds)]] + (past if past is not None else [t.numpy() for t in inputs[len(feeds):]])
-        out = session.run(None, dict(zip(names, values)))
-        past = out[1:]
-        got, want = out[0][:, -1, :].astype(np.float64), reference[step].numpy().astype(np.float64)
+    sessions = {}
+    latest = {c["output"]: np.zeros(c["empty_shape"], dtype=np.float32) for c in plan["carried"] if c.get("empty_shape") is not None}
+
+    def run(graph: str, feeds: dict) -> dict:
+        if graph not in sessions:
+            sessions[graph] = ort.InferenceSession(str(folder / plan["graphs"][graph]["file"]), options, providers=["CPUExecutionProvider"])
+        session = sessions[graph]
+        carried = {c["input"]: c["output"] for c in plan["carried"]}
+        inputs = {}
+        for name in plan["graphs"][graph]["inputs"]:
+            inputs[name["name"]] = feeds[name["name"]] if name["name"] in feeds else latest[carried[name["name"]]]
+        names = [o.name for o in session.get_outputs()]
+        out = dict(zip(names, session.run(names, inputs)))
+        latest.update(out)
+        return out
+
+    for part in plan["prologue"]:
+        run(part["graph"], part["arrays"])
+    for step, part in enumerate(plan["steps"]):
+        out = run(part["graph"], part["arrays"])
+        got, want = out[plan["logits"]][:, -1, :].astype(np.float64), part["reference"].astype(np.float64)
         bad = ~(np.abs(got - want) <= tolerance["abs"] + tolerance["rel"] * np.abs(want))
         if bad.any():
             raise RuntimeError(f"onnxruntime's logits differ from PyTorch's at step {step}: {int(bad.sum())} of {want.size} "
                                f"elements outside abs {tolerance['abs']} + rel {tolerance['rel']} (max abs error {np.abs(got - want).max():.3e})")
+
+
+def numpy(tensors: dict) -> dict:
+    return {k: v.detach().cpu().numpy() for k, v in tensors.items()}
+
+
+def decoder_only(model, config, ids, mask, pad, seed, tmp: Path, tolerance: dict) -> tuple[dict, dict]:
+    """The decoder-only plan: one graph, every step."""
+    sequences, reference, calls = reference_generate(model, ids, mask, pad, seed)
+    feeds = [k for k in calls[0] if k != "past_key_values"]
+    presents, cache = [], None
+    with torch.no_grad():  # the steps again, to have every step's cache (generate() grows one in place)
+        for call in calls:
+            cache = model(**{k: call[k] for k in feeds}, past_key_values=cache, use_cache=True, return_dict=True).past_key_values
+            layout = cache_layout(cache)
+            presents.append([t.clone() for t in flat_cache(cache, layout)])
+    seq = grown_axes(presents[0], presents[1])
+    past_names, present_names = cache_names(layout, "past_key_values"), cache_names(layout, "present")
+    axes = {name: ["batch", "total_sequence" if name == "attention_mask" else "sequence"] for name in feeds}
+    for name, t, axis in zip(past_names, presents[0], seq):
+        axes[name] = ["batch" if d == 0 else "past_sequence" if d == axis else "" for d in range(t.dim())]
+    out_axes = {"logits": ["batch", "sequence", ""]}
+    for name, t, axis in zip(present_names, presents[0], seq):
+        out_axes[name] = ["batch" if d == 0 else "total_sequence" if d == axis else "" for d in range(t.dim())]
+    # Traced on steps 1 and 2 as one chunk of two new tokens after the prefill's cache (as
+    # speculative decoding feeds them): tracing on one token would bake the length 1 in
+    # (torch.export specialises every dimension of size 1).
+    chunk = [calls[2][n] if n == "attention_mask" or calls[1][n].dim() < 2 else torch.cat([calls[1][n], calls[2][n]], dim=1) for n in feeds]
+    plan = {
+        "graphs": {"decoder": {"file": "decoder.onnx"}},
+        "prologue": [],
+        "steps": [{"graph": "decoder", "arrays": numpy({k: c[k] for k in feeds}), "reference": r.numpy()} for c, r in zip(calls, reference)],
+        "carried": [{"input": p, "output": o, "empty_shape": empty_like_along(t, a), "sequence_axis": a, "dtype": "float32"}
+                    for p, o, t, a in zip(past_names, present_names, presents[0], seq)],
+        "logits": "logits",
+    }
+    wrapper = CachedDecoder(model, config, feeds, layout).eval()
+    names = feeds + past_names
+
+    def verify():
+        plan["graphs"]["decoder"]["inputs"] = [{"name": n, "axes": axes[n]} for n in graph_inputs(tmp / "decoder.onnx")]
+        run_loop(tmp, plan, tolerance)
+
+    exporter, errors = export_graph(wrapper, tuple(chunk + presents[0]), names, ["logits"] + present_names, {**axes, **out_axes}, tmp / "decoder.onnx", verify)
+    return plan, {"exporter": {"name": exporter, "fallback_errors": errors}, "sequences": sequences.tolist()}
+
+
+def encoder_decoder(model, config, ids, mask, pad, seed, tmp: Path, tolerance: dict) -> tuple[dict, dict]:
+    """The encoder-decoder plan: the encoder once, the first decoder step, then the decoder with its past."""
+    sequences, reference, calls = reference_generate(model, ids, mask, pad, seed)
+    feeds = [k for k in calls[0] if k not in ("past_key_values", "input_ids")]
+    with torch.no_grad():
+        hidden = Encoder(model)(ids, mask)
+        real = model.get_encoder()(input_ids=ids, attention_mask=mask, return_dict=True)
+        output_class = None if isinstance(real, tuple) else type(real)
+        presents, cache = [], None
+        for call in calls:
+            cache = model(**{k: call[k] for k in feeds}, encoder_outputs=encoder_output(hidden, output_class), past_key_values=cache, use_cache=True, return_dict=True).past_key_values
+            layouts = (cache_layout(cache.self_attention_cache), cache_layout(cache.cross_attention_cache))
+            presents.append(([t.clone() for t in flat_cache(cache.self_attention_cache, layouts[0])],
+                             [t.clone() for t in flat_cache(cache.cross_attention_cache, layouts[1])]))
+    seq = grown_axes(presents[0][0], presents[1][0])
+    self_past, self_present = cache_names(layouts[0], "past_key_values", "decoder."), cache_names(layouts[0], "present", "decoder.")
+    cross_past, cross_present = cache_names(layouts[1], "past_key_values", "encoder."), cache_names(layouts[1], "present", "encoder.")
+    axes = {"input_ids": ["batch", "encoder_sequence"], "attention_mask": ["batch", "encoder_sequence"],
+            "encoder_hidden_states": ["batch", "encoder_sequence", ""], "logits": ["batch", "sequence", ""]}
+    for name in feeds:
+        axes.setdefault(name, ["batch", "sequence"])
+    for names, tensors, grows in ((self_past, presents[0][0], "past_sequence"), (self_present, presents[0][0], "total_sequence")):
+        for name, t, a in zip(names, tensors, seq):
+            axes[name] = ["batch" if d == 0 else grows if d == a else "" for d in range(t.dim())]
+    for names in (cross_past, cross_present):
+        for name, t in zip(names, presents[0][1]):
+            axes[name] = ["batch" if d == 0 else "encoder_sequence" if d == t.dim() - 2 else "" for d in range(t.dim())]
+    plan = {
+        "graphs": {"encoder": {"file": "encoder.onnx"}, "decoder": {"file": "decoder.onnx"}, "decoder_with_past": {"file": "decoder_with_past.onnx"}},
+        "prologue": [{"graph": "encoder", "arrays": {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}}],
+        "steps": [{"graph": "decoder" if i == 0 else "decoder_with_past", "arrays": numpy({k: c[k] for k in feeds}), "reference": r.numpy()}
+                  for i, (c, r) in enumerate(zip(calls, reference))],
+        "carried": [{"input": "encoder_hidden_states", "output": "last_hidden_state"}]
+        + [{"input": p, "output": o, "sequence_axis": a, "dtype": "float32"} for p, o, a in zip(self_past, self_present, seq)]
+        + [{"input": p, "output": o, "dtype": "float32"} for p, o in zip(cross_past, cross_present)],
+        "logits": "logits",
+    }
+    graphs = [
+        ("encoder", Encoder(model), (ids, mask), ["input_ids", "attention_mask"], ["last_hidden_state"]),
+        ("decoder", Seq2SeqDecoder(model, config, feeds, layouts, False, output_class), tuple(calls[0][k] for k in feeds) + (hidden,),
+         feeds + ["encoder_hidden_states"], ["logits"] + self_present + cross_present),
+        ("decoder_with_past", Seq2SeqDecoder(model, config, feeds, layouts, True, output_class),
+         tuple(calls[2][k] for k in feeds) + (hidden, *presents[1][0], *presents[1][1]), feeds + ["encoder_hidden_states"] + self_past + cross_past,
+         ["logits"] + self_present),
+    ]
+    axes["last_hidden_state"] = ["batch", "encoder_sequence", ""]
+    exporters = {}
+    for index, (graph, wrapper, example, names, outputs) in enumerate(graphs):
+        path = tmp / plan["graphs"][graph]["file"]
+
+        def verify(graph=graph, path=path, index=index):
+            plan["graphs"][graph]["inputs"] = [{"name": n, "axes": axes.get(n, [])} for n in graph_inputs(path)]
+            if index == len(graphs) - 1:  # the loop needs every graph
+                run_loop(tmp, plan, tolerance)
+
+        # The legacy exporter only where a later graph verifies this one (a failure there is not this graph's).
+        exporters[graph] = export_graph(wrapper.eval(), example, names, outputs, axes, path, verify, legacy_only=index < len(graphs) - 1)
+    errors = {f"{g}: {k}": v for g, (_, e) in exporters.items() for k, v in e.items()}
+    return plan, {"exporter": {"name": ", ".join(f"{g}: {n}" for g, (n, _) in exporters.items()), "fallback_errors": errors}, "sequences": sequences.tolist()}
 
 
 def export(job: dict) -> None:
@@ -264,40 +424,33 @@ def export(job: dict) -> None:
     tmp = out_dir.with_name(f"{out_dir.name}.partial-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    model, config = build(spec, seed)
-    ids, mask, pad = prompts(config, seed)
-    sequences, reference, calls = reference_generate(model, ids, mask, pad, seed)
-    feeds = [k for k in calls[0] if k != "past_key_values"]
-    if any(set(c) != set(calls[0]) for c in calls):
-        raise RuntimeError(f"generate() fed the model different tensors across steps: {[sorted(c) for c in calls]}")
-    presents, layout = replay(model, calls, feeds)
-    axes = sequence_axes(presents)
-    wrapper = CachedDecoder(model, config, feeds, layout).eval()
-    exporter, errors, past_names, present_names = export_graph(wrapper, calls, presents, feeds, layout, axes, tmp / "decoder.onnx",
-                                                               reference, job.get("tolerance") or ex.DEFAULT_TOLERANCE)
-    references = ex.save_npy_dir(tmp / "reference", {str(step): logits for step, logits in enumerate(reference)})
-    steps = [{"feeds": ex.save_npy_dir(tmp / "steps" / str(step), {k: call[k] for k in feeds}), "reference": references[step]}
-             for step, call in enumerate(calls)]
-    past = [{"input": p, "output": o, "empty_shape": [0 if d == axis else n for d, n in enumerate(t.shape)],
-             "sequence_axis": axis, "dtype": str(t.dtype).removeprefix("torch.")}
-            for p, o, t, axis in zip(past_names, present_names, presents[0], axes)]
+    model, config, seq2seq = build(spec, job.get("task", "text-generation"), seed)
+    ids, mask, pad = prompts(config, seed, left=not seq2seq)
+    tolerance = job.get("tolerance") or ex.DEFAULT_TOLERANCE
+    plan, made = (encoder_decoder if seq2seq else decoder_only)(model, config, ids, mask, pad, seed, tmp, tolerance)
+    references = ex.save_npy_dir(tmp / "reference", {str(step): torch.from_numpy(s["reference"]) for step, s in enumerate(plan["steps"])})
+    steps = [{"graph": s["graph"], "feeds": ex.save_npy_dir(tmp / "steps" / str(i), {k: torch.from_numpy(v) for k, v in s["arrays"].items()}),
+              "reference": references[i]} for i, s in enumerate(plan["steps"])]
+    prologue = [{"graph": p["graph"], "feeds": ex.save_npy_dir(tmp / "prologue" / p["graph"], {k: torch.from_numpy(v) for k, v in p["arrays"].items()})}
+                for p in plan["prologue"]]
+    graphs = {name: {**g, "integer_nodes": ex.integer_nodes(tmp / g["file"])} for name, g in plan["graphs"].items()}
     meta = {
         "model_type": spec["model_type"],
         "source": "tiny-random",
         "class": type(model).__name__,
         "seed": seed,
         "cache_key": job.get("cache_key"),
-        "exporter": {"name": exporter, "version": GENERATION_EXPORTER_VERSION, "fallback_errors": errors},
+        "exporter": {**made["exporter"], "version": GENERATION_EXPORTER_VERSION},
         "versions": ex.library_versions(),
-        "graph": "decoder.onnx",
-        "logits": "logits",
-        "feeds": feeds,
-        "past": past,
+        "graphs": graphs,
+        "prologue": prologue,
         "steps": steps,
+        "carried": plan["carried"],
+        "logits": plan["logits"],
         "prompt_lengths": list(PROMPT_LENGTHS),
+        "padding": "right" if seq2seq else "left",
         "pad_token_id": pad,
-        "sequences": sequences.tolist(),
-        "integer_nodes": ex.integer_nodes(tmp / "decoder.onnx"),
+        "sequences": made["sequences"],
         "sampling": {"do_sample": True, "top_k": 0, "top_p": 1.0, "temperature": 1.0, "seed": seed, "new_tokens": NEW_TOKENS},
     }
     (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
@@ -310,7 +463,7 @@ def main() -> int:
     import traceback
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--spec-json", help="a spec as gen show --json prints it")
+    parser.add_argument("--spec-json", help="a spec as the exporter receives it (gen's exporter view)")
     parser.add_argument("--out", help="output folder")
     args = parser.parse_args()
     job = {"spec": json.load(open(args.spec_json)), "out_dir": args.out, "seed": 0} if args.spec_json else json.load(sys.stdin)

@@ -63,7 +63,7 @@ pub struct Bench {
     pub python: Option<Python>,
     pub warmup_runs: usize,
     pub threads: Threads,
-    /// A generating model's loop: prefill and decode steps with the cache.
+    /// A generating model's loop: the prefill (with an encoder-decoder's encoder) and decode steps with the cache.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generation: Option<GenerationBench>,
 }
@@ -204,28 +204,30 @@ fn measure(cell: &Cell, options: &Options, rec: &mut record::Record) -> Result<B
 fn generation(cell: &Cell, options: &Options, threads: Threads) -> Result<GenerationBench, CheckError> {
     use crate::generation::GenerationFixture;
     let fixture = GenerationFixture::open(cell.model)?;
-    let mut session = engine::open_graph(cell, &fixture.graph(), fixture.static_inputs(), fixture.graph_nodes(), Mode::Timed)?;
-    let steps: Vec<Vec<(String, Tensor)>> = (0..fixture.meta.steps.len()).map(|i| fixture.feeds(i)).collect::<Result<_, _>>()?;
-    let empty = fixture.empty_past()?;
+    let mut sessions: std::collections::BTreeMap<String, Box<dyn engine::Session>> = std::collections::BTreeMap::new();
+    for name in fixture.meta.graphs.keys() {
+        let (file, axes, nodes) = fixture.graph(name);
+        sessions.insert(name.clone(), engine::open_graph(cell, &file, axes, nodes, Mode::Timed)?);
+    }
+    // Each run's times: the prologue (an encoder) with the first step, as a prefill is; then each decode step.
     let (mut prefill, mut decode) = (Vec::new(), Vec::new());
     for run in 0..options.warmup + options.runs.max(1) {
-        let mut past = empty.clone();
-        for (i, feeds) in steps.iter().enumerate() {
-            let inputs: Vec<(String, Tensor)> = feeds.iter().cloned().chain(past.iter().cloned()).collect();
-            let start = Instant::now();
-            let outputs = session.run(&inputs)?;
-            let ms = start.elapsed().as_secs_f64() * 1e3;
-            if run >= options.warmup {
-                if i == 0 { prefill.push(ms) } else { decode.push(ms) }
-            }
-            past = fixture
-                .meta
-                .past
-                .iter()
-                .map(|p| outputs.iter().find(|(n, _)| *n == p.output).map(|(_, t)| (p.input.clone(), t.clone())))
-                .collect::<Option<_>>()
-                .ok_or_else(|| CheckError::new(ErrorKind::OutputMismatch, format!("{}: the decoder returned no present cache for every past input", fixture.dir.display())))?;
-        }
+        let elapsed = std::cell::Cell::new(0.0);
+        fixture.run_loop(
+            &mut |graph, inputs| {
+                let start = Instant::now();
+                let outputs = sessions.get_mut(graph).expect("every graph is opened").run(inputs);
+                elapsed.set(elapsed.get() + start.elapsed().as_secs_f64() * 1e3);
+                outputs
+            },
+            &mut |step, _, _| {
+                if run >= options.warmup {
+                    if step == 0 { prefill.push(elapsed.get()) } else { decode.push(elapsed.get()) }
+                }
+                elapsed.set(0.0);
+                Ok(())
+            },
+        )?;
     }
     let batch = fixture.meta.sequences.len();
     let (prefill, decode_step) = (latency(prefill), latency(decode));

@@ -306,17 +306,39 @@ fn generation_loop(cell: &Cell, evidence: &mut Evidence) -> Result<(), CheckErro
     let fixture = GenerationFixture::open(cell.model)?;
     evidence.fixture = Some(FixtureRecord { dir: fixture.dir.display().to_string(), source: fixture.meta.source.clone(), cache_key: fixture.meta.cache_key.clone() });
     let tolerance = match cell.float32_computed_in {
-        // Hardware computing float32 in a lower precision: the fraction of the logits' spread at the prefill.
+        // Hardware computing float32 in a lower precision: the fraction of the logits' spread at the first step.
         Some(c) => Tolerance { abs: c.max_error_of_spread * compare::spread(&fixture.reference(0)?, Tolerance { abs: 0.0, rel: 0.0 }).max_from_mean, rel: 0.0 },
         None => cell.effective_tolerance(),
     };
-    let mut session = engine::open_graph(cell, &fixture.graph(), fixture.static_inputs(), fixture.graph_nodes(), Mode::Profiled)?;
+    // One session per graph (an encoder-decoder has three), opened when the loop first runs it.
+    let mut sessions: BTreeMap<String, Box<dyn engine::Session>> = BTreeMap::new();
     let mut record = GenerationRecord::default();
-    let verdict = crate::generation::generate(&fixture, tolerance, &mut |inputs| session.run(inputs), &mut record);
-    evidence.library = Some(session.library());
+    let verdict = crate::generation::generate(
+        &fixture,
+        tolerance,
+        &mut |graph, inputs| {
+            if !sessions.contains_key(graph) {
+                let (file, axes, nodes) = fixture.graph(graph);
+                sessions.insert(graph.to_string(), engine::open_graph(cell, &file, axes, nodes, Mode::Profiled)?);
+            }
+            sessions.get_mut(graph).expect("opened above").run(inputs)
+        },
+        &mut record,
+    );
     evidence.generation = Some(record);
-    // Placements of the steps that ran, also when one failed.
-    let placed = verify_placement(cell, session.placement(), evidence);
+    if sessions.is_empty() {
+        return verdict;
+    }
+    evidence.library = sessions.values().next().map(|s| s.library());
+    // Every graph's placements, also when a step failed: each node of each graph on the provider.
+    let mut placement = engine::Placement::default();
+    for session in sessions.values_mut() {
+        match session.placement() {
+            Ok(p) => placement.ops.extend(p.ops),
+            Err(e) => return verdict.and(Err(e)),
+        }
+    }
+    let placed = verify_placement(cell, Ok(placement), evidence);
     verdict.and(placed)
 }
 

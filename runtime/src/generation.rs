@@ -8,6 +8,7 @@
 //! fed), so one near-tie cannot derail the steps after it, and every step is
 //! measured; the first step that diverges is the verdict.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -22,42 +23,66 @@ use crate::paths;
 use crate::tensor::{Data, Tensor};
 use crate::{ModelDecl, Tolerance};
 
-/// meta.json of a generation fixture.
+/// meta.json of a generation fixture (runtime/exporter/generation.py).
 #[derive(Debug, Deserialize)]
 pub struct GenerationMeta {
     pub model_type: String,
     pub source: String,
     #[serde(default)]
     pub cache_key: Option<String>,
-    /// The graph every step runs (`decoder.onnx`).
-    pub graph: String,
-    /// Its logits output, `[batch, sequence, vocab]`.
-    pub logits: String,
-    /// The inputs generate() fed at every step (input_ids, attention_mask, position_ids...).
-    pub feeds: Vec<String>,
-    /// The cache: each past input, the present output that feeds it at the next step.
-    pub past: Vec<PastTensor>,
+    /// The graphs the loop runs, by name (`decoder`; `encoder`, `decoder_with_past`).
+    pub graphs: BTreeMap<String, GraphMeta>,
+    /// Graphs run once before the first step (an encoder), with their stored feeds.
+    #[serde(default)]
+    pub prologue: Vec<PrologueMeta>,
     pub steps: Vec<StepMeta>,
-    /// The prompt plus the tokens generate() produced, per row.
+    /// Inputs fed from an earlier run's output: the cache (`past_key_values.*` from
+    /// `present.*`), an encoder's hidden states. The latest value of the output is fed.
+    pub carried: Vec<Carried>,
+    /// The output whose last position is compared, `[batch, sequence, vocab]`.
+    pub logits: String,
+    /// The prompt (or decoder start) plus the tokens generate() produced, per row.
     pub sequences: Vec<Vec<i64>>,
     pub prompt_lengths: Vec<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct GraphMeta {
+    pub file: String,
+    /// The graph's inputs with their named axes ("" for a fixed size).
+    pub inputs: Vec<GraphInput>,
     /// The graph's nodes that compute on index and shape data only.
     #[serde(default)]
     pub integer_nodes: Option<crate::fixture::IntegerNodes>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct PastTensor {
+pub struct GraphInput {
+    pub name: String,
+    pub axes: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PrologueMeta {
+    pub graph: String,
+    pub feeds: Vec<TensorMeta>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Carried {
     pub input: String,
     pub output: String,
-    /// Its shape at the prefill: the sequence axis is 0.
-    pub empty_shape: Vec<usize>,
-    pub sequence_axis: usize,
-    pub dtype: String,
+    /// Its value before any run produced the output (the prefill's empty cache), if it has one.
+    #[serde(default)]
+    pub empty_shape: Option<Vec<usize>>,
+    /// The axis a cache grows along, one position per token.
+    #[serde(default)]
+    pub sequence_axis: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
 pub struct StepMeta {
+    pub graph: String,
     pub feeds: Vec<TensorMeta>,
     /// The last position's logits, `[batch, vocab]`.
     pub reference: TensorMeta,
@@ -110,16 +135,20 @@ impl GenerationFixture {
         if meta.model_type != model_type || meta.steps.is_empty() {
             return Err(invalid(format!("{}: model_type {:?} with {} steps, expected {model_type:?} with some", meta_path.display(), meta.model_type, meta.steps.len())));
         }
+        let unknown = meta.prologue.iter().map(|p| &p.graph).chain(meta.steps.iter().map(|s| &s.graph)).find(|g| !meta.graphs.contains_key(*g));
+        if let Some(graph) = unknown {
+            return Err(invalid(format!("{}: a step runs graph {graph:?}, which `graphs` does not list", meta_path.display())));
+        }
         Ok(GenerationFixture { dir, meta })
     }
 
-    pub fn graph(&self) -> PathBuf {
-        self.dir.join(&self.meta.graph)
-    }
-
-    /// The graph's account of its integer-only nodes, for judging CPU placements.
-    pub fn graph_nodes(&self) -> crate::placement::GraphNodes {
-        self.meta.integer_nodes.as_ref().map(|n| crate::placement::GraphNodes::new(&n.names, &n.float)).unwrap_or_default()
+    /// A graph's file, the named axes of its inputs (fixed per run where the
+    /// engine builds static graphs) and its integer-only nodes.
+    pub fn graph(&self, name: &str) -> (PathBuf, StaticInputs, crate::placement::GraphNodes) {
+        let graph = &self.meta.graphs[name];
+        let inputs = graph.inputs.iter().map(|i| (i.name.clone(), i.axes.clone())).collect();
+        let nodes = graph.integer_nodes.as_ref().map(|n| crate::placement::GraphNodes::new(&n.names, &n.float)).unwrap_or_default();
+        (self.dir.join(&graph.file), inputs, nodes)
     }
 
     /// What generate() fed the model at `step`.
@@ -132,43 +161,6 @@ impl GenerationFixture {
         self.read("reference", &self.meta.steps[step].reference)
     }
 
-    /// The prefill's cache: every past input with its sequence axis empty.
-    pub fn empty_past(&self) -> Result<Vec<(String, Tensor)>, CheckError> {
-        self.meta
-            .past
-            .iter()
-            .map(|p| match p.dtype.as_str() {
-                "float32" => Ok((p.input.clone(), Tensor { shape: p.empty_shape.clone(), data: Data::Float32(Vec::new()) })),
-                other => Err(CheckError::new(ErrorKind::FixtureInvalid, format!("{}: past {} is {other}; the check feeds float32 caches", self.dir.display(), p.input))),
-            })
-            .collect()
-    }
-
-    /// The graph's inputs and their named axes, for engines that build static
-    /// graphs (WebNN, QNN): each step's sizes are fixed in a session of its own.
-    pub fn static_inputs(&self) -> StaticInputs {
-        let mut inputs: StaticInputs = self
-            .meta
-            .feeds
-            .iter()
-            .map(|name| {
-                let axes = if name == "attention_mask" { ["batch", "total_sequence"] } else { ["batch", "sequence"] };
-                (name.clone(), axes.iter().map(|a| a.to_string()).collect())
-            })
-            .collect();
-        for p in &self.meta.past {
-            let axes = (0..p.empty_shape.len())
-                .map(|d| match d {
-                    0 => "batch".to_string(),
-                    d if d == p.sequence_axis => "past_sequence".to_string(),
-                    _ => String::new(), // a fixed size: nothing to override
-                })
-                .collect();
-            inputs.push((p.input.clone(), axes));
-        }
-        inputs
-    }
-
     fn read(&self, folder: &str, meta: &TensorMeta) -> Result<Tensor, CheckError> {
         let invalid = |message: String| CheckError::new(ErrorKind::FixtureInvalid, message);
         let tensor = npy::read(&self.dir.join(folder).join(format!("{}.npy", meta.name))).map_err(invalid)?;
@@ -176,6 +168,62 @@ impl GenerationFixture {
             return Err(invalid(format!("{folder}/{}.npy has shape {:?}, meta.json says {:?}", meta.name, tensor.shape, meta.shape)));
         }
         Ok(tensor)
+    }
+
+    /// Runs the fixture's loop: the prologue's graphs, then each step's graph with
+    /// its stored feeds and every carried input's latest value (the cache the engine
+    /// itself returned). `run` runs one graph on the engine; `each_step` sees each
+    /// step's inputs and outputs. Errors name the step.
+    pub fn run_loop(
+        &self,
+        run: &mut dyn FnMut(&str, &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, CheckError>,
+        each_step: &mut dyn FnMut(usize, &[(String, Tensor)], &[(String, Tensor)]) -> Result<(), CheckError>,
+    ) -> Result<(), CheckError> {
+        let meta = &self.meta;
+        let mut latest: BTreeMap<String, Tensor> = BTreeMap::new();
+        for c in &meta.carried {
+            if let Some(shape) = &c.empty_shape {
+                latest.insert(c.output.clone(), Tensor { shape: shape.clone(), data: Data::Float32(Vec::new()) });
+            }
+        }
+        let mut run_graph = |graph: &str, feeds: Vec<(String, Tensor)>, latest: &mut BTreeMap<String, Tensor>, what: &str| {
+            let mut inputs = Vec::new();
+            for input in &meta.graphs[graph].inputs {
+                if let Some((_, t)) = feeds.iter().find(|(n, _)| *n == input.name) {
+                    inputs.push((input.name.clone(), t.clone()));
+                    continue;
+                }
+                let carried = meta.carried.iter().find(|c| c.input == input.name).and_then(|c| latest.get(&c.output).map(|t| (c, t)));
+                let Some((_, value)) = carried else {
+                    return Err(CheckError::new(ErrorKind::FixtureInvalid, format!("{what}: graph {graph} takes {}, which no feed or earlier output gives", input.name)));
+                };
+                inputs.push((input.name.clone(), value.clone()));
+            }
+            let outputs = run(graph, &inputs).map_err(|e| CheckError::new(e.kind, format!("{what}: {}", e.message)))?;
+            for (name, t) in &outputs {
+                latest.insert(name.clone(), t.clone());
+            }
+            Ok((inputs, outputs))
+        };
+        for p in &meta.prologue {
+            let feeds = p.feeds.iter().map(|t| Ok((t.name.clone(), self.read(&format!("prologue/{}", p.graph), t)?))).collect::<Result<Vec<_>, CheckError>>()?;
+            run_graph(&p.graph, feeds, &mut latest, &format!("the {} (before step 0)", p.graph))?;
+        }
+        for (step, s) in meta.steps.iter().enumerate() {
+            let (inputs, outputs) = run_graph(&s.graph, self.feeds(step)?, &mut latest, &format!("step {step} ({})", s.graph))?;
+            each_step(step, &inputs, &outputs)?;
+        }
+        Ok(())
+    }
+
+    /// The past length a step's inputs attend over: a growing cache input's size along its sequence axis.
+    fn past_length(&self, inputs: &[(String, Tensor)]) -> usize {
+        self.meta
+            .carried
+            .iter()
+            .filter_map(|c| c.sequence_axis.and_then(|axis| inputs.iter().find(|(n, _)| *n == c.input).and_then(|(_, t)| t.shape.get(axis).copied())))
+            .next()
+            .unwrap_or(0)
     }
 }
 
@@ -206,6 +254,10 @@ pub struct StepRecord {
     pub violations: usize,
     /// Rows whose top token differs from PyTorch's where PyTorch's is not a near-tie.
     pub top1_disagreements: usize,
+    /// The sizes of the step's named input axes (batch, sequence, total_sequence,
+    /// past_sequence): the free-dimension overrides with which engines that build
+    /// static graphs (WebNN, QNN's HTP) built this step's graph.
+    pub sizes: std::collections::BTreeMap<String, usize>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -215,12 +267,12 @@ pub struct Divergence {
     pub what: String,
 }
 
-/// Runs the loop through `run` (one engine session's run) and judges each step's
-/// last-position logits with `tolerance`. Err carries the measured record too.
+/// Runs the fixture's loop through `run` (one graph on the engine) and judges each
+/// step's last-position logits with `tolerance`. The record keeps what every step measured.
 pub fn generate(
     fixture: &GenerationFixture,
     tolerance: Tolerance,
-    run: &mut dyn FnMut(&[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, CheckError>,
+    run: &mut dyn FnMut(&str, &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, CheckError>,
     record: &mut GenerationRecord,
 ) -> Result<(), CheckError> {
     let meta = &fixture.meta;
@@ -228,23 +280,25 @@ pub fn generate(
     record.batch = meta.sequences.len();
     record.prompt_lengths = meta.prompt_lengths.clone();
     record.tolerance = Some(tolerance);
-    let mut past = fixture.empty_past()?;
-    for step in 0..meta.steps.len() {
-        let past_length = past.first().map_or(0, |(_, t)| meta.past.first().map_or(0, |p| t.shape.get(p.sequence_axis).copied().unwrap_or(0)));
-        let mut inputs = fixture.feeds(step)?;
-        inputs.extend(past.iter().cloned());
-        let outputs = run(&inputs).map_err(|e| CheckError::new(e.kind, format!("step {step} (past length {past_length}): {}", e.message)))?;
-        let take = |name: &str| {
-            outputs.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone()).ok_or_else(|| {
-                let got: Vec<&str> = outputs.iter().map(|(n, _)| n.as_str()).collect();
-                CheckError::new(ErrorKind::OutputMismatch, format!("step {step}: the graph has no output {name}; it has {got:?}"))
-            })
-        };
-        let logits = last_position(&take(&meta.logits)?).map_err(|e| CheckError::new(ErrorKind::OutputMismatch, format!("step {step}: {e}")))?;
+    let static_axes: BTreeMap<String, Vec<String>> = meta.graphs.values().flat_map(|g| g.inputs.iter().map(|i| (i.name.clone(), i.axes.clone()))).collect();
+    fixture.run_loop(run, &mut |step, inputs, outputs| {
+        let past_length = fixture.past_length(inputs);
+        let logits = outputs.iter().find(|(n, _)| *n == meta.logits).map(|(_, t)| t).ok_or_else(|| {
+            let got: Vec<&str> = outputs.iter().map(|(n, _)| n.as_str()).collect();
+            CheckError::new(ErrorKind::OutputMismatch, format!("step {step}: the graph has no output {}; it has {got:?}", meta.logits))
+        })?;
+        let logits = last_position(logits).map_err(|e| CheckError::new(ErrorKind::OutputMismatch, format!("step {step}: {e}")))?;
         let expected = fixture.reference(step)?;
         let dev = compare::deviation(&logits, &expected, tolerance).map_err(|e| CheckError::new(ErrorKind::OutputMismatch, format!("step {step}: logits {e}")))?;
         let disagreements = top1_disagreements(&logits, &expected, tolerance);
-        record.per_step.push(StepRecord { step, past_length, max_abs: dev.max_abs, max_rel: dev.max_rel, violations: dev.violations, top1_disagreements: disagreements });
+        let sizes = inputs
+            .iter()
+            .filter_map(|(name, t)| static_axes.get(name).map(|axes| axes.iter().zip(&t.shape)))
+            .flatten()
+            .filter(|(axis, _)| !axis.is_empty())
+            .map(|(axis, size)| (axis.clone(), *size))
+            .collect();
+        record.per_step.push(StepRecord { step, past_length, max_abs: dev.max_abs, max_rel: dev.max_rel, violations: dev.violations, top1_disagreements: disagreements, sizes });
         if disagreements == 0 {
             record.top1_agreeing_steps += 1;
         }
@@ -264,8 +318,8 @@ pub fn generate(
                 ),
             });
         }
-        past = meta.past.iter().map(|p| Ok((p.input.clone(), take(&p.output)?))).collect::<Result<_, CheckError>>()?;
-    }
+        Ok(())
+    })?;
     match &record.first_divergence {
         None => Ok(()),
         Some(d) => Err(CheckError::new(
@@ -274,7 +328,7 @@ pub fn generate(
                 "generation diverged from PyTorch's generate() at step {} of {} ({}: past length {}): {}: {}",
                 d.step,
                 record.steps,
-                if d.step == 0 { "the prefill" } else { "a decode step with the cache" },
+                if d.step == 0 { "the first step, without a cache" } else { "a decode step with the cache" },
                 record.per_step[d.step].past_length,
                 d.output,
                 d.what

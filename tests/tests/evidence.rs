@@ -173,10 +173,10 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     copy_tree(&generation, &runtime::paths::generation_fixtures(&broken).join("llama"));
     let meta_path = broken.join("generation/llama/meta.json");
     let mut meta: Value = serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
-    let past = meta["past"].as_array_mut().unwrap();
-    let outputs: Vec<Value> = past.iter().map(|p| p["output"].clone()).collect();
+    let carried = meta["carried"].as_array_mut().unwrap();
+    let outputs: Vec<Value> = carried.iter().map(|p| p["output"].clone()).collect();
     let layer = outputs.len() / 2;
-    for (i, p) in past.iter_mut().enumerate() {
+    for (i, p) in carried.iter_mut().enumerate() {
         p["output"] = outputs[(i + layer) % outputs.len()].clone(); // layer 0 reads layer 1's cache and back
     }
     std::fs::write(&meta_path, meta.to_string()).unwrap();

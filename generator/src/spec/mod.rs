@@ -93,9 +93,10 @@ impl LoadedModel {
     }
 
     /// Whether the model generates text token by token with a cache (its task is
-    /// text-generation), so it has a generation fixture and `generates` checks.
+    /// text-generation, or text2text-generation for an encoder-decoder), so it has
+    /// a generation fixture and `generates` checks.
     pub fn generates(&self) -> bool {
-        self.spec.task == "text-generation" && self.spec.components.is_empty()
+        matches!(self.spec.task.as_str(), "text-generation" | "text2text-generation") && self.spec.components.is_empty()
     }
 
     /// The key of its generation fixture.

@@ -18,6 +18,10 @@ mod onnx {
         =
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
+    runtime::generation_test!(
+        super::super::cells::CPU_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build fsmt's decoder with its cache (our gap, not a fact about the model or cpu): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384"
+    );
 }
 /// fsmt on cpu with libtorch, device cpu: run.
 ///

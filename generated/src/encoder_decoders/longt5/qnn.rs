@@ -16,4 +16,8 @@ mod onnx {
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
         "known issue: longt5 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (55%), 2911 µs (1%); QNNExecutionProvider: 5 nodes (45%), 554404 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
+    runtime::generation_test!(
+        super::super::cells::QNN_ONNX, features = ["qnn"], off =
+        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+    );
 }

@@ -17,6 +17,10 @@ mod onnx {
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
         "known issue: t5gemma at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.9419 in its worst row (of 4; mean 0.9522), below 0.95; relative L2 error 0.3091, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/t5gemma.yaml) (max abs error 8.447e-1; worst at flat index 15: got -0.3502498269081116, expected -1.1949548721313477); output decoder_hidden_states_0: cosine similarity 0.9419 in its worst row (of 4; mean 0.9522), below 0.95; relative L2 error 0.3091, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/t5gemma.yaml) (max abs error 8.447e-1; worst at flat index 15: got -0.3502498269081116, expected -1.1949548721313477)"
     );
+    runtime::generation_test!(
+        super::super::cells::CPU_ONNX, features = ["cpu"], off =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
 }
 /// t5gemma on cpu with libtorch, device cpu: run.
 ///

@@ -28,7 +28,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's generation exporter could not build audioflamingo3's decoder with its cache (our gap, not a fact about the model or cpu): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
+        stage: runtime::Stage::Reference,
+    });
 /// audioflamingo3 on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -64,7 +68,11 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's generation exporter could not build audioflamingo3's decoder with its cache (our gap, not a fact about the model or cuda): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
+        stage: runtime::Stage::Reference,
+    });
 /// audioflamingo3 on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -91,7 +99,11 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's generation exporter could not build audioflamingo3's decoder with its cache (our gap, not a fact about the model or rocm): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
+        stage: runtime::Stage::Reference,
+    });
 /// audioflamingo3 on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -118,7 +130,11 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's generation exporter could not build audioflamingo3's decoder with its cache (our gap, not a fact about the model or mps): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
+        stage: runtime::Stage::Reference,
+    });
 /// audioflamingo3 on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -145,7 +161,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's generation exporter could not build audioflamingo3's decoder with its cache (our gap, not a fact about the model or openvino): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
+        stage: runtime::Stage::Reference,
+    });
 /// audioflamingo3 on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -175,6 +195,10 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
+    .with_generation(runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's generation exporter could not build audioflamingo3's decoder with its cache (our gap, not a fact about the model or qnn): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
+        stage: runtime::Stage::Reference,
+    })
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -208,7 +232,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's generation exporter could not build audioflamingo3's decoder with its cache (our gap, not a fact about the model or webnn): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
+        stage: runtime::Stage::Reference,
+    });
 /// audioflamingo3 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -246,7 +274,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's generation exporter could not build audioflamingo3's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
+        stage: runtime::Stage::Reference,
+    });
 /// audioflamingo3 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -284,7 +316,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's generation exporter could not build audioflamingo3's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
+        stage: runtime::Stage::Reference,
+    });
 /// audioflamingo3 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -30,7 +30,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core",
+        reason: "falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Export),
     });
@@ -71,7 +71,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core",
+        reason: "falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Export),
     });
@@ -103,7 +103,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core",
+        reason: "falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Export),
     });
@@ -135,7 +135,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core",
+        reason: "falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Export),
     });
@@ -175,7 +175,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core",
+        reason: "falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Export),
     });
@@ -221,7 +221,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core",
+        reason: "falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Export),
     })
@@ -260,7 +260,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core",
+        reason: "falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Export),
     });
@@ -303,7 +303,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core",
+        reason: "falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Export),
     });
@@ -346,7 +346,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core",
+        reason: "falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Export),
     });

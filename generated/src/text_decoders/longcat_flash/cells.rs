@@ -42,7 +42,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
+        reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Export),
     });
@@ -99,7 +99,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
+        reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Export),
     });
@@ -143,7 +143,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
+        reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Export),
     });
@@ -187,7 +187,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
+        reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Export),
     });
@@ -231,7 +231,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
+        reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Export),
     });
@@ -277,7 +277,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
+        reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Export),
     })
@@ -328,7 +328,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
+        reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Export),
     });
@@ -387,7 +387,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
+        reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Export),
     });
@@ -446,7 +446,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
+        reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Export),
     });

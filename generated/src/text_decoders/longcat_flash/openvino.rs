@@ -14,6 +14,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, ignore =
-        "known issue: longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i"
+        "known issue: longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i"
     );
 }

@@ -22,7 +22,7 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i"
+        "known issue: longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i"
     );
 }
 /// longcat_flash on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th).
@@ -47,7 +47,7 @@ mod native {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-20771/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i"
+        "known issue: longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i"
     );
 }
 /// longcat_flash's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
