@@ -69,6 +69,8 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
     runtime::checks::runs(BERT);
     runtime::checks::matches_reference(BERT);
     runtime::checks::precision(BERT, runtime::Precision::Int8);
+    // llama generates on cpu (its generation fixture): the generation column, not the cell's status.
+    runtime::checks::generates(&generated::text_decoders::llama::cells::CPU_ONNX);
     set("HWMATRIX_HOST", "host-b");
     runtime::checks::dynamic_shapes(BERT);
     let broken = Box::leak(Box::new(Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned).with_tolerance(Tolerance { abs: 0.0, rel: 0.0 })));
@@ -80,10 +82,10 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
     text.push_str(r#"{"run_id":"torn","time":"2026-"#);
     std::fs::write(&host_b, text).unwrap();
     let first = gen_ok(&["results", "--db", db_s, "import", results_s]);
-    assert!(first.contains("5 records added, 0 already there, 1 lines rejected"), "{first}");
+    assert!(first.contains("6 records added, 0 already there, 1 lines rejected"), "{first}");
     assert!(first.contains("host-b.jsonl:3: torn last line"), "{first}");
     let again = gen_ok(&["results", "--db", db_s, "import", results_s]);
-    assert!(again.contains("0 records added, 5 already there"), "importing twice added records:\n{again}");
+    assert!(again.contains("0 records added, 6 already there"), "importing twice added records:\n{again}");
     let runs = gen_ok(&["results", "--db", db_s, "runs"]);
     assert!(runs.contains("host-a,host-b"), "{runs}");
 
@@ -114,6 +116,14 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
     assert!(cosine > 0.98 && cosine <= 1.0 + 1e-9, "{int8}");
     assert_eq!(report["precision"]["checkpoints"], serde_json::json!([]));
     assert!(markdown.contains("## Precision") && markdown.contains("| cpu | onnxruntime | int8 | tiny random |"), "{markdown}");
+    // llama's generates check: its own column (passed on cpu), never the status of a cell with no float32 evidence.
+    assert_eq!(cell(&report, "llama", "cpu", "onnxruntime")["status"], "no-evidence");
+    let generation = &report["generation"];
+    assert_eq!(generation["engines"][0]["platform"], "cpu", "{generation}");
+    assert_eq!(generation["engines"][0]["counts"]["passed"], 1, "{generation}");
+    assert_eq!(generation["models"][0]["model"], "llama", "{generation}");
+    assert_eq!(generation["models"][0]["platforms"]["cpu"], "passed", "{generation}");
+    assert!(markdown.contains("## Generation with a KV cache") && markdown.contains("| llama | passed |"), "{markdown}");
 
     // --compare: the same checks as another run, matches_reference 3× slower, and 3× faster.
     retimed(&results.join("host-a.jsonl"), &scratch.path().join("slow.jsonl"), "slow-run", |check| if check == "matches_reference" { 3.0 } else { 1.0 });

@@ -199,11 +199,15 @@ fn tree_state(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime, u64)> {
 /// with the bytes of every file under it.
 fn fixture_folders(store: &Path) -> Vec<(String, u64)> {
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(store).into_iter().flatten().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        // A fixture is a folder with its meta.json: not the workers' `.logs`, not a partial export.
-        if entry.path().join("meta.json").is_file() {
-            out.push((name, tree_state(&entry.path()).iter().map(|(_, _, len)| len).sum()));
+    // Generation fixtures (`generation/<model_type>`) are fixtures of their own, each held to the same limit.
+    let generation = hwmatrix_cell::paths::generation_fixtures(store);
+    for (root, prefix) in [(store.to_path_buf(), ""), (generation, "generation/")] {
+        for entry in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            // A fixture is a folder with its meta.json: not the workers' `.logs`, not a partial export.
+            if entry.path().join("meta.json").is_file() {
+                out.push((format!("{prefix}{name}"), tree_state(&entry.path()).iter().map(|(_, _, len)| len).sum()));
+            }
         }
     }
     out

@@ -184,7 +184,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run)
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "blenderbot does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 37 of 2048 logits outside abs 0.04049667108686919 + rel 0, 0 of 2 rows with another top token (max abs error 7.302e-2; worst at flat index 1909: got -0.1824951320886612, expected -0.2555115222930908)",
+        basis: runtime::Basis::Measured,
+        stage: None,
+    })
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,

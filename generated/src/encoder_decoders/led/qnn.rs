@@ -17,7 +17,7 @@ mod onnx {
         "known issue: led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: led does not generate on qnn with onnxruntime (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Add ×24 on CPUExecutionProvider, Einsum ×5 on CPUExecutionProvider, Expand ×12 on CPUExecutionProvider, Gather ×14 on CPUExecutionProvider, Mul ×22 on CPUExecutionProvider, NonZero ×32 on CPUExecutionProvider, Pad ×4 on CPUExecutionProvider, Reshape ×43 on CPUExecutionProvider, Shape ×3 on CPUExecutionProvider, Slice ×24 on CPUExecutionProvider, Squeeze ×32 on CPUExecutionProvider, Transpose ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 247 nodes (94%), 207871 µs (1%); QNNExecutionProvider: 15 nodes (6%), 15077267 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
 }

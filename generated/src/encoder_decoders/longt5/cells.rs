@@ -200,7 +200,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run)
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "longt5 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 378 of 2048 logits outside abs 0.3494769784238784 + rel 0, 0 of 2 rows with another top token (max abs error 1.257e0; worst at flat index 1946: got -0.0835571363568306, expected -1.3407869338989258)",
+        basis: runtime::Basis::Measured,
+        stage: None,
+    })
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,

@@ -17,7 +17,7 @@ mod onnx {
         "known issue: longt5 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (55%), 2911 µs (1%); QNNExecutionProvider: 5 nodes (45%), 554404 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: longt5 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 378 of 2048 logits outside abs 0.3494769784238784 + rel 0, 0 of 2 rows with another top token (max abs error 1.257e0; worst at flat index 1946: got -0.0835571363568306, expected -1.3407869338989258)"
     );
 }

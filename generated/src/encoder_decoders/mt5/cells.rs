@@ -192,7 +192,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run)
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "mt5 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 639 of 2048 logits outside abs 2.1222552459252966 + rel 0, 0 of 2 rows with another top token (max abs error 1.272e1; worst at flat index 1085: got 7.324219226837158, expected -5.392482757568359)",
+        basis: runtime::Basis::Measured,
+        stage: None,
+    })
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,

@@ -192,7 +192,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run)
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "switch_transformers does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 79 of 2048 logits outside abs 0.34947700252733827 + rel 0, 0 of 2 rows with another top token (max abs error 6.111e-1; worst at flat index 1144: got 0.3171387016773224, expected -0.2940044105052948)",
+        basis: runtime::Basis::Measured,
+        stage: None,
+    })
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,

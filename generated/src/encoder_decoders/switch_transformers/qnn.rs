@@ -17,7 +17,7 @@ mod onnx {
         "known issue: switch_transformers fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 10 of 448 elements outside 0.1 of the output's spread (3.345e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/switch_transformers.yaml) (max abs error 4.617e-1; worst at flat index 273: got 1.1201173067092896, expected 0.6583961844444275)"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: switch_transformers does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 79 of 2048 logits outside abs 0.34947700252733827 + rel 0, 0 of 2 rows with another top token (max abs error 6.111e-1; worst at flat index 1144: got 0.3171387016773224, expected -0.2940044105052948)"
     );
 }

@@ -192,7 +192,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run)
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "t5 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 213 of 2048 logits outside abs 0.4210764814242296 + rel 0, 0 of 2 rows with another top token (max abs error 1.207e0; worst at flat index 2046: got 0.9257813096046448, expected -0.2816047966480255)",
+        basis: runtime::Basis::Measured,
+        stage: None,
+    })
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,

@@ -17,7 +17,7 @@ mod onnx {
         "known issue: t5 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output logits: 163 of 14336 elements outside 0.1 of the output's spread (5.588e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/t5.yaml) (max abs error 1.139e0; worst at flat index 12629: got 0.3354492485523224, expected -0.8030973672866821)"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: t5 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 213 of 2048 logits outside abs 0.4210764814242296 + rel 0, 0 of 2 rows with another top token (max abs error 1.207e0; worst at flat index 2046: got 0.9257813096046448, expected -0.2816047966480255)"
     );
 }

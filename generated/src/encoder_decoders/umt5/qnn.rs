@@ -17,7 +17,7 @@ mod onnx {
         "known issue: umt5 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 69 of 448 elements outside 0.1 of the output's spread (3.115e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/umt5.yaml) (max abs error 9.891e-1; worst at flat index 406: got 0.3874512016773224, expected 1.3765918016433716); output encoder_last_hidden_state: 128 of 832 elements outside 0.1 of the output's spread (3.398e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/umt5.yaml) (max abs error 1.226e0; worst at flat index 748: got -0.4001465141773224, expected 0.8261082172393799)"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: umt5 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 355 of 2048 logits outside abs 0.32219889734203094 + rel 0, 0 of 2 rows with another top token (max abs error 1.198e0; worst at flat index 1796: got -0.3732910454273224, expected -1.5716112852096558)"
     );
 }

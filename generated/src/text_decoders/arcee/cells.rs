@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "arcee does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 618 of 2048 logits outside abs 0.035979713460926634 + rel 0, 0 of 2 rows with another top token (max abs error 1.903e-1; worst at flat index 1585: got -0.0886840894818306, expected 0.10162702947854996)",
+        reason: "arcee does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 618 of 2048 logits outside abs 0.035979713460926634 + rel 0, 0 of 2 rows with another top token (max abs error 1.903e-1; worst at flat index 1585: got -0.0886840894818306, expected 0.10162702947854996)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

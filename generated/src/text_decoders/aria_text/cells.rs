@@ -257,7 +257,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "aria_text does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 107 of 2048 logits outside abs 0.03950648659579201 + rel 0, 0 of 2 rows with another top token (max abs error 8.383e-2; worst at flat index 1194: got -0.0618286170065403, expected 0.022002635523676872)",
+        reason: "aria_text does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 107 of 2048 logits outside abs 0.03950648659579201 + rel 0, 0 of 2 rows with another top token (max abs error 8.383e-2; worst at flat index 1194: got -0.0618286170065403, expected 0.022002635523676872)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

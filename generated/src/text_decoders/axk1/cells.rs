@@ -197,7 +197,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "axk1 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 732 of 2048 logits outside abs 0.04261290494939658 + rel 0, 0 of 2 rows with another top token (max abs error 4.270e-1; worst at flat index 1313: got -0.2609863579273224, expected 0.16598644852638245)",
+        reason: "axk1 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 732 of 2048 logits outside abs 0.04261290494939658 + rel 0, 0 of 2 rows with another top token (max abs error 4.270e-1; worst at flat index 1313: got -0.2609863579273224, expected 0.16598644852638245)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

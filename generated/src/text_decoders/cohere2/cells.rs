@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "cohere2 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (past length 0): cannot load /root/.cache/hwmatrix/fixtures/generation/cohere2/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+        reason: "cohere2 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (decoder): cannot load /root/.cache/hwmatrix/fixtures/generation/cohere2/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Load),
     })

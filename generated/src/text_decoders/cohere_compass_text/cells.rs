@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "cohere_compass_text does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 1 of 2048 logits outside abs 0.07566513457261409 + rel 0, 0 of 2 rows with another top token (max abs error 7.569e-2; worst at flat index 1343: got 0.02072143740952015, expected -0.05496515706181526)",
+        reason: "cohere_compass_text does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 1 of 2048 logits outside abs 0.07566513457261409 + rel 0, 0 of 2 rows with another top token (max abs error 7.569e-2; worst at flat index 1343: got 0.02072143740952015, expected -0.05496515706181526)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

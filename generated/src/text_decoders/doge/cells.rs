@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "doge does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 171 of 2048 logits outside abs 0.040625689492276254 + rel 0, 0 of 2 rows with another top token (max abs error 9.458e-2; worst at flat index 1251: got 0.2595215141773224, expected 0.1649421751499176)",
+        reason: "doge does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 171 of 2048 logits outside abs 0.040625689492276254 + rel 0, 0 of 2 rows with another top token (max abs error 9.458e-2; worst at flat index 1251: got 0.2595215141773224, expected 0.1649421751499176)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

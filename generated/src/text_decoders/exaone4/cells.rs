@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "exaone4 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 1336 of 2048 logits outside abs 0.043031884881941096 + rel 0, 0 of 2 rows with another top token (max abs error 4.307e-1; worst at flat index 1727: got 0.1883545070886612, expected -0.2423037439584732)",
+        reason: "exaone4 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 1336 of 2048 logits outside abs 0.043031884881941096 + rel 0, 0 of 2 rows with another top token (max abs error 4.307e-1; worst at flat index 1727: got 0.1883545070886612, expected -0.2423037439584732)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

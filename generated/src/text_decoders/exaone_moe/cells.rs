@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "exaone_moe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 13 of 2048 logits outside abs 0.04724213136106528 + rel 0, 0 of 2 rows with another top token (max abs error 7.175e-2; worst at flat index 1411: got 0.01667785830795765, expected -0.055076196789741516)",
+        reason: "exaone_moe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 13 of 2048 logits outside abs 0.04724213136106528 + rel 0, 0 of 2 rows with another top token (max abs error 7.175e-2; worst at flat index 1411: got 0.01667785830795765, expected -0.055076196789741516)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

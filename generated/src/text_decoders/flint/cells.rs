@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "flint does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 468 of 2048 logits outside abs 0.04151985076210849 + rel 0, 0 of 2 rows with another top token (max abs error 1.704e-1; worst at flat index 1094: got 0.1755371242761612, expected 0.0051761046051979065)",
+        reason: "flint does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 468 of 2048 logits outside abs 0.04151985076210849 + rel 0, 0 of 2 rows with another top token (max abs error 1.704e-1; worst at flat index 1094: got 0.1755371242761612, expected 0.0051761046051979065)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

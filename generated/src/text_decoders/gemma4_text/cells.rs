@@ -205,7 +205,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "gemma4_text does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 483 of 2048 logits outside abs 0.04114541610940706 + rel 0, 0 of 2 rows with another top token (max abs error 2.499e-1; worst at flat index 1039: got -0.0715332105755806, expected -0.3214415907859802)",
+        reason: "gemma4_text does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 483 of 2048 logits outside abs 0.04114541610940706 + rel 0, 0 of 2 rows with another top token (max abs error 2.499e-1; worst at flat index 1039: got -0.0715332105755806, expected -0.3214415907859802)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "glm4_moe_lite does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 73 of 2048 logits outside abs 0.041743043841370314 + rel 0, 0 of 2 rows with another top token (max abs error 9.849e-2; worst at flat index 1710: got -0.1408691555261612, expected -0.23935872316360474)",
+        reason: "glm4_moe_lite does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 73 of 2048 logits outside abs 0.041743043841370314 + rel 0, 0 of 2 rows with another top token (max abs error 9.849e-2; worst at flat index 1710: got -0.1408691555261612, expected -0.23935872316360474)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

@@ -185,7 +185,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "gpt_neo does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 16 of 2048 logits outside abs 0.04760037396620192 + rel 0, 0 of 2 rows with another top token (max abs error 6.975e-2; worst at flat index 1133: got -0.1527099758386612, expected -0.08296006917953491)",
+        reason: "gpt_neo does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 16 of 2048 logits outside abs 0.04760037396620192 + rel 0, 0 of 2 rows with another top token (max abs error 6.975e-2; worst at flat index 1133: got -0.1527099758386612, expected -0.08296006917953491)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

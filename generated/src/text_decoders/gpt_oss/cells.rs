@@ -197,7 +197,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "gpt_oss does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 119 of 2048 logits outside abs 0.04165004310918903 + rel 0, 0 of 2 rows with another top token (max abs error 9.636e-2; worst at flat index 1689: got -0.1457519680261612, expected -0.04939499497413635)",
+        reason: "gpt_oss does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 119 of 2048 logits outside abs 0.04165004310918903 + rel 0, 0 of 2 rows with another top token (max abs error 9.636e-2; worst at flat index 1689: got -0.1457519680261612, expected -0.04939499497413635)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "hunyuan_v1_dense does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 42 of 2048 logits outside abs 0.038093467374164906 + rel 0, 0 of 2 rows with another top token (max abs error 5.963e-2; worst at flat index 1786: got -0.0335388220846653, expected -0.09316400438547134)",
+        reason: "hunyuan_v1_dense does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 42 of 2048 logits outside abs 0.038093467374164906 + rel 0, 0 of 2 rows with another top token (max abs error 5.963e-2; worst at flat index 1786: got -0.0335388220846653, expected -0.09316400438547134)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "hunyuan_v1_moe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 33 of 2048 logits outside abs 0.04062972106025882 + rel 0, 0 of 2 rows with another top token (max abs error 6.180e-2; worst at flat index 2002: got -0.1781006008386612, expected -0.23989853262901306)",
+        reason: "hunyuan_v1_moe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 33 of 2048 logits outside abs 0.04062972106025882 + rel 0, 0 of 2 rows with another top token (max abs error 6.180e-2; worst at flat index 2002: got -0.1781006008386612, expected -0.23989853262901306)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "iquestcoder does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 558 of 2048 logits outside abs 0.0396898056749933 + rel 0, 0 of 2 rows with another top token (max abs error 2.168e-1; worst at flat index 1202: got -0.2199707180261612, expected -0.0031905807554721832)",
+        reason: "iquestcoder does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 558 of 2048 logits outside abs 0.0396898056749933 + rel 0, 0 of 2 rows with another top token (max abs error 2.168e-1; worst at flat index 1202: got -0.2199707180261612, expected -0.0031905807554721832)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "jais2 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 196 of 2048 logits outside abs 0.037947259057909834 + rel 0, 0 of 2 rows with another top token (max abs error 9.344e-2; worst at flat index 1462: got 0.2435302883386612, expected 0.15008732676506042)",
+        reason: "jais2 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 196 of 2048 logits outside abs 0.037947259057909834 + rel 0, 0 of 2 rows with another top token (max abs error 9.344e-2; worst at flat index 1462: got 0.2435302883386612, expected 0.15008732676506042)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "kolibri1 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 847 of 2048 logits outside abs 0.04196093078414834 + rel 0, 0 of 2 rows with another top token (max abs error 5.855e-1; worst at flat index 1914: got 0.2492675930261612, expected -0.3362429141998291)",
+        reason: "kolibri1 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 847 of 2048 logits outside abs 0.04196093078414834 + rel 0, 0 of 2 rows with another top token (max abs error 5.855e-1; worst at flat index 1914: got 0.2492675930261612, expected -0.3362429141998291)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

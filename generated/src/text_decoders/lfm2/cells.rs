@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "lfm2 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 1 of 2048 logits outside abs 0.05617883760223777 + rel 0, 0 of 2 rows with another top token (max abs error 5.972e-2; worst at flat index 1162: got -0.0681152418255806, expected -0.12783999741077423)",
+        reason: "lfm2 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 1 of 2048 logits outside abs 0.05617883760223777 + rel 0, 0 of 2 rows with another top token (max abs error 5.972e-2; worst at flat index 1162: got -0.0681152418255806, expected -0.12783999741077423)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

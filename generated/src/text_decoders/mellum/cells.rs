@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "mellum does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 379 of 2048 logits outside abs 0.03897764005073441 + rel 0, 0 of 2 rows with another top token (max abs error 1.324e-1; worst at flat index 1440: got 0.2027588039636612, expected 0.07032902538776398)",
+        reason: "mellum does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 379 of 2048 logits outside abs 0.03897764005073441 + rel 0, 0 of 2 rows with another top token (max abs error 1.324e-1; worst at flat index 1440: got 0.2027588039636612, expected 0.07032902538776398)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "minimax_m2 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (past length 0): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_2894863030618433003_4 node. Name:'QNNExecutionProvider_QNNExecutionProvider_2894863030618433003_4_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004",
+        reason: "minimax_m2 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (decoder): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_2894863030618433003_4 node. Name:'QNNExecutionProvider_QNNExecutionProvider_2894863030618433003_4_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Run),
     })

@@ -18,6 +18,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: minimax_m2 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (past length 0): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_2894863030618433003_4 node. Name:'QNNExecutionProvider_QNNExecutionProvider_2894863030618433003_4_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004"
+        "known issue: minimax_m2 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (decoder): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_2894863030618433003_4 node. Name:'QNNExecutionProvider_QNNExecutionProvider_2894863030618433003_4_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004"
     );
 }

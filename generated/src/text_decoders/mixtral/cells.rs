@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "mixtral does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 388 of 2048 logits outside abs 0.03768683435851017 + rel 0, 0 of 2 rows with another top token (max abs error 1.476e-1; worst at flat index 1075: got 0.0429687537252903, expected -0.10467623919248581)",
+        reason: "mixtral does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 388 of 2048 logits outside abs 0.03768683435851017 + rel 0, 0 of 2 rows with another top token (max abs error 1.476e-1; worst at flat index 1075: got 0.0429687537252903, expected -0.10467623919248581)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "moshi does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 94 of 2048 logits outside abs 0.045132870875454506 + rel 0, 0 of 2 rows with another top token (max abs error 9.055e-2; worst at flat index 1142: got 0.0898437574505806, expected 0.18039801716804504)",
+        reason: "moshi does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 94 of 2048 logits outside abs 0.045132870875454506 + rel 0, 0 of 2 rows with another top token (max abs error 9.055e-2; worst at flat index 1142: got 0.0898437574505806, expected 0.18039801716804504)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

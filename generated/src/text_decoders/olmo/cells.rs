@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "olmo does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 102 of 2048 logits outside abs 0.037566996607256445 + rel 0, 0 of 2 rows with another top token (max abs error 8.787e-2; worst at flat index 1786: got 0.006294250953942537, expected -0.08157951384782791)",
+        reason: "olmo does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 102 of 2048 logits outside abs 0.037566996607256445 + rel 0, 0 of 2 rows with another top token (max abs error 8.787e-2; worst at flat index 1786: got 0.006294250953942537, expected -0.08157951384782791)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

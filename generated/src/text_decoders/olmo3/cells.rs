@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "olmo3 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 804 of 2048 logits outside abs 0.04129799418722087 + rel 0, 0 of 2 rows with another top token (max abs error 2.929e-1; worst at flat index 195: got 0.1364746242761612, expected -0.156428262591362)",
+        reason: "olmo3 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 804 of 2048 logits outside abs 0.04129799418722087 + rel 0, 0 of 2 rows with another top token (max abs error 2.929e-1; worst at flat index 195: got 0.1364746242761612, expected -0.156428262591362)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

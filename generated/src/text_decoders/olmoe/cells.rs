@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "olmoe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 100 of 2048 logits outside abs 0.03394666906201565 + rel 0, 0 of 2 rows with another top token (max abs error 8.528e-2; worst at flat index 1944: got 0.0021095278207212687, expected -0.08316932618618011)",
+        reason: "olmoe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 100 of 2048 logits outside abs 0.03394666906201565 + rel 0, 0 of 2 rows with another top token (max abs error 8.528e-2; worst at flat index 1944: got 0.0021095278207212687, expected -0.08316932618618011)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "opt does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 23 of 2048 logits outside abs 0.05004379576319025 + rel 0, 0 of 2 rows with another top token (max abs error 8.124e-2; worst at flat index 1395: got 0.1932373195886612, expected 0.11199797689914703)",
+        reason: "opt does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 23 of 2048 logits outside abs 0.05004379576319025 + rel 0, 0 of 2 rows with another top token (max abs error 8.124e-2; worst at flat index 1395: got 0.1932373195886612, expected 0.11199797689914703)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "persimmon does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 259 of 2048 logits outside abs 0.03755103148439503 + rel 0, 0 of 2 rows with another top token (max abs error 1.068e-1; worst at flat index 1522: got 0.1583252102136612, expected 0.26514166593551636)",
+        reason: "persimmon does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 259 of 2048 logits outside abs 0.03755103148439503 + rel 0, 0 of 2 rows with another top token (max abs error 1.068e-1; worst at flat index 1522: got 0.1583252102136612, expected 0.26514166593551636)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

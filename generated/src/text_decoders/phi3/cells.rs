@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "phi3 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (past length 0): cannot load /root/.cache/hwmatrix/fixtures/generation/phi3/decoder.onnx: Failed to compose Qnn graph.",
+        reason: "phi3 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (decoder): cannot load /root/.cache/hwmatrix/fixtures/generation/phi3/decoder.onnx: Failed to compose Qnn graph.",
         basis: runtime::Basis::Measured,
         stage: Some(runtime::Stage::Load),
     })

@@ -18,6 +18,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: phi3 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (past length 0): cannot load /root/.cache/hwmatrix/fixtures/generation/phi3/decoder.onnx: Failed to compose Qnn graph."
+        "known issue: phi3 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (decoder): cannot load /root/.cache/hwmatrix/fixtures/generation/phi3/decoder.onnx: Failed to compose Qnn graph."
     );
 }

@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "qwen3_moe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 372 of 2048 logits outside abs 0.03876336727605576 + rel 0, 0 of 2 rows with another top token (max abs error 1.309e-1; worst at flat index 1440: got 0.2009277492761612, expected 0.07001891732215881)",
+        reason: "qwen3_moe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 372 of 2048 logits outside abs 0.03876336727605576 + rel 0, 0 of 2 rows with another top token (max abs error 1.309e-1; worst at flat index 1440: got 0.2009277492761612, expected 0.07001891732215881)",
         basis: runtime::Basis::Measured,
         stage: None,
     })

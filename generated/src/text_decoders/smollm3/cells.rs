@@ -193,7 +193,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(runtime::Planned::KnownIssue {
-        reason: "smollm3 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the prefill: past length 0): logits: 71 of 2048 logits outside abs 0.04966905115604732 + rel 0, 0 of 2 rows with another top token (max abs error 1.007e-1; worst at flat index 1895: got -0.0404357947409153, expected -0.1411333829164505)",
+        reason: "smollm3 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 71 of 2048 logits outside abs 0.04966905115604732 + rel 0, 0 of 2 rows with another top token (max abs error 1.007e-1; worst at flat index 1895: got -0.0404357947409153, expected -0.1411333829164505)",
         basis: runtime::Basis::Measured,
         stage: None,
     })
