@@ -74,6 +74,7 @@ pub struct Bench {
 pub struct GenerationBench {
     pub batch: usize,
     pub prompt_lengths: Vec<usize>,
+    pub padding: String,
     /// Decode steps per timed run (the new tokens after the first).
     pub decode_steps: usize,
     pub prefill: Latency,
@@ -254,6 +255,7 @@ fn generation(cell: &Cell, options: &Options, threads: Threads) -> Result<Genera
     Ok(GenerationBench {
         batch,
         prompt_lengths: fixture.meta.prompt_lengths.clone(),
+        padding: fixture.meta.padding.clone(),
         decode_steps: fixture.meta.steps.len() - 1,
         decode_tokens_per_second: per_second(&decode_step),
         prefill,

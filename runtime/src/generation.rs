@@ -44,6 +44,8 @@ pub struct GenerationMeta {
     /// The prompt (or decoder start) plus the tokens generate() produced, per row.
     pub sequences: Vec<Vec<i64>>,
     pub prompt_lengths: Vec<usize>,
+    /// Where the shorter prompt is padded: `left` (decoder-only, as generate() pads) or `right` (an encoder's source).
+    pub padding: String,
 }
 
 #[derive(Debug, Deserialize)]

@@ -79,8 +79,8 @@ fn bench_one(cell: &runtime::Cell, options: &Options) -> bool {
             }
             if let Some(g) = &result.generation {
                 println!(
-                    "generation: batch {} (prompts of {:?} tokens, left-padded), prefill then {} decode steps with the cache, teacher-forced",
-                    g.batch, g.prompt_lengths, g.decode_steps
+                    "generation: batch {} (prompts of {:?} tokens, padded on the {}), prefill then {} decode steps with the cache, teacher-forced",
+                    g.batch, g.prompt_lengths, g.padding, g.decode_steps
                 );
                 println!("{:<28} {:>12} {:>14} {:>16}", "", "prefill ms", "decode step ms", "decode tokens/s");
                 println!("{:<28} {:>12.4} {:>14.4} {:>16.1}", "rust (this runtime)", g.prefill.median_ms, g.decode_step.median_ms, g.decode_tokens_per_second);

@@ -17,7 +17,7 @@ mod browser {
         "known issue: led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))"
     );
     runtime::generation_test!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: led does not generate on webnn with browser (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Einsum ×5 on CPUExecutionProvider, Expand ×12 on CPUExecutionProvider, Gather ×14 on CPUExecutionProvider, Pad ×3 on CPUExecutionProvider, Reshape ×11 on CPUExecutionProvider, Slice ×24 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 246 nodes (87%), 0 µs (0%); WebNNExecutionProvider: 38 nodes (13%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
 }

@@ -17,7 +17,7 @@ mod browser {
         "known issue: longt5 fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (19%), 0 µs (0%); WebNNExecutionProvider: 17 nodes (81%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
     runtime::generation_test!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: longt5 does not generate on webnn with browser (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (17%), 0 µs (0%); WebNNExecutionProvider: 19 nodes (83%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
 }

@@ -235,7 +235,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "cohere_compass_text does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/model/rotary_emb/Slice_4] For dimension (2): the stride (3) must not be greater than the size to slice (2). (page log: 2026-11-26 13:58:27.874438 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [479] name: [Transpose_token_7] supported: [1] | 2026-11-26 13:58:27.877048 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [481] name: [Transpose_token_9] supported: [1] | 2026-11-26 13:58:27.881388 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [490] name: [Transpose_token_22] supported: [1] | 2026-11-26 13:58:27.882028 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [492] name: [/model/model/Reshape_1_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-26 13:58:27.900143 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 3 number of nodes in the graph: 149 number of nodes supported by WebNN: 145\u{1b}[m)",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Load),
+    });
 /// cohere_compass_text on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

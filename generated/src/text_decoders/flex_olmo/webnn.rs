@@ -17,7 +17,7 @@ mod browser {
         "known issue: flex_olmo fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/layers.0/mlp/experts/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={4,1} NumOutputs=3 Num entries in 'split' (must equal number of outputs) was 3 Sum of sizes in 'split' (must equal size of selected axis) was 3; dynamo exporter: TorchExportError: Failed to export the model "
     );
     runtime::generation_test!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: flex_olmo does not generate on webnn with browser (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (82%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/flex_olmo.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
 }

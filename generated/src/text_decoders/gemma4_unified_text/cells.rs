@@ -243,7 +243,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "gemma4_unified_text does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Load),
+    });
 /// gemma4_unified_text on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -298,7 +302,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "gemma4_unified_text does not generate on webgpu with browser (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 1 of 8 (a decode step with the cache: past length 6): logits: 4 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.780e-4; worst at flat index 1903: got -0.014261895790696144, expected -0.014083941467106342)",
+        basis: runtime::Basis::Measured,
+        stage: None,
+    });
 /// gemma4_unified_text on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

@@ -243,7 +243,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "gpt_neox_japanese does not generate on webnn with browser (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (35%), 0 µs (0%); WebNNExecutionProvider: 15 nodes (65%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/gpt_neox_japanese.yaml only if it may run off WebNNExecutionProvider, with the reason",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Run),
+    });
 /// gpt_neox_japanese on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
