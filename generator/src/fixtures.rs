@@ -77,6 +77,13 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &S
     let mut generation_names = std::collections::BTreeSet::new();
     for model_plan in plan.models.iter().filter(|m| matches!(source, Source::TinyRandom) && m.model.generates()) {
         let model = model_plan.model;
+        // A measured failure of the generation exporter (`imported.generation_export`) is the
+        // spec's known issue, skipped like a float32 export's: its checks say why, and
+        // `gen import --platform cpu` records a fixture built after a fix.
+        if model.spec.generation_export.is_some() {
+            summary.skipped_known_issue += 1;
+            continue;
+        }
         let out_dir = generation_root.join(&model.spec.model_type);
         let key = model.generation_fixture_key();
         if cached_key(&out_dir).as_deref() == Some(key.as_str()) {
