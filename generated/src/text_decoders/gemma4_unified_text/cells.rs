@@ -361,7 +361,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "gemma4_unified_text does not generate on webgpu with onnxruntime (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 1 of 8 (a decode step with the cache: past length 6): logits: 4 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.780e-4; worst at flat index 1903: got -0.014261895790696144, expected -0.014083941467106342)",
+        basis: runtime::Basis::Measured,
+        stage: None,
+    });
 /// gemma4_unified_text on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,
