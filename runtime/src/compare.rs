@@ -154,7 +154,7 @@ pub fn agreement(name: &str, feature_last: bool, actual: &Tensor, expected: &Ten
 }
 
 /// The first index of the largest value; NaN never wins, and a row of NaN has none.
-fn argmax(row: &[f64]) -> Option<usize> {
+pub(crate) fn argmax(row: &[f64]) -> Option<usize> {
     row.iter().enumerate().filter(|(_, v)| !v.is_nan()).fold(None, |best: Option<(usize, f64)>, (i, &v)| match best {
         Some((_, b)) if b >= v => best,
         _ => Some((i, v)),

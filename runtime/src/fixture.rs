@@ -291,16 +291,16 @@ impl Fixture {
     }
 
     fn load(&self, folder: &str, tensors: &[TensorMeta]) -> Result<Vec<(String, Tensor)>, CheckError> {
-        let invalid = |message: String| CheckError::new(ErrorKind::FixtureInvalid, message);
-        tensors
-            .iter()
-            .map(|t| {
-                let tensor = npy::read(&self.dir.join(folder).join(format!("{}.npy", t.name))).map_err(invalid)?;
-                if tensor.shape != t.shape {
-                    return Err(invalid(format!("{folder}/{}.npy has shape {:?}, meta.json says {:?}", t.name, tensor.shape, t.shape)));
-                }
-                Ok((t.name.clone(), tensor))
-            })
-            .collect()
+        tensors.iter().map(|t| Ok((t.name.clone(), read_checked(&self.dir, folder, t)?))).collect()
     }
+}
+
+/// `<dir>/<folder>/<name>.npy`, refused unless its shape is the one meta.json gives.
+pub(crate) fn read_checked(dir: &Path, folder: &str, t: &TensorMeta) -> Result<Tensor, CheckError> {
+    let invalid = |message: String| CheckError::new(ErrorKind::FixtureInvalid, message);
+    let tensor = npy::read(&dir.join(folder).join(format!("{}.npy", t.name))).map_err(invalid)?;
+    if tensor.shape != t.shape {
+        return Err(invalid(format!("{folder}/{}.npy has shape {:?}, meta.json says {:?}", t.name, tensor.shape, t.shape)));
+    }
+    Ok(tensor)
 }

@@ -18,7 +18,6 @@ use crate::engine::onnx::StaticInputs;
 use crate::error::{CheckError, ErrorKind};
 use crate::fixture::TensorMeta;
 use crate::fixture_key::generation_fixture_key;
-use crate::npy;
 use crate::paths;
 use crate::tensor::{Data, Tensor};
 use crate::{ModelDecl, Tolerance};
@@ -164,12 +163,7 @@ impl GenerationFixture {
     }
 
     fn read(&self, folder: &str, meta: &TensorMeta) -> Result<Tensor, CheckError> {
-        let invalid = |message: String| CheckError::new(ErrorKind::FixtureInvalid, message);
-        let tensor = npy::read(&self.dir.join(folder).join(format!("{}.npy", meta.name))).map_err(invalid)?;
-        if tensor.shape != meta.shape {
-            return Err(invalid(format!("{folder}/{}.npy has shape {:?}, meta.json says {:?}", meta.name, tensor.shape, meta.shape)));
-        }
-        Ok(tensor)
+        crate::fixture::read_checked(&self.dir, folder, meta)
     }
 
     /// Runs the fixture's loop: the prologue's graphs, then each step's graph with
@@ -195,8 +189,7 @@ impl GenerationFixture {
                     inputs.push((input.name.clone(), t.clone()));
                     continue;
                 }
-                let carried = meta.carried.iter().find(|c| c.input == input.name).and_then(|c| latest.get(&c.output).map(|t| (c, t)));
-                let Some((_, value)) = carried else {
+                let Some(value) = meta.carried.iter().find(|c| c.input == input.name).and_then(|c| latest.get(&c.output)) else {
                     return Err(CheckError::new(ErrorKind::FixtureInvalid, format!("{what}: graph {graph} takes {}, which no feed or earlier output gives", input.name)));
                 };
                 inputs.push((input.name.clone(), value.clone()));
@@ -364,11 +357,10 @@ fn top1_disagreements(actual: &Tensor, expected: &Tensor, tolerance: Tolerance) 
     a.chunks(vocab)
         .zip(e.chunks(vocab))
         .filter(|(a_row, e_row)| {
-            let argmax = |row: &[f64]| row.iter().enumerate().fold(0, |best, (i, v)| if *v > row[best] { i } else { best });
-            let (top, got) = (argmax(e_row), argmax(a_row));
+            let (Some(top), got) = (compare::argmax(e_row), compare::argmax(a_row)) else { return false };
             let second = e_row.iter().enumerate().filter(|(i, _)| *i != top).map(|(_, v)| *v).fold(f64::NEG_INFINITY, f64::max);
             let slack = 2.0 * (tolerance.abs + tolerance.rel * e_row[top].abs());
-            top != got && e_row[top] - second > slack
+            got != Some(top) && e_row[top] - second > slack
         })
         .count()
 }

@@ -90,11 +90,7 @@ pub struct Placement {
 /// the variant of `precision` (ONNX only: the quantizer works on ONNX graphs).
 pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: Mode) -> Result<Box<dyn Session>, CheckError> {
     match *cell.engine {
-        Engine::OnnxRuntime { provider, options } => {
-            let static_inputs = provider.static_shapes().then(|| declared_inputs(cell));
-            let nodes = graph_nodes(fixture);
-            Ok(Box::new(onnx::OnnxSession::open(provider, options, &onnx_model(fixture, precision)?, mode, static_inputs, nodes)?))
-        }
+        Engine::OnnxRuntime { .. } | Engine::Browser { .. } => open_graph(cell, &onnx_model(fixture, precision)?, declared_inputs(cell), graph_nodes(fixture), mode),
         Engine::Libtorch { .. } if precision.is_some() => {
             Err(CheckError::new(ErrorKind::EngineNotBuilt, format!("{}: the libtorch engine runs float32 TorchScript only", cell.id())))
         }
@@ -102,7 +98,6 @@ pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: 
             let outputs: Vec<&'static str> = cell.model.outputs.iter().map(|o| o.name).collect();
             torch::open(cell.platform.platform, device, &fixture.model_torchscript()?, &outputs)
         }
-        Engine::Browser { backend, device_type } => open_browser(cell, backend, device_type, &onnx_model(fixture, precision)?, declared_inputs(cell), graph_nodes(fixture)),
         engine => Err(CheckError::new(
             ErrorKind::EngineNotBuilt,
             format!(
@@ -116,9 +111,9 @@ pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: 
     }
 }
 
-/// Opens another ONNX graph of the model than its fixture's (a generation
-/// fixture's decoder) with the cell's engine, strictly as `open` does; its
-/// inputs' named axes are fixed per run where the engine builds static graphs.
+/// Opens an ONNX graph of the model (its fixture's, a variant, a generation
+/// fixture's decoder) with the cell's engine, strictly; the named axes of
+/// `inputs` are fixed per run where the engine builds static graphs.
 pub fn open_graph(cell: &Cell, graph: &Path, inputs: onnx::StaticInputs, nodes: placement::GraphNodes, mode: Mode) -> Result<Box<dyn Session>, CheckError> {
     match *cell.engine {
         Engine::OnnxRuntime { provider, options } => {
