@@ -2,15 +2,18 @@
 as graph inputs and outputs, and the reference of PyTorch's own `generate()` to check it by.
 
 `gen fixtures` sends a job like export.py's ({"spec", "out_dir", "cache_key", "seed"}, and the spec's "task") for every
-model that generates text (task text-generation or text2text-generation). The fixture
-(`<fixtures>/generation/<model_type>/`), one format for both kinds:
+model that generates text (task text-generation or text2text-generation, and a vision-language
+model's language component: image-text-to-text). The fixture
+(`<fixtures>/generation/<model_type>/`), one format for every kind:
 
     meta.json          the graphs and their inputs (with named axes), which graph each step runs,
                        the cache (`carried`: each input fed from an earlier output), the tokens
     <graph>.onnx       decoder-only: `decoder.onnx`, one graph for every step (feeds +
                        past_key_values.<layer>.<key|value> in, logits + present.<layer>.<key|value>
                        out; the prefill's past is empty, its sequence axis 0), as transformers.js
-                       and optimum's merged decoders take it. Encoder-decoders, split as optimum
+                       and optimum's merged decoders take it. A vision-language model's is its
+                       language component (LanguageComponent: `inputs_embeds` in, as transformers.js's
+                       decoder_model_merged takes them), on a prompt of text. Encoder-decoders, split as optimum
                        and transformers.js split them: `encoder.onnx` once, `decoder.onnx` for the
                        first step (it makes the cross-attention cache,
                        present.<layer>.encoder.<key|value>), `decoder_with_past.onnx` after it
@@ -49,22 +52,29 @@ NEW_TOKENS = 8
 PROMPT_LENGTHS = (6, 4)
 # Cache attributes that are a layer's keys and values, named as optimum and transformers.js name them.
 ATTRIBUTE_NAMES = {"keys": "key", "values": "value"}
+# Tasks whose model is a vision-language one: its language component generates (LanguageComponent).
+VISION_LANGUAGE_TASKS = {"image-text-to-text"}
 
 
 def generating_class(spec: dict, task: str):
     """The class that generates: the spec's export class when it has an LM head, else the
-    causal-LM (or, for text2text-generation, seq2seq-LM) class transformers' registry maps the
-    model_type to. Returns (class, is_seq2seq)."""
+    causal-LM (for text2text-generation the seq2seq-LM, for a vision-language model the
+    image-text-to-text) class transformers' registry maps the model_type to. Returns (class, is_seq2seq)."""
     from transformers.models.auto import modeling_auto as auto
 
     seq2seq = task == "text2text-generation"
     named = spec["export"]["class"]
-    if not seq2seq and (named.endswith("ForCausalLM") or named.endswith("LMHeadModel")):
+    if task in VISION_LANGUAGE_TASKS:
+        if named.endswith("ForConditionalGeneration"):
+            return getattr(transformers, named), False
+        mapping, kind = auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES, "image-text-to-text"
+    elif not seq2seq and (named.endswith("ForCausalLM") or named.endswith("LMHeadModel")):
         return getattr(transformers, named), False
-    mapping = auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES if seq2seq else auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    else:
+        mapping = auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES if seq2seq else auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+        kind = "seq2seq-LM" if seq2seq else "causal-LM"
     name = mapping.get(spec["model_type"])
     if not name or not hasattr(transformers, name):
-        kind = "seq2seq-LM" if seq2seq else "causal-LM"
         raise RuntimeError(f"transformers {transformers.__version__} maps {spec['model_type']} to no {kind} class")
     return getattr(transformers, name), seq2seq
 
@@ -75,6 +85,8 @@ def build(spec: dict, task: str, seed: int):
     tiny["use_cache"] = True  # the float32 fixtures export one forward pass without it
     torch.manual_seed(seed)
     config = ex.own_config(cls, transformers.AutoConfig.for_model(spec["model_type"], **tiny))
+    if task in VISION_LANGUAGE_TASKS:  # its language model's config decides whether generate() keeps a cache
+        config.get_text_config().use_cache = True
     try:
         # Experts as one batched matmul over the tokens' chosen experts: the eager loop over experts
         # has data-dependent shapes (tokens per expert), which a trace bakes in, and a decode step's
@@ -85,14 +97,19 @@ def build(spec: dict, task: str, seed: int):
     return ex.ready(model), config, seq2seq
 
 
-def prompts(config, seed: int, left: bool) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """Two prompts of PROMPT_LENGTHS tokens, the shorter padded (on the left or the right), with their mask."""
+def prompts(config, seed: int, left: bool, avoid: frozenset = frozenset()) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Two prompts of PROMPT_LENGTHS tokens, none of them in `avoid`, the shorter padded (on the
+    left or the right), with their mask."""
     vocab = ex.normalized_vocab_size(config)
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     pad = text.pad_token_id if isinstance(getattr(text, "pad_token_id", None), int) else 0
     generator = torch.Generator().manual_seed(seed)
     width = max(PROMPT_LENGTHS)
-    ids = torch.randint(3, vocab, (len(PROMPT_LENGTHS), width), generator=generator)
+    if avoid:
+        allowed = torch.tensor([i for i in range(3, vocab) if i not in avoid])
+        ids = allowed[torch.randint(0, len(allowed), (len(PROMPT_LENGTHS), width), generator=generator)]
+    else:
+        ids = torch.randint(3, vocab, (len(PROMPT_LENGTHS), width), generator=generator)
     mask = torch.ones_like(ids)
     for row, length in enumerate(PROMPT_LENGTHS):
         padding = slice(0, width - length) if left else slice(length, width)
@@ -101,20 +118,24 @@ def prompts(config, seed: int, left: bool) -> tuple[torch.Tensor, torch.Tensor, 
     return ids, mask, pad
 
 
-def reference_generate(model, ids, mask, pad: int, seed: int):
+def reference_generate(model, ids, mask, pad: int, seed: int, recorded=None):
     """PyTorch's generate(): the sampled tokens, each step's raw logits, and the tensor
-    arguments generate() passed to the model's forward at each step (its feeds). An
+    arguments generate() passed to the model's forward at each step (its feeds), or to the
+    forward of the module `recorded` (a vision-language model's language model) where given. An
     encoder-decoder whose config names no decoder start token starts from the pad token, as
     T5's family does."""
     start = {}
     if model.config.is_encoder_decoder and model.generation_config.decoder_start_token_id is None and model.config.bos_token_id is None:
         start["decoder_start_token_id"] = pad
-    calls = []
+    calls, masks = [], []
 
     def record(_module, _args, kwargs):
-        calls.append({k: v.clone() for k, v in kwargs.items() if isinstance(v, torch.Tensor)})
+        # cache_position is the past's length, which a graph with its past does not take.
+        calls.append({k: v.clone() for k, v in kwargs.items() if isinstance(v, torch.Tensor) and not (recorded and k == "cache_position")})
 
-    hook = model.register_forward_pre_hook(record, with_kwargs=True)
+    hooks = [(recorded or model).register_forward_pre_hook(record, with_kwargs=True)]
+    if recorded is not None:
+        hooks.append(model.register_forward_pre_hook(lambda _m, _a, kwargs: masks.append(kwargs.get("attention_mask")), with_kwargs=True))
     try:
         torch.manual_seed(seed)
         with torch.no_grad():
@@ -122,7 +143,14 @@ def reference_generate(model, ids, mask, pad: int, seed: int):
                                  do_sample=True, top_k=0, top_p=1.0, temperature=1.0, output_logits=True,
                                  return_dict_in_generate=True, pad_token_id=pad, eos_token_id=None, **start)
     finally:
-        hook.remove()
+        for hook in hooks:
+            hook.remove()
+    # A vision-language model may hand its language model masks it made itself (a mapping of
+    # mask kinds, or a 4-D mask): its language component takes the 2-D padding mask
+    # deployments feed, from which its language model makes its own.
+    for call, outer in zip(calls, masks):
+        if isinstance(outer, torch.Tensor) and (call.get("attention_mask") is None or call["attention_mask"].dim() != 2):
+            call["attention_mask"] = outer.clone()
     if len(calls) != NEW_TOKENS:
         raise RuntimeError(f"generate() called the model {len(calls)} times for {NEW_TOKENS} new tokens")
     if any(set(c) != set(calls[0]) for c in calls):
@@ -180,6 +208,36 @@ class CachedDecoder(torch.nn.Module):
         cache = filled_cache(self.config, self.layout, args[len(self.feeds):])
         out = self.model(**dict(zip(self.feeds, args)), past_key_values=cache, use_cache=True, return_dict=True)
         return (out.logits, *flat_cache(out.past_key_values, self.layout))
+
+
+class LanguageComponent(torch.nn.Module):
+    """A vision-language model's language component, as optimum and transformers.js split such
+    models (embed_tokens, vision_encoder, decoder_model_merged): everything after the embedding
+    layer, on the prompt's embeddings (`inputs_embeds`, which the model's own embedding layer made,
+    merged with image features where a prompt has an image; the token ids where the model feeds
+    its language model those), out to the logits. It runs the model's own forward without
+    pixels, so the logits are made as the model makes them (its head, soft-capping or scaling);
+    `decoder` is its language model, whose feeds generate()'s steps are recorded from."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.decoder = model, model.get_decoder()
+
+    def forward(self, **kwargs):
+        return self.model(**kwargs)
+
+
+def special_token_ids(config) -> frozenset:
+    """The token ids a vision-language config reserves for images, videos and their bounds (every
+    `*_token_id` or `*_token_index` of it and its text config but padding, bos and eos): a prompt
+    of text only leaves them out, or the model would look for the image they stand for."""
+    ordinary = {"pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "sep_token_id"}
+    ids = set()
+    for c in (config, config.get_text_config()):
+        for key, value in vars(c).items():
+            if (key.endswith("_token_id") or key.endswith("_token_index")) and key not in ordinary:
+                ids.update(v for v in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(v, int))
+    return frozenset(ids)
 
 
 class Encoder(torch.nn.Module):
@@ -316,9 +374,23 @@ def numpy(tensors: dict) -> dict:
     return {k: v.detach().cpu().numpy() for k, v in tensors.items()}
 
 
-def decoder_only(model, config, ids, mask, pad, seed, tmp: Path, tolerance: dict) -> tuple[dict, dict]:
-    """The decoder-only plan: one graph, every step."""
-    sequences, reference, calls = reference_generate(model, ids, mask, pad, seed)
+def feed_axes(name: str, first: torch.Tensor, second: torch.Tensor) -> list[str]:
+    """A step feed's named axes, from its shapes at the prefill and the first decode step: the
+    one that changed is the sequence (the mask's spans the past too), a dimension of the batch's
+    size before it is the batch (position ids of multimodal RoPE are [3, batch, sequence])."""
+    changed = [d for d in range(first.dim()) if first.shape[d] != second.shape[d]]
+    if first.dim() != second.dim() or len(changed) != 1:
+        raise RuntimeError(f"the feed {name} has shape {list(first.shape)} at the prefill and {list(second.shape)} after it: not one sequence axis")
+    batch = next((d for d in range(changed[0]) if first.shape[d] == len(PROMPT_LENGTHS)), None)
+    sequence = "total_sequence" if name == "attention_mask" else "sequence"
+    return ["batch" if d == batch else sequence if d == changed[0] else "" for d in range(first.dim())]
+
+
+def decoder_only(model, config, ids, mask, pad, seed, tmp: Path, tolerance: dict, component=None) -> tuple[dict, dict]:
+    """The decoder-only plan: one graph, every step. With `component` (a vision-language model's
+    LanguageComponent), the graph is that component, fed what the model fed its language model."""
+    sequences, reference, calls = reference_generate(model, ids, mask, pad, seed, recorded=component and component.decoder)
+    model = component or model
     feeds = [k for k in calls[0] if k != "past_key_values"]
     presents, cache = [], None
     with torch.no_grad():  # the steps again, to have every step's cache (generate() grows one in place)
@@ -328,7 +400,7 @@ def decoder_only(model, config, ids, mask, pad, seed, tmp: Path, tolerance: dict
             presents.append([t.clone() for t in flat_cache(cache, layout)])
     seq = grown_axes(presents[0], presents[1])
     past_names, present_names = cache_names(layout, "past_key_values"), cache_names(layout, "present")
-    axes = {name: ["batch", "total_sequence" if name == "attention_mask" else "sequence"] for name in feeds}
+    axes = {name: feed_axes(name, calls[0][name], calls[1][name]) for name in feeds}
     for name, t, axis in zip(past_names, presents[0], seq):
         axes[name] = ["batch" if d == 0 else "past_sequence" if d == axis else "" for d in range(t.dim())]
     out_axes = {"logits": ["batch", "sequence", ""]}
@@ -337,7 +409,7 @@ def decoder_only(model, config, ids, mask, pad, seed, tmp: Path, tolerance: dict
     # Traced on steps 1 and 2 as one chunk of two new tokens after the prefill's cache (as
     # speculative decoding feeds them): tracing on one token would bake the length 1 in
     # (torch.export specialises every dimension of size 1).
-    chunk = [calls[2][n] if n == "attention_mask" or calls[1][n].dim() < 2 else torch.cat([calls[1][n], calls[2][n]], dim=1) for n in feeds]
+    chunk = [calls[2][n] if n == "attention_mask" else torch.cat([calls[1][n], calls[2][n]], dim=axes[n].index("sequence")) for n in feeds]
     plan = {
         "graphs": {"decoder": {"file": "decoder.onnx"}},
         "prologue": [],
@@ -424,10 +496,15 @@ def export(job: dict) -> None:
     tmp = out_dir.with_name(f"{out_dir.name}.partial-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    model, config, seq2seq = build(spec, job.get("task", "text-generation"), seed)
-    ids, mask, pad = prompts(config, seed, left=not seq2seq)
+    task = job.get("task", "text-generation")
+    model, config, seq2seq = build(spec, task, seed)
+    vision_language = task in VISION_LANGUAGE_TASKS
+    ids, mask, pad = prompts(config, seed, left=not seq2seq, avoid=special_token_ids(config) if vision_language else frozenset())
     tolerance = job.get("tolerance") or ex.DEFAULT_TOLERANCE
-    plan, made = (encoder_decoder if seq2seq else decoder_only)(model, config, ids, mask, pad, seed, tmp, tolerance)
+    if vision_language:  # its language component, on a prompt of text
+        plan, made = decoder_only(model, config, ids, mask, pad, seed, tmp, tolerance, component=LanguageComponent(model))
+    else:
+        plan, made = (encoder_decoder if seq2seq else decoder_only)(model, config, ids, mask, pad, seed, tmp, tolerance)
     references = ex.save_npy_dir(tmp / "reference", {str(step): torch.from_numpy(s["reference"]) for step, s in enumerate(plan["steps"])})
     steps = [{"graph": s["graph"], "feeds": ex.save_npy_dir(tmp / "steps" / str(i), {k: torch.from_numpy(v) for k, v in s["arrays"].items()}),
               "reference": references[i]} for i, s in enumerate(plan["steps"])]
@@ -438,6 +515,7 @@ def export(job: dict) -> None:
         "model_type": spec["model_type"],
         "source": "tiny-random",
         "class": type(model).__name__,
+        **({"component": "language: the model's forward without pixels, fed what it fed its language model (get_decoder())"} if vision_language else {}),
         "seed": seed,
         "cache_key": job.get("cache_key"),
         "exporter": {**made["exporter"], "version": GENERATION_EXPORTER_VERSION},

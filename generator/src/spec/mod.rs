@@ -94,9 +94,15 @@ impl LoadedModel {
 
     /// Whether the model generates text token by token with a cache (its task is
     /// text-generation, or text2text-generation for an encoder-decoder), so it has
-    /// a generation fixture and `generates` checks.
+    /// a generation fixture and `generates` checks. A vision-language model
+    /// (image-text-to-text) generates with its language component, whether or not
+    /// its float32 checks take it in components.
     pub fn generates(&self) -> bool {
-        matches!(self.spec.task.as_str(), "text-generation" | "text2text-generation") && self.spec.components.is_empty()
+        match self.spec.task.as_str() {
+            "text-generation" | "text2text-generation" => self.spec.components.is_empty(),
+            "image-text-to-text" => true,
+            _ => false,
+        }
     }
 
     /// The key of its generation fixture.
