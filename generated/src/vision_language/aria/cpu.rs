@@ -16,6 +16,10 @@ mod onnx {
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
         "known issue: aria fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from /root/.cache/hwmatrix/fixtures/aria.partial-19207/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(float)' of input parameter (/model/vision_tower/embeddings/Where_2_output_0) of operator (Gather) in node (/model/vision_tower/embeddings/position_embedding/Gather) is invalid.; dynamo exporter: TorchExportError: Failed "
     );
+    runtime::generation_test!(
+        super::super::cells::CPU_ONNX, features = ["cpu"], off =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
 }
 /// aria on cpu with libtorch, device cpu: known-issue (aria fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from /root/.cache/hwmatrix/fixtures/aria.partial-19207/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(float)' of input parameter (/model/vision_tower/embeddings/Where_2_output_0) of operator (Gather) in node (/model/vision_tower/embeddings/position_embedding/Gather) is invalid.; dynamo exporter: TorchExportError: Failed).
 ///

@@ -16,4 +16,8 @@ mod onnx {
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
         "known issue: aria fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from /root/.cache/hwmatrix/fixtures/aria.partial-19207/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(float)' of input parameter (/model/vision_tower/embeddings/Where_2_output_0) of operator (Gather) in node (/model/vision_tower/embeddings/position_embedding/Gather) is invalid.; dynamo exporter: TorchExportError: Failed "
     );
+    runtime::generation_test!(
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: aria does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 17 of 2048 logits outside abs 0.04033083818344494 + rel 0, 0 of 2 rows with another top token (max abs error 5.846e-2; worst at flat index 1568: got 0.02182007022202015, expected -0.036644693464040756)"
+    );
 }

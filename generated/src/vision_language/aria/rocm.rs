@@ -12,6 +12,10 @@ mod onnx {
         fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, ignore =
         "known issue: aria fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from /root/.cache/hwmatrix/fixtures/aria.partial-19207/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(float)' of input parameter (/model/vision_tower/embeddings/Where_2_output_0) of operator (Gather) in node (/model/vision_tower/embeddings/position_embedding/Gather) is invalid.; dynamo exporter: TorchExportError: Failed "
     );
+    runtime::generation_test!(
+        super::super::cells::ROCM_ONNX, features = ["rocm"], off =
+        "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
+    );
 }
 /// aria on rocm with libtorch, device cuda: known-issue (aria fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from /root/.cache/hwmatrix/fixtures/aria.partial-19207/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(float)' of input parameter (/model/vision_tower/embeddings/Where_2_output_0) of operator (Gather) in node (/model/vision_tower/embeddings/position_embedding/Gather) is invalid.; dynamo exporter: TorchExportError: Failed).
 ///

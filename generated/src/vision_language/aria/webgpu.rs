@@ -20,6 +20,10 @@ mod browser {
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
         "known issue: aria fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from /root/.cache/hwmatrix/fixtures/aria.partial-19207/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(float)' of input parameter (/model/vision_tower/embeddings/Where_2_output_0) of operator (Gather) in node (/model/vision_tower/embeddings/position_embedding/Gather) is invalid.; dynamo exporter: TorchExportError: Failed "
     );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+    );
 }
 /// aria on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (aria fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from /root/.cache/hwmatrix/fixtures/aria.partial-19207/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(float)' of input parameter (/model/vision_tower/embeddings/Where_2_output_0) of operator (Gather) in node (/model/vision_tower/embeddings/position_embedding/Gather) is invalid.; dynamo exporter: TorchExportError: Failed).
 ///
@@ -40,6 +44,10 @@ mod native {
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "known issue: aria fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from /root/.cache/hwmatrix/fixtures/aria.partial-19207/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(float)' of input parameter (/model/vision_tower/embeddings/Where_2_output_0) of operator (Gather) in node (/model/vision_tower/embeddings/position_embedding/Gather) is invalid.; dynamo exporter: TorchExportError: Failed "
+    );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
 /// aria's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

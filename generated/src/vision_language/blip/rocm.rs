@@ -13,6 +13,10 @@ mod onnx {
         ["rocm"], off =
         "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
     );
+    runtime::generation_test!(
+        super::super::cells::ROCM_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build blip's decoder with its cache (our gap, not a fact about the model or rocm): TypeError: BlipForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'"
+    );
 }
 /// blip on rocm with libtorch, device cuda: run.
 ///

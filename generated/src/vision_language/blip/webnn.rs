@@ -18,4 +18,8 @@ mod browser {
         ["webnn"], off =
         "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "not tested: hwmatrix's generation exporter could not build blip's decoder with its cache (our gap, not a fact about the model or webnn): TypeError: BlipForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'"
+    );
 }

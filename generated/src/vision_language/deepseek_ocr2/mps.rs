@@ -12,6 +12,10 @@ mod onnx {
         fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
         "known issue: deepseek_ocr2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bicubic2d_aa' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo on shape 2 exporter: TorchExportError: Failed to export the model w"
     );
+    runtime::generation_test!(
+        super::super::cells::MPS_ONNX, features = ["mps"], off =
+        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
+    );
 }
 /// deepseek_ocr2 on mps with libtorch, device mps: known-issue (deepseek_ocr2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bicubic2d_aa' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)). (Size-like symbols: u0)); dynamo on shape 2 exporter: TorchExportError: Failed to export the model w).
 ///

@@ -12,6 +12,10 @@ mod onnx {
         fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, ignore =
         "known issue: deepseek_ocr2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bicubic2d_aa' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo on shape 2 exporter: TorchExportError: Failed to export the model w"
     );
+    runtime::generation_test!(
+        super::super::cells::ROCM_ONNX, features = ["rocm"], off =
+        "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
+    );
 }
 /// deepseek_ocr2 on rocm with libtorch, device cuda: known-issue (deepseek_ocr2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bicubic2d_aa' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)). (Size-like symbols: u0)); dynamo on shape 2 exporter: TorchExportError: Failed to export the model w).
 ///

@@ -12,4 +12,8 @@ mod onnx {
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
         "known issue: deepseek_vl_hybrid fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (54%), 52 µs (0%); OpenVINOExecutionProvider: 6 nodes (46%), 23024 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/deepseek_vl_hybrid.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
+    );
 }

@@ -13,6 +13,10 @@ mod onnx {
         off =
         "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
     );
+    runtime::generation_test!(
+        super::super::cells::MPS_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or mps): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
+    );
 }
 /// diffusion_gemma on mps with libtorch, device mps: run.
 ///

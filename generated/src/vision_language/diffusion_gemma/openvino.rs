@@ -13,4 +13,8 @@ mod onnx {
         ["openvino"], off =
         "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
     );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or openvino): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
+    );
 }

@@ -18,4 +18,8 @@ mod onnx {
         off =
         "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
     );
+    runtime::generation_test!(
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: emu3 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 2 of 2048 logits outside abs 0.04194732797232064 + rel 0, 0 of 2 rows with another top token (max abs error 4.333e-2; worst at flat index 1948: got -0.014205933548510075, expected 0.02912117913365364)"
+    );
 }

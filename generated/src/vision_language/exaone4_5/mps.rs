@@ -13,6 +13,10 @@ mod onnx {
         off =
         "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
     );
+    runtime::generation_test!(
+        super::super::cells::MPS_ONNX, features = ["mps"], off =
+        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
+    );
 }
 /// exaone4_5 on mps with libtorch, device mps: run.
 ///

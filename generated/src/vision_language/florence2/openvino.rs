@@ -12,4 +12,8 @@ mod onnx {
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
         "known issue: florence2 at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/florence2/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
     );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or openvino): RuntimeError: generate() called the model 0 times for 8 new tokens"
+    );
 }

@@ -18,6 +18,10 @@ mod onnx {
         off =
         "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
     );
+    runtime::generation_test!(
+        super::super::cells::CUDA_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build git's decoder with its cache (our gap, not a fact about the model or cuda): ValueError: You must specify exactly one of input_ids or inputs_embeds"
+    );
 }
 /// git on cuda with libtorch, device cuda: run.
 ///

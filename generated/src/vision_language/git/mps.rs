@@ -13,6 +13,10 @@ mod onnx {
         off =
         "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
     );
+    runtime::generation_test!(
+        super::super::cells::MPS_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build git's decoder with its cache (our gap, not a fact about the model or mps): ValueError: You must specify exactly one of input_ids or inputs_embeds"
+    );
 }
 /// git on mps with libtorch, device mps: run.
 ///

@@ -18,6 +18,10 @@ mod onnx {
         off =
         "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
     );
+    runtime::generation_test!(
+        super::super::cells::CUDA_ONNX, features = ["cuda"], off =
+        "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
+    );
 }
 /// glm4v_moe on cuda with libtorch, device cuda: run.
 ///

@@ -18,4 +18,8 @@ mod onnx {
         off =
         "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
     );
+    runtime::generation_test!(
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: glm4v_moe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (decoder): cannot load /root/.cache/hwmatrix/fixtures/generation/glm4v_moe/decoder.onnx: Failed to compose Qnn graph."
+    );
 }

@@ -16,4 +16,8 @@ mod browser {
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
         "known issue: glm5_next fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from /root/.cache/hwmatrix/fixtures/glm5_next.partial-27800/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(bool)' of input parameter (/model/Equal_2_output_0) of operator (CumSum) in node (/model/CumSum_1) is invalid.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of ex"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: glm5_next's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
+    );
 }

@@ -16,6 +16,10 @@ mod onnx {
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
         "known issue: glm_ocr fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u3, 0) (unhinted: Eq(u3, 0)).  (Size-like symbols: u3)); dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (ca"
     );
+    runtime::generation_test!(
+        super::super::cells::CPU_ONNX, features = ["cpu"], off =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
 }
 /// glm_ocr on cpu with libtorch, device cpu: known-issue (glm_ocr fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u3, 0) (unhinted: Eq(u3, 0)). (Size-like symbols: u3)); dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (ca).
 ///

@@ -12,4 +12,8 @@ mod onnx {
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
         "known issue: glmga fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u3, 0) (unhinted: Eq(u3, 0)).  (Size-like symbols: u3)); dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (ca"
     );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
+    );
 }

@@ -37,7 +37,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's generation exporter could not build granite4_vision's decoder with its cache (our gap, not a fact about the model or cpu): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+        stage: runtime::Stage::Reference,
+    });
 /// granite4_vision on cpu: not-tested (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -85,7 +89,11 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's generation exporter could not build granite4_vision's decoder with its cache (our gap, not a fact about the model or cuda): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+        stage: runtime::Stage::Reference,
+    });
 /// granite4_vision on cuda: not-tested (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -121,7 +129,11 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's generation exporter could not build granite4_vision's decoder with its cache (our gap, not a fact about the model or rocm): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+        stage: runtime::Stage::Reference,
+    });
 /// granite4_vision on rocm: not-tested (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -157,7 +169,11 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's generation exporter could not build granite4_vision's decoder with its cache (our gap, not a fact about the model or mps): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+        stage: runtime::Stage::Reference,
+    });
 /// granite4_vision on mps: not-tested (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -193,7 +209,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's generation exporter could not build granite4_vision's decoder with its cache (our gap, not a fact about the model or openvino): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+        stage: runtime::Stage::Reference,
+    });
 /// granite4_vision on qnn: not-tested (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -232,6 +252,10 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
+    .with_generation(runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's generation exporter could not build granite4_vision's decoder with its cache (our gap, not a fact about the model or qnn): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+        stage: runtime::Stage::Reference,
+    })
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -274,7 +298,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's generation exporter could not build granite4_vision's decoder with its cache (our gap, not a fact about the model or webnn): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+        stage: runtime::Stage::Reference,
+    });
 /// granite4_vision on webgpu: not-tested (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -324,7 +352,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's generation exporter could not build granite4_vision's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+        stage: runtime::Stage::Reference,
+    });
 /// granite4_vision on webgpu: not-tested (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -374,7 +406,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's generation exporter could not build granite4_vision's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+        stage: runtime::Stage::Reference,
+    });
 /// granite4_vision on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

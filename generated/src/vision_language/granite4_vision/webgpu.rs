@@ -20,6 +20,10 @@ mod browser {
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for granite4_vision (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: sequence 18 must exceed the 36 image tokens this config needs"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
+        "not tested: hwmatrix's generation exporter could not build granite4_vision's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten"
+    );
 }
 /// granite4_vision on webgpu with onnxruntime, WebGpuExecutionProvider: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for granite4_vision (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: sequence 18 must exceed the 36 image tokens this config needs).
 ///
@@ -40,6 +44,10 @@ mod native {
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for granite4_vision (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: sequence 18 must exceed the 36 image tokens this config needs"
+    );
+    runtime::generation_test!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "not tested: hwmatrix's generation exporter could not build granite4_vision's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten"
     );
 }
 /// granite4_vision's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

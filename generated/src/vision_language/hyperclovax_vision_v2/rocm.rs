@@ -12,6 +12,10 @@ mod onnx {
         fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, ignore =
         "known issue: hyperclovax_vision_v2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: image_grid_thw; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u4 (unhinted: u4).  (Size-like symbols: none))"
     );
+    runtime::generation_test!(
+        super::super::cells::ROCM_ONNX, features = ["rocm"], off =
+        "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
+    );
 }
 /// hyperclovax_vision_v2 on rocm with libtorch, device cuda: known-issue (hyperclovax_vision_v2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: image_grid_thw; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u4 (unhinted: u4). (Size-like symbols: none))).
 ///

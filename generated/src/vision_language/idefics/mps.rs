@@ -13,6 +13,10 @@ mod onnx {
         off =
         "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
     );
+    runtime::generation_test!(
+        super::super::cells::MPS_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build idefics's decoder with its cache (our gap, not a fact about the model or mps): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None."
+    );
 }
 /// idefics on mps with libtorch, device mps: run.
 ///

@@ -16,6 +16,10 @@ mod onnx {
         q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
         "known issue: idefics2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '162 defined in (%162 : Bool(*, *, *, strides=[1024, 32, 1], requires_grad=0, device=cpu) = onnx::ConstantOfShape[value={1}](%159), scope: export.NamedOutputs::/transformers.models.idefics2.modeling_idefics2.Idefics2Model::model # /r"
     );
+    runtime::generation_test!(
+        super::super::cells::CUDA_ONNX, features = ["cuda"], off =
+        "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
+    );
 }
 /// idefics2 on cuda with libtorch, device cuda: known-issue (idefics2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues [Caused by the value '162 defined in (%162 : Bool(*, *, *, strides=[1024, 32, 1], requires_grad=0, device=cpu) = onnx::ConstantOfShape[value={1}](%159), scope: export.NamedOutputs::/transformers.models.idefics2.modeling_idefics2.Idefics2Model::model # /r).
 ///

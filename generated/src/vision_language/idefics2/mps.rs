@@ -12,6 +12,10 @@ mod onnx {
         fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
         "known issue: idefics2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '162 defined in (%162 : Bool(*, *, *, strides=[1024, 32, 1], requires_grad=0, device=cpu) = onnx::ConstantOfShape[value={1}](%159), scope: export.NamedOutputs::/transformers.models.idefics2.modeling_idefics2.Idefics2Model::model # /r"
     );
+    runtime::generation_test!(
+        super::super::cells::MPS_ONNX, features = ["mps"], off =
+        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
+    );
 }
 /// idefics2 on mps with libtorch, device mps: known-issue (idefics2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues [Caused by the value '162 defined in (%162 : Bool(*, *, *, strides=[1024, 32, 1], requires_grad=0, device=cpu) = onnx::ConstantOfShape[value={1}](%159), scope: export.NamedOutputs::/transformers.models.idefics2.modeling_idefics2.Idefics2Model::model # /r).
 ///

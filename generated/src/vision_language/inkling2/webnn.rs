@@ -16,4 +16,8 @@ mod browser {
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
         "known issue: inkling2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '2222 defined in (%2222 : Float(*, *, *, strides=[176, 11, 1], requires_grad=1, device=cpu) = onnx::Slice(%2208, %2217, %2219, %2215, %2221), scope: export.NamedOutputs::/transformers.models.inkling2.modeling_inkling2.Inkling2Model::"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: inkling2's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1362 defined in (%1362 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1348, %1357, %1359, %1355, %1361), scope: generation.CachedDecoder::/generation.LanguageComponent::model/transformers.models.in"
+    );
 }

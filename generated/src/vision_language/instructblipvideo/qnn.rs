@@ -18,4 +18,8 @@ mod onnx {
         off =
         "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
     );
+    runtime::generation_test!(
+        super::super::cells::QNN_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build instructblipvideo's decoder with its cache (our gap, not a fact about the model or qnn): TypeError: InstructBlipVideoForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'"
+    );
 }

@@ -12,4 +12,8 @@ mod onnx {
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
         "known issue: kosmos-2 at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/kosmos-2/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
     );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build kosmos-2's decoder with its cache (our gap, not a fact about the model or openvino): ValueError: You have to specify pixel_values"
+    );
 }

@@ -12,6 +12,10 @@ mod onnx {
         fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
         "known issue: lfm2_vl fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bilinear2d_aa' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression u0 > 0 (unhinted: u0 > 0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to export the model with"
     );
+    runtime::generation_test!(
+        super::super::cells::MPS_ONNX, features = ["mps"], off =
+        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
+    );
 }
 /// lfm2_vl on mps with libtorch, device mps: known-issue (lfm2_vl fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bilinear2d_aa' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression u0 > 0 (unhinted: u0 > 0). (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to export the model with).
 ///

@@ -17,6 +17,10 @@ mod onnx {
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
         "known issue: llava at q4 fails on cpu (measured by gen import --platform cpu): output logits: top-1 agreement 0.7083, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava.yaml) (max abs error 1.043e-1; worst at flat index 15522: got -0.007380520924925804, expected 0.09695304185152054)"
     );
+    runtime::generation_test!(
+        super::super::cells::CPU_ONNX, features = ["cpu"], off =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
 }
 /// llava on cpu with libtorch, device cpu: run.
 ///

@@ -16,4 +16,8 @@ mod browser {
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
         "known issue: llava fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/llava.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
+        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+    );
 }

@@ -17,6 +17,10 @@ mod onnx {
         =
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
+    runtime::generation_test!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: minicpm_ocr's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
+    );
 }
 /// minicpm_ocr on cpu with libtorch, device cpu: run.
 ///

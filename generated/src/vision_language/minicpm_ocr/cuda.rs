@@ -18,6 +18,10 @@ mod onnx {
         off =
         "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
     );
+    runtime::generation_test!(
+        super::super::cells::CUDA_ONNX, ignore =
+        "known issue: minicpm_ocr's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
+    );
 }
 /// minicpm_ocr on cuda with libtorch, device cuda: run.
 ///

@@ -13,6 +13,10 @@ mod onnx {
         ["rocm"], off =
         "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
     );
+    runtime::generation_test!(
+        super::super::cells::ROCM_ONNX, ignore =
+        "known issue: minicpm_ocr's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
+    );
 }
 /// minicpm_ocr on rocm with libtorch, device cuda: run.
 ///

@@ -16,6 +16,10 @@ mod onnx {
         q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
         "known issue: minimax_m3_vl fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: image_grid_thw; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u11, 0) (unhinted: Eq(u11, 0)).  (Size-like symbols: u11))"
     );
+    runtime::generation_test!(
+        super::super::cells::CUDA_ONNX, features = ["cuda"], off =
+        "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
+    );
 }
 /// minimax_m3_vl on cuda with libtorch, device cuda: known-issue (minimax_m3_vl fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: image_grid_thw; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u11, 0) (unhinted: Eq(u11, 0)). (Size-like symbols: u11))).
 ///

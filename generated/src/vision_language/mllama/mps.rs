@@ -13,6 +13,10 @@ mod onnx {
         off =
         "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
     );
+    runtime::generation_test!(
+        super::super::cells::MPS_ONNX, ignore =
+        "known issue: mllama's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
+    );
 }
 /// mllama on mps with libtorch, device mps: run.
 ///

@@ -18,4 +18,8 @@ mod onnx {
         off =
         "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
     );
+    runtime::generation_test!(
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: molmo2 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 198 of 2048 logits outside abs 0.04863142683066144 + rel 0, 0 of 2 rows with another top token (max abs error 1.360e-1; worst at flat index 1999: got -0.02011108584702015, expected -0.15606679022312164)"
+    );
 }

@@ -16,6 +16,10 @@ mod onnx {
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
         "known issue: muse_glimmer at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.3939 in its worst row (of 12; mean 0.6799), below 0.95; relative L2 error 0.8001, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/muse_glimmer.yaml) (max abs error 2.550e0; worst at flat index 136: got -1.23095703125, expected 1.3191778659820557)"
     );
+    runtime::generation_test!(
+        super::super::cells::CPU_ONNX, features = ["cpu"], off =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
 }
 /// muse_glimmer on cpu with libtorch, device cpu: run.
 ///

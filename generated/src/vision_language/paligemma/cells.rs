@@ -28,7 +28,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::Run);
 /// paligemma on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -64,7 +65,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::Run);
 /// paligemma on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -91,7 +93,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::Run);
 /// paligemma on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -118,7 +121,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::Run);
 /// paligemma on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -149,7 +153,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::Run);
 /// paligemma on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -179,6 +184,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
+    .with_generation(runtime::Planned::Run)
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -212,7 +218,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::Run);
 /// paligemma on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -250,7 +257,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::Run);
 /// paligemma on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -288,7 +296,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::Run);
 /// paligemma on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

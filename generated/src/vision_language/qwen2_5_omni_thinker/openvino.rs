@@ -12,4 +12,8 @@ mod onnx {
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
         "known issue: qwen2_5_omni_thinker fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: image_grid_thw; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u4 (unhinted: u4).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError"
     );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
+    );
 }

@@ -13,6 +13,10 @@ mod onnx {
         ["rocm"], off =
         "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
     );
+    runtime::generation_test!(
+        super::super::cells::ROCM_ONNX, features = ["rocm"], off =
+        "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
+    );
 }
 /// qwen2_5_vl on rocm with libtorch, device cuda: run.
 ///

@@ -16,4 +16,8 @@ mod browser {
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
         "known issue: qwen2_5_vl fails on webnn with browser (measured by gen import --platform webnn): runs: component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/qwen2_5_vl.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
+        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+    );
 }

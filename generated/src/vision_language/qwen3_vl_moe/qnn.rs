@@ -16,4 +16,8 @@ mod onnx {
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
         "known issue: qwen3_vl_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: component language (language_model): RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: deepstack_visual_embeds_2; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-lik"
     );
+    runtime::generation_test!(
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: qwen3_vl_moe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 458 of 2048 logits outside abs 0.03865565510344596 + rel 0, 0 of 2 rows with another top token (max abs error 1.708e-1; worst at flat index 1517: got 0.1768798977136612, expected 0.34764260053634644)"
+    );
 }

@@ -12,4 +12,8 @@ mod onnx {
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
         "known issue: smolvlm fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Or ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (45%), 44 µs (0%); OpenVINOExecutionProvider: 6 nodes (55%), 21209 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/smolvlm.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
+    );
 }

@@ -28,7 +28,12 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    });
 /// step3p7 on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -64,7 +69,12 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    });
 /// step3p7 on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -91,7 +101,12 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    });
 /// step3p7 on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -118,7 +133,12 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    });
 /// step3p7 on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -149,7 +169,12 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    });
 /// step3p7 on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -179,6 +204,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    })
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -212,7 +242,12 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    });
 /// step3p7 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -250,7 +285,12 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    });
 /// step3p7 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -288,7 +328,12 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
-    );
+    )
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Export),
+    });
 /// step3p7 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -16,6 +16,10 @@ mod onnx {
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
         "known issue: udop fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe"
     );
+    runtime::generation_test!(
+        super::super::cells::CPU_ONNX, ignore =
+        "not tested: hwmatrix's generation exporter could not build udop's decoder with its cache (our gap, not a fact about the model or cpu): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'"
+    );
 }
 /// udop on cpu with libtorch, device cpu: known-issue (udop fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at "/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case. Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe).
 ///

@@ -12,4 +12,8 @@ mod onnx {
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
         "known issue: video_llama_3 fails on openvino with onnxruntime (measured by gen import --platform openvino): matches_reference: output last_hidden_state: 5 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 6.131e-4; worst at flat index 36: got 0.02438553236424923, expected 0.024928567931056023)"
     );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
+    );
 }

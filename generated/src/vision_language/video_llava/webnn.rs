@@ -18,4 +18,8 @@ mod browser {
         ["webnn"], off =
         "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
     );
+    runtime::generation_test!(
+        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
+        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+    );
 }
