@@ -17,7 +17,7 @@ mod browser {
         "known issue: aria fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from /root/.cache/hwmatrix/fixtures/aria.partial-19207/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(float)' of input parameter (/model/vision_tower/embeddings/Where_2_output_0) of operator (Gather) in node (/model/vision_tower/embeddings/position_embedding/Gather) is invalid.; dynamo exporter: TorchExportError: Failed "
     );
     runtime::generation_test!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: aria does not generate on webnn with browser (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (82%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/aria.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
 }

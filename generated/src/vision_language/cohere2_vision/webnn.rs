@@ -17,7 +17,7 @@ mod browser {
         "known issue: cohere2_vision fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/cohere2_vision.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
     runtime::generation_test!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: cohere2_vision does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s"
     );
 }

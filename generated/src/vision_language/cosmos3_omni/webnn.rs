@@ -19,7 +19,7 @@ mod browser {
         "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
     );
     runtime::generation_test!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: cosmos3_omni does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/model/model/language_model/rotary_emb/Slice_4] For dimension (2): the stride (3) must not be greater than the size to slice (2). (page log: 2026-11-26 18:56:32.062148 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [518] name: [Transpose_token_7] supported: [1] | 2026-11-26 18:56:32.090794 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [520] name: [Transpose_token_9] supported: [1] | 2026-11-26 18:56:32.091124 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [529] name: [Transpose_token_22] supported: [1] | 2026-11-26 18:56:32.091554 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [531] name: [/model/model/model/language_model/Reshape_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-26 18:56:32.111699 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 3 number of nodes in the graph: 175 number of nodes supported by WebNN: 171\u{1b}[m)"
     );
 }

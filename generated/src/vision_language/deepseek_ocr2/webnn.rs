@@ -17,7 +17,7 @@ mod browser {
         "known issue: deepseek_ocr2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bicubic2d_aa' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo on shape 2 exporter: TorchExportError: Failed to export the model w"
     );
     runtime::generation_test!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: deepseek_ocr2 does not generate on webnn with browser (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: TopK ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (17%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (83%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/deepseek_ocr2.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
 }

@@ -17,7 +17,7 @@ mod browser {
         "known issue: ernie4_5_vl_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u3, 0) (unhinted: Eq(u3, 0)).  (Size-like symbols: u3)); dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (ca"
     );
     runtime::generation_test!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: ernie4_5_vl_moe does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s"
     );
 }

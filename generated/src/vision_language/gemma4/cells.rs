@@ -223,7 +223,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "gemma4 does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Load),
+    });
 /// gemma4 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -262,7 +266,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "gemma4 does not generate on webgpu with browser (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 7 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.469e-4; worst at flat index 1910: got 0.0029044821858406067, expected 0.0027741272933781147)",
+        basis: runtime::Basis::Measured,
+        stage: None,
+    });
 /// gemma4 on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

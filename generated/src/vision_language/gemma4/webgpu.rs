@@ -24,8 +24,8 @@ mod browser {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::generation_test!(
-        super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        super::super::cells::WEBGPU_BROWSER, ignore =
+        "known issue: gemma4 does not generate on webgpu with browser (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 7 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.469e-4; worst at flat index 1910: got 0.0029044821858406067, expected 0.0027741272933781147)"
     );
 }
 /// gemma4 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (gemma4 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)).

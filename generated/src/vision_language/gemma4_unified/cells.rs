@@ -223,7 +223,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "gemma4_unified does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Load),
+    });
 /// gemma4_unified on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -262,7 +266,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "gemma4_unified does not generate on webgpu with browser (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 2 of 8 (a decode step with the cache: past length 7): logits: 2 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.445e-4; worst at flat index 1363: got 0.008037694729864597, expected 0.007910608313977718)",
+        basis: runtime::Basis::Measured,
+        stage: None,
+    });
 /// gemma4_unified on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

@@ -24,8 +24,8 @@ mod browser {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::generation_test!(
-        super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        super::super::cells::WEBGPU_BROWSER, ignore =
+        "known issue: gemma4_unified does not generate on webgpu with browser (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 2 of 8 (a decode step with the cache: past length 7): logits: 2 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.445e-4; worst at flat index 1363: got 0.008037694729864597, expected 0.007910608313977718)"
     );
 }
 /// gemma4_unified on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (gemma4_unified fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)).

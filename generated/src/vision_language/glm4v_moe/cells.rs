@@ -235,7 +235,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(runtime::Planned::KnownIssue {
+        reason: "glm4v_moe does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
+        basis: runtime::Basis::Measured,
+        stage: Some(runtime::Stage::Load),
+    });
 /// glm4v_moe on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

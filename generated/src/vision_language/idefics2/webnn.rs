@@ -17,7 +17,7 @@ mod browser {
         "known issue: idefics2 fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '162 defined in (%162 : Bool(*, *, *, strides=[1024, 32, 1], requires_grad=0, device=cpu) = onnx::ConstantOfShape[value={1}](%159), scope: export.NamedOutputs::/transformers.models.idefics2.modeling_idefics2.Idefics2Model::model # /r"
     );
     runtime::generation_test!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: idefics2 does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s"
     );
 }
