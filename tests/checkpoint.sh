@@ -52,11 +52,11 @@ cargo run --quiet --locked -p generator --bin gen -- fixtures --model bert --che
 cargo test --quiet --locked -p generated --features torch text_encoders::bert::cpu:: -- --skip _matches_reference 2>&1 | tail -3
 # Every precision check planned on cpu, on the trained weights: the records are the evidence.
 # (the `<precision>_matches_reference` tests gen wrote into bert's cpu ONNX Runtime cell)
-precision=$(cargo test --quiet --locked -p generated text_encoders::bert::cpu::onnx:: -- --list 2>/dev/null |
+precision=$(cargo test --quiet --locked -p generated --features torch text_encoders::bert::cpu::onnx:: -- --list 2>/dev/null |
   sed -n 's/^text_encoders::bert::cpu::onnx::\([a-z0-9]*\)_matches_reference: test$/\1/p' | sort | tr '\n' ' ')
 echo "precision checks of bert on cpu: ${precision:-none}"
 for check in $precision; do
-  cargo test --quiet --locked -p generated "text_encoders::bert::cpu::onnx::${check}_matches_reference" -- --exact --include-ignored 2>&1 | tail -2 || true
+  cargo test --quiet --locked -p generated --features torch "text_encoders::bert::cpu::onnx::${check}_matches_reference" -- --exact --include-ignored 2>&1 | tail -2 || true
 done
 # The web platforms' formats on the same trained weights, where the specs rate
 # them (web_quantization: seeds 002 and 004): q4 on webgpu's native engine

@@ -94,17 +94,17 @@ in_background "the fixtures" "$gen" fixtures
 # Each feature set below is a test binary of its own (the generated crate's
 # cells exist only with their platform's feature): all of them, one cargo
 # after the other (cargo builds one at a time in a target folder anyway).
+# Few feature sets, each compiling the generated crate once: the workspace's
+# (tests/checkpoint.sh and tests/partitions.sh run its generated binary too),
+# the qnn and openvino cells' (one binary, one process per platform: the ONNX
+# Runtime library is picked per provider), the web cells' (browser and native),
+# wgpu's kernels', the browser and report tests', and gen bench's release build.
 build_test_binaries() {
   cargo test --locked --workspace --features generated/torch --no-run
-  cargo test --locked -p generated --features qnn --no-run
-  cargo test --locked -p generated --features openvino,torch --no-run
+  cargo test --locked -p generated --features qnn,openvino,torch --no-run
   cargo test --locked -p runtime --features wgpu,browser --lib --no-run
   cargo test --locked -p generated --features webgpu,webnn --no-run
-  cargo test --locked -p generated --features webgpu --no-run
   cargo test --locked -p hwmatrix-tests --features web --test browser --test report --no-run
-  # tests/checkpoint.sh's and tests/partitions.sh's, and gen bench's (release).
-  cargo test --locked -p generated --features torch --no-run
-  cargo test --locked -p generated --no-run
   cargo build --locked --release -p hwmatrix-bench
 }
 in_background "the test binaries' builds" build_test_binaries
@@ -147,7 +147,7 @@ cargo test --locked --workspace --features generated/torch 2>&1 | tee -a "$log"
 # every cell passes when run alone or in smaller sets. Beside it, the qnn cells.
 step "the openvino cells (OpenVINO's CPU device, provider verified from the session profile), beside the qnn cells"
 HWMATRIX_BESIDE="the qnn cells' test process (tests/run.sh), on the same 2 cores" \
-  in_background "the openvino cells" cargo test --locked -p generated --features openvino,torch ::openvino:: -- --test-threads=1
+  in_background "the openvino cells" cargo test --locked -p generated --features qnn,openvino,torch ::openvino:: -- --test-threads=1
 
 # Qualcomm's HTP: onnxruntime-qnn's plugin with its x86-64 HTP emulator, strict
 # (no CPU fallback), one static-shape graph per input shape; each check in a
@@ -161,7 +161,7 @@ for module_dir in generated/src/{text_encoders,text_decoders,encoder_decoders,vi
   qnn_filters+=("$(basename "$(dirname "$module_dir")")::$(basename "$module_dir")::qnn::")
 done
 HWMATRIX_BESIDE="the openvino cells' test process (tests/run.sh), on the same 2 cores" \
-  cargo test --locked -p generated --features qnn -- "${qnn_filters[@]}" 2>&1 | tee -a "$log"
+  cargo test --locked -p generated --features qnn,openvino,torch -- "${qnn_filters[@]}" 2>&1 | tee -a "$log"
 join_background "the openvino cells"
 
 # The web cells in a real headless Chromium (onnxruntime-web), for the seeds'
@@ -193,7 +193,7 @@ cargo test --locked -p generated --features webgpu,webnn -- "${web_filters[@]}" 
 # GPU is). Any number of test threads: the runtime lets one model's sessions
 # hold the plugin's context at a time (a context shared across models gave
 # results that depend on the models run before).
-cargo test --locked -p generated --features webgpu -- "${native_filters[@]}" 2>&1 | tee -a "$log"
+cargo test --locked -p generated --features webgpu,webnn -- "${native_filters[@]}" 2>&1 | tee -a "$log"
 
 step "the browser engine fails cleanly (a fallback it must catch, a browser killed mid-run); the HTML report in Chromium"
 cargo test --locked -p hwmatrix-tests --features web --test browser --test report 2>&1 | tee -a "$log"

@@ -1,7 +1,7 @@
 //! The native WebGPU adapter wgpu finds on this machine: the one the webgpu
 //! cells' quantization kernels run on, and what `gen doctor` reports. One
-//! lookup for both, so they never disagree. The lookup needs the `wgpu`
-//! feature; the report is plain data that records carry.
+//! lookup for both, so they never disagree. The report is plain data that
+//! records carry.
 
 use serde::Serialize;
 
@@ -32,7 +32,6 @@ impl AdapterReport {
 }
 
 /// Vulkan first (lavapipe in CI), then GL (llvmpipe); `WGPU_BACKEND` narrows it.
-#[cfg(feature = "wgpu")]
 pub fn request() -> Result<(wgpu::Adapter, AdapterReport), String> {
     // Vulkan alone first: opening GL too costs an EGL probe (and its stderr noise) where Vulkan serves.
     let from_env = std::env::var_os("WGPU_BACKEND").is_some();
@@ -56,7 +55,6 @@ pub fn request() -> Result<(wgpu::Adapter, AdapterReport), String> {
     ))
 }
 
-#[cfg(feature = "wgpu")]
 fn describe(adapter: wgpu::Adapter) -> (wgpu::Adapter, AdapterReport) {
     let info = adapter.get_info();
     let limits = adapter.limits();
