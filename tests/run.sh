@@ -97,11 +97,13 @@ in_background "the fixtures" "$gen" fixtures
 # Few feature sets, each compiling the generated crate once: the workspace's
 # (tests/checkpoint.sh and tests/partitions.sh run its generated binary too),
 # the qnn and openvino cells' (one binary, one process per platform: the ONNX
-# Runtime library is picked per provider), the web cells' (browser and native),
+# Runtime library is picked per provider; without torch, whose libraries every
+# qnn check's own process would load: 842 s for the qnn cells instead of 625),
+# the web cells' (browser and native),
 # wgpu's kernels', the browser and report tests', and gen bench's release build.
 build_test_binaries() {
   cargo test --locked --workspace --features generated/torch --no-run
-  cargo test --locked -p generated --features qnn,openvino,torch --no-run
+  cargo test --locked -p generated --features qnn,openvino --no-run
   cargo test --locked -p runtime --features wgpu,browser --lib --no-run
   cargo test --locked -p generated --features webgpu,webnn --no-run
   cargo test --locked -p hwmatrix-tests --features web --test browser --test report --no-run
@@ -147,7 +149,7 @@ cargo test --locked --workspace --features generated/torch 2>&1 | tee -a "$log"
 # every cell passes when run alone or in smaller sets. Beside it, the qnn cells.
 step "the openvino cells (OpenVINO's CPU device, provider verified from the session profile), beside the qnn cells"
 HWMATRIX_BESIDE="the qnn cells' test process (tests/run.sh), on the same 2 cores" \
-  in_background "the openvino cells" cargo test --locked -p generated --features qnn,openvino,torch ::openvino:: -- --test-threads=1
+  in_background "the openvino cells" cargo test --locked -p generated --features qnn,openvino ::openvino:: -- --test-threads=1
 
 # Qualcomm's HTP: onnxruntime-qnn's plugin with its x86-64 HTP emulator, strict
 # (no CPU fallback), one static-shape graph per input shape; each check in a
@@ -161,7 +163,7 @@ for module_dir in generated/src/{text_encoders,text_decoders,encoder_decoders,vi
   qnn_filters+=("$(basename "$(dirname "$module_dir")")::$(basename "$module_dir")::qnn::")
 done
 HWMATRIX_BESIDE="the openvino cells' test process (tests/run.sh), on the same 2 cores" \
-  cargo test --locked -p generated --features qnn,openvino,torch -- "${qnn_filters[@]}" 2>&1 | tee -a "$log"
+  cargo test --locked -p generated --features qnn,openvino -- "${qnn_filters[@]}" 2>&1 | tee -a "$log"
 join_background "the openvino cells"
 
 # The web cells in a real headless Chromium (onnxruntime-web), for the seeds'
