@@ -91,16 +91,15 @@ gen="$CARGO_TARGET_DIR/debug/gen"
 # (one crate's front end, the links), as do the single-threaded checks.
 step "fixtures ($cache/fixtures), exported beside the checks and the builds below"
 in_background "the fixtures" "$gen" fixtures
-# Each feature set below is a test binary of its own (the generated crate's
-# cells exist only with their platform's feature): all of them, one cargo
-# after the other (cargo builds one at a time in a target folder anyway).
-# Few feature sets, each compiling the generated crate once: the workspace's
-# (tests/checkpoint.sh and tests/partitions.sh run its generated binary too),
-# the qnn and openvino cells' (one binary, one process per platform: the ONNX
-# Runtime library is picked per provider; without torch, whose libraries every
-# qnn check's own process would load: 842 s for the qnn cells instead of 625),
-# the web cells' (browser and native),
-# wgpu's kernels', the browser and report tests', and gen bench's release build.
+# Every test binary the run uses, one cargo after the other (cargo builds one
+# at a time in a target folder anyway). Each feature set compiles the generated
+# crate once (its cells exist only with their platform's feature), so there are
+# few: the workspace's (tests/checkpoint.sh and tests/partitions.sh run its
+# generated binary too), the qnn and openvino cells' (one binary, one process
+# per platform: the ONNX Runtime library is picked per provider; without torch,
+# whose libraries every qnn check's own process would load: 842 s for the qnn
+# cells instead of 625), the web cells' (browser and native), wgpu's kernels',
+# the browser and report tests', and gen bench's release build.
 build_test_binaries() {
   cargo test --locked --workspace --features generated/torch --no-run
   cargo test --locked -p generated --features qnn,openvino --no-run
