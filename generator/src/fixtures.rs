@@ -92,11 +92,7 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &S
         }
         let label = format!("{} (generation)", model.spec.model_type);
         generation_names.insert(label.clone());
-        let mut job = export_job(model, &out_dir, &key, source)?;
-        job["kind"] = "generation".into();
-        // Decoder-only or encoder-decoder: not part of the exporter's spec view (nor of the key).
-        job["job"]["task"] = model.spec.task.clone().into();
-        jobs.push((label, job));
+        jobs.push((label, generation_job(model, "generation", &out_dir, &key)?));
     }
     if jobs.is_empty() {
         return Ok(summary);
@@ -141,6 +137,18 @@ pub fn export_job(model: &LoadedModel, out_dir: &Path, key: &str, source: &Sourc
             "checkpoint": checkpoint,
         }
     }))
+}
+
+/// A worker's job on a generating model (`kind`: `generation` builds its fixture in
+/// `out_dir`, `cache` only reads its cache for gen import): the spec as the
+/// generation exporter receives it, with the declared cache.
+pub fn generation_job(model: &LoadedModel, kind: &str, out_dir: &Path, key: &str) -> Result<serde_json::Value, String> {
+    let mut job = export_job(model, out_dir, key, &Source::TinyRandom)?;
+    job["kind"] = kind.into();
+    job["job"]["spec"] = serde_json::from_slice(&model.generation_json()).map_err(|e| e.to_string())?;
+    // Decoder-only or encoder-decoder: not part of the exporter's spec view (nor of the key).
+    job["job"]["task"] = model.spec.task.clone().into();
+    Ok(job)
 }
 
 /// A job may take this long (the dynamo exporter on a large tiny model takes ~30 s here).

@@ -155,19 +155,10 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
     // onnxruntime against PyTorch. Cached fixtures are not rebuilt.
     let mut jobs = Vec::new();
     for draft in &drafts {
-        let file = parse_draft(&draft.curated, &draft.imported, &draft.model_type)?;
-        let Ok((resolved, sources)) = spec::resolve::resolve(file, &defaults) else { continue };
-        if resolved.export.known_issue.is_some() {
+        let Some(model) = draft.loaded(&defaults)? else { continue };
+        if model.spec.export.known_issue.is_some() {
             continue;
         }
-        let model = LoadedModel {
-            module: String::new(),
-            path: draft.path.clone(),
-            display_path: String::new(),
-            sources,
-            imported: Some(draft.imported.clone()),
-            spec: resolved,
-        };
         let key = model.fixture_key();
         let out_dir = options.fixtures.join(&draft.model_type);
         if crate::fixtures::cached_key(&out_dir).as_deref() == Some(key.as_str()) {
@@ -193,7 +184,29 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
         }
     }
 
-    // 4. Write what changed. A file that changed on disk since step 1 read it (a person's edit,
+    // 4. The cache of each generating model, traced as its generation fixture traces it
+    // (a float32 export's known issue does not stop it: generation has its own exporter).
+    let mut jobs = Vec::new();
+    for draft in &drafts {
+        let Some(model) = draft.loaded(&defaults)? else { continue };
+        if model.generates() {
+            let out_dir = hwmatrix_cell::paths::generation_fixtures(&options.fixtures).join(&draft.model_type);
+            jobs.push((draft.model_type.clone(), crate::fixtures::generation_job(&model, "cache", &out_dir, "")?));
+        }
+    }
+    let mut caches_unread = 0;
+    if !jobs.is_empty() {
+        let mut progress = Progress::new("caches read", jobs.len(), err, tty);
+        for (model_type, outcome) in pool.run(jobs, &mut progress)? {
+            let draft = drafts.iter_mut().find(|d| d.model_type == model_type).expect("a job per draft");
+            // Unread (a cache this exporter cannot flatten, a model generate() cannot run): the
+            // generation exporter fails the same way, and its error becomes `generation_export`.
+            draft.imported.cache = outcome.ok().and_then(|v| serde_json::from_value(v).ok());
+            caches_unread += usize::from(draft.imported.cache.is_none());
+        }
+    }
+
+    // 5. Write what changed. A file that changed on disk since step 1 read it (a person's edit,
     // another gen import) is left as it is: writing the draft would lose that change.
     let (mut written, mut unchanged, mut known) = (0, 0, 0);
     let mut changed_meanwhile = Vec::new();
@@ -229,7 +242,7 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
     }
     let _ = writeln!(
         out,
-        "gen import (transformers {version}): {} architectures, {} excluded ({}), {written} specs written, {unchanged} unchanged, {known} with a known issue, {} undecided ({:.0} s)",
+        "gen import (transformers {version}): {} architectures, {} excluded ({}), {written} specs written, {unchanged} unchanged, {known} with a known issue, {caches_unread} generating with a cache it could not read, {} undecided ({:.0} s)",
         registered.len(),
         exclusions.exclusions.len(),
         exclusions_path.display(),
@@ -260,6 +273,16 @@ struct Draft {
     imported: Imported,
     old_path: Option<PathBuf>,
     path: PathBuf,
+}
+
+impl Draft {
+    /// The draft resolved as gen will load it once written; None where it does not resolve
+    /// (gen's own load then says why).
+    fn loaded(&self, defaults: &DefaultsFile) -> Result<Option<LoadedModel>, String> {
+        let file = parse_draft(&self.curated, &self.imported, &self.model_type)?;
+        let Ok((spec, sources)) = spec::resolve::resolve(file, defaults) else { return Ok(None) };
+        Ok(Some(LoadedModel { module: String::new(), path: self.path.clone(), display_path: String::new(), sources, imported: Some(self.imported.clone()), spec }))
+    }
 }
 
 /// model_type → its spec file, for every file under models/.

@@ -303,6 +303,79 @@ def empty_like_along(t: torch.Tensor, axis: int) -> list[int]:
     return [0 if d == axis else n for d, n in enumerate(t.shape)]
 
 
+def measured_cache(past_names, tensors, axes) -> list[dict]:
+    """The past inputs of the model's cache as a spec declares them, flat: name, dtype, axes."""
+    return [{"name": n, "dtype": str(t.dtype).removeprefix("torch."), "axes": axes[n]} for n, t in zip(past_names, tensors)]
+
+
+CACHE_PREFIX = "past_key_values."
+
+
+def grouped_cache(flat: list[dict]) -> list[dict]:
+    """A flat cache as the spec's `cache:` writes it: the layers that hold the same tensors, once
+    (`{layers: [0, 1], tensors: [{name: key, dtype, axes}, ...]}`); a tensor's graph input is
+    `past_key_values.<layer>.<name>`, its output `present.<layer>.<name>`."""
+    per_layer: dict[int, list[dict]] = {}
+    for t in flat:
+        layer, rest = t["name"].removeprefix(CACHE_PREFIX).split(".", 1)
+        per_layer.setdefault(int(layer), []).append({**t, "name": rest})
+    groups: list[dict] = []
+    for layer in sorted(per_layer):
+        tensors = sorted(per_layer[layer], key=lambda t: t["name"])
+        same = next((g for g in groups if g["tensors"] == tensors), None)
+        if same:
+            same["layers"].append(layer)
+        else:
+            groups.append({"layers": [layer], "tensors": tensors})
+    return groups
+
+
+def flat_declared(groups: list[dict]) -> dict[str, dict]:
+    """A spec's `cache:` as past input name -> {dtype, axes}."""
+    return {f"{CACHE_PREFIX}{layer}.{t['name']}": {"dtype": t["dtype"], "axes": list(t["axes"])}
+            for g in groups for layer in g["layers"] for t in g["tensors"]}
+
+
+def check_declared(declared, measured: list[dict]) -> None:
+    """The model's cache must be the one its spec declares (`cache:`, which `gen import` derives
+    by the same trace): names, dtypes and axes. A spec without one is refused: its fixture would
+    check a cache nobody declared."""
+    got = {t["name"]: {"dtype": t["dtype"], "axes": list(t["axes"])} for t in measured}
+    if not declared:
+        raise RuntimeError(f"the spec declares no cache, and the model's holds {len(got)} tensors ({', '.join(list(got)[:4])}, ...): "
+                           "run `gen import --model <model_type>` to derive `imported.cache`, or declare `cache:` in the spec")
+    want = flat_declared(declared)
+    problems = [f"{n}: declared, not in the model's cache" for n in want if n not in got]
+    problems += [f"{n}: in the model's cache, not declared" for n in got if n not in want]
+    problems += [f"{n}: declared {want[n]['dtype']} {want[n]['axes']}, the model's is {got[n]['dtype']} {got[n]['axes']}"
+                 for n in want if n in got and want[n] != got[n]]
+    if problems:
+        raise RuntimeError(f"the model's cache is not the one its spec declares (`cache:`; `gen import --model <model_type>` "
+                           f"derives it again): {len(problems)} differences: " + "; ".join(problems[:4]))
+
+
+def measure_cache(job: dict) -> list[dict]:
+    """The cache a model's generation fixture would hold, as `gen import` writes it into the spec
+    (`imported.cache`): the same build, prompts and trace as the fixture, without exporting."""
+    run = prepared(job)
+    if run["seq2seq"]:
+        trace = encoder_decoder_trace(run["model"], run["ids"], run["mask"], run["pad"], run["seed"])
+    else:
+        component = LanguageComponent(run["model"]) if run["vision_language"] else None
+        trace = decoder_only_trace(run["model"], run["ids"], run["mask"], run["pad"], run["seed"], component)
+    return grouped_cache(trace["cache"])
+
+
+def prepared(job: dict) -> dict:
+    """A job's model with its cache on, and its prompts: what the fixture and `measure_cache` trace."""
+    spec, seed, task = job["spec"], int(job.get("seed", 0)), job.get("task", "text-generation")
+    model, config, seq2seq = build(spec, task, seed)
+    vision_language = task in VISION_LANGUAGE_TASKS
+    ids, mask, pad = prompts(config, seed, left=not seq2seq, avoid=special_token_ids(config) if vision_language else frozenset())
+    return {"spec": spec, "seed": seed, "model": model, "config": config, "seq2seq": seq2seq, "vision_language": vision_language,
+            "ids": ids, "mask": mask, "pad": pad}
+
+
 def export_graph(wrapper, example, names, outputs, axes: dict, path: Path, verify, legacy_only=False) -> tuple[str, dict]:
     """The legacy exporter, else dynamo; `verify` runs the whole loop on onnxruntime after each."""
     errors = {}
@@ -386,9 +459,9 @@ def feed_axes(name: str, first: torch.Tensor, second: torch.Tensor) -> list[str]
     return ["batch" if d == batch else sequence if d == changed[0] else "" for d in range(first.dim())]
 
 
-def decoder_only(model, config, ids, mask, pad, seed, tmp: Path, tolerance: dict, component=None) -> tuple[dict, dict]:
-    """The decoder-only plan: one graph, every step. With `component` (a vision-language model's
-    LanguageComponent), the graph is that component, fed what the model fed its language model."""
+def decoder_only_trace(model, ids, mask, pad, seed, component=None) -> dict:
+    """generate()'s run of a decoder-only model (or of a vision-language model's language
+    component) and its cache, step by step: everything its plan and graph are made from."""
     sequences, reference, calls = reference_generate(model, ids, mask, pad, seed, recorded=component and component.decoder)
     model = component or model
     feeds = [k for k in calls[0] if k != "past_key_values"]
@@ -403,6 +476,19 @@ def decoder_only(model, config, ids, mask, pad, seed, tmp: Path, tolerance: dict
     axes = {name: feed_axes(name, calls[0][name], calls[1][name]) for name in feeds}
     for name, t, axis in zip(past_names, presents[0], seq):
         axes[name] = ["batch" if d == 0 else "past_sequence" if d == axis else "" for d in range(t.dim())]
+    return {"model": model, "sequences": sequences, "reference": reference, "calls": calls, "feeds": feeds, "presents": presents,
+            "layout": layout, "seq": seq, "past_names": past_names, "present_names": present_names, "axes": axes,
+            "cache": measured_cache(past_names, presents[0], axes)}
+
+
+def decoder_only(model, config, ids, mask, pad, seed, tmp: Path, tolerance: dict, declared, component=None) -> tuple[dict, dict]:
+    """The decoder-only plan: one graph, every step. With `component` (a vision-language model's
+    LanguageComponent), the graph is that component, fed what the model fed its language model.
+    `declared` is the spec's cache, which the model's must be."""
+    trace = decoder_only_trace(model, ids, mask, pad, seed, component)
+    check_declared(declared, trace["cache"])
+    model, calls, feeds, presents, seq = trace["model"], trace["calls"], trace["feeds"], trace["presents"], trace["seq"]
+    past_names, present_names, axes = trace["past_names"], trace["present_names"], trace["axes"]
     out_axes = {"logits": ["batch", "sequence", ""]}
     for name, t, axis in zip(present_names, presents[0], seq):
         out_axes[name] = ["batch" if d == 0 else "total_sequence" if d == axis else "" for d in range(t.dim())]
@@ -413,12 +499,12 @@ def decoder_only(model, config, ids, mask, pad, seed, tmp: Path, tolerance: dict
     plan = {
         "graphs": {"decoder": {"file": "decoder.onnx"}},
         "prologue": [],
-        "steps": [{"graph": "decoder", "arrays": numpy({k: c[k] for k in feeds}), "reference": r.numpy()} for c, r in zip(calls, reference)],
+        "steps": [{"graph": "decoder", "arrays": numpy({k: c[k] for k in feeds}), "reference": r.numpy()} for c, r in zip(calls, trace["reference"])],
         "carried": [{"input": p, "output": o, "empty_shape": empty_like_along(t, a), "sequence_axis": a, "dtype": "float32"}
                     for p, o, t, a in zip(past_names, present_names, presents[0], seq)],
         "logits": "logits",
     }
-    wrapper = CachedDecoder(model, config, feeds, layout).eval()
+    wrapper = CachedDecoder(model, config, feeds, trace["layout"]).eval()
     names = feeds + past_names
 
     def verify():
@@ -426,11 +512,11 @@ def decoder_only(model, config, ids, mask, pad, seed, tmp: Path, tolerance: dict
         run_loop(tmp, plan, tolerance)
 
     exporter, errors = export_graph(wrapper, tuple(chunk + presents[0]), names, ["logits"] + present_names, {**axes, **out_axes}, tmp / "decoder.onnx", verify)
-    return plan, {"exporter": {"name": exporter, "fallback_errors": errors}, "sequences": sequences.tolist()}
+    return plan, {"exporter": {"name": exporter, "fallback_errors": errors}, "sequences": trace["sequences"].tolist()}
 
 
-def encoder_decoder(model, config, ids, mask, pad, seed, tmp: Path, tolerance: dict) -> tuple[dict, dict]:
-    """The encoder-decoder plan: the encoder once, the first decoder step, then the decoder with its past."""
+def encoder_decoder_trace(model, ids, mask, pad, seed) -> dict:
+    """generate()'s run of an encoder-decoder and both its caches, step by step."""
     sequences, reference, calls = reference_generate(model, ids, mask, pad, seed)
     feeds = [k for k in calls[0] if k not in ("past_key_values", "input_ids")]
     with torch.no_grad():
@@ -456,6 +542,20 @@ def encoder_decoder(model, config, ids, mask, pad, seed, tmp: Path, tolerance: d
     for names in (cross_past, cross_present):
         for name, t in zip(names, presents[0][1]):
             axes[name] = ["batch" if d == 0 else "encoder_sequence" if d == t.dim() - 2 else "" for d in range(t.dim())]
+    return {"sequences": sequences, "reference": reference, "calls": calls, "feeds": feeds, "hidden": hidden, "output_class": output_class,
+            "presents": presents, "layouts": layouts, "seq": seq, "self_past": self_past, "self_present": self_present,
+            "cross_past": cross_past, "cross_present": cross_present, "axes": axes,
+            "cache": measured_cache(self_past + cross_past, presents[0][0] + presents[0][1], axes)}
+
+
+def encoder_decoder(model, config, ids, mask, pad, seed, tmp: Path, tolerance: dict, declared) -> tuple[dict, dict]:
+    """The encoder-decoder plan: the encoder once, the first decoder step, then the decoder with
+    its past. `declared` is the spec's cache, which the model's must be."""
+    trace = encoder_decoder_trace(model, ids, mask, pad, seed)
+    check_declared(declared, trace["cache"])
+    calls, feeds, hidden, output_class, presents = trace["calls"], trace["feeds"], trace["hidden"], trace["output_class"], trace["presents"]
+    layouts, seq, axes, reference, sequences = trace["layouts"], trace["seq"], trace["axes"], trace["reference"], trace["sequences"]
+    self_past, self_present, cross_past, cross_present = trace["self_past"], trace["self_present"], trace["cross_past"], trace["cross_present"]
     plan = {
         "graphs": {"encoder": {"file": "encoder.onnx"}, "decoder": {"file": "decoder.onnx"}, "decoder_with_past": {"file": "decoder_with_past.onnx"}},
         "prologue": [{"graph": "encoder", "arrays": {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}}],
@@ -496,15 +596,14 @@ def export(job: dict) -> None:
     tmp = out_dir.with_name(f"{out_dir.name}.partial-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    task = job.get("task", "text-generation")
-    model, config, seq2seq = build(spec, task, seed)
-    vision_language = task in VISION_LANGUAGE_TASKS
-    ids, mask, pad = prompts(config, seed, left=not seq2seq, avoid=special_token_ids(config) if vision_language else frozenset())
+    run = prepared(job)
+    model, config, seq2seq, vision_language = run["model"], run["config"], run["seq2seq"], run["vision_language"]
+    ids, mask, pad = run["ids"], run["mask"], run["pad"]
     tolerance = job.get("tolerance") or ex.DEFAULT_TOLERANCE
     if vision_language:  # its language component, on a prompt of text
-        plan, made = decoder_only(model, config, ids, mask, pad, seed, tmp, tolerance, component=LanguageComponent(model))
+        plan, made = decoder_only(model, config, ids, mask, pad, seed, tmp, tolerance, spec.get("cache"), component=LanguageComponent(model))
     else:
-        plan, made = (encoder_decoder if seq2seq else decoder_only)(model, config, ids, mask, pad, seed, tmp, tolerance)
+        plan, made = (encoder_decoder if seq2seq else decoder_only)(model, config, ids, mask, pad, seed, tmp, tolerance, spec.get("cache"))
     references = ex.save_npy_dir(tmp / "reference", {str(step): torch.from_numpy(s["reference"]) for step, s in enumerate(plan["steps"])})
     steps = [{"graph": s["graph"], "feeds": ex.save_npy_dir(tmp / "steps" / str(i), {k: torch.from_numpy(v) for k, v in s["arrays"].items()}),
               "reference": references[i]} for i, s in enumerate(plan["steps"])]

@@ -50,5 +50,34 @@ class SpecialTokensTest(unittest.TestCase):
         self.assertEqual(mask.sum(dim=1).tolist(), list(generation.PROMPT_LENGTHS))
 
 
+class DeclaredCacheTest(unittest.TestCase):
+    AXES = ["batch", "", "past_sequence", ""]
+
+    def flat(self, layers=2, parts=("key", "value")):
+        return [{"name": f"past_key_values.{i}.{p}", "dtype": "float32", "axes": self.AXES} for i in range(layers) for p in parts]
+
+    def test_layers_with_the_same_tensors_are_one_group(self):
+        groups = generation.grouped_cache(self.flat())
+        self.assertEqual(groups, [{"layers": [0, 1], "tensors": [{"name": "key", "dtype": "float32", "axes": self.AXES},
+                                                                 {"name": "value", "dtype": "float32", "axes": self.AXES}]}])
+        self.assertEqual(set(generation.flat_declared(groups)), {t["name"] for t in self.flat()})
+
+    def test_an_encoder_decoders_two_caches_keep_their_parts_in_the_name(self):
+        flat = self.flat(parts=("decoder.key", "decoder.value")) + self.flat(parts=("encoder.key", "encoder.value"))
+        groups = generation.grouped_cache(flat)
+        self.assertEqual([t["name"] for t in groups[0]["tensors"]], ["decoder.key", "decoder.value", "encoder.key", "encoder.value"])
+        generation.check_declared(groups, flat)  # the same cache passes
+
+    def test_the_model_must_hold_the_declared_cache(self):
+        declared = generation.grouped_cache(self.flat())
+        with self.assertRaisesRegex(RuntimeError, r"past_key_values.2.key: in the model's cache, not declared"):
+            generation.check_declared(declared, self.flat(layers=3))
+        moved = [dict(t, axes=["batch", "past_sequence", "", ""]) for t in self.flat()]
+        with self.assertRaisesRegex(RuntimeError, r"declared float32 \['batch', '', 'past_sequence', ''\], the model's is float32 \['batch', 'past_sequence', '', ''\]"):
+            generation.check_declared(declared, moved)
+        with self.assertRaisesRegex(RuntimeError, "the spec declares no cache"):
+            generation.check_declared(None, self.flat())
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -10,6 +10,8 @@ given by --answers (stdout, which torch and transformers also print to, goes to 
         (optional: "tiny_config_overrides": {..}, "inputs": [..] with "shapes": [..], a spec's curated fields)
     {"id": 9, "kind": "export", "job": {...}}      -> {"id": 9, "ok": true, "result": null}
     {"id": 9, "kind": "generation", "job": {...}}  -> the same, for a generation fixture (generation.py)
+    {"id": 9, "kind": "cache", "job": {...}}       -> {"id": 9, "ok": true, "result": [{layers, tensors}, ...]}
+        (the cache that fixture would hold, as the spec's `cache:` declares it: gen import's)
     failure                                        -> {"id": .., "ok": false, "error": "<one line>"}
 """
 
@@ -93,6 +95,8 @@ def main() -> int:
             elif job["kind"] == "generation":
                 generation.export(job["job"])
                 result = None
+            elif job["kind"] == "cache":
+                result = generation.measure_cache(job["job"])
             else:
                 raise ValueError(f"unknown job kind {job['kind']!r}")
             answer.update(ok=True, result=result)

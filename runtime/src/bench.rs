@@ -204,7 +204,7 @@ fn measure(cell: &Cell, options: &Options, rec: &mut record::Record) -> Result<B
 /// through Python's onnxruntime where the cell is ONNX Runtime's CPU provider.
 fn generation(cell: &Cell, options: &Options, threads: Threads) -> Result<GenerationBench, CheckError> {
     use crate::generation::GenerationFixture;
-    let fixture = GenerationFixture::open(cell.model)?;
+    let fixture = GenerationFixture::open(cell.model, crate::checks::generation_decl(cell)?)?;
     let mut sessions: std::collections::BTreeMap<String, Box<dyn engine::Session>> = std::collections::BTreeMap::new();
     for name in fixture.meta.graphs.keys() {
         let (file, axes, nodes) = fixture.graph(name);

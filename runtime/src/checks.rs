@@ -301,12 +301,19 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
     }
 }
 
+/// The cell's generation declaration: only a generating model's cells have one.
+pub(crate) fn generation_decl(cell: &Cell) -> Result<&'static crate::GenerationDecl, CheckError> {
+    cell.generation.map(|g| g.decl).ok_or_else(|| {
+        CheckError::new(ErrorKind::FixtureInvalid, format!("{} does not generate: its cells have no `generates` check ({})", cell.model.model_type, cell.model.spec_path))
+    })
+}
+
 /// The `generates` check: the generation fixture's loop on the cell's engine,
 /// judged by the cell's float32 bound (each step's logits are float32 outputs),
 /// its placements verified like every check's.
 fn generation_loop(cell: &Cell, evidence: &mut Evidence) -> Result<(), CheckError> {
     use crate::generation::{GenerationFixture, GenerationRecord};
-    let fixture = GenerationFixture::open(cell.model)?;
+    let fixture = GenerationFixture::open(cell.model, generation_decl(cell)?)?;
     evidence.fixture = Some(FixtureRecord { dir: fixture.dir.display().to_string(), source: fixture.meta.source.clone(), cache_key: fixture.meta.cache_key.clone() });
     let tolerance = match cell.float32_computed_in {
         // Hardware computing float32 in a lower precision: the fraction of the logits' spread at the first step.

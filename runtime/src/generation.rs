@@ -20,7 +20,10 @@ use crate::fixture::TensorMeta;
 use crate::fixture_key::generation_fixture_key;
 use crate::paths;
 use crate::tensor::{Data, Tensor};
-use crate::{ModelDecl, Tolerance};
+use crate::{GenerationDecl, ModelDecl, TensorDecl, Tolerance};
+
+/// How a cache's past inputs are named: `past_key_values.<layer>.<name>`.
+pub const CACHE_PREFIX: &str = "past_key_values.";
 
 /// meta.json of a generation fixture (runtime/exporter/generation.py).
 #[derive(Debug, Deserialize)]
@@ -97,11 +100,12 @@ pub struct GenerationFixture {
 
 impl GenerationFixture {
     /// The generation fixture of a model (`<fixtures>/generation/<model_type>`),
-    /// built from this model's spec by this checkout's exporters.
-    pub fn open(model: &ModelDecl) -> Result<GenerationFixture, CheckError> {
+    /// built from this model's spec by this checkout's exporters, holding the cache
+    /// its spec declares.
+    pub fn open(model: &ModelDecl, decl: &GenerationDecl) -> Result<GenerationFixture, CheckError> {
         let root = paths::generation_fixtures(&paths::fixtures_dir());
         let fixture = GenerationFixture::open_dir(&root, model.model_type)?;
-        let want = generation_fixture_key(model.spec_digest);
+        let want = generation_fixture_key(decl.spec_digest);
         if fixture.meta.source == "tiny-random" && fixture.meta.cache_key.as_deref() != Some(want.as_str()) {
             return Err(CheckError::new(
                 ErrorKind::FixtureStale,
@@ -115,7 +119,42 @@ impl GenerationFixture {
                 ),
             ));
         }
+        let differences = fixture.cache_differences(decl.cache);
+        if !differences.is_empty() {
+            return Err(CheckError::new(
+                ErrorKind::FixtureInvalid,
+                format!(
+                    "the generation fixture {} does not hold the cache {} declares ({} differences: {}); rebuild it with `cargo run -p generator --bin gen -- fixtures --model {}`",
+                    fixture.dir.display(),
+                    model.spec_path,
+                    differences.len(),
+                    differences.iter().take(4).cloned().collect::<Vec<_>>().join("; "),
+                    model.model_type
+                ),
+            ));
+        }
         Ok(fixture)
+    }
+
+    /// How the fixture's cache differs from the declared one: each declared past
+    /// input must be fed back from an output (`carried`) and taken with the declared
+    /// axes by the graphs that take it; every past input carried must be declared.
+    pub fn cache_differences(&self, declared: &[TensorDecl]) -> Vec<String> {
+        let carried: Vec<&str> = self.meta.carried.iter().map(|c| c.input.as_str()).filter(|n| n.starts_with(CACHE_PREFIX)).collect();
+        let mut differences: Vec<String> = Vec::new();
+        for t in declared {
+            if !carried.contains(&t.name) {
+                differences.push(format!("{}: declared, not in the fixture's cache", t.name));
+                continue;
+            }
+            for (graph, meta) in &self.meta.graphs {
+                if let Some(input) = meta.inputs.iter().find(|i| i.name == t.name).filter(|i| i.axes.iter().map(String::as_str).ne(t.axes.iter().copied())) {
+                    differences.push(format!("{}: declared with axes {:?}, graph {graph} takes it with {:?}", t.name, t.axes, input.axes));
+                }
+            }
+        }
+        differences.extend(carried.iter().filter(|n| !declared.iter().any(|t| t.name == **n)).map(|n| format!("{n}: in the fixture's cache, not declared")));
+        differences
     }
 
     pub fn open_dir(root: &Path, model_type: &str) -> Result<GenerationFixture, CheckError> {

@@ -65,7 +65,7 @@ pub fn record_cells_not_run(cells: &[&Cell], feature_on: impl Fn(&Cell) -> bool)
             }
         }
         // The `generates` check has its own plan (its own graph): whatever the cell's.
-        if let Some(why) = cell.generation.and_then(|planned| not_run(&Cell { planned, ..**cell }, on)) {
+        if let Some(why) = cell.generation.and_then(|g| not_run(&Cell { planned: g.planned, ..**cell }, on)) {
             not_running.push((Check::Generates, why));
         }
         for (check, (status, basis, reason, stage)) in not_running {

@@ -56,6 +56,17 @@ fn unknown_platform() {
 }
 
 #[test]
+fn a_cache_on_a_model_that_does_not_generate() {
+    let ws = copy_workspace("cache-not-generating");
+    let text = std::fs::read_to_string(bert(&ws)).unwrap();
+    let line = text.lines().count() + 1;
+    let cache = "cache:\n  - layers: [0]\n    tensors:\n      - {name: key, dtype: float32, axes: [batch, '', past_sequence, '']}\n";
+    std::fs::write(bert(&ws), format!("{text}{cache}")).unwrap();
+    let err = expect_spec_error(&ws, &bert(&ws), line, "`cache` is declared, but `bert` does not generate (task `feature-extraction`)");
+    assert!(err.contains("only a text-generation"), "{err}");
+}
+
+#[test]
 fn unknown_category() {
     let ws = copy_workspace("unknown-category");
     let line = replace_line(&bert(&ws), "category:", "category: text_encoderz");

@@ -183,6 +183,19 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     let (message, record) = failing(runtime::checks::generates, LLAMA, &results);
     assert!(message.contains("at step 1"), "{message}");
     assert_eq!(record["generation"]["first_divergence"]["step"], 1, "{}", record["generation"]);
+    // A fixture whose cache is not the one the spec declares (`cache:`, in the generated
+    // GENERATION static): one layer's key taken with its sequence on another axis.
+    let declared = &generated::text_decoders::llama::GENERATION;
+    assert!(declared.cache.iter().any(|t| t.name == "past_key_values.0.key"), "llama declares its cache: {:?}", declared.cache);
+    copy_tree(&generation, &runtime::paths::generation_fixtures(&broken).join("llama"));
+    let mut meta: Value = serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    let inputs = meta["graphs"]["decoder"]["inputs"].as_array_mut().unwrap();
+    let key = inputs.iter_mut().find(|i| i["name"] == "past_key_values.0.key").expect("llama's decoder takes its cache");
+    key["axes"] = serde_json::json!(["batch", "past_sequence", "", ""]);
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    let (message, record) = failing(runtime::checks::generates, LLAMA, &results);
+    assert_eq!(record["error_kind"], "fixture-invalid", "{message}");
+    assert!(message.contains("does not hold the cache") && message.contains("past_key_values.0.key: declared with axes"), "{message}");
     // A generation fixture built under another key is stale, and says how to rebuild it.
     meta["cache_key"] = Value::from("0000-built-from-an-older-spec");
     std::fs::write(&meta_path, meta.to_string()).unwrap();

@@ -55,6 +55,19 @@ pub fn model_module(plan: &ModelPlan) -> TokenStream {
             }
         }
     });
+    // A generating model's generation fixture: its own digest (the spec and the declared cache,
+    // as the generation exporter receives them) and the cache's past inputs.
+    let generation = plan.cells.iter().any(|c| c.generation.is_some()).then(|| {
+        let digest = plan.model.generation_digest();
+        let cache = crate::spec::CacheGroup::past_inputs(&spec.cache).into_iter().map(|(name, t)| decl_tokens(&name, t.dtype, &t.axes));
+        quote! {
+            /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+            pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+                spec_digest: #digest,
+                cache: &[ #(#cache),* ],
+            };
+        }
+    });
     quote! {
         #![doc = #doc]
 
@@ -72,6 +85,8 @@ pub fn model_module(plan: &ModelPlan) -> TokenStream {
             component: None,
             components: &[ #(#components),* ],
         };
+
+        #generation
     }
 }
 
@@ -112,7 +127,7 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
         }
         if let Some(generation) = &cell.generation {
             let g_planned = self::planned(generation);
-            cell_expr = quote!(#cell_expr.with_generation(#g_planned));
+            cell_expr = quote!(#cell_expr.with_generation(&super::GENERATION, #g_planned));
         }
         if let Some((precision, bound, reason)) = &cell.float32_computed_in {
             let precision = ident(&format!("{precision:?}"));
@@ -311,9 +326,12 @@ fn platform_path(platform: Platform) -> TokenStream {
 }
 
 fn tensor_decl(t: &TensorSpec) -> TokenStream {
-    let name = &t.name;
-    let dtype = ident(&format!("{:?}", t.dtype));
-    let axes = t.axes.iter();
+    decl_tokens(&t.name, t.dtype, &t.axes)
+}
+
+fn decl_tokens(name: &str, dtype: hwmatrix_cell::DType, axes: &[String]) -> TokenStream {
+    let dtype = ident(&format!("{dtype:?}"));
+    let axes = axes.iter();
     quote!(runtime::TensorDecl { name: #name, dtype: runtime::DType::#dtype, axes: &[ #(#axes),* ] })
 }
 

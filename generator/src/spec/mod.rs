@@ -62,6 +62,16 @@ struct ExporterView<'a> {
     components: &'a [Component],
 }
 
+/// The part of a spec the generation exporter reads: the exporter's view and the
+/// declared cache, which only generation fixtures are built from (so declaring it
+/// never rebuilds a float32 fixture).
+#[derive(serde::Serialize)]
+struct GenerationView<'a> {
+    #[serde(flatten)]
+    exporter: ExporterView<'a>,
+    cache: &'a [CacheGroup],
+}
+
 /// The exporter's part of `export`: a known issue is not part of a fixture.
 #[derive(serde::Serialize)]
 struct ExportView<'a> {
@@ -74,8 +84,18 @@ struct ExportView<'a> {
 impl LoadedModel {
     /// The spec as the exporter receives it (JSON): only what builds the fixture.
     pub fn exporter_json(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.exporter_view()).expect("a validated spec serializes")
+    }
+
+    /// The spec as the generation exporter receives it (JSON): the exporter's and the cache.
+    pub fn generation_json(&self) -> Vec<u8> {
+        let view = GenerationView { exporter: self.exporter_view(), cache: &self.spec.cache };
+        serde_json::to_vec(&view).expect("a validated spec serializes")
+    }
+
+    fn exporter_view(&self) -> ExporterView<'_> {
         let spec = &self.spec;
-        let view = ExporterView {
+        ExporterView {
             model_type: &spec.model_type,
             export: ExportView { class: &spec.export.class, exporter: spec.export.exporter, fixed_inputs: &spec.export.fixed_inputs },
             tiny_config: &spec.tiny_config,
@@ -83,8 +103,7 @@ impl LoadedModel {
             outputs: &spec.outputs,
             shapes: &spec.shapes,
             components: &spec.components,
-        };
-        serde_json::to_vec(&view).expect("a validated spec serializes")
+        }
     }
 
     /// The key its fixture is cached and checked under.
@@ -92,22 +111,20 @@ impl LoadedModel {
         hwmatrix_cell::fixture_key::fixture_key(&self.digest(), !self.spec.components.is_empty())
     }
 
-    /// Whether the model generates text token by token with a cache (its task is
-    /// text-generation, or text2text-generation for an encoder-decoder), so it has
-    /// a generation fixture and `generates` checks. A vision-language model
-    /// (image-text-to-text) generates with its language component, whether or not
-    /// its float32 checks take it in components.
+    /// Whether the model generates ([`ModelSpec::generates`]).
     pub fn generates(&self) -> bool {
-        match self.spec.task.as_str() {
-            "text-generation" | "text2text-generation" => self.spec.components.is_empty(),
-            "image-text-to-text" => true,
-            _ => false,
-        }
+        self.spec.generates()
     }
 
     /// The key of its generation fixture.
     pub fn generation_fixture_key(&self) -> String {
-        hwmatrix_cell::fixture_key::generation_fixture_key(&self.digest())
+        hwmatrix_cell::fixture_key::generation_fixture_key(&self.generation_digest())
+    }
+
+    /// The digest of the spec as the generation exporter receives it, which the
+    /// generated `GENERATION` declaration carries.
+    pub fn generation_digest(&self) -> String {
+        hwmatrix_cell::fixture_key::spec_digest(&self.generation_json())
     }
 
     /// Its digest, which generated code carries so the runtime can refuse a
@@ -443,6 +460,19 @@ fn validate_model(
             if t.axes.is_empty() && !fixed {
                 error(locate_value(src, "name", &t.name).unwrap_or(at(key)), format!("`{}` has no axes", t.name), "list its named axes, e.g. [batch, sequence] (only an `export.fixed_inputs` entry may be a scalar)".into());
             }
+        }
+    }
+    if !spec.cache.is_empty() && !spec.generates() {
+        error(
+            at("cache"),
+            format!("`cache` is declared, but `{}` does not generate (task `{}`{})", spec.model_type, spec.task, if spec.components.is_empty() { "" } else { ", checked as components" }),
+            "remove it: only a text-generation, text2text-generation or image-text-to-text model has a generation fixture".into(),
+        );
+    }
+    let mut cache_names = BTreeSet::new();
+    for (name, _) in CacheGroup::past_inputs(&spec.cache) {
+        if !cache_names.insert(name.clone()) {
+            error(at("cache"), format!("`cache` declares `{name}` twice"), "list each layer once per tensor name".into());
         }
     }
     for name in &spec.export.fixed_inputs {

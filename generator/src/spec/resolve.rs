@@ -174,6 +174,7 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, So
     if !errors.is_empty() {
         return Err(errors);
     }
+    let cache = pick!("cache", file.cache, imp.and_then(|i| i.cache.clone())).unwrap_or_default();
     let spec = ModelSpec {
         model_type: file.model_type,
         category: category.expect("checked"),
@@ -204,6 +205,7 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, So
         precision_tolerances,
         web_quantization: file.web_quantization,
         components,
+        cache,
     };
     Ok((spec, sources))
 }

@@ -279,8 +279,42 @@ pub struct SpecFile {
     /// derives each part's inputs, outputs and shapes.
     #[serde(default)]
     pub components: Vec<ComponentChoice>,
+    /// The cache of a generating model's decoder, where `gen import` cannot read it from the
+    /// model (it derives `imported.cache` where it can): replaces the imported one whole.
+    #[serde(default)]
+    pub cache: Option<Vec<CacheGroup>>,
     #[serde(default)]
     pub imported: Option<Imported>,
+}
+
+/// Layers of a generating model's cache that hold the same tensors (`cache:`): each tensor
+/// is a past input `past_key_values.<layer>.<name>` of its generation fixture's decoder and
+/// the present output `present.<layer>.<name>` that the next step feeds back, as optimum
+/// and transformers.js flatten a cache. An encoder-decoder's names say which cache:
+/// `decoder.key` (self-attention, grows every step), `encoder.key` (cross-attention, made
+/// by the first step). The generation exporter refuses a model whose cache is another.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CacheGroup {
+    pub layers: Vec<u32>,
+    pub tensors: Vec<CacheTensor>,
+}
+
+/// One tensor of a cache layer, as its past input: the axis that grows one position per
+/// token is `past_sequence`; `batch` and `encoder_sequence` vary too; "" is fixed.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CacheTensor {
+    pub name: String,
+    pub dtype: DType,
+    pub axes: Vec<String>,
+}
+
+impl CacheGroup {
+    /// The graph inputs a declared cache makes, in declaration order: (name, tensor).
+    pub fn past_inputs(groups: &[CacheGroup]) -> Vec<(String, &CacheTensor)> {
+        groups.iter().flat_map(|g| g.layers.iter().flat_map(move |l| g.tensors.iter().map(move |t| (format!("past_key_values.{l}.{}", t.name), t)))).collect()
+    }
 }
 
 /// A component as a person chooses it (`components:` in a spec).
@@ -388,6 +422,11 @@ pub struct Imported {
     /// The spec's `components`, each with its measured inputs, outputs and shapes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub components: Vec<Component>,
+    /// A generating model's cache, read from its decoder as its generation fixture traces
+    /// it (runtime/exporter/generation.py's `measure_cache`). Absent where it cannot be
+    /// read: the generation exporter's error then says why (`generation_export`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<Vec<CacheGroup>>,
 }
 
 /// Measured failures of quantization checks per scheme.
@@ -454,6 +493,24 @@ pub struct ModelSpec {
     /// The components the model is checked as (empty: checked whole).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub components: Vec<Component>,
+    /// A generating model's cache: curated `cache:`, else `imported.cache` (empty: none declared).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cache: Vec<CacheGroup>,
+}
+
+impl ModelSpec {
+    /// Whether the model generates text token by token with a cache (its task is
+    /// text-generation, or text2text-generation for an encoder-decoder), so it has
+    /// a generation fixture and `generates` checks. A vision-language model
+    /// (image-text-to-text) generates with its language component, whether or not
+    /// its float32 checks take it in components.
+    pub fn generates(&self) -> bool {
+        match self.task.as_str() {
+            "text-generation" | "text2text-generation" => self.components.is_empty(),
+            "image-text-to-text" => true,
+            _ => false,
+        }
+    }
 }
 
 /// Measured failures per platform and engine: the failed check and its error.

@@ -55,6 +55,24 @@ impl ModelDecl {
     }
 }
 
+/// A generating model's generation fixture as its spec declares it.
+#[derive(Debug)]
+pub struct GenerationDecl {
+    /// sha256 of the spec as the generation exporter receives it (the exporter's
+    /// view and the declared cache): the generation fixture key's part.
+    pub spec_digest: &'static str,
+    /// The cache's past inputs (`past_key_values.<layer>.<name>`, each fed from
+    /// `present.<layer>.<name>`), as the spec's `cache:` declares them.
+    pub cache: &'static [TensorDecl],
+}
+
+/// A cell's `generates` check: the model's generation declaration and the check's plan.
+#[derive(Clone, Copy, Debug)]
+pub struct GenerationCheck {
+    pub decl: &'static GenerationDecl,
+    pub planned: Planned,
+}
+
 /// A declared input or output: name, element type and named axes.
 #[derive(Debug)]
 pub struct TensorDecl {
@@ -386,8 +404,8 @@ pub struct Cell {
     pub precision_checks: &'static [PrecisionCheck],
     /// Where the platform's hardware computes float32 graphs in a lower precision.
     pub float32_computed_in: Option<ComputedIn>,
-    /// The `generates` check's plan, for a generating model's ONNX cells.
-    pub generation: Option<Planned>,
+    /// The `generates` check, for a generating model's ONNX cells.
+    pub generation: Option<GenerationCheck>,
 }
 
 /// The precision a platform computes float32 graphs in (QNN's HTP: float16),
@@ -429,9 +447,10 @@ impl Cell {
         self
     }
 
-    /// The model generates: this cell runs the `generates` check as `planned` says.
-    pub const fn with_generation(mut self, planned: Planned) -> Cell {
-        self.generation = Some(planned);
+    /// The model generates: this cell runs the `generates` check on the fixture
+    /// `decl` declares, as `planned` says.
+    pub const fn with_generation(mut self, decl: &'static GenerationDecl, planned: Planned) -> Cell {
+        self.generation = Some(GenerationCheck { decl, planned });
         self
     }
 

@@ -16,7 +16,7 @@ pub mod stage;
 pub mod wgpu_adapter;
 
 pub use decl::{
-    AgreementBound, AllowedFallback, BrowserBackend, Cell, ComputedIn, Engine, EngineKind, ExecutionProvider, ModelDecl, PlatformDecl, Precision, PrecisionCheck, TensorDecl, Tolerance,
+    AgreementBound, AllowedFallback, BrowserBackend, Cell, ComputedIn, Engine, EngineKind, ExecutionProvider, GenerationCheck, GenerationDecl, ModelDecl, PlatformDecl, Precision, PrecisionCheck, TensorDecl, Tolerance,
 };
 pub use dtype::DType;
 pub use planned::{Basis, Planned};
