@@ -58,3 +58,49 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "c799d021ecf5ddb47285ae458537a6858eac54c9180329c5efd0e7450c8156e4",
+    cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.decoder.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.decoder.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.encoder.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "encoder_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.encoder.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "encoder_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.decoder.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.decoder.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.encoder.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "encoder_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.encoder.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "encoder_sequence", ""],
+        },
+    ],
+};

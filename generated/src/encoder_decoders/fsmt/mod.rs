@@ -58,3 +58,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "0150bfaeaf8fce92a5969317102edbd46279f610949da9ee31d42f262b170d87",
+    cache: &[],
+};

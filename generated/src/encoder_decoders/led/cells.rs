@@ -41,7 +41,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// led on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -94,7 +94,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// led on cuda: known-issue (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -134,7 +134,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// led on rocm: known-issue (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -174,7 +174,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// led on mps: known-issue (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -214,11 +214,14 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "led does not generate on openvino with onnxruntime (measured by gen import --platform openvino): the encoder (before step 0): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_15 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_15_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "led does not generate on openvino with onnxruntime (measured by gen import --platform openvino): the encoder (before step 0): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_15 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_15_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
+    );
 /// led on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -260,11 +263,14 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "led does not generate on qnn with onnxruntime (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Add ×24 on CPUExecutionProvider, Einsum ×5 on CPUExecutionProvider, Expand ×12 on CPUExecutionProvider, Gather ×14 on CPUExecutionProvider, Mul ×22 on CPUExecutionProvider, NonZero ×32 on CPUExecutionProvider, Pad ×4 on CPUExecutionProvider, Reshape ×43 on CPUExecutionProvider, Shape ×3 on CPUExecutionProvider, Slice ×24 on CPUExecutionProvider, Squeeze ×32 on CPUExecutionProvider, Transpose ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 247 nodes (94%), 207871 µs (1%); QNNExecutionProvider: 15 nodes (6%), 15077267 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off QNNExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    })
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "led does not generate on qnn with onnxruntime (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Add ×24 on CPUExecutionProvider, Einsum ×5 on CPUExecutionProvider, Expand ×12 on CPUExecutionProvider, Gather ×14 on CPUExecutionProvider, Mul ×22 on CPUExecutionProvider, NonZero ×32 on CPUExecutionProvider, Pad ×4 on CPUExecutionProvider, Reshape ×43 on CPUExecutionProvider, Shape ×3 on CPUExecutionProvider, Slice ×24 on CPUExecutionProvider, Squeeze ×32 on CPUExecutionProvider, Transpose ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 247 nodes (94%), 207871 µs (1%); QNNExecutionProvider: 15 nodes (6%), 15077267 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -311,11 +317,14 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "led does not generate on webnn with browser (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Einsum ×5 on CPUExecutionProvider, Expand ×12 on CPUExecutionProvider, Gather ×14 on CPUExecutionProvider, Pad ×3 on CPUExecutionProvider, Reshape ×11 on CPUExecutionProvider, Slice ×24 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 246 nodes (87%), 0 µs (0%); WebNNExecutionProvider: 38 nodes (13%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebNNExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "led does not generate on webnn with browser (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Einsum ×5 on CPUExecutionProvider, Expand ×12 on CPUExecutionProvider, Gather ×14 on CPUExecutionProvider, Pad ×3 on CPUExecutionProvider, Reshape ×11 on CPUExecutionProvider, Slice ×24 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 246 nodes (87%), 0 µs (0%); WebNNExecutionProvider: 38 nodes (13%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
+    );
 /// led on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -370,11 +379,14 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "led does not generate on webgpu with browser (measured by gen import --platform webgpu): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1458 nodes (67%), 0 µs (0%); WebGpuExecutionProvider: 708 nodes (33%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "led does not generate on webgpu with browser (measured by gen import --platform webgpu): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1458 nodes (67%), 0 µs (0%); WebGpuExecutionProvider: 708 nodes (33%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
+    );
 /// led on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -429,11 +441,14 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "led does not generate on webgpu with onnxruntime (measured by gen import --platform webgpu): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2022 nodes (56%), 175274 µs (7%); WebGpuExecutionProvider: 1560 nodes (44%), 2344510 µs (93%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "led does not generate on webgpu with onnxruntime (measured by gen import --platform webgpu): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2022 nodes (56%), 175274 µs (7%); WebGpuExecutionProvider: 1560 nodes (44%), 2344510 µs (93%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
+    );
 /// led on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -58,3 +58,49 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "0ca0c521a31742e33d1c35f8cc9e8b0add3e7ba88e1e6f04518cc35bef32a3e7",
+    cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.decoder.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.decoder.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.encoder.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "encoder_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.encoder.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "encoder_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.decoder.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.decoder.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.encoder.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "encoder_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.encoder.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "encoder_sequence", ""],
+        },
+    ],
+};

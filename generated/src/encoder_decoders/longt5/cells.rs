@@ -29,7 +29,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// longt5 on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -66,7 +66,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// longt5 on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -94,7 +94,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// longt5 on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -122,7 +122,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// longt5 on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -150,7 +150,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run)
+    .with_generation(&super::GENERATION, runtime::Planned::Run)
     .allowing_fallback(
         &[
             runtime::AllowedFallback {
@@ -200,11 +200,14 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "longt5 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 378 of 2048 logits outside abs 0.3494769784238784 + rel 0, 0 of 2 rows with another top token (max abs error 1.257e0; worst at flat index 1946: got -0.0835571363568306, expected -1.3407869338989258)",
-        basis: runtime::Basis::Measured,
-        stage: None,
-    })
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "longt5 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 378 of 2048 logits outside abs 0.3494769784238784 + rel 0, 0 of 2 rows with another top token (max abs error 1.257e0; worst at flat index 1946: got -0.0835571363568306, expected -1.3407869338989258)",
+            basis: runtime::Basis::Measured,
+            stage: None,
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -251,11 +254,14 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "longt5 does not generate on webnn with browser (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (17%), 0 µs (0%); WebNNExecutionProvider: 19 nodes (83%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off WebNNExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "longt5 does not generate on webnn with browser (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (17%), 0 µs (0%); WebNNExecutionProvider: 19 nodes (83%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
+    );
 /// longt5 on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -310,11 +316,14 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "longt5 does not generate on webgpu with browser (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 1022 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 4.170e-1; worst at flat index 433: got -0.5671160221099854, expected -0.15014158189296722)",
-        basis: runtime::Basis::Measured,
-        stage: None,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "longt5 does not generate on webgpu with browser (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 1022 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 4.170e-1; worst at flat index 433: got -0.5671160221099854, expected -0.15014158189296722)",
+            basis: runtime::Basis::Measured,
+            stage: None,
+        },
+    );
 /// longt5 on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -369,11 +378,14 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "longt5 does not generate on webgpu with onnxruntime (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 1022 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 4.170e-1; worst at flat index 433: got -0.5671160221099854, expected -0.15014158189296722)",
-        basis: runtime::Basis::Measured,
-        stage: None,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "longt5 does not generate on webgpu with onnxruntime (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 1022 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 4.170e-1; worst at flat index 433: got -0.5671160221099854, expected -0.15014158189296722)",
+            basis: runtime::Basis::Measured,
+            stage: None,
+        },
+    );
 /// longt5 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -29,7 +29,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// pegasus_x on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -66,7 +66,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// pegasus_x on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -94,7 +94,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// pegasus_x on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -122,7 +122,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// pegasus_x on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -150,7 +150,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run)
+    .with_generation(&super::GENERATION, runtime::Planned::Run)
     .allowing_fallback(
         &[
             runtime::AllowedFallback {
@@ -200,11 +200,14 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "pegasus_x does not generate on qnn with onnxruntime (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (24%), 34132 µs (1%); QNNExecutionProvider: 13 nodes (76%), 6512853 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/pegasus_x.yaml only if it may run off QNNExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    })
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "pegasus_x does not generate on qnn with onnxruntime (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (24%), 34132 µs (1%); QNNExecutionProvider: 13 nodes (76%), 6512853 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/pegasus_x.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -239,7 +242,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// pegasus_x on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -278,7 +281,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// pegasus_x on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -317,7 +320,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// pegasus_x on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -63,3 +63,49 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "3c945bf2dd986093a258ab763819bcfe6f41b4688bf04f78fa0f8d89f90db01b",
+    cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.decoder.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.decoder.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.encoder.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "encoder_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.encoder.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "encoder_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.decoder.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.decoder.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.encoder.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "encoder_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.encoder.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "encoder_sequence", ""],
+        },
+    ],
+};

@@ -53,3 +53,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "1b29b209f1e608860666930441d2d58ea3903b2fe443bdb27aa2deb7270b78fc",
+    cache: &[],
+};

@@ -53,3 +53,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "686955f0741525eff9a9ebc4cc11df01d225a2967cb9bd7f26962ccec263b2ad",
+    cache: &[],
+};

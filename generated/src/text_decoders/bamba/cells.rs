@@ -29,10 +29,13 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or cpu): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or cpu): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// bamba on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -69,10 +72,13 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or cuda): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or cuda): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// bamba on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -100,10 +106,13 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or rocm): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or rocm): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// bamba on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -131,10 +140,13 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or mps): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or mps): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// bamba on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -170,10 +182,13 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or openvino): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or openvino): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// bamba on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -215,10 +230,13 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or qnn): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
-        stage: runtime::Stage::Reference,
-    })
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or qnn): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            stage: runtime::Stage::Reference,
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -253,10 +271,13 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or webnn): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or webnn): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// bamba on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -295,10 +316,13 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or webgpu): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or webgpu): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// bamba on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -337,10 +361,13 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or webgpu): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build bamba's decoder with its cache (our gap, not a fact about the model or webgpu): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// bamba on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -48,3 +48,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "65799274ffdf3275e8f14791fea73a4a35d09c213aea7718a46d78b13ba8c0b0",
+    cache: &[],
+};

@@ -29,10 +29,13 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or cpu): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or cpu): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// bert-generation on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -69,10 +72,13 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or cuda): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or cuda): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// bert-generation on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -100,10 +106,13 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or rocm): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or rocm): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// bert-generation on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -131,10 +140,13 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or mps): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or mps): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// bert-generation on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -162,10 +174,13 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or openvino): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or openvino): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// bert-generation on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -195,10 +210,13 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or qnn): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
-        stage: runtime::Stage::Reference,
-    })
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or qnn): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+            stage: runtime::Stage::Reference,
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -233,10 +251,13 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or webnn): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or webnn): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// bert-generation on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -275,10 +296,13 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// bert-generation on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -317,10 +341,13 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// bert-generation on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -48,3 +48,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "c742bd907195bf90c392043ec5dd82e230d930eb57a7e842e1f3a0ee7474c6ef",
+    cache: &[],
+};

@@ -48,3 +48,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "fdd975eddbe30b64695a5bc68bb8da02e85ef65ec200445a2bbcaf496539b455",
+    cache: &[],
+};

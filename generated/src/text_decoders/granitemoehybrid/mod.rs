@@ -48,3 +48,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "6664bfbec5fb4e79c11b6a54170ee111d4e96964607f6cd11062220b1ab0e577",
+    cache: &[],
+};

@@ -41,11 +41,14 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
+        },
+    );
 /// inkling2_text on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -98,11 +101,14 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
+        },
+    );
 /// inkling2_text on cuda: known-issue (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -142,11 +148,14 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
+        },
+    );
 /// inkling2_text on rocm: known-issue (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -186,11 +195,14 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
+        },
+    );
 /// inkling2_text on mps: known-issue (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -230,11 +242,14 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
+        },
+    );
 /// inkling2_text on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -276,11 +291,14 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
-    })
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -327,11 +345,14 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
+        },
+    );
 /// inkling2_text on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -386,11 +407,14 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
+        },
+    );
 /// inkling2_text on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -445,11 +469,14 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "inkling2_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '1330 defined in (%1330 : Float(*, *, *, strides=[112, 7, 1], requires_grad=0, device=cpu) = onnx::Slice(%1316, %1325, %1327, %1323, %1329), scope: generation.CachedDecoder::/transformers.models.inkling2.modeling_inkling2.Inkling2For",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Export),
+        },
+    );
 /// inkling2_text on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

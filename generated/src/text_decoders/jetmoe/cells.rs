@@ -33,7 +33,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// jetmoe on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -74,7 +74,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// jetmoe on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -102,7 +102,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// jetmoe on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -130,7 +130,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// jetmoe on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -166,11 +166,14 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "jetmoe does not generate on openvino with onnxruntime (measured by gen import --platform openvino): step 0 (decoder): cannot load /root/.cache/hwmatrix/fixtures/generation/jetmoe/decoder.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::ReadModel(std::string&&, const std::string&)::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] Exception while Reading network: Check 'false' failed at src/frontends/onnx/frontend/src/frontend.cpp:221:\nFrontEnd API failed with GeneralFailure:\nErrors during ONNX translation:\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_179>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_305>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_433>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_535>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_656>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_783>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\n\n\n",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Load),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "jetmoe does not generate on openvino with onnxruntime (measured by gen import --platform openvino): step 0 (decoder): cannot load /root/.cache/hwmatrix/fixtures/generation/jetmoe/decoder.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::ReadModel(std::string&&, const std::string&)::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] Exception while Reading network: Check 'false' failed at src/frontends/onnx/frontend/src/frontend.cpp:221:\nFrontEnd API failed with GeneralFailure:\nErrors during ONNX translation:\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_179>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_305>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_433>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_535>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_656>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_783>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\n\n\n",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Load),
+        },
+    );
 /// jetmoe on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -212,11 +215,14 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "jetmoe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (decoder): cannot load /root/.cache/hwmatrix/fixtures/generation/jetmoe/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Load),
-    })
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "jetmoe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (decoder): cannot load /root/.cache/hwmatrix/fixtures/generation/jetmoe/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Load),
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -263,11 +269,14 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "jetmoe does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Load),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "jetmoe does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Load),
+        },
+    );
 /// jetmoe on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -322,11 +331,14 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "jetmoe does not generate on webgpu with browser (measured by gen import --platform webgpu): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 174 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 309 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "jetmoe does not generate on webgpu with browser (measured by gen import --platform webgpu): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 174 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 309 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
+    );
 /// jetmoe on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -381,11 +393,14 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "jetmoe does not generate on webgpu with onnxruntime (measured by gen import --platform webgpu): not every node ran on WebGpuExecutionProvider: Sign ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1392 nodes (36%), 10994 µs (0%); WebGpuExecutionProvider: 2472 nodes (64%), 2559566 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Run),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "jetmoe does not generate on webgpu with onnxruntime (measured by gen import --platform webgpu): not every node ran on WebGpuExecutionProvider: Sign ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1392 nodes (36%), 10994 µs (0%); WebGpuExecutionProvider: 2472 nodes (64%), 2559566 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
+        },
+    );
 /// jetmoe on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -33,10 +33,13 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or cpu): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or cpu): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// mamba2 on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -73,10 +76,13 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or cuda): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or cuda): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// mamba2 on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -104,10 +110,13 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or rocm): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or rocm): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// mamba2 on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -135,10 +144,13 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or mps): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or mps): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// mamba2 on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -174,10 +186,13 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or openvino): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or openvino): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// mamba2 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -219,10 +234,13 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or qnn): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-        stage: runtime::Stage::Reference,
-    })
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or qnn): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
+            stage: runtime::Stage::Reference,
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -257,10 +275,13 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or webnn): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or webnn): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// mamba2 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -299,10 +320,13 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// mamba2 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -341,10 +365,13 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// mamba2 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -33,10 +33,13 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or cpu): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or cpu): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// openai-gpt on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -73,10 +76,13 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or cuda): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or cuda): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// openai-gpt on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -104,10 +110,13 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or rocm): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or rocm): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// openai-gpt on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -135,10 +144,13 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or mps): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or mps): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// openai-gpt on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -166,10 +178,13 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or openvino): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or openvino): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// openai-gpt on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -199,10 +214,13 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or qnn): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
-        stage: runtime::Stage::Reference,
-    })
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or qnn): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            stage: runtime::Stage::Reference,
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -237,10 +255,13 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or webnn): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or webnn): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// openai-gpt on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -279,10 +300,13 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// openai-gpt on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -321,10 +345,13 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// openai-gpt on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

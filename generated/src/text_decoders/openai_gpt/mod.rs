@@ -53,3 +53,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "d41f00a01eb8b2703fff31c8f4a5a1652e53c758fe16e879e0dea382f3f944fe",
+    cache: &[],
+};

@@ -48,3 +48,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "cd190817bfe255da2fffb85fd214f52386dd19a2775283685f7c6f6db3c05701",
+    cache: &[],
+};

@@ -43,3 +43,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "f5a880bd6e8141ed1cc52a89d86fa7892357ec8be47d44503594e6a9d00269ca",
+    cache: &[],
+};

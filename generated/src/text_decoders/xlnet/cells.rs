@@ -29,10 +29,13 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or cpu): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or cpu): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// xlnet on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -69,10 +72,13 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or cuda): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or cuda): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// xlnet on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -100,10 +106,13 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or rocm): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or rocm): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// xlnet on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -131,10 +140,13 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or mps): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or mps): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// xlnet on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -162,10 +174,13 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or openvino): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or openvino): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// xlnet on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -207,10 +222,13 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or qnn): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
-        stage: runtime::Stage::Reference,
-    })
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or qnn): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            stage: runtime::Stage::Reference,
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -257,10 +275,13 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or webnn): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or webnn): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// xlnet on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -315,10 +336,13 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// xlnet on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -373,10 +397,13 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// xlnet on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -58,3 +58,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "072b33ce4f8f81e87bf23d56927ef3c65561109d5781d1e4e2c62f390ddc98e7",
+    cache: &[],
+};

@@ -43,3 +43,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "825fde2da529e27e22643b2d0686772002f916df05645b89e014f3d5de52d88d",
+    cache: &[],
+};

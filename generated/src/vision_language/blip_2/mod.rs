@@ -53,3 +53,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "94c2b5b41bb1e9fcedeb771cddd5885b3eae3ad15ca476499b8206d41434c454",
+    cache: &[],
+};

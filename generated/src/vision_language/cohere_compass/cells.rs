@@ -41,7 +41,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// cohere_compass on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -94,7 +94,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// cohere_compass on cuda: known-issue (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -134,7 +134,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// cohere_compass on rocm: known-issue (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -174,7 +174,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// cohere_compass on mps: known-issue (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -214,7 +214,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// cohere_compass on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -256,11 +256,14 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "cohere_compass does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 49 of 2048 logits outside abs 0.03673147651691124 + rel 0, 0 of 2 rows with another top token (max abs error 7.148e-2; worst at flat index 1585: got -0.1273193508386612, expected -0.1987980604171753)",
-        basis: runtime::Basis::Measured,
-        stage: None,
-    })
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "cohere_compass does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 49 of 2048 logits outside abs 0.03673147651691124 + rel 0, 0 of 2 rows with another top token (max abs error 7.148e-2; worst at flat index 1585: got -0.1273193508386612, expected -0.1987980604171753)",
+            basis: runtime::Basis::Measured,
+            stage: None,
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -307,11 +310,14 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "cohere_compass does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/model/model/language_model/rotary_emb/Slice_4] For dimension (2): the stride (3) must not be greater than the size to slice (2). (page log: 2026-11-26 18:56:18.761455 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [465] name: [Transpose_token_7] supported: [1] | 2026-11-26 18:56:18.761764 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [467] name: [Transpose_token_9] supported: [1] | 2026-11-26 18:56:18.761979 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [476] name: [Transpose_token_22] supported: [1] | 2026-11-26 18:56:18.762169 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [478] name: [/model/model/model/language_model/Reshape_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-26 18:56:18.777665 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 3 number of nodes in the graph: 145 number of nodes supported by WebNN: 141\u{1b}[m)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Load),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "cohere_compass does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/model/model/language_model/rotary_emb/Slice_4] For dimension (2): the stride (3) must not be greater than the size to slice (2). (page log: 2026-11-26 18:56:18.761455 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [465] name: [Transpose_token_7] supported: [1] | 2026-11-26 18:56:18.761764 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [467] name: [Transpose_token_9] supported: [1] | 2026-11-26 18:56:18.761979 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [476] name: [Transpose_token_22] supported: [1] | 2026-11-26 18:56:18.762169 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [478] name: [/model/model/model/language_model/Reshape_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-26 18:56:18.777665 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 3 number of nodes in the graph: 145 number of nodes supported by WebNN: 141\u{1b}[m)",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Load),
+        },
+    );
 /// cohere_compass on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -366,7 +372,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// cohere_compass on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -421,7 +427,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// cohere_compass on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

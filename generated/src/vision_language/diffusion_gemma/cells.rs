@@ -33,10 +33,13 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or cpu): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or cpu): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// diffusion_gemma on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -73,10 +76,13 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or cuda): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or cuda): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// diffusion_gemma on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -104,10 +110,13 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or rocm): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or rocm): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// diffusion_gemma on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -135,10 +144,13 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or mps): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or mps): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// diffusion_gemma on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -166,10 +178,13 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or openvino): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or openvino): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// diffusion_gemma on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -199,10 +214,13 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or qnn): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
-        stage: runtime::Stage::Reference,
-    })
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or qnn): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            stage: runtime::Stage::Reference,
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -237,10 +255,13 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or webnn): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or webnn): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// diffusion_gemma on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -279,10 +300,13 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or webgpu): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or webgpu): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// diffusion_gemma on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -337,10 +361,13 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or webgpu): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or webgpu): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// diffusion_gemma on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -58,3 +58,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "a6f8f2f021fcb4c5265e62da29425ad135f2a1efdbd26e093ad69ee6dfe1f000",
+    cache: &[],
+};

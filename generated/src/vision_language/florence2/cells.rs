@@ -29,10 +29,13 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or cpu): RuntimeError: generate() called the model 0 times for 8 new tokens",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or cpu): RuntimeError: generate() called the model 0 times for 8 new tokens",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// florence2 on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -69,10 +72,13 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or cuda): RuntimeError: generate() called the model 0 times for 8 new tokens",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or cuda): RuntimeError: generate() called the model 0 times for 8 new tokens",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// florence2 on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -100,10 +106,13 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or rocm): RuntimeError: generate() called the model 0 times for 8 new tokens",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or rocm): RuntimeError: generate() called the model 0 times for 8 new tokens",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// florence2 on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -131,10 +140,13 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or mps): RuntimeError: generate() called the model 0 times for 8 new tokens",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or mps): RuntimeError: generate() called the model 0 times for 8 new tokens",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// florence2 on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -166,10 +178,13 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or openvino): RuntimeError: generate() called the model 0 times for 8 new tokens",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or openvino): RuntimeError: generate() called the model 0 times for 8 new tokens",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// florence2 on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -199,10 +214,13 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or qnn): RuntimeError: generate() called the model 0 times for 8 new tokens",
-        stage: runtime::Stage::Reference,
-    })
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or qnn): RuntimeError: generate() called the model 0 times for 8 new tokens",
+            stage: runtime::Stage::Reference,
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -237,10 +255,13 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or webnn): RuntimeError: generate() called the model 0 times for 8 new tokens",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or webnn): RuntimeError: generate() called the model 0 times for 8 new tokens",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// florence2 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -279,10 +300,13 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: generate() called the model 0 times for 8 new tokens",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: generate() called the model 0 times for 8 new tokens",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// florence2 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -321,10 +345,13 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: generate() called the model 0 times for 8 new tokens",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build florence2's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: generate() called the model 0 times for 8 new tokens",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// florence2 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

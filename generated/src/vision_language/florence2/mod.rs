@@ -58,3 +58,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "13ec0025814dd015610d14d62a159fee865c3b92013bed0f884248ef0ef0ae91",
+    cache: &[],
+};

@@ -53,3 +53,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "2a4b3f4f23c73e1ba9cea00eff4e212417dca526247797ac09bd247f0685846f",
+    cache: &[],
+};

@@ -47,3 +47,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "5ae21cdcad7bdce7ac3583559daa75a6f7f7389c98d0356a9c34fcd84145af02",
+    cache: &[],
+};

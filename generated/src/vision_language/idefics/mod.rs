@@ -63,3 +63,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "07e4fd5fa1b9e9e7d109f4beee3815ce0b7b2c46500ca79aec30e7dcf55d9e71",
+    cache: &[],
+};

@@ -58,3 +58,29 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "cd3b4026f899a39d6f14fe45bc9e60f15190f8010988c62ddf01be9f9992354d",
+    cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+    ],
+};

@@ -73,3 +73,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "9c4faee44bfe08e3997ce43879812687c8b6226dc9f117a964baf2fb199d54cb",
+    cache: &[],
+};

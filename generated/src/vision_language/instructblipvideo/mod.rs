@@ -73,3 +73,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "edb21bf6707dd30c11d2c34ab3bad6592396c6d8b2c96a159eabe41aec423c1b",
+    cache: &[],
+};

@@ -58,3 +58,29 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "e8e08890f4b1a98a8e7e7713be9b4ade169a7b2ea9fcd58ccb9483b0819a0797",
+    cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+    ],
+};

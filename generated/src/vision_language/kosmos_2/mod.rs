@@ -73,3 +73,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "62dec805c13b8e256d5e03023d8073e4d398d4c97ec46dd55335d0ce65715b46",
+    cache: &[],
+};

@@ -58,3 +58,39 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "c7b06a8fe4c054010673dd80c4c2d802ba40f367148cc1c4d9c7b27af2373b87",
+    cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.indexer_keys",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.indexer_keys",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+    ],
+};

@@ -31,3 +31,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "6af572e6f3aa599ae8e54b5bc83482fe3304d564f98aef0b143f9bc00d983156",
+    cache: &[],
+};

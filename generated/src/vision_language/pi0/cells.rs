@@ -38,10 +38,13 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or cpu): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or cpu): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// pi0 on cpu: not-tested (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -90,10 +93,13 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or cuda): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or cuda): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// pi0 on cuda: not-tested (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -130,10 +136,13 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or rocm): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or rocm): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// pi0 on rocm: not-tested (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -170,10 +179,13 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or mps): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or mps): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// pi0 on mps: not-tested (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -210,10 +222,13 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or openvino): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or openvino): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// pi0 on qnn: not-tested (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -252,10 +267,13 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or qnn): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
-        stage: runtime::Stage::Reference,
-    })
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or qnn): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            stage: runtime::Stage::Reference,
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -299,10 +317,13 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or webnn): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or webnn): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// pi0 on webgpu: not-tested (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -353,10 +374,13 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// pi0 on webgpu: not-tested (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -407,10 +431,13 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// pi0 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -31,3 +31,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "7873538e66913b2ea601eb5ebd6c30b0512d31a476cfa11cda9e08c9c5dd8263",
+    cache: &[],
+};

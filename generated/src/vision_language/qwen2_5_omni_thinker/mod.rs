@@ -58,3 +58,29 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "862442402731469ff59ad3f5b8bc6c76e44cea2aea5d73a8ffaa4eb30fbab11f",
+    cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+    ],
+};

@@ -41,7 +41,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// qwen3_omni_moe_thinker on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -94,7 +94,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// qwen3_omni_moe_thinker on cuda: known-issue (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -134,7 +134,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// qwen3_omni_moe_thinker on rocm: known-issue (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -174,7 +174,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// qwen3_omni_moe_thinker on mps: known-issue (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -214,7 +214,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// qwen3_omni_moe_thinker on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -256,11 +256,14 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "qwen3_omni_moe_thinker does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 395 of 2048 logits outside abs 0.03797241686417466 + rel 0, 0 of 2 rows with another top token (max abs error 1.645e-1; worst at flat index 1637: got 0.1419677883386612, expected -0.022496771067380905)",
-        basis: runtime::Basis::Measured,
-        stage: None,
-    })
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "qwen3_omni_moe_thinker does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 395 of 2048 logits outside abs 0.03797241686417466 + rel 0, 0 of 2 rows with another top token (max abs error 1.645e-1; worst at flat index 1637: got 0.1419677883386612, expected -0.022496771067380905)",
+            basis: runtime::Basis::Measured,
+            stage: None,
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -307,11 +310,14 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "qwen3_omni_moe_thinker does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/model/model/language_model/rotary_emb/Slice_4] For dimension (2): the stride (3) must not be greater than the size to slice (2). (page log: 2026-11-26 19:10:09.756649 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [MatMul] index: [750] name: [/model/model/lm_head/MatMul] supported: [1] | 2026-11-26 19:10:09.756834 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [755] name: [/model/model/model/language_model/Reshape_new_reshape] supported: [1] | 2026-11-26 19:10:09.757029 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [756] name: [/model/model/model/language_model/layers.0/mlp/experts/Reshape_2_new_reshape] supported: [1] | 2026-11-26 19:10:09.757209 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [757] name: [/model/model/model/language_model/layers.1/mlp/experts/Reshape_2_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-26 19:10:09.763269 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 5 number of nodes in the graph: 230 number of nodes supported by WebNN: 224\u{1b}[m)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Load),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "qwen3_omni_moe_thinker does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/model/model/language_model/rotary_emb/Slice_4] For dimension (2): the stride (3) must not be greater than the size to slice (2). (page log: 2026-11-26 19:10:09.756649 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [MatMul] index: [750] name: [/model/model/lm_head/MatMul] supported: [1] | 2026-11-26 19:10:09.756834 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [755] name: [/model/model/model/language_model/Reshape_new_reshape] supported: [1] | 2026-11-26 19:10:09.757029 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [756] name: [/model/model/model/language_model/layers.0/mlp/experts/Reshape_2_new_reshape] supported: [1] | 2026-11-26 19:10:09.757209 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [757] name: [/model/model/model/language_model/layers.1/mlp/experts/Reshape_2_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-26 19:10:09.763269 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 5 number of nodes in the graph: 230 number of nodes supported by WebNN: 224\u{1b}[m)",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Load),
+        },
+    );
 /// qwen3_omni_moe_thinker on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -366,7 +372,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// qwen3_omni_moe_thinker on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -421,7 +427,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// qwen3_omni_moe_thinker on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -33,7 +33,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// qwen3_vl on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -70,7 +70,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// qwen3_vl on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -98,7 +98,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// qwen3_vl on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -126,7 +126,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// qwen3_vl on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -158,7 +158,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// qwen3_vl on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -188,11 +188,14 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "qwen3_vl does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 463 of 2048 logits outside abs 0.03982638437937567 + rel 0, 0 of 2 rows with another top token (max abs error 1.657e-1; worst at flat index 1246: got -0.0855102613568306, expected 0.08023222535848618)",
-        basis: runtime::Basis::Measured,
-        stage: None,
-    })
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "qwen3_vl does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 463 of 2048 logits outside abs 0.03982638437937567 + rel 0, 0 of 2 rows with another top token (max abs error 1.657e-1; worst at flat index 1246: got -0.0855102613568306, expected 0.08023222535848618)",
+            basis: runtime::Basis::Measured,
+            stage: None,
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -239,11 +242,14 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::KnownIssue {
-        reason: "qwen3_vl does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/model/model/language_model/rotary_emb/Slice_4] For dimension (2): the stride (3) must not be greater than the size to slice (2). (page log: 2026-11-26 19:10:19.831454 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [518] name: [Transpose_token_7] supported: [1] | 2026-11-26 19:10:19.831620 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [520] name: [Transpose_token_9] supported: [1] | 2026-11-26 19:10:19.831905 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [529] name: [Transpose_token_22] supported: [1] | 2026-11-26 19:10:19.832080 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [531] name: [/model/model/model/language_model/Reshape_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-26 19:10:19.859780 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 3 number of nodes in the graph: 175 number of nodes supported by WebNN: 171\u{1b}[m)",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Load),
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "qwen3_vl does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/model/model/language_model/rotary_emb/Slice_4] For dimension (2): the stride (3) must not be greater than the size to slice (2). (page log: 2026-11-26 19:10:19.831454 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [518] name: [Transpose_token_7] supported: [1] | 2026-11-26 19:10:19.831620 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [520] name: [Transpose_token_9] supported: [1] | 2026-11-26 19:10:19.831905 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [529] name: [Transpose_token_22] supported: [1] | 2026-11-26 19:10:19.832080 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [531] name: [/model/model/model/language_model/Reshape_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-26 19:10:19.859780 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 3 number of nodes in the graph: 175 number of nodes supported by WebNN: 171\u{1b}[m)",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Load),
+        },
+    );
 /// qwen3_vl on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -282,7 +288,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// qwen3_vl on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -321,7 +327,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::Run);
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// qwen3_vl on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -63,3 +63,29 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "aa62ca3a57189fcc1b312476d8bc3dc56646a055f303c6bc973cda34da8a8e12",
+    cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.1.indexer_keys",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.indexer_position_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "", "past_sequence"],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+    ],
+};

@@ -31,3 +31,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "a2d30cdb60c607e6654daddcb903919ffd67175c1bdd8f6f8851207389dafa68",
+    cache: &[],
+};

@@ -68,3 +68,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "c8c8f1bf5fd2dd14a80188d8c7afed11dc9a7f80107a1a07b2eb242bd99d9348",
+    cache: &[],
+};

@@ -41,10 +41,13 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build unlimited_ocr's decoder with its cache (our gap, not a fact about the model or cpu): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: not a cache that grows along one sequence axis (conv or SSM states are not exported yet)",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build unlimited_ocr's decoder with its cache (our gap, not a fact about the model or cpu): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: not a cache that grows along one sequence axis (conv or SSM states are not exported yet)",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// unlimited_ocr on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -97,10 +100,13 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build unlimited_ocr's decoder with its cache (our gap, not a fact about the model or cuda): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: not a cache that grows along one sequence axis (conv or SSM states are not exported yet)",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build unlimited_ocr's decoder with its cache (our gap, not a fact about the model or cuda): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: not a cache that grows along one sequence axis (conv or SSM states are not exported yet)",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// unlimited_ocr on cuda: known-issue (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -140,10 +146,13 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build unlimited_ocr's decoder with its cache (our gap, not a fact about the model or rocm): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: not a cache that grows along one sequence axis (conv or SSM states are not exported yet)",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build unlimited_ocr's decoder with its cache (our gap, not a fact about the model or rocm): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: not a cache that grows along one sequence axis (conv or SSM states are not exported yet)",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// unlimited_ocr on rocm: known-issue (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -183,10 +192,13 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build unlimited_ocr's decoder with its cache (our gap, not a fact about the model or mps): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: not a cache that grows along one sequence axis (conv or SSM states are not exported yet)",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build unlimited_ocr's decoder with its cache (our gap, not a fact about the model or mps): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: not a cache that grows along one sequence axis (conv or SSM states are not exported yet)",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// unlimited_ocr on mps: known-issue (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -226,10 +238,13 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build unlimited_ocr's decoder with its cache (our gap, not a fact about the model or openvino): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: not a cache that grows along one sequence axis (conv or SSM states are not exported yet)",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build unlimited_ocr's decoder with its cache (our gap, not a fact about the model or openvino): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: not a cache that grows along one sequence axis (conv or SSM states are not exported yet)",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// unlimited_ocr on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -271,10 +286,13 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build unlimited_ocr's decoder with its cache (our gap, not a fact about the model or qnn): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: not a cache that grows along one sequence axis (conv or SSM states are not exported yet)",
-        stage: runtime::Stage::Reference,
-    })
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build unlimited_ocr's decoder with its cache (our gap, not a fact about the model or qnn): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: not a cache that grows along one sequence axis (conv or SSM states are not exported yet)",
+            stage: runtime::Stage::Reference,
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -321,10 +339,13 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build unlimited_ocr's decoder with its cache (our gap, not a fact about the model or webnn): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: not a cache that grows along one sequence axis (conv or SSM states are not exported yet)",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build unlimited_ocr's decoder with its cache (our gap, not a fact about the model or webnn): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: not a cache that grows along one sequence axis (conv or SSM states are not exported yet)",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// unlimited_ocr on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -379,10 +400,13 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build unlimited_ocr's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: not a cache that grows along one sequence axis (conv or SSM states are not exported yet)",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build unlimited_ocr's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: not a cache that grows along one sequence axis (conv or SSM states are not exported yet)",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// unlimited_ocr on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -437,10 +461,13 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's generation exporter could not build unlimited_ocr's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: not a cache that grows along one sequence axis (conv or SSM states are not exported yet)",
-        stage: runtime::Stage::Reference,
-    });
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested: hwmatrix's generation exporter could not build unlimited_ocr's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: not a cache that grows along one sequence axis (conv or SSM states are not exported yet)",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// unlimited_ocr on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

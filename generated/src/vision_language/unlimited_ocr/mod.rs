@@ -58,3 +58,8 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "7db0394c83b90c7f38b287a9360f472a70cf0d6cd862beaad7c01d7b36c0a5cf",
+    cache: &[],
+};

@@ -58,3 +58,29 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     component: None,
     components: &[],
 };
+/// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
+pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
+    spec_digest: "7426dbc2b24a6fcf01ca2c7859a0a1ff4341d9e8fde1d33e4fad78dccb661a7c",
+    cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.key",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.value",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "past_sequence", ""],
+        },
+    ],
+};
