@@ -88,6 +88,11 @@ pub enum Command {
         /// tokenizer where it has one. Needs exactly one --model.
         #[arg(long, value_name = "DIR")]
         checkpoint: Option<PathBuf>,
+        /// Also export the generation fixtures of models whose generation exporter failed
+        /// before (`imported.generation_export`), after changing it; then `gen import
+        /// --platform cpu` records whether their `generates` checks pass now
+        #[arg(long)]
+        retry_generation: bool,
     },
     /// Write one spec per architecture of transformers' base-model registry (see --help)
     #[command(long_about = IMPORT_ABOUT)]
@@ -380,7 +385,7 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
             Ok(0)
         }
         Some(Command::Import { .. } | Command::Show { .. } | Command::Doctor | Command::Results { .. } | Command::Report { .. } | Command::Bench { .. } | Command::Ci { .. } | Command::Coverage { .. }) => unreachable!("handled above"),
-        Some(Command::Fixtures { fixtures: dir, python, jobs, checkpoint }) => {
+        Some(Command::Fixtures { fixtures: dir, python, jobs, checkpoint, retry_generation }) => {
             let dir = dir.clone().unwrap_or_else(hwmatrix_cell::paths::fixtures_dir);
             let python = python.clone().unwrap_or_else(hwmatrix_cell::paths::python);
             let started = Instant::now();
@@ -394,7 +399,7 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
                 }
                 Some(path) => fixtures::Source::Checkpoint(std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?),
             };
-            let summary = fixtures::build(&plan, &dir, &python, workers(*jobs), &source, err)?;
+            let summary = fixtures::build(&plan, &dir, &python, workers(*jobs), &source, *retry_generation, err)?;
             let _ = writeln!(
                 out,
                 "fixtures in {}: {} built, {} cached, {} known issues skipped, {} failed ({:.1} s)",

@@ -38,7 +38,9 @@ pub enum Source {
 /// Builds (or finds cached) the fixture of every model of the plan, spread
 /// over `workers` Python processes. Failed exports leave
 /// `<root>/<model_type>.error.txt` with the real error.
-pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &Source, log: &mut dyn Write) -> Result<Summary, String> {
+/// `retry_generation`: also export the models whose generation exporter failed before
+/// (`imported.generation_export`), to see whether a change to it fixed them.
+pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &Source, retry_generation: bool, log: &mut dyn Write) -> Result<Summary, String> {
     let script = crate::workers::worker_script();
     if !script.is_file() {
         return Err(format!("no exporter at {}", script.display()));
@@ -79,8 +81,8 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &S
         let model = model_plan.model;
         // A measured failure of the generation exporter (`imported.generation_export`) is the
         // spec's known issue, skipped like a float32 export's: its checks say why, and
-        // `gen import --platform cpu` records a fixture built after a fix.
-        if model.spec.generation_export.is_some() {
+        // `gen import --platform cpu` records a fixture built after a fix (`--retry-generation`).
+        if model.spec.generation_export.is_some() && !retry_generation {
             summary.skipped_known_issue += 1;
             continue;
         }

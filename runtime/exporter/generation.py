@@ -11,7 +11,12 @@ model's language component: image-text-to-text). The fixture
     <graph>.onnx       decoder-only: `decoder.onnx`, one graph for every step (feeds +
                        past_key_values.<layer>.<key|value> in, logits + present.<layer>.<key|value>
                        out; the prefill's past is empty, its sequence axis 0), as transformers.js
-                       and optimum's merged decoders take it. A vision-language model's is its
+                       and optimum's merged decoders take it. A model whose cache holds states of a
+                       fixed size (Mamba's conv and SSM states: past_key_values.<layer>.conv_state,
+                       .recurrent_state), or whose prefill generate() fed more than its later steps,
+                       is split: `decoder.onnx` for the prefill (no past in), `decoder_with_past.onnx`
+                       after it, since its prefill computes the states another way than a step
+                       reads them. A vision-language model's is its
                        language component (LanguageComponent: `inputs_embeds` in, as transformers.js's
                        decoder_model_merged takes them), on a prompt of text. Encoder-decoders, split as optimum
                        and transformers.js split them: `encoder.onnx` once, `decoder.onnx` for the
@@ -153,7 +158,9 @@ def reference_generate(model, ids, mask, pad: int, seed: int, recorded=None):
             call["attention_mask"] = outer.clone()
     if len(calls) != NEW_TOKENS:
         raise RuntimeError(f"generate() called the model {len(calls)} times for {NEW_TOKENS} new tokens")
-    if any(set(c) != set(calls[0]) for c in calls):
+    # The prefill may be fed more than the steps after it (Mamba's mask only pads the prompt):
+    # such a model gets a graph of its own for the prefill.
+    if any(set(c) != set(calls[1]) for c in calls[1:]):
         raise RuntimeError(f"generate() fed the model different tensors across steps: {[sorted(c) for c in calls]}")
     return out.sequences, [logits.float() for logits in out.logits], calls
 
@@ -166,21 +173,48 @@ def layers_of(cache):
 
 
 def cache_layout(cache) -> list[list[str]]:
-    """Per layer, the names of the tensors its cache holds (keys and values, or others)."""
-    # Private tensors (a sliding-window layer's `_sliding_window_tensor`) are settings, not state.
-    return [sorted(a for a, v in vars(layer).items() if isinstance(v, torch.Tensor) and not a.startswith("_")) for layer in layers_of(cache)]
+    """Per layer, the names of the tensors its cache holds: attributes (`keys`, `values`) or,
+    for a layer that keeps its states by index (a linear-attention or Mamba layer's
+    `conv_states` and `recurrent_states`), `attribute.index`."""
+    layout = []
+    for layer in layers_of(cache):
+        names = []
+        # Private tensors (a sliding-window layer's `_sliding_window_tensor`) are settings, not state.
+        for a, v in vars(layer).items():
+            if a.startswith("_"):
+                continue
+            if isinstance(v, torch.Tensor):
+                names.append(a)
+            elif isinstance(v, dict):
+                names += [f"{a}.{i}" for i, t in v.items() if isinstance(t, torch.Tensor)]
+        layout.append(sorted(names))
+    return layout
+
+
+def cache_tensor(layer, name: str) -> torch.Tensor:
+    attr, _, index = name.partition(".")
+    return getattr(layer, attr)[int(index)] if index else getattr(layer, attr)
 
 
 def flat_cache(cache, layout) -> list[torch.Tensor]:
-    return [getattr(layer, a) for layer, attrs in zip(layers_of(cache), layout) for a in attrs]
+    return [cache_tensor(layer, a) for layer, attrs in zip(layers_of(cache), layout) for a in attrs]
+
+
+def tensor_name(attribute: str) -> str:
+    """A cache tensor's name in the graph: `key`, `value` (as optimum and transformers.js name
+    them), `conv_state`, `recurrent_state` (a layer's first state), `conv_state.1` (another)."""
+    attr, _, index = attribute.partition(".")
+    name = ATTRIBUTE_NAMES.get(attr, attr.removesuffix("s") if index else attr)
+    return f"{name}.{index}" if index and index != "0" else name
 
 
 def cache_names(layout, prefix: str, part: str = "") -> list[str]:
-    return [f"{prefix}.{i}.{part}{ATTRIBUTE_NAMES.get(a, a)}" for i, attrs in enumerate(layout) for a in attrs]
+    return [f"{prefix}.{i}.{part}{tensor_name(a)}" for i, attrs in enumerate(layout) for a in attrs]
 
 
 def filled_cache(config, layout, tensors):
-    """A DynamicCache holding `tensors` (flat, in `layout`'s order)."""
+    """A DynamicCache holding `tensors` (flat, in `layout`'s order), each layer marked as having
+    seen them (a state layer's flags: initialized, a previous state, its convolution's width)."""
     from transformers import DynamicCache
 
     tensors = iter(tensors)
@@ -189,25 +223,50 @@ def filled_cache(config, layout, tensors):
         raise RuntimeError(f"DynamicCache(config) has {len(cache.layers)} layers, the model's cache {len(layout)}")
     for layer, attrs in zip(cache.layers, layout):
         for a in attrs:
-            setattr(layer, a, next(tensors))
-        first = getattr(layer, attrs[0])
+            attr, _, index = a.partition(".")
+            t = next(tensors)
+            if not index:
+                setattr(layer, attr, t)
+                continue
+            getattr(layer, attr)[int(index)] = t
+            for flag in (f"is_{attr}_initialized", "has_previous_state"):
+                if isinstance(getattr(layer, flag, None), dict):
+                    getattr(layer, flag)[int(index)] = True
+            if attr == "conv_states" and isinstance(getattr(layer, "conv_kernel_size", None), dict):
+                layer.conv_kernel_size[int(index)] = t.shape[-1]
+        first = cache_tensor(layer, attrs[0])
         layer.is_initialized, layer.dtype, layer.device = True, first.dtype, first.device
         if hasattr(layer, "cumulative_length"):  # a sliding-window layer counts what it has seen
             layer.cumulative_length = first.shape[-2]
     return cache
 
 
+def cache_argument(model) -> str:
+    """The keyword a model's forward takes its cache by: `past_key_values`, or Mamba's `cache_params`."""
+    import inspect
+
+    forward = getattr(model, "model", model).forward if isinstance(model, LanguageComponent) else model.forward
+    params = inspect.signature(forward).parameters
+    return "cache_params" if "cache_params" in params and "past_key_values" not in params else "past_key_values"
+
+
+def returned_cache(out):
+    cache = getattr(out, "past_key_values", None)
+    return cache if cache is not None else getattr(out, "cache_params", None)
+
+
 class CachedDecoder(torch.nn.Module):
     """A decoder-only step with the cache as flat tensors: feeds and past in, logits and present out."""
 
-    def __init__(self, model, config, feeds, layout):
+    def __init__(self, model, config, feeds, layout, with_past: bool = True):
         super().__init__()
-        self.model, self.config, self.feeds, self.layout = model, config, feeds, layout
+        self.model, self.config, self.feeds, self.layout, self.with_past = model, config, feeds, layout, with_past
+        self.argument = cache_argument(model)
 
     def forward(self, *args):
-        cache = filled_cache(self.config, self.layout, args[len(self.feeds):])
-        out = self.model(**dict(zip(self.feeds, args)), past_key_values=cache, use_cache=True, return_dict=True)
-        return (out.logits, *flat_cache(out.past_key_values, self.layout))
+        cache = filled_cache(self.config, self.layout, args[len(self.feeds):]) if self.with_past else None
+        out = self.model(**dict(zip(self.feeds, args)), **{self.argument: cache}, use_cache=True, return_dict=True)
+        return (out.logits, *flat_cache(returned_cache(out), self.layout))
 
 
 class LanguageComponent(torch.nn.Module):
@@ -287,14 +346,18 @@ def encoder_output(hidden, cls=None):
     return (cls or BaseModelOutput)(last_hidden_state=hidden)
 
 
-def grown_axes(before, after) -> list[int]:
-    """The axis along which each cache tensor grows from one step to the next."""
+def grown_axes(before, after) -> list[int | None]:
+    """The axis along which each cache tensor grows from one step to the next; None for a
+    state of a fixed size (a convolution's window, an SSM's or linear attention's state)."""
     axes = []
     for b, a in zip(before, after):
         grown = [d for d in range(b.dim()) if a.shape[d] == b.shape[d] + 1]
+        if b.shape == a.shape:
+            axes.append(None)
+            continue
         if b.dim() != a.dim() or len(grown) != 1:
             raise RuntimeError(f"a cache tensor of shape {list(b.shape)} becomes {list(a.shape)} after one token: "
-                               "not a cache that grows along one sequence axis (conv or SSM states are not exported yet)")
+                               "neither a cache that grows along one sequence axis nor a state of a fixed size")
         axes.append(grown[0])
     return axes
 
@@ -461,30 +524,51 @@ def feed_axes(name: str, first: torch.Tensor, second: torch.Tensor) -> list[str]
 
 def decoder_only_trace(model, ids, mask, pad, seed, component=None) -> dict:
     """generate()'s run of a decoder-only model (or of a vision-language model's language
-    component) and its cache, step by step: everything its plan and graph are made from."""
+    component) and its cache, step by step: everything its plan and graphs are made from.
+    `split`: the prefill needs a graph of its own, because the model's cache holds states of
+    a fixed size (Mamba's, linear attention's: a prefill computes them another way than a
+    step reads them) or because generate() fed the prefill more than the steps after it."""
     sequences, reference, calls = reference_generate(model, ids, mask, pad, seed, recorded=component and component.decoder)
     model = component or model
-    feeds = [k for k in calls[0] if k != "past_key_values"]
+    argument = cache_argument(model)
+    feeds = [[k for k in call if k not in ("past_key_values", "cache_params")] for call in calls]
     presents, cache = [], None
     with torch.no_grad():  # the steps again, to have every step's cache (generate() grows one in place)
-        for call in calls:
-            cache = model(**{k: call[k] for k in feeds}, past_key_values=cache, use_cache=True, return_dict=True).past_key_values
+        for call, step_feeds in zip(calls, feeds):
+            cache = returned_cache(model(**{k: call[k] for k in step_feeds}, **{argument: cache}, use_cache=True, return_dict=True))
+            if cache is None:
+                raise RuntimeError(f"the model returned no cache with use_cache=True (it takes one as `{argument}`)")
             layout = cache_layout(cache)
             presents.append([t.clone() for t in flat_cache(cache, layout)])
     seq = grown_axes(presents[0], presents[1])
+    split = None in seq or feeds[0] != feeds[1]
     past_names, present_names = cache_names(layout, "past_key_values"), cache_names(layout, "present")
-    axes = {name: feed_axes(name, calls[0][name], calls[1][name]) for name in feeds}
+    width = ids.shape[1]
+    axes = {name: feed_axes(name, calls[0][name], calls[1][name]) if name in feeds[1] else prompt_axes(name, calls[0][name], width) for name in feeds[0]}
+    axes.update({name: feed_axes(name, calls[0][name], calls[1][name]) for name in feeds[1] if name not in axes})
     for name, t, axis in zip(past_names, presents[0], seq):
         axes[name] = ["batch" if d == 0 else "past_sequence" if d == axis else "" for d in range(t.dim())]
     return {"model": model, "sequences": sequences, "reference": reference, "calls": calls, "feeds": feeds, "presents": presents,
-            "layout": layout, "seq": seq, "past_names": past_names, "present_names": present_names, "axes": axes,
+            "layout": layout, "seq": seq, "split": split, "past_names": past_names, "present_names": present_names, "axes": axes,
             "cache": measured_cache(past_names, presents[0], axes)}
 
 
+def prompt_axes(name: str, t: torch.Tensor, width: int) -> list[str]:
+    """A feed of the prefill only: its axis of the prompt's width is the sequence, one of the
+    batch's size before it the batch."""
+    sequence = next((d for d in range(t.dim()) if t.shape[d] == width), None)
+    if sequence is None:
+        raise RuntimeError(f"the prefill's feed {name} has shape {list(t.shape)}: no axis of the prompt's {width} tokens")
+    batch = next((d for d in range(sequence) if t.shape[d] == len(PROMPT_LENGTHS)), None)
+    return ["batch" if d == batch else "sequence" if d == sequence else "" for d in range(t.dim())]
+
+
 def decoder_only(model, config, ids, mask, pad, seed, tmp: Path, tolerance: dict, declared, component=None) -> tuple[dict, dict]:
-    """The decoder-only plan: one graph, every step. With `component` (a vision-language model's
-    LanguageComponent), the graph is that component, fed what the model fed its language model.
-    `declared` is the spec's cache, which the model's must be."""
+    """The decoder-only plan: one graph, every step (the prefill's past is empty), as
+    transformers.js's merged decoders take it; or, for a `split` trace, `decoder.onnx` for the
+    prefill (no past in) and `decoder_with_past.onnx` after it. With `component` (a
+    vision-language model's LanguageComponent), the graph is that component, fed what the
+    model fed its language model. `declared` is the spec's cache, which the model's must be."""
     trace = decoder_only_trace(model, ids, mask, pad, seed, component)
     check_declared(declared, trace["cache"])
     model, calls, feeds, presents, seq = trace["model"], trace["calls"], trace["feeds"], trace["presents"], trace["seq"]
@@ -492,26 +576,45 @@ def decoder_only(model, config, ids, mask, pad, seed, tmp: Path, tolerance: dict
     out_axes = {"logits": ["batch", "sequence", ""]}
     for name, t, axis in zip(present_names, presents[0], seq):
         out_axes[name] = ["batch" if d == 0 else "total_sequence" if d == axis else "" for d in range(t.dim())]
-    # Traced on steps 1 and 2 as one chunk of two new tokens after the prefill's cache (as
-    # speculative decoding feeds them): tracing on one token would bake the length 1 in
-    # (torch.export specialises every dimension of size 1).
-    chunk = [calls[2][n] if n == "attention_mask" else torch.cat([calls[1][n], calls[2][n]], dim=axes[n].index("sequence")) for n in feeds]
+    split = trace["split"]
+    step_graph = ["decoder" if i == 0 or not split else "decoder_with_past" for i in range(len(calls))]
     plan = {
-        "graphs": {"decoder": {"file": "decoder.onnx"}},
+        "graphs": {g: {"file": f"{g}.onnx"} for g in dict.fromkeys(step_graph)},
         "prologue": [],
-        "steps": [{"graph": "decoder", "arrays": numpy({k: c[k] for k in feeds}), "reference": r.numpy()} for c, r in zip(calls, trace["reference"])],
-        "carried": [{"input": p, "output": o, "empty_shape": empty_like_along(t, a), "sequence_axis": a, "dtype": "float32"}
+        "steps": [{"graph": g, "arrays": numpy({k: c[k] for k in f}), "reference": r.numpy()}
+                  for g, c, f, r in zip(step_graph, calls, feeds, trace["reference"])],
+        "carried": [{"input": p, "output": o, "dtype": "float32", **({"sequence_axis": a} if a is not None else {}),
+                     **({"empty_shape": empty_like_along(t, a)} if not split else {})}
                     for p, o, t, a in zip(past_names, present_names, presents[0], seq)],
         "logits": "logits",
     }
-    wrapper = CachedDecoder(model, config, feeds, trace["layout"]).eval()
-    names = feeds + past_names
+    if split:
+        # The prefill on the prompt; the steps after it on one token each (always one: the
+        # size-1 axis a trace fixes is the one the graph always sees).
+        graphs = [("decoder", CachedDecoder(model, config, feeds[0], trace["layout"], with_past=False), tuple(calls[0][n] for n in feeds[0]), feeds[0]),
+                  ("decoder_with_past", CachedDecoder(model, config, feeds[1], trace["layout"]),
+                   tuple([calls[1][n] for n in feeds[1]] + presents[0]), feeds[1] + past_names)]
+    else:
+        # Traced on steps 1 and 2 as one chunk of two new tokens after the prefill's cache (as
+        # speculative decoding feeds them): tracing on one token would bake the length 1 in
+        # (torch.export specialises every dimension of size 1).
+        chunk = [calls[2][n] if n == "attention_mask" else torch.cat([calls[1][n], calls[2][n]], dim=axes[n].index("sequence")) for n in feeds[0]]
+        graphs = [("decoder", CachedDecoder(model, config, feeds[0], trace["layout"]), tuple(chunk + presents[0]), feeds[0] + past_names)]
+    exporters = {}
+    for index, (graph, wrapper, example, names) in enumerate(graphs):
+        path = tmp / plan["graphs"][graph]["file"]
 
-    def verify():
-        plan["graphs"]["decoder"]["inputs"] = [{"name": n, "axes": axes[n]} for n in graph_inputs(tmp / "decoder.onnx")]
-        run_loop(tmp, plan, tolerance)
+        def verify(graph=graph, path=path, index=index):
+            plan["graphs"][graph]["inputs"] = [{"name": n, "axes": axes[n]} for n in graph_inputs(path)]
+            # The prefill's graph on the first step alone; the last graph on the whole loop.
+            run_loop(tmp, plan if index == len(graphs) - 1 else {**plan, "steps": plan["steps"][:1]}, tolerance)
 
-    exporter, errors = export_graph(wrapper, tuple(chunk + presents[0]), names, ["logits"] + present_names, {**axes, **out_axes}, tmp / "decoder.onnx", verify)
+        exporters[graph] = export_graph(wrapper.eval(), example, names, ["logits"] + present_names, {**axes, **out_axes}, path, verify)
+    if not split:
+        exporter, errors = exporters["decoder"]
+    else:
+        exporter = ", ".join(f"{g}: {n}" for g, (n, _) in exporters.items())
+        errors = {f"{g}: {k}": v for g, (_, e) in exporters.items() for k, v in e.items()}
     return plan, {"exporter": {"name": exporter, "fallback_errors": errors}, "sequences": trace["sequences"].tolist()}
 
 

@@ -79,5 +79,34 @@ class DeclaredCacheTest(unittest.TestCase):
             generation.check_declared(None, self.flat())
 
 
+class StateCacheTest(unittest.TestCase):
+    def test_states_kept_by_index_are_named_like_keys_and_values(self):
+        self.assertEqual(generation.tensor_name("keys"), "key")
+        self.assertEqual(generation.tensor_name("conv_states.0"), "conv_state")
+        self.assertEqual(generation.tensor_name("recurrent_states.1"), "recurrent_state.1")
+
+    def test_a_layer_keeps_its_states_in_dicts(self):
+        layer = types.SimpleNamespace(conv_states={0: torch.zeros(2, 8, 4)}, recurrent_states={0: torch.zeros(2, 8, 16)},
+                                      has_previous_state={0: True}, _private=torch.zeros(1))
+        cache = types.SimpleNamespace(layers=[layer])
+        layout = generation.cache_layout(cache)
+        self.assertEqual(layout, [["conv_states.0", "recurrent_states.0"]])
+        self.assertEqual(generation.cache_names(layout, "past_key_values"), ["past_key_values.0.conv_state", "past_key_values.0.recurrent_state"])
+        self.assertEqual([t.shape[-1] for t in generation.flat_cache(cache, layout)], [4, 16])
+
+    def test_a_state_keeps_its_size_and_a_key_grows(self):
+        before = [torch.zeros(2, 4, 6, 8), torch.zeros(2, 8, 4)]
+        after = [torch.zeros(2, 4, 7, 8), torch.zeros(2, 8, 4)]
+        self.assertEqual(generation.grown_axes(before, after), [2, None])
+        with self.assertRaisesRegex(RuntimeError, "neither a cache that grows"):
+            generation.grown_axes([torch.zeros(2, 4)], [torch.zeros(3, 5)])
+
+    def test_a_feed_of_the_prefill_only_is_named_by_the_prompts_width(self):
+        width = max(generation.PROMPT_LENGTHS)
+        self.assertEqual(generation.prompt_axes("attention_mask", torch.zeros(2, width), width), ["batch", "sequence"])
+        with self.assertRaisesRegex(RuntimeError, "no axis of the prompt"):
+            generation.prompt_axes("attention_mask", torch.zeros(2, width + 1), width)
+
+
 if __name__ == "__main__":
     unittest.main()
