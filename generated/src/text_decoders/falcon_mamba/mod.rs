@@ -50,6 +50,27 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "fdd975eddbe30b64695a5bc68bb8da02e85ef65ec200445a2bbcaf496539b455",
-    cache: &[],
+    spec_digest: "3637098590d6273500352fa8366d3cb8fc27223b1214a8e71270196e73cf81af",
+    cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.recurrent_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.recurrent_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+    ],
 };

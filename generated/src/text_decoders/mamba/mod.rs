@@ -50,6 +50,27 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "412eab3322fcd7a9f7e05f565b221c70df18e78fc40189acfd8d3d25c6f7fe0d",
-    cache: &[],
+    spec_digest: "ca679a8149ef87fe151c98d6d27a0d02e3352c634a8464ad3c783605391e6053",
+    cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.recurrent_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.recurrent_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+    ],
 };
