@@ -399,21 +399,21 @@ def flat_declared(groups: list[dict]) -> dict[str, dict]:
             for g in groups for layer in g["layers"] for t in g["tensors"]}
 
 
-def check_declared(declared, measured: list[dict]) -> None:
+def check_declared(declared, measured: list[dict], model_type: str = "<model_type>") -> None:
     """The model's cache must be the one its spec declares (`cache:`, which `gen import` derives
     by the same trace): names, dtypes and axes. A spec without one is refused: its fixture would
     check a cache nobody declared."""
     got = {t["name"]: {"dtype": t["dtype"], "axes": list(t["axes"])} for t in measured}
     if not declared:
         raise RuntimeError(f"the spec declares no cache, and the model's holds {len(got)} tensors ({', '.join(list(got)[:4])}, ...): "
-                           "run `gen import --model <model_type>` to derive `imported.cache`, or declare `cache:` in the spec")
+                           f"run `gen import --model {model_type}` to derive `imported.cache`, or declare `cache:` in the spec")
     want = flat_declared(declared)
     problems = [f"{n}: declared, not in the model's cache" for n in want if n not in got]
     problems += [f"{n}: in the model's cache, not declared" for n in got if n not in want]
     problems += [f"{n}: declared {want[n]['dtype']} {want[n]['axes']}, the model's is {got[n]['dtype']} {got[n]['axes']}"
                  for n in want if n in got and want[n] != got[n]]
     if problems:
-        raise RuntimeError(f"the model's cache is not the one its spec declares (`cache:`; `gen import --model <model_type>` "
+        raise RuntimeError(f"the model's cache is not the one its spec declares (`cache:`; `gen import --model {model_type}` "
                            f"derives it again): {len(problems)} differences: " + "; ".join(problems[:4]))
 
 
@@ -570,7 +570,7 @@ def decoder_only(model, config, ids, mask, pad, seed, tmp: Path, tolerance: dict
     vision-language model's LanguageComponent), the graph is that component, fed what the
     model fed its language model. `declared` is the spec's cache, which the model's must be."""
     trace = decoder_only_trace(model, ids, mask, pad, seed, component)
-    check_declared(declared, trace["cache"])
+    check_declared(declared, trace["cache"], model.config.model_type)
     model, calls, feeds, presents, seq = trace["model"], trace["calls"], trace["feeds"], trace["presents"], trace["seq"]
     past_names, present_names, axes = trace["past_names"], trace["present_names"], trace["axes"]
     out_axes = {"logits": ["batch", "sequence", ""]}
@@ -655,7 +655,7 @@ def encoder_decoder(model, config, ids, mask, pad, seed, tmp: Path, tolerance: d
     """The encoder-decoder plan: the encoder once, the first decoder step, then the decoder with
     its past. `declared` is the spec's cache, which the model's must be."""
     trace = encoder_decoder_trace(model, ids, mask, pad, seed)
-    check_declared(declared, trace["cache"])
+    check_declared(declared, trace["cache"], model.config.model_type)
     calls, feeds, hidden, output_class, presents = trace["calls"], trace["feeds"], trace["hidden"], trace["output_class"], trace["presents"]
     layouts, seq, axes, reference, sequences = trace["layouts"], trace["seq"], trace["axes"], trace["reference"], trace["sequences"]
     self_past, self_present, cross_past, cross_present = trace["self_past"], trace["self_present"], trace["cross_past"], trace["cross_present"]
