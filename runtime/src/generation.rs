@@ -250,14 +250,14 @@ impl GenerationFixture {
         Ok(())
     }
 
-    /// The past length a step's inputs attend over: a growing cache input's size along its sequence axis.
-    fn past_length(&self, inputs: &[(String, Tensor)]) -> usize {
+    /// The past length a step's inputs attend over: a growing cache input's size along its
+    /// sequence axis; None where the cache only holds states of a fixed size (Mamba's).
+    fn past_length(&self, inputs: &[(String, Tensor)]) -> Option<usize> {
         self.meta
             .carried
             .iter()
             .filter_map(|c| c.sequence_axis.and_then(|axis| inputs.iter().find(|(n, _)| *n == c.input).and_then(|(_, t)| t.shape.get(axis).copied())))
             .next()
-            .unwrap_or(0)
     }
 }
 
@@ -315,8 +315,10 @@ pub fn generate(
     record.prompt_lengths = meta.prompt_lengths.clone();
     record.tolerance = Some(tolerance);
     let static_axes: BTreeMap<String, Vec<String>> = meta.graphs.values().flat_map(|g| g.inputs.iter().map(|i| (i.name.clone(), i.axes.clone()))).collect();
+    // The tokens earlier steps fed: the past of a cache of states, which has no length to read.
+    let mut tokens_fed = 0;
     fixture.run_loop(run, &mut |step, inputs, outputs| {
-        let past_length = fixture.past_length(inputs);
+        let past_length = fixture.past_length(inputs).unwrap_or(tokens_fed);
         let logits = outputs.iter().find(|(n, _)| *n == meta.logits).map(|(_, t)| t).ok_or_else(|| {
             let got: Vec<&str> = outputs.iter().map(|(n, _)| n.as_str()).collect();
             CheckError::new(ErrorKind::OutputMismatch, format!("step {step}: the graph has no output {}; it has {got:?}", meta.logits))
@@ -331,7 +333,8 @@ pub fn generate(
             .flatten()
             .filter(|(axis, _)| !axis.is_empty())
             .map(|(axis, size)| (axis.clone(), *size))
-            .collect();
+            .collect::<BTreeMap<String, usize>>();
+        tokens_fed += sizes.get("sequence").copied().unwrap_or(0);
         record.per_step.push(StepRecord { step, past_length, max_abs: dev.max_abs, max_rel: dev.max_rel, violations: dev.violations, top1_disagreements: disagreements, sizes });
         if disagreements == 0 {
             record.top1_agreeing_steps += 1;
