@@ -41,13 +41,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build falcon_mamba's decoder with its cache (our gap, not a fact about the model or cpu): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-            stage: runtime::Stage::Reference,
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// falcon_mamba on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -100,13 +94,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build falcon_mamba's decoder with its cache (our gap, not a fact about the model or cuda): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-            stage: runtime::Stage::Reference,
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// falcon_mamba on cuda: known-issue (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -146,13 +134,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build falcon_mamba's decoder with its cache (our gap, not a fact about the model or rocm): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-            stage: runtime::Stage::Reference,
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// falcon_mamba on rocm: known-issue (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -192,13 +174,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build falcon_mamba's decoder with its cache (our gap, not a fact about the model or mps): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-            stage: runtime::Stage::Reference,
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// falcon_mamba on mps: known-issue (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -238,13 +214,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build falcon_mamba's decoder with its cache (our gap, not a fact about the model or openvino): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-            stage: runtime::Stage::Reference,
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// falcon_mamba on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -288,9 +258,10 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build falcon_mamba's decoder with its cache (our gap, not a fact about the model or qnn): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-            stage: runtime::Stage::Reference,
+        runtime::Planned::KnownIssue {
+            reason: "falcon_mamba does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (decoder): cannot load /work/cold-cache/fixtures/generation/falcon_mamba/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Load),
         },
     )
     .computing_float32_in(
@@ -339,13 +310,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build falcon_mamba's decoder with its cache (our gap, not a fact about the model or webnn): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-            stage: runtime::Stage::Reference,
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// falcon_mamba on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -400,13 +365,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build falcon_mamba's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-            stage: runtime::Stage::Reference,
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// falcon_mamba on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -461,13 +420,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build falcon_mamba's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-            stage: runtime::Stage::Reference,
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// falcon_mamba on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -13,7 +13,7 @@ mod onnx {
         "known issue: falcon_mamba fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. Name:'/model/layers.0/mixer/Add_10' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:563 void onnxruntime::BroadcastIterator::Init(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 8 by 13; dynamo exporter: RuntimeError: "
     );
     runtime::generation_test!(
-        super::super::cells::OPENVINO_ONNX, ignore =
-        "not tested: hwmatrix's generation exporter could not build falcon_mamba's decoder with its cache (our gap, not a fact about the model or openvino): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]"
+        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
     );
 }

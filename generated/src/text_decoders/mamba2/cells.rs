@@ -33,13 +33,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or cpu): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-            stage: runtime::Stage::Reference,
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// mamba2 on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -76,13 +70,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or cuda): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-            stage: runtime::Stage::Reference,
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// mamba2 on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -110,13 +98,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or rocm): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-            stage: runtime::Stage::Reference,
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// mamba2 on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -144,13 +126,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or mps): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-            stage: runtime::Stage::Reference,
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// mamba2 on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
@@ -188,9 +164,10 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or openvino): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-            stage: runtime::Stage::Reference,
+        runtime::Planned::KnownIssue {
+            reason: "mamba2 does not generate on openvino with onnxruntime (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (17%), 23 µs (0%); OpenVINOExecutionProvider: 10 nodes (83%), 47221 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/mamba2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Run),
         },
     );
 /// mamba2 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
@@ -236,9 +213,10 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or qnn): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-            stage: runtime::Stage::Reference,
+        runtime::Planned::KnownIssue {
+            reason: "mamba2 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (decoder): cannot load /work/cold-cache/fixtures/generation/mamba2/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+            basis: runtime::Basis::Measured,
+            stage: Some(runtime::Stage::Load),
         },
     )
     .computing_float32_in(
@@ -275,13 +253,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or webnn): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-            stage: runtime::Stage::Reference,
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// mamba2 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -320,13 +292,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-            stage: runtime::Stage::Reference,
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// mamba2 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -365,13 +331,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]",
-            stage: runtime::Stage::Reference,
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// mamba2 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

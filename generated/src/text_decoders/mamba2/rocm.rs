@@ -14,8 +14,8 @@ mod onnx {
         "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
     );
     runtime::generation_test!(
-        super::super::cells::ROCM_ONNX, ignore =
-        "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or rocm): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]"
+        super::super::cells::ROCM_ONNX, features = ["rocm"], off =
+        "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
     );
 }
 /// mamba2 on rocm with libtorch, device cuda: run.

@@ -19,7 +19,7 @@ mod browser {
         "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
     );
     runtime::generation_test!(
-        super::super::cells::WEBNN_BROWSER, ignore =
-        "not tested: hwmatrix's generation exporter could not build mamba2's decoder with its cache (our gap, not a fact about the model or webnn): RuntimeError: generate() fed the model different tensors across steps: [['attention_mask', 'input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids'], ['input_ids']]"
+        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
+        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
     );
 }
