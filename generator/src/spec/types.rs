@@ -292,7 +292,8 @@ pub struct SpecFile {
 /// the present output `present.<layer>.<name>` that the next step feeds back, as optimum
 /// and transformers.js flatten a cache. An encoder-decoder's names say which cache:
 /// `decoder.key` (self-attention, grows every step), `encoder.key` (cross-attention, made
-/// by the first step). The generation exporter refuses a model whose cache is another.
+/// by the first step); a state-space layer's are its states of a fixed size, `conv_state`
+/// and `recurrent_state`. The generation exporter refuses a model whose cache is another.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CacheGroup {
