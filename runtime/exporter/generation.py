@@ -463,6 +463,41 @@ def export_graph(wrapper, example, names, outputs, axes: dict, path: Path, verif
     raise RuntimeError("; ".join(f"{k} exporter: {v}" for k, v in errors.items()))
 
 
+def export_graphs(graphs, plan: dict, axes: dict, tmp: Path, tolerance: dict) -> dict:
+    """Exports a plan's graphs in order (`(graph, wrapper, example, input names, output
+    names)`), each checked by onnxruntime as soon as it can be: on the steps that every graph
+    exported so far can run (the prefill's graph on the first step; the last graph on the
+    whole loop). A graph no step can run yet (an encoder, before its decoder) gets the legacy
+    exporter only: a later graph's check failing would not be this graph's fault. Returns
+    meta.json's `exporter`: each graph's exporter and the errors of those that failed first."""
+    exporters = {}
+    for index, (graph, wrapper, example, names, outputs) in enumerate(graphs):
+        path = tmp / plan["graphs"][graph]["file"]
+        runnable = steps_checking(plan, {g for g, *_ in graphs[: index + 1]}, graph)
+
+        def verify(graph=graph, path=path, runnable=runnable):
+            plan["graphs"][graph]["inputs"] = [{"name": n, "axes": axes.get(n, [])} for n in graph_inputs(path)]
+            if runnable:
+                run_loop(tmp, {**plan, "steps": plan["steps"][:runnable]}, tolerance)
+
+        exporters[graph] = export_graph(wrapper.eval(), example, names, outputs, axes, path, verify, legacy_only=not runnable)
+    if len(exporters) == 1:
+        name, errors = next(iter(exporters.values()))
+        return {"name": name, "fallback_errors": errors}
+    return {"name": ", ".join(f"{g}: {n}" for g, (n, _) in exporters.items()),
+            "fallback_errors": {f"{g}: {k}": v for g, (_, e) in exporters.items() for k, v in e.items()}}
+
+
+def steps_checking(plan: dict, exported: set, graph: str) -> int:
+    """How many of the plan's first steps the graphs `exported` so far can run (the prologue
+    included), if those steps run `graph`; else 0: nothing checks it yet."""
+    runnable = 0
+    if all(p["graph"] in exported for p in plan["prologue"]):
+        while runnable < len(plan["steps"]) and plan["steps"][runnable]["graph"] in exported:
+            runnable += 1
+    return runnable if graph in {s["graph"] for s in plan["prologue"] + plan["steps"][:runnable]} else 0
+
+
 def graph_inputs(path: Path) -> list[str]:
     """The inputs the exported graph kept (the legacy exporter drops the unused ones)."""
     import onnx
@@ -588,34 +623,20 @@ def decoder_only(model, config, ids, mask, pad, seed, tmp: Path, tolerance: dict
                     for p, o, t, a in zip(past_names, present_names, presents[0], seq)],
         "logits": "logits",
     }
+    outputs = ["logits"] + present_names
     if split:
         # The prefill on the prompt; the steps after it on one token each (always one: the
         # size-1 axis a trace fixes is the one the graph always sees).
-        graphs = [("decoder", CachedDecoder(model, config, feeds[0], trace["layout"], with_past=False), tuple(calls[0][n] for n in feeds[0]), feeds[0]),
+        graphs = [("decoder", CachedDecoder(model, config, feeds[0], trace["layout"], with_past=False), tuple(calls[0][n] for n in feeds[0]), feeds[0], outputs),
                   ("decoder_with_past", CachedDecoder(model, config, feeds[1], trace["layout"]),
-                   tuple([calls[1][n] for n in feeds[1]] + presents[0]), feeds[1] + past_names)]
+                   tuple([calls[1][n] for n in feeds[1]] + presents[0]), feeds[1] + past_names, outputs)]
     else:
         # Traced on steps 1 and 2 as one chunk of two new tokens after the prefill's cache (as
         # speculative decoding feeds them): tracing on one token would bake the length 1 in
         # (torch.export specialises every dimension of size 1).
         chunk = [calls[2][n] if n == "attention_mask" else torch.cat([calls[1][n], calls[2][n]], dim=axes[n].index("sequence")) for n in feeds[0]]
-        graphs = [("decoder", CachedDecoder(model, config, feeds[0], trace["layout"]), tuple(chunk + presents[0]), feeds[0] + past_names)]
-    exporters = {}
-    for index, (graph, wrapper, example, names) in enumerate(graphs):
-        path = tmp / plan["graphs"][graph]["file"]
-
-        def verify(graph=graph, path=path, index=index):
-            plan["graphs"][graph]["inputs"] = [{"name": n, "axes": axes[n]} for n in graph_inputs(path)]
-            # The prefill's graph on the first step alone; the last graph on the whole loop.
-            run_loop(tmp, plan if index == len(graphs) - 1 else {**plan, "steps": plan["steps"][:1]}, tolerance)
-
-        exporters[graph] = export_graph(wrapper.eval(), example, names, ["logits"] + present_names, {**axes, **out_axes}, path, verify)
-    if not split:
-        exporter, errors = exporters["decoder"]
-    else:
-        exporter = ", ".join(f"{g}: {n}" for g, (n, _) in exporters.items())
-        errors = {f"{g}: {k}": v for g, (_, e) in exporters.items() for k, v in e.items()}
-    return plan, {"exporter": {"name": exporter, "fallback_errors": errors}, "sequences": trace["sequences"].tolist()}
+        graphs = [("decoder", CachedDecoder(model, config, feeds[0], trace["layout"]), tuple(chunk + presents[0]), feeds[0] + past_names, outputs)]
+    return plan, {"exporter": export_graphs(graphs, plan, {**axes, **out_axes}, tmp, tolerance), "sequences": trace["sequences"].tolist()}
 
 
 def encoder_decoder_trace(model, ids, mask, pad, seed) -> dict:
@@ -678,19 +699,7 @@ def encoder_decoder(model, config, ids, mask, pad, seed, tmp: Path, tolerance: d
          ["logits"] + self_present),
     ]
     axes["last_hidden_state"] = ["batch", "encoder_sequence", ""]
-    exporters = {}
-    for index, (graph, wrapper, example, names, outputs) in enumerate(graphs):
-        path = tmp / plan["graphs"][graph]["file"]
-
-        def verify(graph=graph, path=path, index=index):
-            plan["graphs"][graph]["inputs"] = [{"name": n, "axes": axes.get(n, [])} for n in graph_inputs(path)]
-            if index == len(graphs) - 1:  # the loop needs every graph
-                run_loop(tmp, plan, tolerance)
-
-        # The legacy exporter only where a later graph verifies this one (a failure there is not this graph's).
-        exporters[graph] = export_graph(wrapper.eval(), example, names, outputs, axes, path, verify, legacy_only=index < len(graphs) - 1)
-    errors = {f"{g}: {k}": v for g, (_, e) in exporters.items() for k, v in e.items()}
-    return plan, {"exporter": {"name": ", ".join(f"{g}: {n}" for g, (n, _) in exporters.items()), "fallback_errors": errors}, "sequences": sequences.tolist()}
+    return plan, {"exporter": export_graphs(graphs, plan, axes, tmp, tolerance), "sequences": sequences.tolist()}
 
 
 def export(job: dict) -> None:

@@ -108,5 +108,15 @@ class StateCacheTest(unittest.TestCase):
             generation.prompt_axes("attention_mask", torch.zeros(2, width + 1), width)
 
 
+class GraphCheckTest(unittest.TestCase):
+    def test_each_graph_is_checked_on_the_steps_the_graphs_so_far_can_run(self):
+        seq2seq = {"prologue": [{"graph": "encoder"}], "steps": [{"graph": "decoder"}] + [{"graph": "decoder_with_past"}] * 7}
+        self.assertEqual(generation.steps_checking(seq2seq, {"encoder"}, "encoder"), 0, "no step runs without a decoder")
+        self.assertEqual(generation.steps_checking(seq2seq, {"encoder", "decoder"}, "decoder"), 1)
+        self.assertEqual(generation.steps_checking(seq2seq, {"encoder", "decoder", "decoder_with_past"}, "decoder_with_past"), 8)
+        merged = {"prologue": [], "steps": [{"graph": "decoder"}] * 8}
+        self.assertEqual(generation.steps_checking(merged, {"decoder"}, "decoder"), 8)
+
+
 if __name__ == "__main__":
     unittest.main()
