@@ -82,7 +82,7 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &S
         // A measured failure of the generation exporter (`imported.generation_export`) is the
         // spec's known issue, skipped like a float32 export's: its checks say why, and
         // `gen import --platform cpu` records a fixture built after a fix (`--retry-generation`).
-        if model.spec.generation_export.is_some() && !retry_generation {
+        if model.spec.pipeline_entry(crate::spec::evidence::GENERATION_EXPORT).is_some() && !retry_generation {
             summary.skipped_known_issue += 1;
             continue;
         }

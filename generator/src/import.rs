@@ -116,21 +116,16 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
         let value = outcome.unwrap_or_else(|e| serde_json::json!({"known_issue": format!("deriving: {e}"), "registries": [], "export_class": ""}));
         // A successful derive always has inputs: without them, deriving failed.
         let derive_failed = value.get("known_issue").is_some() && value.get("inputs").is_none();
+        // The pipeline's failure is evidence (model-specs/evidence/), not part of the spec.
+        let mut failure = value.get("known_issue").and_then(Value::as_str).map(str::to_string);
+        let mut value = value;
+        if let Some(object) = value.as_object_mut() {
+            object.remove("known_issue");
+        }
         let mut imported = to_imported(&value, &version)?;
         let path = existing.get(&model_type).cloned();
         let curated = match (&path, texts.get(model_type.as_str())) {
-            (Some(p), Some(text)) => {
-                // Platform measurements (`gen import --platform`: cells, precision and
-                // quantization checks) are not the derive's to drop.
-                if let Some(old) = imported_block(text, p)? {
-                    imported.platform_issues = old.platform_issues;
-                    imported.precision_issues = old.precision_issues;
-                    imported.quantization_issues = old.quantization_issues;
-                    imported.generation_issues = old.generation_issues;
-                    imported.generation_export = old.generation_export;
-                }
-                curated_part(text)
-            }
+            (Some(_), Some(text)) => curated_part(text),
             _ => format!("# {model_type}: imported by `gen import`. Curated fields go here, above the line.\nmodel_type: {model_type}\n"),
         };
         let file: SpecFile = parse_draft(&curated, &imported, &model_type)?;
@@ -139,7 +134,7 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
         // any, becomes the known issue below).
         let curated_io = file.inputs.is_some() && file.outputs.is_some() && file.shapes.is_some() && !file.tiny_config.is_empty();
         if curated_io && derive_failed {
-            imported.known_issue = None;
+            failure = None;
         }
         let category = file.category.clone().or_else(|| imported.category.clone());
         let Some(category) = category else {
@@ -148,7 +143,7 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
         };
         omit_defaults(&mut imported, &file, &defaults);
         let target = specs_dir.join("models").join(&category).join(format!("{model_type}.yaml"));
-        drafts.push(Draft { model_type, curated, imported, old_path: path, path: target });
+        drafts.push(Draft { model_type, curated, imported, failure, old_path: path, path: target });
     }
 
     // 3. Each architecture through the fixture pipeline once: export, then
@@ -219,10 +214,20 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
             }
         }
         if let Some(error) = failures.get(&draft.model_type) {
-            draft.imported.known_issue = Some(format!("exporting: {error}"));
+            draft.failure = Some(format!("exporting: {error}"));
         }
-        if draft.imported.known_issue.is_some() {
+        if draft.failure.is_some() {
             known += 1;
+        }
+        // The pipeline's outcome into the evidence store: a failure with this run's
+        // provenance (kept as it was when it says the same), a pass clears it.
+        if let Some(model) = draft.loaded(&defaults)? {
+            let key = model.fixture_key();
+            let mut file = spec::evidence::read(specs_dir, &draft.model_type)?;
+            let measured = draft.failure.as_deref().map(|error| spec::evidence::pipeline_failure(spec::evidence::EXPORT, error, &key));
+            let check = spec::evidence::EntryKey { platform: None, engine: None, check: spec::evidence::EXPORT.into() };
+            spec::evidence::merge(&mut file.entries, vec![(check, measured)], &key);
+            spec::evidence::write(specs_dir, file)?;
         }
         let text = format!("{}{MARKER}\n{}", draft.curated, imported_yaml(&draft.imported)?);
         let same_place = draft.old_path.as_deref() == Some(draft.path.as_path());
@@ -271,6 +276,8 @@ struct Draft {
     model_type: String,
     curated: String,
     imported: Imported,
+    /// The fixture pipeline's failure (deriving or exporting), in the worker's words.
+    failure: Option<String>,
     old_path: Option<PathBuf>,
     path: PathBuf,
 }
@@ -280,7 +287,9 @@ impl Draft {
     /// (gen's own load then says why).
     fn loaded(&self, defaults: &DefaultsFile) -> Result<Option<LoadedModel>, String> {
         let file = parse_draft(&self.curated, &self.imported, &self.model_type)?;
-        let Ok((spec, sources)) = spec::resolve::resolve(file, defaults) else { return Ok(None) };
+        // The draft's own pipeline failure, as its evidence entry would hold it (the key is not compared here).
+        let evidence = self.failure.iter().map(|error| spec::evidence::pipeline_failure(spec::evidence::EXPORT, error, "")).collect();
+        let Ok((spec, sources)) = spec::resolve::resolve(file, defaults, evidence) else { return Ok(None) };
         Ok(Some(LoadedModel { module: String::new(), path: self.path.clone(), display_path: String::new(), sources, imported: Some(self.imported.clone()), spec }))
     }
 }
@@ -311,17 +320,6 @@ pub fn curated_part(text: &str) -> String {
     let mut curated = curated.trim_end().to_string();
     curated.push('\n');
     curated
-}
-
-/// A spec file's `imported:` block (below [`MARKER`]), if it has one.
-pub(crate) fn imported_block(text: &str, path: &Path) -> Result<Option<Imported>, String> {
-    #[derive(serde::Deserialize)]
-    struct Block {
-        imported: Imported,
-    }
-    let Some(at) = text.find(MARKER) else { return Ok(None) };
-    let block: Block = serde_yaml::from_str(&text[at + MARKER.len()..]).map_err(|e| format!("error: {}: the imported block: {e}", path.display()))?;
-    Ok(Some(block.imported))
 }
 
 /// What a person wrote that the derive must start from: `tiny_config_overrides` (over the
@@ -405,7 +403,10 @@ fn check(pool: &Pool, selected: &[String], existing: &BTreeMap<String, PathBuf>,
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let file: SpecFile = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         let curated = (file.category.clone(), file.architecture.clone(), file.task.clone());
-        let Ok((spec, sources)) = spec::resolve::resolve(file, defaults) else {
+        // <specs>/models/<category>/<model_type>.yaml: the model's evidence decides whether it stopped before export.
+        let root = path.ancestors().nth(3).unwrap_or(Path::new("."));
+        let evidence = spec::evidence::read(root, &model_type)?.entries;
+        let Ok((spec, sources)) = spec::resolve::resolve(file, defaults, evidence) else {
             problems.push(format!("{}: does not resolve", path.display()));
             continue;
         };

@@ -4,8 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hwmatrix_cell::{Basis, Planned, Platform, Precision, Stage};
+use hwmatrix_cell::{Basis, CHECKS, EngineKind, GENERATES, Planned, Platform, Precision, Stage};
 
+use crate::spec::evidence::{self, Entry, EntryOutcome};
 use crate::spec::{EngineSpec, LoadedModel, OverrideStatus, PrecisionTolerance, QuantFormat, Quality, Specs, ToleranceSpec};
 
 /// What the user asked for; an empty list means "all".
@@ -41,7 +42,7 @@ pub struct CellPlan {
     pub float32_computed_in: Option<(Precision, f64, String)>,
     /// The `generates` check, for a generating model's cells on engines that run
     /// ONNX graphs: Run, the engine's absence, a person's status for the
-    /// platform, or its measured known issue (`imported.generation_issues`).
+    /// platform, or its stored outcome (the evidence store).
     /// The float32 cell's measured issue does not decide it: the generation
     /// graph is another export, with its own evidence.
     pub generation: Option<Planned<String>>,
@@ -51,7 +52,7 @@ pub struct CellPlan {
 pub struct PrecisionPlan {
     pub precision: Precision,
     /// The cell's own status when it does not run; else Run, or the
-    /// variant's measured known issue (`imported.precision_issues`).
+    /// variant's stored outcome (the evidence store).
     pub planned: Planned<String>,
     pub tolerance: PrecisionTolerance,
 }
@@ -75,7 +76,7 @@ pub struct QuantizationPlan {
 pub struct QuantizationCheckPlan {
     pub scheme: QuantFormat,
     /// Run, unless the model has no fixture or the check was measured to fail
-    /// (`imported.quantization_issues`). The platform's whole-model cells do not
+    /// (the evidence store). The platform's whole-model cells do not
     /// decide it: the kernels need only the fixture's weights.
     pub planned: Planned<String>,
     /// The spec's `web_quantization.webgpu` rating of the scheme.
@@ -152,11 +153,29 @@ pub fn plan_platform(specs: &Specs, platform: Platform) -> PlatformPlan {
     PlatformPlan { platform, engines: specs.hardware.platforms[&platform].engines.clone() }
 }
 
+/// A check's planned status from its evidence entries (None: no entry, it runs):
+/// a failure of the model or the engine is a known issue; of this machine or
+/// our harness, not tested here; a format with nothing to act on does not
+/// apply. `what` names the checks (`bert on openvino with onnxruntime`).
+fn from_evidence(what: &str, entries: &[&Entry]) -> Option<Planned<String>> {
+    let first = entries.first()?;
+    let reason = entries.iter().map(|e| e.reason(&format!("{what}: {}", e.check))).collect::<Vec<_>>().join("; ");
+    Some(if let Some(issue) = entries.iter().find(|e| e.is_known_issue()) {
+        Planned::KnownIssue { reason, basis: Basis::Evidence, stage: issue.stage.or(first.stage) }
+    } else if let Some(gap) = entries.iter().find(|e| e.outcome == EntryOutcome::Failed) {
+        Planned::NotTested { reason: format!("not tested here: {reason}"), stage: gap.stage.unwrap_or(Stage::Run) }
+    } else {
+        Planned::Unsupported { reason, basis: Basis::Evidence }
+    })
+}
+
 fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine: &EngineSpec) -> CellPlan {
     let spec = &model.spec;
     let name = platform.platform;
     let over = spec.platforms.get(&name);
-    let measured = spec.measured_issues.get(&name).and_then(|m| m.get(&engine.kind()));
+    let kind = engine.kind();
+    let what = format!("{} on {name} with {}", spec.model_type, kind.name());
+    let entries = |checks: &[&str]| -> Vec<&Entry> { spec.evidence.iter().filter(|e| e.is_for(name, kind) && checks.contains(&e.check.as_str())).collect() };
     let run = || match platform.no_engine(engine) {
         None => Planned::Run,
         Some(reason) => Planned::NoEngine { reason },
@@ -164,14 +183,23 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
     // architectures.yaml's `support: no` (the seeds' expectation) never keeps a
     // cell from running: the run is the evidence, and the report sets the
     // expectation beside it. Only a person's override with its reason, or a
-    // measured failure, does.
+    // stored outcome, does.
     let planned = if let Some(error) = &spec.export.known_issue {
         if let Some(not_tested) = harness_gap(spec, name) {
             // Our harness stopped before any engine: not tested, on every platform alike.
             not_tested
+        } else if kind == EngineKind::Libtorch {
+            // export.py makes the TorchScript only once the ONNX export passed: libtorch was never tried.
+            Planned::NotTested {
+                reason: format!(
+                    "not tested here: hwmatrix's exporter makes {}'s TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): {error}",
+                    spec.model_type
+                ),
+                stage: Stage::Export,
+            }
         } else if spec.export.known_issue_measured {
-            // Written by `gen import` from the pipeline's own failure.
-            Planned::KnownIssue { reason: format!("{} fails in the fixture pipeline (recorded by gen import): {error}", spec.model_type), basis: Basis::Measured, stage: spec.export.stage }
+            let entry = spec.evidence.iter().find(|e| e.platform.is_none() && e.check == evidence::EXPORT).expect("a measured export issue is an entry");
+            from_evidence(&format!("{}'s fixture pipeline", spec.model_type), &[entry]).expect("one entry")
         } else {
             Planned::KnownIssue { reason: format!("{} cannot be exported to ONNX yet: {error}", spec.model_type), basis: Basis::Spec, stage: spec.export.stage }
         }
@@ -182,12 +210,8 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
             OverrideStatus::Unsupported => Planned::Unsupported { reason, basis: Basis::Spec },
             OverrideStatus::KnownIssue => Planned::KnownIssue { reason, basis: Basis::Spec, stage: None },
         }
-    } else if let Some(issue) = measured {
-        Planned::KnownIssue {
-            reason: format!("{} fails on {name} with {} (measured by gen import --platform {name}): {issue}", spec.model_type, engine.kind().name()),
-            basis: Basis::Measured,
-            stage: Stage::of_measured_error(issue),
-        }
+    } else if let Some(planned) = from_evidence(&what, &entries(&CHECKS)) {
+        planned
     } else {
         run()
     };
@@ -198,13 +222,8 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
             .precision_checks
             .iter()
             .map(|&precision| {
-                let issue = spec.precision_issues.get(&name).and_then(|m| m.get(&precision));
-                let planned = match (&planned, issue) {
-                    (Planned::Run, Some(issue)) => Planned::KnownIssue {
-                        reason: format!("{} at {} fails on {name} (measured by gen import --platform {name}): {issue}", spec.model_type, precision.name()),
-                        basis: Basis::Measured,
-                        stage: Stage::of_measured_error(issue),
-                    },
+                let planned = match (&planned, from_evidence(&what, &entries(&[precision.check_name()]))) {
+                    (Planned::Run, Some(stored)) => stored,
                     (other, _) => other.clone(),
                 };
                 let tolerance = spec.precision_tolerances.get(&precision).cloned().expect("the loader checks every precision check has a tolerance");
@@ -216,20 +235,15 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
     let float32_computed_in = specs.hardware.platforms[&name].float32_computed_in.as_ref().map(|c| (c.precision, c.max_error_of_spread, c.reason.clone()));
     let runs_onnx = matches!(engine, EngineSpec::Onnxruntime { .. } | EngineSpec::Browser { .. });
     let generation = (model.generates() && runs_onnx).then(|| {
-        let issue = spec.generation_issues.get(&name).and_then(|m| m.get(&engine.kind()));
+        let generation_export = spec.evidence.iter().find(|e| e.platform.is_none() && e.check == evidence::GENERATION_EXPORT);
         match over.and_then(|o| o.status.map(|s| (s, o.reason.clone().unwrap_or_default()))) {
             _ if platform.no_engine(engine).is_some() => run(),
-            _ if spec.generation_export.is_some() => generation_export_gap(spec, name),
+            _ if generation_export.is_some() => {
+                from_evidence(&format!("{}'s decoder with its cache (the generation exporter)", spec.model_type), &[generation_export.expect("checked")]).expect("one entry")
+            }
             Some((OverrideStatus::Unsupported, reason)) => Planned::Unsupported { reason, basis: Basis::Spec },
             Some((OverrideStatus::KnownIssue, reason)) => Planned::KnownIssue { reason, basis: Basis::Spec, stage: None },
-            _ => match issue {
-                Some(issue) => Planned::KnownIssue {
-                    reason: format!("{} does not generate on {name} with {} (measured by gen import --platform {name}): {issue}", spec.model_type, engine.kind().name()),
-                    basis: Basis::Measured,
-                    stage: Stage::of_measured_error(issue),
-                },
-                None => Planned::Run,
-            },
+            _ => from_evidence(&what, &entries(&[GENERATES])).unwrap_or(Planned::Run),
         }
     });
     CellPlan {
@@ -241,28 +255,6 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
         planned,
         tolerance_override: over.and_then(|o| o.tolerance.clone()).or_else(|| platform_tolerance(&specs.hardware.platforms[&name].tolerance, &spec.tolerance)),
         fallback_ops: over.map(|o| o.fallback_ops.clone()).unwrap_or_default(),
-    }
-}
-
-/// A generating model without a generation fixture, on every platform alike:
-/// torch.onnx's failure (both exporters, or their graphs differ from PyTorch)
-/// is the model's known issue; our exporter's own limit is not tested.
-fn generation_export_gap(spec: &crate::spec::ModelSpec, platform: Platform) -> Planned<String> {
-    let error = spec.generation_export.as_deref().unwrap_or_default();
-    if error.contains("legacy exporter: ") || error.contains("dynamo exporter: ") {
-        Planned::KnownIssue {
-            reason: format!("{}'s decoder with its cache cannot be exported to ONNX (measured by gen import): {error}", spec.model_type),
-            basis: Basis::Measured,
-            stage: Some(Stage::Export),
-        }
-    } else {
-        Planned::NotTested {
-            reason: format!(
-                "not tested: hwmatrix's generation exporter could not build {}'s decoder with its cache (our gap, not a fact about the model or {platform}): {error}",
-                spec.model_type
-            ),
-            stage: Stage::Reference,
-        }
     }
 }
 
@@ -287,13 +279,9 @@ fn plan_quantization(specs: &Specs, model: &LoadedModel) -> QuantizationPlan {
             let planned = if let Some(not_tested) = harness_gap(spec, platform) {
                 not_tested
             } else if let Some(error) = &spec.export.known_issue {
-                Planned::KnownIssue { reason: format!("{} has no fixture to take weights from: {error}", spec.model_type), basis: if spec.export.known_issue_measured { Basis::Measured } else { Basis::Spec }, stage: spec.export.stage }
-            } else if let Some(issue) = spec.quantization_issues.get(&scheme) {
-                Planned::KnownIssue {
-                    reason: format!("{} at {} on {platform} (measured by gen import --platform {platform}): {issue}", spec.model_type, scheme.name()),
-                    basis: Basis::Measured,
-                    stage: Stage::of_measured_error(issue),
-                }
+                Planned::KnownIssue { reason: format!("{} has no fixture to take weights from: {error}", spec.model_type), basis: if spec.export.known_issue_measured { Basis::Evidence } else { Basis::Spec }, stage: spec.export.stage }
+            } else if let Some(stored) = from_evidence(&format!("{} on {platform} with wgpu", spec.model_type), &spec.evidence.iter().filter(|e| e.is_for(platform, EngineKind::Wgpu) && e.check == scheme.check_name()).collect::<Vec<_>>()) {
+                stored
             } else {
                 Planned::Run
             };

@@ -884,7 +884,9 @@ def _error_line(error: BaseException) -> str:
     """One line for an exporter error: its first line, plus that of its root cause when chained.
 
     torch.onnx's dynamo errors open with a generic "Failed to ... This is step N/3" line and
-    keep the real reason (e.g. a missing ONNX function) in the chained cause."""
+    keep the real reason (e.g. a missing ONNX function) in the chained cause. Never shortened:
+    the line is stored as evidence whole (an error cut at a length lost dynamo's cause behind
+    the legacy exporter's message); displays shorten it where they must."""
     def first_line(e: BaseException) -> str:
         lines = [l.strip() for l in str(e).splitlines() if l.strip()]
         return f"{type(e).__name__}: " + re.sub(r"\s*Next steps:$", "", lines[0] if lines else "")
@@ -895,7 +897,7 @@ def _error_line(error: BaseException) -> str:
     line = first_line(error)
     if root is not error:
         line += f" (cause: {first_line(root)})"
-    return re.sub(r"\x1b\[[0-9;]*m", "", line)[:500]
+    return re.sub(r"\x1b\[[0-9;]*m", "", line)
 
 
 DEFAULT_TOLERANCE = {"abs": 1e-4, "rel": 1e-3}

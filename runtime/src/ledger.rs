@@ -18,7 +18,7 @@ pub type NotRun = (Outcome, Basis, String, Option<Stage>);
 /// checks alike); None for one that runs when its feature is on.
 fn planned_not_run(planned: Planned) -> Option<NotRun> {
     match planned {
-        Planned::NotTested { reason, stage } => Some((Outcome::NotTested, Basis::Measured, reason.to_string(), Some(stage))),
+        Planned::NotTested { reason, stage } => Some((Outcome::NotTested, Basis::Evidence, reason.to_string(), Some(stage))),
         Planned::Unsupported { reason, basis } => Some((Outcome::Unsupported, basis, reason.to_string(), None)),
         Planned::KnownIssue { reason, basis, stage } => Some((Outcome::KnownIssue, basis, reason.to_string(), stage)),
         Planned::Run | Planned::NoEngine { .. } => None,

@@ -430,7 +430,7 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
             let disagreement = match (expected, status) {
                 _ if no_fixture => None,
                 (Some(Support::Yes), Status::Failed) => Some("expected yes, measured failure".to_string()),
-                (Some(Support::Yes), Status::KnownIssue) if first_bad.is_some_and(|e| e.basis.as_deref() == Some("measured")) => {
+                (Some(Support::Yes), Status::KnownIssue) if first_bad.is_some_and(|e| matches!(e.basis.as_deref(), Some("measured" | "evidence"))) => {
                     Some("expected yes, measured failure (known issue)".to_string())
                 }
                 (Some(Support::No), Status::Passed) => Some("expected no, measured pass".to_string()),

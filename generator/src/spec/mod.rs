@@ -3,6 +3,7 @@
 //! file, line, column and fix.
 
 mod error;
+pub mod evidence;
 pub mod resolve;
 mod types;
 
@@ -239,6 +240,7 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
         }
     }
 
+    let mut evidence = evidence::load_all(root, &mut errors);
     let mut models = Vec::new();
     let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
     // module name → the first model_type and file that took it
@@ -247,7 +249,8 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
         let Some((file, source)) = parse_file::<SpecFile>(&path, &mut errors) else { continue };
         let Some((defaults, _)) = &defaults else { continue };
         let imported = file.imported.clone();
-        let (spec, sources) = match resolve::resolve(file, defaults) {
+        let entries = evidence.remove(&file.model_type).map(|(_, file)| file.entries).unwrap_or_default();
+        let (spec, sources) = match resolve::resolve(file, defaults, entries) {
             Ok(resolved) => resolved,
             Err(problems) => {
                 for (field, message, help) in problems {
@@ -305,6 +308,10 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
             let module = module_name(&spec.model_type).expect("validated above");
             models.push(LoadedModel { spec, module, path, sources, imported, display_path });
         }
+    }
+
+    for (model_type, (path, _)) in &evidence {
+        errors.push(SpecError::new(path, (1, 1), format!("evidence for `{model_type}`, which has no spec"), "remove the file, or add the model's spec under models/"));
     }
 
     match (hardware, architectures, categories, defaults, quantization) {

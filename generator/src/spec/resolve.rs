@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 
+use super::evidence::Entry;
 use super::types::*;
 use hwmatrix_cell::Stage;
 
@@ -24,8 +25,11 @@ pub type Sources = BTreeMap<&'static str, Source>;
 /// A field's resolution error: (the field, the message, the fix).
 pub type FieldError = (&'static str, String, String);
 
-/// The resolved spec and, per top-level field, where it came from.
-pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, Sources), Vec<FieldError>> {
+/// The resolved spec and, per top-level field, where it came from. `evidence`
+/// is the model's evidence store (`model-specs/evidence/<model_type>.yaml`):
+/// the fixture pipeline's failure there is the export's known issue, unless a
+/// person wrote one.
+pub fn resolve(file: SpecFile, defaults: &DefaultsFile, evidence: Vec<Entry>) -> Result<(ModelSpec, Sources), Vec<FieldError>> {
     let mut sources = BTreeMap::new();
     let mut errors = Vec::new();
     let imported = file.imported.clone();
@@ -71,26 +75,12 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, So
 
     let export_file = file.export.unwrap_or_default();
     let class = pick!("export", export_file.class, imp.map(|i| i.export_class.clone()));
-    let (known_issue, known_issue_measured) = match (export_file.known_issue, imp.and_then(|i| i.known_issue.clone())) {
-        (Some(k), _) => (Some(k), false),
-        (None, Some(k)) => (Some(k), true),
-        (None, None) => (None, false),
-    };
-    // A person's `export.known_issue` is about exporting; gen import's names its stage by its prefix.
-    let stage = match &known_issue {
-        None => None,
-        Some(_) if !known_issue_measured => Some(Stage::Export),
-        Some(k) => {
-            let stage = Stage::of_pipeline_error(k);
-            if stage.is_none() {
-                errors.push((
-                    "imported",
-                    format!("`imported.known_issue` does not say where the pipeline stopped: {k:?}"),
-                    "it must start with `building the tiny config:`, `running the tiny model:` or `exporting:`, as gen import writes it: run `gen import --model <model_type>`".into(),
-                ));
-            }
-            stage
-        }
+    let pipeline = evidence.iter().find(|e| e.platform.is_none() && e.check == super::evidence::EXPORT);
+    let (known_issue, known_issue_measured, stage) = match (export_file.known_issue, pipeline) {
+        // A person's `export.known_issue` is about exporting.
+        (Some(k), _) => (Some(k), false, Some(Stage::Export)),
+        (None, Some(entry)) => (Some(entry.error.clone()), true, entry.stage.or(Some(Stage::Export))),
+        (None, None) => (None, false, None),
     };
     if class.is_none() {
         errors.push(("export", "`export.class` is set neither in the spec nor by `gen import`".into(), "write `export: {class: <transformers class>}`".into()));
@@ -197,11 +187,7 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile) -> Result<(ModelSpec, So
         shapes,
         tolerance,
         platforms: file.platforms,
-        measured_issues: imp.map(|i| i.platform_issues.clone()).unwrap_or_default(),
-        precision_issues: imp.map(|i| i.precision_issues.clone()).unwrap_or_default(),
-        generation_issues: imp.map(|i| i.generation_issues.clone()).unwrap_or_default(),
-        generation_export: imp.and_then(|i| i.generation_export.clone()),
-        quantization_issues: imp.map(|i| i.quantization_issues.clone()).unwrap_or_default(),
+        evidence,
         precision_tolerances,
         web_quantization: file.web_quantization,
         components,

@@ -389,37 +389,6 @@ pub struct Imported {
     /// Outputs the model returns that are constant on the tiny inputs, so not declared.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub constant_outputs: Vec<String>,
-    /// The pipeline's own failure (deriving, exporting or verifying with
-    /// onnxruntime): the architecture's known issue, written from the error.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub known_issue: Option<String>,
-    /// Cells that failed when `gen import --platform P` ran them for real,
-    /// per platform and engine (`openvino: {onnxruntime: ...}`): the failed
-    /// check and its error, as the cell reported it. The cell becomes a known
-    /// issue with basis `measured`; a curated status for that platform wins.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub platform_issues: MeasuredIssues,
-    /// Precision checks that failed when `gen import --platform P` ran them,
-    /// per platform and precision (`cpu: {int8: ...}`): the check's error.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub precision_issues: PrecisionIssues,
-    /// Quantization kernel checks (webgpu's wgpu kernels) that failed when
-    /// `gen import --platform webgpu` ran them, per scheme: the check's error
-    /// (a kernel that disagrees with the CPU, a fixture without layers).
-    /// Never a rating: random weights cannot judge `web_quantization`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub quantization_issues: QuantizationIssues,
-    /// `generates` checks that failed when `gen import --platform P` ran them,
-    /// per platform and engine: the check's error (the generation exporter's
-    /// own failure among them: the check fails with it on every platform).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub generation_issues: MeasuredIssues,
-    /// The generation exporter's error on this model (runtime/exporter/generation.py),
-    /// as a `generates` check reported it: no platform can run a fixture that does
-    /// not exist. torch.onnx's failures are the model's known issue; our exporter's
-    /// own limits (a cache it cannot flatten) leave it not tested.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generation_export: Option<String>,
     /// The spec's `components`, each with its measured inputs, outputs and shapes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub components: Vec<Component>,
@@ -429,12 +398,6 @@ pub struct Imported {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<Vec<CacheGroup>>,
 }
-
-/// Measured failures of quantization checks per scheme.
-pub type QuantizationIssues = BTreeMap<QuantFormat, String>;
-
-/// Measured failures of precision checks per platform and precision.
-pub type PrecisionIssues = BTreeMap<Platform, BTreeMap<CheckedPrecision, String>>;
 
 /// `export:` as written: every field optional (the class defaults to the imported one).
 #[derive(Debug, Default, Deserialize)]
@@ -474,21 +437,10 @@ pub struct ModelSpec {
     pub precision_tolerances: BTreeMap<CheckedPrecision, PrecisionTolerance>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub platforms: BTreeMap<Platform, PlatformOverride>,
-    /// `imported.platform_issues`: cells measured to fail, per platform and engine.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub measured_issues: MeasuredIssues,
-    /// `imported.precision_issues`: precision checks measured to fail.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub precision_issues: PrecisionIssues,
-    /// `imported.quantization_issues`: quantization checks measured to fail.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub quantization_issues: QuantizationIssues,
-    /// `imported.generation_issues`: `generates` checks measured to fail.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub generation_issues: MeasuredIssues,
-    /// `imported.generation_export`: the generation exporter's error.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub generation_export: Option<String>,
+    /// What runs measured of the model that was not a pass (the evidence store,
+    /// `model-specs/evidence/<model_type>.yaml`), sorted by platform, engine and check.
+    #[serde(skip)]
+    pub evidence: Vec<super::evidence::Entry>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub web_quantization: Option<WebQuantization>,
     /// The components the model is checked as (empty: checked whole).
@@ -513,9 +465,6 @@ impl ModelSpec {
         }
     }
 }
-
-/// Measured failures per platform and engine: the failed check and its error.
-pub type MeasuredIssues = BTreeMap<Platform, BTreeMap<EngineKind, String>>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -549,10 +498,10 @@ pub struct Export {
     pub class: String,
     pub exporter: ExporterChoice,
     /// Why the architecture cannot be exported yet: a person's note
-    /// (`export.known_issue`) or the pipeline's recorded failure (`imported.known_issue`).
+    /// (`export.known_issue`) or the pipeline's failure in the evidence store.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub known_issue: Option<String>,
-    /// Whether `known_issue` was measured by `gen import` (else a person wrote it).
+    /// Whether `known_issue` is the evidence store's (else a person wrote it).
     #[serde(skip)]
     pub known_issue_measured: bool,
     /// Where the fixture pipeline stopped, with `known_issue`: `config` or

@@ -6,12 +6,14 @@
 
 pub mod decl;
 pub mod dtype;
+pub mod error_kind;
 pub mod fixture_key;
 pub mod paths;
 pub mod planned;
 pub mod platform;
 pub mod presence;
 pub mod quantization;
+pub mod run;
 pub mod stage;
 pub mod wgpu_adapter;
 
@@ -19,7 +21,8 @@ pub use decl::{
     AgreementBound, AllowedFallback, BrowserBackend, Cell, ComputedIn, Engine, EngineKind, ExecutionProvider, GenerationCheck, GenerationDecl, ModelDecl, PlatformDecl, Precision, PrecisionCheck, TensorDecl, Tolerance,
 };
 pub use dtype::DType;
-pub use planned::{Basis, Planned};
+pub use error_kind::{Attribution, ErrorKind};
+pub use planned::{Basis, Outcome, Planned};
 pub use quantization::{LayerRole, MixedWidths, QuantScheme, QuantizationCell, QuantizationCheck, QuantizationDecl, Rating};
 pub use platform::Platform;
 pub use stage::Stage;

@@ -23,6 +23,16 @@ pub fn fixtures_dir() -> PathBuf {
     std::env::var_os("HWMATRIX_FIXTURES").map(PathBuf::from).unwrap_or_else(|| cache_dir().join("fixtures"))
 }
 
+/// A path as messages and stored evidence name it: under the fixture root,
+/// `<fixtures>/bert/model.onnx`, so no machine's home folder reaches a record;
+/// elsewhere, as it is.
+pub fn in_fixtures(path: &Path) -> String {
+    match path.strip_prefix(fixtures_dir()) {
+        Ok(relative) => format!("<fixtures>/{}", relative.display()),
+        Err(_) => path.display().to_string(),
+    }
+}
+
 /// Where `gen fixtures` keeps the exporter's error for a model it could not export.
 pub fn export_error_file(fixtures: &Path, model_type: &str) -> PathBuf {
     fixtures.join(format!("{model_type}.error.txt"))

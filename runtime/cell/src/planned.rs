@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::stage::Stage;
 
@@ -62,9 +62,10 @@ impl<S: AsRef<str>> fmt::Display for Planned<S> {
     }
 }
 
-/// Where a status comes from. Only `measured` is evidence from this run; the
-/// others are claims the report shows as such.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// Where a status comes from. Only `measured` is this run's; `evidence` is an
+/// earlier run's, stored with its provenance; the others are claims the
+/// report shows as such.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Basis {
     /// A check of this run ran it and measured the outcome.
@@ -74,6 +75,9 @@ pub enum Basis {
     Spec,
     /// Not tried in this run (the platform's cargo feature is off).
     NotTried,
+    /// An entry of the evidence store (`model-specs/evidence/`): measured by an
+    /// earlier run, whose run, date and host the reason and the entry give.
+    Evidence,
 }
 
 impl Basis {
@@ -82,6 +86,24 @@ impl Basis {
             Basis::Measured => "measured",
             Basis::Spec => "spec",
             Basis::NotTried => "not-tried",
+            Basis::Evidence => "evidence",
         }
     }
+}
+
+/// What happened to one check of one cell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    Passed,
+    Failed,
+    /// Not run: its platform's cargo feature is off.
+    Ignored,
+    /// Not run: the platform cannot run this model (see `basis`).
+    Unsupported,
+    /// Not run: expected to fail today (see `basis`).
+    KnownIssue,
+    /// Not run: our harness could not build or run the tiny PyTorch model
+    /// (its `stage`), so no engine was ever tried. Our gap, not the model's.
+    NotTested,
 }

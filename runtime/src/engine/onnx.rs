@@ -190,7 +190,10 @@ impl OnnxSession {
         }
         builder
             .commit_from_file(&self.model)
-            .map_err(|e| CheckError::new(ErrorKind::ModelLoad, format!("cannot load {}: {e}", self.model.display())))
+            .map_err(|e| {
+                let message = format!("cannot load {}: {e}", hwmatrix_cell::paths::in_fixtures(&self.model));
+                CheckError::new(ErrorKind::ModelLoad.or_adapter_feature(&message), message)
+            })
     }
 
     /// The open session for these inputs: a static-shape provider's is rebuilt when

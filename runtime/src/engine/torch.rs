@@ -130,7 +130,7 @@ mod imp {
             // One thread, as every ONNX Runtime session here: timings compare across engines and machines.
             static THREADS: std::sync::Once = std::sync::Once::new();
             THREADS.call_once(|| tch::set_num_threads(1));
-            let mut module = CModule::load_on_device(model, device).map_err(|e| error(ErrorKind::ModelLoad, &format!("libtorch cannot load {}", model.display()), e))?;
+            let mut module = CModule::load_on_device(model, device).map_err(|e| error(ErrorKind::ModelLoad, &format!("libtorch cannot load {}", hwmatrix_cell::paths::in_fixtures(model)), e))?;
             module.f_set_eval().map_err(|e| error(ErrorKind::ModelLoad, "libtorch cannot set the module to eval mode", e))?;
             Ok(TorchSession { module, device, outputs: outputs.to_vec(), output_devices: Vec::new() })
         }

@@ -139,7 +139,7 @@ fn perform(cell: &QuantizationCell, scheme: QuantScheme, measured: &mut Quantiza
     measured.sampling = Some(if empty == 0 { sample.method.clone() } else { format!("{}; {empty} sampled layers ran on no rows and are left out", sample.method) });
     if sample.layers.is_empty() {
         return Err(CheckError::new(
-            ErrorKind::FixtureInvalid,
+            ErrorKind::DoesNotApply,
             format!("{} has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)", cell.model.model_type),
         ));
     }

@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "audio-spectrogram-transformer at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 167 µs (2%); OpenVINOExecutionProvider: 2 nodes (67%), 7343 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/audio-spectrogram-transformer.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "audio-spectrogram-transformer on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 167 µs (2%); OpenVINOExecutionProvider: 2 nodes (67%), 7343 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/audio-spectrogram-transformer.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -162,9 +162,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "audio-spectrogram-transformer at qdq8 fails on qnn (measured by gen import --platform qnn): output last_hidden_state: cosine similarity 0.7191 in its worst row (of 26; mean 0.9781), below 0.98; relative L2 error 0.2091, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/audio-spectrogram-transformer.yaml) (max abs error 1.409e0; worst at flat index 21: got -0.1203538104891777, expected -1.529427409172058); output pooler_output: cosine similarity 0.7185 in its worst row (of 1; mean 0.7185), below 0.98; relative L2 error 0.7505, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/audio-spectrogram-transformer.yaml) (max abs error 1.404e0; worst at flat index 21: got -0.12534873187541962, expected -1.529427409172058)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "audio-spectrogram-transformer on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.7191 in its worst row (of 26; mean 0.9781), below 0.98; relative L2 error 0.2091, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/audio-spectrogram-transformer.yaml) (max abs error 1.409e0; worst at flat index 21: got -0.1203538104891777, expected -1.529427409172058); output pooler_output: cosine similarity 0.7185 in its worst row (of 1; mean 0.7185), below 0.98; relative L2 error 0.7505, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/audio-spectrogram-transformer.yaml) (max abs error 1.404e0; worst at flat index 21: got -0.12534873187541962, expected -1.529427409172058)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,

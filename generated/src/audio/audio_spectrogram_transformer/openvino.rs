@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: audio-spectrogram-transformer at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 167 µs (2%); OpenVINOExecutionProvider: 2 nodes (67%), 7343 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/audio-spectrogram-transformer.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: audio-spectrogram-transformer on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 167 µs (2%); OpenVINOExecutionProvider: 2 nodes (67%), 7343 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/audio-spectrogram-transformer.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -132,8 +132,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "audioflamingo3_encoder fails on openvino with onnxruntime (measured by gen import --platform openvino): dynamic_shapes: output last_hidden_state: 254 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 2.639e-1; worst at flat index 259: got -0.19843345880508423, expected -0.46237707138061523)",
-            basis: runtime::Basis::Measured,
+            reason: "audioflamingo3_encoder on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 254 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 2.639e-1; worst at flat index 259: got -0.19843345880508423, expected -0.46237707138061523)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "audioflamingo3_encoder fails on openvino with onnxruntime (measured by gen import --platform openvino): dynamic_shapes: output last_hidden_state: 254 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 2.639e-1; worst at flat index 259: got -0.19843345880508423, expected -0.46237707138061523)",
-                    basis: runtime::Basis::Measured,
+                    reason: "audioflamingo3_encoder on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 254 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 2.639e-1; worst at flat index 259: got -0.19843345880508423, expected -0.46237707138061523)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +160,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "audioflamingo3_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 133 of 512 elements outside 0.1 of the output's spread (2.718e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/audioflamingo3_encoder.yaml) (max abs error 1.932e0; worst at flat index 281: got 0.5361328721046448, expected -1.3957031965255737)",
-            basis: runtime::Basis::Measured,
+            reason: "audioflamingo3_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 133 of 512 elements outside 0.1 of the output's spread (2.718e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/audioflamingo3_encoder.yaml) (max abs error 1.932e0; worst at flat index 281: got 0.5361328721046448, expected -1.3957031965255737)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -170,8 +170,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "audioflamingo3_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 133 of 512 elements outside 0.1 of the output's spread (2.718e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/audioflamingo3_encoder.yaml) (max abs error 1.932e0; worst at flat index 281: got 0.5361328721046448, expected -1.3957031965255737)",
-                    basis: runtime::Basis::Measured,
+                    reason: "audioflamingo3_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 133 of 512 elements outside 0.1 of the output's spread (2.718e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/audioflamingo3_encoder.yaml) (max abs error 1.932e0; worst at flat index 281: got 0.5361328721046448, expected -1.3957031965255737)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "audioflamingo3_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 133 of 512 elements outside 0.1 of the output's spread (2.718e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/audioflamingo3_encoder.yaml) (max abs error 1.932e0; worst at flat index 281: got 0.5361328721046448, expected -1.3957031965255737)",
-                    basis: runtime::Basis::Measured,
+                    reason: "audioflamingo3_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 133 of 512 elements outside 0.1 of the output's spread (2.718e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/audioflamingo3_encoder.yaml) (max abs error 1.932e0; worst at flat index 281: got 0.5361328721046448, expected -1.3957031965255737)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -206,8 +206,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "audioflamingo3_encoder fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (78%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/audioflamingo3_encoder.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "audioflamingo3_encoder on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (78%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/audioflamingo3_encoder.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -216,8 +216,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "audioflamingo3_encoder fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (78%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/audioflamingo3_encoder.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "audioflamingo3_encoder on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (78%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/audioflamingo3_encoder.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -229,8 +229,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "audioflamingo3_encoder fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (78%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/audioflamingo3_encoder.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "audioflamingo3_encoder on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (78%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/audioflamingo3_encoder.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "encodec at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×18 on CPUExecutionProvider, DynamicQuantizeLSTM ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 20 nodes (44%), 2070 µs (9%); OpenVINOExecutionProvider: 25 nodes (56%), 20152 µs (91%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/encodec.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "encodec on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×18 on CPUExecutionProvider, DynamicQuantizeLSTM ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 20 nodes (44%), 2070 µs (9%); OpenVINOExecutionProvider: 25 nodes (56%), 20152 µs (91%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/encodec.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -162,8 +162,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "encodec at qdq8 fails on qnn (measured by gen import --platform qnn): cannot load /root/.cache/hwmatrix/fixtures/encodec/model.qdq8.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "encodec on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/encodec/model.qdq8.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -175,8 +175,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "encodec at fp16 fails on qnn (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Add ×7 on CPUExecutionProvider, ArgMax ×1 on CPUExecutionProvider, Cast ×53 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, ConstantOfShape ×2 on CPUExecutionProvider, Conv ×18 on CPUExecutionProvider, ConvTranspose ×2 on CPUExecutionProvider, Elu ×14 on CPUExecutionProvider, Gather ×4 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider, MatMul ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider, Pad ×18 on CPUExecutionProvider, Pow ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Shape ×40 on CPUExecutionProvider, Slice ×20 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Squeeze ×3 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, Transpose ×6 on CPUExecutionProvider, Unsqueeze ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 203 nodes (86%), 4800 µs (2%); QNNExecutionProvider: 33 nodes (14%), 227815 µs (98%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/encodec.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "encodec on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on QNNExecutionProvider: Add ×7 on CPUExecutionProvider, ArgMax ×1 on CPUExecutionProvider, Cast ×53 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, ConstantOfShape ×2 on CPUExecutionProvider, Conv ×18 on CPUExecutionProvider, ConvTranspose ×2 on CPUExecutionProvider, Elu ×14 on CPUExecutionProvider, Gather ×4 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider, MatMul ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider, Pad ×18 on CPUExecutionProvider, Pow ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Shape ×40 on CPUExecutionProvider, Slice ×20 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Squeeze ×3 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, Transpose ×6 on CPUExecutionProvider, Unsqueeze ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 203 nodes (86%), 4800 µs (2%); QNNExecutionProvider: 33 nodes (14%), 227815 µs (98%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/encodec.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -204,8 +204,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "encodec at fp16 fails on webnn (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Add ×7 on CPUExecutionProvider, Cast ×52 on CPUExecutionProvider, Conv ×18 on CPUExecutionProvider, ConvTranspose ×2 on CPUExecutionProvider, Elu ×14 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider, MatMul ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider, Pad ×18 on CPUExecutionProvider, Pow ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, Slice ×20 on CPUExecutionProvider, Squeeze ×2 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 220 nodes (57%), 0 µs (0%); WebNNExecutionProvider: 167 nodes (43%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/encodec.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "encodec on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebNNExecutionProvider: Add ×7 on CPUExecutionProvider, Cast ×52 on CPUExecutionProvider, Conv ×18 on CPUExecutionProvider, ConvTranspose ×2 on CPUExecutionProvider, Elu ×14 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider, MatMul ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider, Pad ×18 on CPUExecutionProvider, Pow ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, Slice ×20 on CPUExecutionProvider, Squeeze ×2 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 220 nodes (57%), 0 µs (0%); WebNNExecutionProvider: 167 nodes (43%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/encodec.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

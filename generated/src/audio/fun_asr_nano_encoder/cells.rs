@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fun_asr_nano_encoder at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 285 µs (2%); OpenVINOExecutionProvider: 3 nodes (60%), 16492 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/fun_asr_nano_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "fun_asr_nano_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 285 µs (2%); OpenVINOExecutionProvider: 3 nodes (60%), 16492 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/fun_asr_nano_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -156,8 +156,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "fun_asr_nano_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 136 of 1792 elements outside 0.1 of the output's spread (3.491e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/fun_asr_nano_encoder.yaml) (max abs error 2.106e0; worst at flat index 1763: got 0.3127441704273224, expected -1.7930059432983398)",
-            basis: runtime::Basis::Measured,
+            reason: "fun_asr_nano_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 136 of 1792 elements outside 0.1 of the output's spread (3.491e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/fun_asr_nano_encoder.yaml) (max abs error 2.106e0; worst at flat index 1763: got 0.3127441704273224, expected -1.7930059432983398)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -166,8 +166,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fun_asr_nano_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 136 of 1792 elements outside 0.1 of the output's spread (3.491e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/fun_asr_nano_encoder.yaml) (max abs error 2.106e0; worst at flat index 1763: got 0.3127441704273224, expected -1.7930059432983398)",
-                    basis: runtime::Basis::Measured,
+                    reason: "fun_asr_nano_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 136 of 1792 elements outside 0.1 of the output's spread (3.491e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/fun_asr_nano_encoder.yaml) (max abs error 2.106e0; worst at flat index 1763: got 0.3127441704273224, expected -1.7930059432983398)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -179,8 +179,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fun_asr_nano_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 136 of 1792 elements outside 0.1 of the output's spread (3.491e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/fun_asr_nano_encoder.yaml) (max abs error 2.106e0; worst at flat index 1763: got 0.3127441704273224, expected -1.7930059432983398)",
-                    basis: runtime::Basis::Measured,
+                    reason: "fun_asr_nano_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 136 of 1792 elements outside 0.1 of the output's spread (3.491e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/fun_asr_nano_encoder.yaml) (max abs error 2.106e0; worst at flat index 1763: got 0.3127441704273224, expected -1.7930059432983398)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

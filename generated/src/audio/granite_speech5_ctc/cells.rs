@@ -35,8 +35,8 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "granite_speech5_ctc fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape '[16, 4, 4, 16]' is invalid for input of size 5120",
-        basis: runtime::Basis::Measured,
+        reason: "granite_speech5_ctc on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape '[16, 4, 4, 16]' is invalid for input of size 5120",
+        basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Run),
     },
 );
@@ -136,8 +136,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "granite_speech5_ctc fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (50%), 17 µs (0%); OpenVINOExecutionProvider: 3 nodes (50%), 10479 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/granite_speech5_ctc.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "granite_speech5_ctc on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (50%), 17 µs (0%); OpenVINOExecutionProvider: 3 nodes (50%), 10479 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/granite_speech5_ctc.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -146,8 +146,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "granite_speech5_ctc fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (50%), 17 µs (0%); OpenVINOExecutionProvider: 3 nodes (50%), 10479 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/granite_speech5_ctc.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "granite_speech5_ctc on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (50%), 17 µs (0%); OpenVINOExecutionProvider: 3 nodes (50%), 10479 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/granite_speech5_ctc.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -164,8 +164,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "granite_speech5_ctc fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 50 µs (0%); QNNExecutionProvider: 2 nodes (50%), 99363 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/granite_speech5_ctc.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "granite_speech5_ctc on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 50 µs (0%); QNNExecutionProvider: 2 nodes (50%), 99363 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/granite_speech5_ctc.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -174,8 +174,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "granite_speech5_ctc fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 50 µs (0%); QNNExecutionProvider: 2 nodes (50%), 99363 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/granite_speech5_ctc.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "granite_speech5_ctc on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 50 µs (0%); QNNExecutionProvider: 2 nodes (50%), 99363 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/granite_speech5_ctc.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "granite_speech5_ctc fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 50 µs (0%); QNNExecutionProvider: 2 nodes (50%), 99363 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/granite_speech5_ctc.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "granite_speech5_ctc on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 50 µs (0%); QNNExecutionProvider: 2 nodes (50%), 99363 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/granite_speech5_ctc.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

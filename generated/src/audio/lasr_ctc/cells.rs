@@ -12,9 +12,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lasr_ctc at int8 fails on cpu (measured by gen import --platform cpu): output logits: top-1 agreement 0.8000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/lasr_ctc.yaml) (max abs error 8.916e-3; worst at flat index 671: got -0.13340944051742554, expected -0.12449342012405396)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "lasr_ctc on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits: top-1 agreement 0.8000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/lasr_ctc.yaml) (max abs error 8.916e-3; worst at flat index 671: got -0.13340944051742554, expected -0.12449342012405396)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lasr_ctc at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×9 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (47%), 212 µs (1%); OpenVINOExecutionProvider: 10 nodes (53%), 19249 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/lasr_ctc.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output logits: top-1 agreement 0.8000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/lasr_ctc.yaml) (max abs error 8.916e-3; worst at flat index 671: got -0.13340944051742554, expected -0.12449342012405396)",
-                    basis: runtime::Basis::Measured,
+                    reason: "lasr_ctc on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×9 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (47%), 212 µs (1%); OpenVINOExecutionProvider: 10 nodes (53%), 19249 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/lasr_ctc.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output logits: top-1 agreement 0.8000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/lasr_ctc.yaml) (max abs error 8.916e-3; worst at flat index 671: got -0.13340944051742554, expected -0.12449342012405396)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +160,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "lasr_ctc fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output logits: 140 of 7168 elements outside 0.1 of the output's spread (3.861e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/lasr_ctc.yaml) (max abs error 6.567e-2; worst at flat index 7090: got 0.0415954627096653, expected -0.024074018001556396)",
-            basis: runtime::Basis::Measured,
+            reason: "lasr_ctc on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output logits: 140 of 7168 elements outside 0.1 of the output's spread (3.861e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/lasr_ctc.yaml) (max abs error 6.567e-2; worst at flat index 7090: got 0.0415954627096653, expected -0.024074018001556396)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -170,8 +170,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lasr_ctc fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output logits: 140 of 7168 elements outside 0.1 of the output's spread (3.861e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/lasr_ctc.yaml) (max abs error 6.567e-2; worst at flat index 7090: got 0.0415954627096653, expected -0.024074018001556396)",
-                    basis: runtime::Basis::Measured,
+                    reason: "lasr_ctc on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output logits: 140 of 7168 elements outside 0.1 of the output's spread (3.861e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/lasr_ctc.yaml) (max abs error 6.567e-2; worst at flat index 7090: got 0.0415954627096653, expected -0.024074018001556396)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lasr_ctc fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output logits: 140 of 7168 elements outside 0.1 of the output's spread (3.861e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/lasr_ctc.yaml) (max abs error 6.567e-2; worst at flat index 7090: got 0.0415954627096653, expected -0.024074018001556396)",
-                    basis: runtime::Basis::Measured,
+                    reason: "lasr_ctc on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output logits: 140 of 7168 elements outside 0.1 of the output's spread (3.861e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/lasr_ctc.yaml) (max abs error 6.567e-2; worst at flat index 7090: got 0.0415954627096653, expected -0.024074018001556396)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.7129 in its worst row (of 8; mean 0.8875), below 0.95; relative L2 error 0.4588, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/nemotron3_5_transcribe_audio.yaml) (max abs error 3.773e0; worst at flat index 129: got 0.610066831111908, expected -3.1626930236816406)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "nemotron3_5_transcribe_audio on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.7129 in its worst row (of 8; mean 0.8875), below 0.95; relative L2 error 0.4588, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/nemotron3_5_transcribe_audio.yaml) (max abs error 3.773e0; worst at flat index 129: got 0.610066831111908, expected -3.1626930236816406)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -136,8 +136,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "nemotron3_5_transcribe_audio fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 18 µs (0%); OpenVINOExecutionProvider: 4 nodes (57%), 13026 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_5_transcribe_audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also non-finite: output last_hidden_state has a non-finite value at flat index 0",
-            basis: runtime::Basis::Measured,
+            reason: "nemotron3_5_transcribe_audio on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 18 µs (0%); OpenVINOExecutionProvider: 4 nodes (57%), 13026 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_5_transcribe_audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also non-finite: output last_hidden_state has a non-finite value at flat index 0",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -146,8 +146,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 18 µs (0%); OpenVINOExecutionProvider: 4 nodes (57%), 13026 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_5_transcribe_audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also non-finite: output last_hidden_state has a non-finite value at flat index 0",
-                    basis: runtime::Basis::Measured,
+                    reason: "nemotron3_5_transcribe_audio on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 18 µs (0%); OpenVINOExecutionProvider: 4 nodes (57%), 13026 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_5_transcribe_audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also non-finite: output last_hidden_state has a non-finite value at flat index 0",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -164,8 +164,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "nemotron3_5_transcribe_audio fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/nemotron3_5_transcribe_audio/model.onnx: Failed to compose Qnn graph.",
-            basis: runtime::Basis::Measured,
+            reason: "nemotron3_5_transcribe_audio on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/nemotron3_5_transcribe_audio/model.onnx: Failed to compose Qnn graph.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -174,8 +174,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/nemotron3_5_transcribe_audio/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "nemotron3_5_transcribe_audio on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/nemotron3_5_transcribe_audio/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/nemotron3_5_transcribe_audio/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "nemotron3_5_transcribe_audio on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/nemotron3_5_transcribe_audio/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -210,8 +210,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "nemotron3_5_transcribe_audio fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (33%), 0 µs (0%); WebNNExecutionProvider: 24 nodes (67%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/nemotron3_5_transcribe_audio.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "nemotron3_5_transcribe_audio on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (33%), 0 µs (0%); WebNNExecutionProvider: 24 nodes (67%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/nemotron3_5_transcribe_audio.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -220,8 +220,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (33%), 0 µs (0%); WebNNExecutionProvider: 24 nodes (67%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/nemotron3_5_transcribe_audio.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "nemotron3_5_transcribe_audio on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (33%), 0 µs (0%); WebNNExecutionProvider: 24 nodes (67%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/nemotron3_5_transcribe_audio.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -233,8 +233,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (33%), 0 µs (0%); WebNNExecutionProvider: 24 nodes (67%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/nemotron3_5_transcribe_audio.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "nemotron3_5_transcribe_audio on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (33%), 0 µs (0%); WebNNExecutionProvider: 24 nodes (67%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/nemotron3_5_transcribe_audio.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

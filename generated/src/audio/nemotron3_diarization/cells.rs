@@ -132,8 +132,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "nemotron3_diarization fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 8 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 5452 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_diarization.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "nemotron3_diarization on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 8 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 5452 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_diarization.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron3_diarization fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 8 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 5452 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_diarization.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "nemotron3_diarization on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 8 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 5452 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_diarization.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +160,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "nemotron3_diarization fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/nemotron3_diarization/model.onnx: Failed to compose Qnn graph.",
-            basis: runtime::Basis::Measured,
+            reason: "nemotron3_diarization on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/nemotron3_diarization/model.onnx: Failed to compose Qnn graph.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -170,8 +170,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron3_diarization fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/nemotron3_diarization/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "nemotron3_diarization on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/nemotron3_diarization/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron3_diarization fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/nemotron3_diarization/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "nemotron3_diarization on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/nemotron3_diarization/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -206,8 +206,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "nemotron3_diarization fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (35%), 0 µs (0%); WebNNExecutionProvider: 15 nodes (65%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/nemotron3_diarization.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "nemotron3_diarization on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (35%), 0 µs (0%); WebNNExecutionProvider: 15 nodes (65%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/nemotron3_diarization.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -216,8 +216,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron3_diarization fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (35%), 0 µs (0%); WebNNExecutionProvider: 15 nodes (65%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/nemotron3_diarization.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "nemotron3_diarization on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (35%), 0 µs (0%); WebNNExecutionProvider: 15 nodes (65%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/nemotron3_diarization.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -229,8 +229,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron3_diarization fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (35%), 0 µs (0%); WebNNExecutionProvider: 15 nodes (65%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/nemotron3_diarization.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "nemotron3_diarization on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (35%), 0 µs (0%); WebNNExecutionProvider: 15 nodes (65%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/nemotron3_diarization.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

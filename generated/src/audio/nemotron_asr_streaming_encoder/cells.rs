@@ -35,8 +35,8 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "nemotron_asr_streaming_encoder fails on cpu with libtorch (measured by gen import --platform cpu): runs: the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at",
-        basis: runtime::Basis::Measured,
+        reason: "nemotron_asr_streaming_encoder on cpu with libtorch: runs failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at",
+        basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Export),
     },
 );
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron_asr_streaming_encoder at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (46%), 5861 µs (16%); OpenVINOExecutionProvider: 13 nodes (54%), 30809 µs (84%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron_asr_streaming_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "nemotron_asr_streaming_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (46%), 5861 µs (16%); OpenVINOExecutionProvider: 13 nodes (54%), 30809 µs (84%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron_asr_streaming_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +160,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "nemotron_asr_streaming_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (50%), 101 µs (0%); QNNExecutionProvider: 4 nodes (50%), 1372157 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/nemotron_asr_streaming_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "nemotron_asr_streaming_encoder on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (50%), 101 µs (0%); QNNExecutionProvider: 4 nodes (50%), 1372157 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/nemotron_asr_streaming_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -170,8 +170,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron_asr_streaming_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (50%), 101 µs (0%); QNNExecutionProvider: 4 nodes (50%), 1372157 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/nemotron_asr_streaming_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "nemotron_asr_streaming_encoder on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (50%), 101 µs (0%); QNNExecutionProvider: 4 nodes (50%), 1372157 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/nemotron_asr_streaming_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron_asr_streaming_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (50%), 101 µs (0%); QNNExecutionProvider: 4 nodes (50%), 1372157 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/nemotron_asr_streaming_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "nemotron_asr_streaming_encoder on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (50%), 101 µs (0%); QNNExecutionProvider: 4 nodes (50%), 1372157 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/nemotron_asr_streaming_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -206,8 +206,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "nemotron_asr_streaming_encoder fails on webnn with browser (measured by gen import --platform webnn): runs: output last_hidden_state has a non-finite value at flat index 0",
-            basis: runtime::Basis::Measured,
+            reason: "nemotron_asr_streaming_encoder on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: output last_hidden_state has a non-finite value at flat index 0",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -216,8 +216,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron_asr_streaming_encoder fails on webnn with browser (measured by gen import --platform webnn): runs: output last_hidden_state has a non-finite value at flat index 0",
-                    basis: runtime::Basis::Measured,
+                    reason: "nemotron_asr_streaming_encoder on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: output last_hidden_state has a non-finite value at flat index 0",
+                    basis: runtime::Basis::Evidence,
                     stage: None,
                 },
                 bound: runtime::AgreementBound {
@@ -229,8 +229,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron_asr_streaming_encoder fails on webnn with browser (measured by gen import --platform webnn): runs: output last_hidden_state has a non-finite value at flat index 0",
-                    basis: runtime::Basis::Measured,
+                    reason: "nemotron_asr_streaming_encoder on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: output last_hidden_state has a non-finite value at flat index 0",
+                    basis: runtime::Basis::Evidence,
                     stage: None,
                 },
                 bound: runtime::AgreementBound {

@@ -12,9 +12,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "neucodec at int8 fails on cpu (measured by gen import --platform cpu): output audio_values: cosine similarity 0.8808 in its worst row (of 1; mean 0.8808), below 0.98; relative L2 error 0.4905, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 1.761e-1; worst at flat index 349: got -0.20131905376911163, expected -0.025208014994859695); output audio_codes: 14 integer elements differ from the reference (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 6.400e1; worst at flat index 7: got 93, expected 157)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "neucodec on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output audio_values: cosine similarity 0.8808 in its worst row (of 1; mean 0.8808), below 0.98; relative L2 error 0.4905, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 1.761e-1; worst at flat index 349: got -0.20131905376911163, expected -0.025208014994859695); output audio_codes: 14 integer elements differ from the reference (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 6.400e1; worst at flat index 7: got 93, expected 157)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -25,9 +25,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "neucodec at q4 fails on cpu (measured by gen import --platform cpu): output audio_values: cosine similarity 0.7225 in its worst row (of 1; mean 0.7225), below 0.95; relative L2 error 0.7484, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 2.684e-1; worst at flat index 397: got 0.19642241299152374, expected -0.07200205326080322); output audio_codes: 31 integer elements differ from the reference (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 6.400e1; worst at flat index 11: got 111, expected 175)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "neucodec on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output audio_values: cosine similarity 0.7225 in its worst row (of 1; mean 0.7225), below 0.95; relative L2 error 0.7484, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 2.684e-1; worst at flat index 397: got 0.19642241299152374, expected -0.07200205326080322); output audio_codes: 31 integer elements differ from the reference (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 6.400e1; worst at flat index 11: got 111, expected 175)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -43,8 +43,8 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "neucodec fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: output audio_values has shape [2, 1, 1920], expected [2, 1, 2304] (batch=2, audio_values_1=1, audio_values_2=2304); also output-mismatch: output audio_values: shape [2, 1, 1920] differs from the reference [2, 1, 2304]",
-        basis: runtime::Basis::Measured,
+        reason: "neucodec on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): dynamic_shapes: output audio_values has shape [2, 1, 1920], expected [2, 1, 2304] (batch=2, audio_values_1=1, audio_values_2=2304); also output-mismatch: output audio_values: shape [2, 1, 1920] differs from the reference [2, 1, 2304]",
+        basis: runtime::Basis::Evidence,
         stage: None,
     },
 );
@@ -144,8 +144,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "neucodec fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/neucodec/model.onnx: Load model from /root/.cache/hwmatrix/fixtures/neucodec/model.onnx failed:Node (node_DFT_1235) Op (DFT) [ShapeInferenceError] is_onesided and inverse attributes cannot be enabled at the same time",
-            basis: runtime::Basis::Measured,
+            reason: "neucodec on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: cannot load <fixtures>/neucodec/model.onnx: Load model from <fixtures>/neucodec/model.onnx failed:Node (node_DFT_1235) Op (DFT) [ShapeInferenceError] is_onesided and inverse attributes cannot be enabled at the same time",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -154,8 +154,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "neucodec fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/neucodec/model.onnx: Load model from /root/.cache/hwmatrix/fixtures/neucodec/model.onnx failed:Node (node_DFT_1235) Op (DFT) [ShapeInferenceError] is_onesided and inverse attributes cannot be enabled at the same time",
-                    basis: runtime::Basis::Measured,
+                    reason: "neucodec on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: cannot load <fixtures>/neucodec/model.onnx: Load model from <fixtures>/neucodec/model.onnx failed:Node (node_DFT_1235) Op (DFT) [ShapeInferenceError] is_onesided and inverse attributes cannot be enabled at the same time",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -172,8 +172,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "neucodec fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/neucodec/model.onnx: Node 'node_Conv_1599_token_194' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
-            basis: runtime::Basis::Measured,
+            reason: "neucodec on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/neucodec/model.onnx: Node 'node_Conv_1599_token_194' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -182,8 +182,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "neucodec fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/neucodec/model.onnx: Node 'node_Conv_1599_token_194' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
-                    basis: runtime::Basis::Measured,
+                    reason: "neucodec on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/neucodec/model.onnx: Node 'node_Conv_1599_token_194' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "neucodec fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/neucodec/model.onnx: Node 'node_Conv_1599_token_194' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
-                    basis: runtime::Basis::Measured,
+                    reason: "neucodec on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/neucodec/model.onnx: Node 'node_Conv_1599_token_194' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -212,25 +212,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         0.1f64,
         "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
     );
-/// neucodec on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// neucodec on webnn: not-tested (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::KnownIssue {
-            reason: "neucodec fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: neucodec on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+            stage: runtime::Stage::Load,
         },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "neucodec fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: neucodec on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -240,10 +238,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "neucodec fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: neucodec on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -259,8 +256,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "neucodec fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "neucodec on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -269,8 +266,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "neucodec fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "neucodec on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -282,8 +279,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "neucodec fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "neucodec on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -295,8 +292,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "neucodec fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "neucodec on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -313,8 +310,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "neucodec fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 435 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 1475392 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "neucodec on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 435 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 1475392 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -323,8 +320,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "neucodec fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 435 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 1475392 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "neucodec on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 435 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 1475392 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -336,8 +333,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "neucodec fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 435 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 1475392 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "neucodec on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 435 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 1475392 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -349,8 +346,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "neucodec fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 435 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 1475392 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "neucodec on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 435 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 1475392 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

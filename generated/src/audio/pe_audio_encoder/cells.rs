@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "pe_audio_encoder at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/pe_audio_encoder/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "pe_audio_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/pe_audio_encoder/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -156,8 +156,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "pe_audio_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (84%), 488 µs (0%); QNNExecutionProvider: 3 nodes (16%), 446159 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/pe_audio_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "pe_audio_encoder on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (84%), 488 µs (0%); QNNExecutionProvider: 3 nodes (16%), 446159 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/pe_audio_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -166,8 +166,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "pe_audio_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (84%), 488 µs (0%); QNNExecutionProvider: 3 nodes (16%), 446159 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/pe_audio_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "pe_audio_encoder on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (84%), 488 µs (0%); QNNExecutionProvider: 3 nodes (16%), 446159 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/pe_audio_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -179,8 +179,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "pe_audio_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (84%), 488 µs (0%); QNNExecutionProvider: 3 nodes (16%), 446159 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/pe_audio_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "pe_audio_encoder on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (84%), 488 µs (0%); QNNExecutionProvider: 3 nodes (16%), 446159 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/pe_audio_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

@@ -35,8 +35,8 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "pocket_tts_audio_tokenizer_encoder fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1",
-        basis: runtime::Basis::Measured,
+        reason: "pocket_tts_audio_tokenizer_encoder on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1",
+        basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Run),
     },
 );
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "pocket_tts_audio_tokenizer_encoder at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 960 µs (5%); OpenVINOExecutionProvider: 13 nodes (52%), 20246 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/pocket_tts_audio_tokenizer_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "pocket_tts_audio_tokenizer_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 960 µs (5%); OpenVINOExecutionProvider: 13 nodes (52%), 20246 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/pocket_tts_audio_tokenizer_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -166,8 +166,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "pocket_tts_audio_tokenizer_encoder at qdq8 fails on qnn (measured by gen import --platform qnn): ONNX Runtime run failed: Non-zero status code returned while running Pad node. Name:'node_pad_11' Status Message: Pad: invalid mode: 2 with zero effective input extent",
-                    basis: runtime::Basis::Measured,
+                    reason: "pocket_tts_audio_tokenizer_encoder on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Pad node. Name:'node_pad_11' Status Message: Pad: invalid mode: 2 with zero effective input extent",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -179,8 +179,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "pocket_tts_audio_tokenizer_encoder at fp16 fails on qnn (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Add ×17 on CPUExecutionProvider, And ×4 on CPUExecutionProvider, Cast ×77 on CPUExecutionProvider, Concat ×8 on CPUExecutionProvider, Conv ×12 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider, CumSum ×1 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Equal ×2 on CPUExecutionProvider, Exp ×12 on CPUExecutionProvider, Expand ×5 on CPUExecutionProvider, GatherND ×4 on CPUExecutionProvider, Greater ×1 on CPUExecutionProvider, LayerNormalization ×4 on CPUExecutionProvider, Less ×10 on CPUExecutionProvider, LessOrEqual ×1 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Max ×2 on CPUExecutionProvider, Mul ×33 on CPUExecutionProvider, Neg ×4 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Pad ×12 on CPUExecutionProvider, Pow ×2 on CPUExecutionProvider, Range ×1 on CPUExecutionProvider, ReduceMax ×2 on CPUExecutionProvider, ReduceSum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Shape ×2 on CPUExecutionProvider, Sin ×1 on CPUExecutionProvider, Slice ×3 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Sub ×14 on CPUExecutionProvider, Tanh ×2 on CPUExecutionProvider, Transpose ×12 on CPUExecutionProvider, Unsqueeze ×11 on CPUExecutionProvider, Where ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 304 nodes (99%), 13300 µs (14%); QNNExecutionProvider: 3 nodes (1%), 81253 µs (86%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/pocket_tts_audio_tokenizer_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "pocket_tts_audio_tokenizer_encoder on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on QNNExecutionProvider: Add ×17 on CPUExecutionProvider, And ×4 on CPUExecutionProvider, Cast ×77 on CPUExecutionProvider, Concat ×8 on CPUExecutionProvider, Conv ×12 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider, CumSum ×1 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Equal ×2 on CPUExecutionProvider, Exp ×12 on CPUExecutionProvider, Expand ×5 on CPUExecutionProvider, GatherND ×4 on CPUExecutionProvider, Greater ×1 on CPUExecutionProvider, LayerNormalization ×4 on CPUExecutionProvider, Less ×10 on CPUExecutionProvider, LessOrEqual ×1 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Max ×2 on CPUExecutionProvider, Mul ×33 on CPUExecutionProvider, Neg ×4 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Pad ×12 on CPUExecutionProvider, Pow ×2 on CPUExecutionProvider, Range ×1 on CPUExecutionProvider, ReduceMax ×2 on CPUExecutionProvider, ReduceSum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Shape ×2 on CPUExecutionProvider, Sin ×1 on CPUExecutionProvider, Slice ×3 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Sub ×14 on CPUExecutionProvider, Tanh ×2 on CPUExecutionProvider, Transpose ×12 on CPUExecutionProvider, Unsqueeze ×11 on CPUExecutionProvider, Where ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 304 nodes (99%), 13300 µs (14%); QNNExecutionProvider: 3 nodes (1%), 81253 µs (86%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/pocket_tts_audio_tokenizer_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -196,25 +196,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         0.1f64,
         "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
     );
-/// pocket_tts_audio_tokenizer_encoder on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// pocket_tts_audio_tokenizer_encoder on webnn: not-tested (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::KnownIssue {
-            reason: "pocket_tts_audio_tokenizer_encoder fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: pocket_tts_audio_tokenizer_encoder on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+            stage: runtime::Stage::Load,
         },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "pocket_tts_audio_tokenizer_encoder fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: pocket_tts_audio_tokenizer_encoder on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -224,10 +222,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "pocket_tts_audio_tokenizer_encoder fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: pocket_tts_audio_tokenizer_encoder on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: pocket_tts_audio_tokenizer_encoder at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 960 µs (5%); OpenVINOExecutionProvider: 13 nodes (52%), 20246 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/pocket_tts_audio_tokenizer_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: pocket_tts_audio_tokenizer_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 960 µs (5%); OpenVINOExecutionProvider: 13 nodes (52%), 20246 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/pocket_tts_audio_tokenizer_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

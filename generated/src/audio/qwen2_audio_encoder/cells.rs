@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2_audio_encoder at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/qwen2_audio_encoder/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen2_audio_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/qwen2_audio_encoder/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -156,8 +156,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "qwen2_audio_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 111 of 512 elements outside 0.1 of the output's spread (2.967e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/qwen2_audio_encoder.yaml) (max abs error 1.590e0; worst at flat index 281: got 0.5361328721046448, expected -1.0536834001541138)",
-            basis: runtime::Basis::Measured,
+            reason: "qwen2_audio_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 111 of 512 elements outside 0.1 of the output's spread (2.967e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/qwen2_audio_encoder.yaml) (max abs error 1.590e0; worst at flat index 281: got 0.5361328721046448, expected -1.0536834001541138)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -166,8 +166,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2_audio_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 111 of 512 elements outside 0.1 of the output's spread (2.967e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/qwen2_audio_encoder.yaml) (max abs error 1.590e0; worst at flat index 281: got 0.5361328721046448, expected -1.0536834001541138)",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen2_audio_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 111 of 512 elements outside 0.1 of the output's spread (2.967e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/qwen2_audio_encoder.yaml) (max abs error 1.590e0; worst at flat index 281: got 0.5361328721046448, expected -1.0536834001541138)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -179,8 +179,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2_audio_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 111 of 512 elements outside 0.1 of the output's spread (2.967e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/qwen2_audio_encoder.yaml) (max abs error 1.590e0; worst at flat index 281: got 0.5361328721046448, expected -1.0536834001541138)",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen2_audio_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 111 of 512 elements outside 0.1 of the output's spread (2.967e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/qwen2_audio_encoder.yaml) (max abs error 1.590e0; worst at flat index 281: got 0.5361328721046448, expected -1.0536834001541138)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -202,8 +202,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "qwen2_audio_encoder fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/qwen2_audio_encoder.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "qwen2_audio_encoder on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/qwen2_audio_encoder.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -212,8 +212,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2_audio_encoder fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/qwen2_audio_encoder.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen2_audio_encoder on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/qwen2_audio_encoder.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -225,8 +225,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2_audio_encoder fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/qwen2_audio_encoder.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen2_audio_encoder on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/qwen2_audio_encoder.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

@@ -35,8 +35,8 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "sew fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: output last_hidden_state has shape [2, 6, 32], expected [2, 7, 32] (batch=2, last_hidden_state_1=7, hidden=32); also output-mismatch: output last_hidden_state: shape [2, 6, 32] differs from the reference [2, 7, 32]",
-        basis: runtime::Basis::Measured,
+        reason: "sew on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state has shape [2, 6, 32], expected [2, 7, 32] (batch=2, last_hidden_state_1=7, hidden=32); also output-mismatch: output last_hidden_state: shape [2, 6, 32] differs from the reference [2, 7, 32]",
+        basis: runtime::Basis::Evidence,
         stage: None,
     },
 );
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sew at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×14 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14 nodes (48%), 381 µs (2%); OpenVINOExecutionProvider: 15 nodes (52%), 15621 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/sew.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "sew on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×14 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14 nodes (48%), 381 µs (2%); OpenVINOExecutionProvider: 15 nodes (52%), 15621 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/sew.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -194,8 +194,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "sew fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/sew.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "sew on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/sew.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -204,8 +204,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sew fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/sew.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "sew on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/sew.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -217,8 +217,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sew fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/sew.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "sew on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/sew.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

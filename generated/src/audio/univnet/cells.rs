@@ -20,10 +20,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "univnet at q4 fails on cpu (measured by gen import --platform cpu): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Export),
+                planned: runtime::Planned::Unsupported {
+                    reason: "univnet on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -142,8 +141,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "univnet at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×41 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (49%), 1967 µs (5%); OpenVINOExecutionProvider: 43 nodes (51%), 39088 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "univnet on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×41 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (49%), 1967 µs (5%); OpenVINOExecutionProvider: 43 nodes (51%), 39088 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +159,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "univnet fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×12 on CPUExecutionProvider, Gather ×12 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 42 nodes (75%), 4892 µs (0%); QNNExecutionProvider: 14 nodes (25%), 2189081 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "univnet on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×12 on CPUExecutionProvider, Gather ×12 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 42 nodes (75%), 4892 µs (0%); QNNExecutionProvider: 14 nodes (25%), 2189081 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -170,8 +169,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "univnet fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×12 on CPUExecutionProvider, Gather ×12 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 42 nodes (75%), 4892 µs (0%); QNNExecutionProvider: 14 nodes (25%), 2189081 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "univnet on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×12 on CPUExecutionProvider, Gather ×12 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 42 nodes (75%), 4892 µs (0%); QNNExecutionProvider: 14 nodes (25%), 2189081 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +182,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "univnet fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×12 on CPUExecutionProvider, Gather ×12 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 42 nodes (75%), 4892 µs (0%); QNNExecutionProvider: 14 nodes (25%), 2189081 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "univnet on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×12 on CPUExecutionProvider, Gather ×12 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 42 nodes (75%), 4892 µs (0%); QNNExecutionProvider: 14 nodes (25%), 2189081 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -206,8 +205,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "univnet fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 49 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "univnet on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 49 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -216,8 +215,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "univnet fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 49 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "univnet on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 49 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -229,8 +228,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "univnet fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 49 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "univnet on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 49 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

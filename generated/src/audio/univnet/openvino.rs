@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: univnet at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×41 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (49%), 1967 µs (5%); OpenVINOExecutionProvider: 43 nodes (51%), 39088 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: univnet on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×41 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (49%), 1967 µs (5%); OpenVINOExecutionProvider: 43 nodes (51%), 39088 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

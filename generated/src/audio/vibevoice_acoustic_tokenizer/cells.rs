@@ -194,8 +194,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "vibevoice_acoustic_tokenizer fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (71%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "vibevoice_acoustic_tokenizer on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (71%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -204,8 +204,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (71%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "vibevoice_acoustic_tokenizer on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (71%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -217,8 +217,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (71%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "vibevoice_acoustic_tokenizer on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (71%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -235,8 +235,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "vibevoice_acoustic_tokenizer fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "vibevoice_acoustic_tokenizer on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -245,8 +245,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -258,8 +258,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -271,8 +271,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -289,8 +289,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "vibevoice_acoustic_tokenizer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 91 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 29794 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "vibevoice_acoustic_tokenizer on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 91 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 29794 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -299,8 +299,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 91 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 29794 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 91 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 29794 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -312,8 +312,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 91 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 29794 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 91 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 29794 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -325,8 +325,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 91 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 29794 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 91 µs (0%); WebGpuExecutionProvider: 153 nodes (96%), 29794 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/vibevoice_acoustic_tokenizer.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

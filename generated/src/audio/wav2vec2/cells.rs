@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "wav2vec2 at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 188 µs (1%); OpenVINOExecutionProvider: 4 nodes (57%), 12677 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/wav2vec2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "wav2vec2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 188 µs (1%); OpenVINOExecutionProvider: 4 nodes (57%), 12677 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/wav2vec2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -205,8 +205,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "wav2vec2 at qdq8 fails on webnn (measured by gen import --platform webnn): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [/model/feature_extractor/conv_layers.0/layer_norm/Constant_2_output_0_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-26 10:42:17.821439 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [279] name: [/model/encoder/layers.1/Add_1_output_0_DequantizeLinear] supported: [1] | 2026-11-26 10:42:17.821608 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [LayerNormalization] index: [280] name: [/model/encoder/layers.1/final_layer_norm/LayerNormalization] supported: [1] | 2026-11-26 10:42:17.821773 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [281] name: [last_hidden_state_QuantizeLinear] supported: [1] | 2026-11-26 10:42:17.838034 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [282] name: [last_hidden_state_DequantizeLinear] supported: [1] | 2026-11-26 10:42:17.851118 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 268 number of nodes supported by WebNN: 268)",
-                    basis: runtime::Basis::Measured,
+                    reason: "wav2vec2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [/model/feature_extractor/conv_layers.0/layer_norm/Constant_2_output_0_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-26 10:42:17.821439 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [279] name: [/model/encoder/layers.1/Add_1_output_0_DequantizeLinear] supported: [1] | 2026-11-26 10:42:17.821608 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [LayerNormalization] index: [280] name: [/model/encoder/layers.1/final_layer_norm/LayerNormalization] supported: [1] | 2026-11-26 10:42:17.821773 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [281] name: [last_hidden_state_QuantizeLinear] supported: [1] | 2026-11-26 10:42:17.838034 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [282] name: [last_hidden_state_DequantizeLinear] supported: [1] | 2026-11-26 10:42:17.851118 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 268 number of nodes supported by WebNN: 268)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -228,10 +228,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "wav2vec2 at fp16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: wav2vec2 on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -250,10 +249,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "wav2vec2 at q4f16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: wav2vec2 on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -274,10 +272,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "wav2vec2 at fp16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: wav2vec2 on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -296,10 +293,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "wav2vec2 at q4f16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: wav2vec2 on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,

@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "wav2vec2-bert at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (46%), 307 µs (1%); OpenVINOExecutionProvider: 7 nodes (54%), 22612 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/wav2vec2-bert.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "wav2vec2-bert on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (46%), 307 µs (1%); OpenVINOExecutionProvider: 7 nodes (54%), 22612 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/wav2vec2-bert.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -162,8 +162,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "wav2vec2-bert at qdq8 fails on qnn (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: DequantizeLinear ×4 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, QuantizeLinear ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (73%), 275 µs (0%); QNNExecutionProvider: 3 nodes (27%), 96325 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/wav2vec2-bert.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "wav2vec2-bert on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on QNNExecutionProvider: DequantizeLinear ×4 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, QuantizeLinear ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (73%), 275 µs (0%); QNNExecutionProvider: 3 nodes (27%), 96325 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/wav2vec2-bert.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: wav2vec2-bert at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (46%), 307 µs (1%); OpenVINOExecutionProvider: 7 nodes (54%), 22612 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/wav2vec2-bert.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: wav2vec2-bert on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (46%), 307 µs (1%); OpenVINOExecutionProvider: 7 nodes (54%), 22612 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/wav2vec2-bert.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "wavlm at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (47%), 380 µs (2%); OpenVINOExecutionProvider: 9 nodes (53%), 15956 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/wavlm.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "wavlm on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (47%), 380 µs (2%); OpenVINOExecutionProvider: 9 nodes (53%), 15956 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/wavlm.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -162,8 +162,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "wavlm at qdq8 fails on qnn (measured by gen import --platform qnn): cannot load /root/.cache/hwmatrix/fixtures/wavlm/model.qdq8.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "wavlm on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/wavlm/model.qdq8.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {

@@ -12,9 +12,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xcodec2 at int8 fails on cpu (measured by gen import --platform cpu): output audio_values: cosine similarity 0.7873 in its worst row (of 1; mean 0.7873), below 0.98; relative L2 error 0.6418, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 3.133e-1; worst at flat index 718: got 0.14735177159309387, expected -0.1659524142742157); output audio_codes: 27 integer elements differ from the reference (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 6.400e1; worst at flat index 6: got 169, expected 233)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "xcodec2 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output audio_values: cosine similarity 0.7873 in its worst row (of 1; mean 0.7873), below 0.98; relative L2 error 0.6418, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 3.133e-1; worst at flat index 718: got 0.14735177159309387, expected -0.1659524142742157); output audio_codes: 27 integer elements differ from the reference (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 6.400e1; worst at flat index 6: got 169, expected 233)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -25,9 +25,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xcodec2 at q4 fails on cpu (measured by gen import --platform cpu): output audio_values: cosine similarity 0.7253 in its worst row (of 1; mean 0.7253), below 0.95; relative L2 error 0.7356, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 3.501e-1; worst at flat index 190: got 0.10660555213689804, expected -0.2434554547071457); output audio_codes: 38 integer elements differ from the reference (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 8.000e1; worst at flat index 23: got 165, expected 245)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "xcodec2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output audio_values: cosine similarity 0.7253 in its worst row (of 1; mean 0.7253), below 0.95; relative L2 error 0.7356, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 3.501e-1; worst at flat index 190: got 0.10660555213689804, expected -0.2434554547071457); output audio_codes: 38 integer elements differ from the reference (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 8.000e1; worst at flat index 23: got 165, expected 245)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -140,8 +140,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "xcodec2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/xcodec2/model.onnx: Load model from /root/.cache/hwmatrix/fixtures/xcodec2/model.onnx failed:Node (node_DFT_1194) Op (DFT) [ShapeInferenceError] is_onesided and inverse attributes cannot be enabled at the same time",
-            basis: runtime::Basis::Measured,
+            reason: "xcodec2 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: cannot load <fixtures>/xcodec2/model.onnx: Load model from <fixtures>/xcodec2/model.onnx failed:Node (node_DFT_1194) Op (DFT) [ShapeInferenceError] is_onesided and inverse attributes cannot be enabled at the same time",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -150,8 +150,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xcodec2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/xcodec2/model.onnx: Load model from /root/.cache/hwmatrix/fixtures/xcodec2/model.onnx failed:Node (node_DFT_1194) Op (DFT) [ShapeInferenceError] is_onesided and inverse attributes cannot be enabled at the same time",
-                    basis: runtime::Basis::Measured,
+                    reason: "xcodec2 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: cannot load <fixtures>/xcodec2/model.onnx: Load model from <fixtures>/xcodec2/model.onnx failed:Node (node_DFT_1194) Op (DFT) [ShapeInferenceError] is_onesided and inverse attributes cannot be enabled at the same time",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -168,8 +168,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "xcodec2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/xcodec2/model.onnx: Node 'node_Conv_1544_token_157' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
-            basis: runtime::Basis::Measured,
+            reason: "xcodec2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/xcodec2/model.onnx: Node 'node_Conv_1544_token_157' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -178,8 +178,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xcodec2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/xcodec2/model.onnx: Node 'node_Conv_1544_token_157' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
-                    basis: runtime::Basis::Measured,
+                    reason: "xcodec2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/xcodec2/model.onnx: Node 'node_Conv_1544_token_157' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -191,8 +191,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xcodec2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/xcodec2/model.onnx: Node 'node_Conv_1544_token_157' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
-                    basis: runtime::Basis::Measured,
+                    reason: "xcodec2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/xcodec2/model.onnx: Node 'node_Conv_1544_token_157' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -208,25 +208,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         0.1f64,
         "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
     );
-/// xcodec2 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// xcodec2 on webnn: not-tested (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::KnownIssue {
-            reason: "xcodec2 fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: xcodec2 on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+            stage: runtime::Stage::Load,
         },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "xcodec2 fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: xcodec2 on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -236,10 +234,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "xcodec2 fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: xcodec2 on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -255,8 +252,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "xcodec2 fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 642 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/xcodec2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "xcodec2 on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 642 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/xcodec2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -265,8 +262,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xcodec2 fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 642 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/xcodec2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "xcodec2 on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 642 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/xcodec2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -278,8 +275,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xcodec2 fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 642 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/xcodec2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "xcodec2 on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 642 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/xcodec2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -291,8 +288,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xcodec2 fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 642 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/xcodec2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "xcodec2 on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (4%), 0 µs (0%); WebGpuExecutionProvider: 642 nodes (96%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/xcodec2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -309,8 +306,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "xcodec2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (4%), 468 µs (0%); WebGpuExecutionProvider: 642 nodes (96%), 1502047 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/xcodec2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "xcodec2 on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (4%), 468 µs (0%); WebGpuExecutionProvider: 642 nodes (96%), 1502047 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/xcodec2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -319,8 +316,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xcodec2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (4%), 468 µs (0%); WebGpuExecutionProvider: 642 nodes (96%), 1502047 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/xcodec2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "xcodec2 on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (4%), 468 µs (0%); WebGpuExecutionProvider: 642 nodes (96%), 1502047 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/xcodec2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -332,8 +329,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xcodec2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (4%), 468 µs (0%); WebGpuExecutionProvider: 642 nodes (96%), 1502047 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/xcodec2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "xcodec2 on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (4%), 468 µs (0%); WebGpuExecutionProvider: 642 nodes (96%), 1502047 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/xcodec2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -345,8 +342,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xcodec2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (4%), 468 µs (0%); WebGpuExecutionProvider: 642 nodes (96%), 1502047 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/xcodec2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "xcodec2 on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (4%), 468 µs (0%); WebGpuExecutionProvider: 642 nodes (96%), 1502047 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/xcodec2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

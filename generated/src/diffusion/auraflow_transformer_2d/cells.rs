@@ -132,8 +132,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "auraflow_transformer_2d fails on openvino with onnxruntime (measured by gen import --platform openvino): matches_reference: output sample: 133 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 3.349e-4; worst at flat index 703: got -0.0010669372277334332, expected -0.0007565681589767337)",
-            basis: runtime::Basis::Measured,
+            reason: "auraflow_transformer_2d on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): matches_reference: output sample: 133 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 3.349e-4; worst at flat index 703: got -0.0010669372277334332, expected -0.0007565681589767337)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "auraflow_transformer_2d fails on openvino with onnxruntime (measured by gen import --platform openvino): matches_reference: output sample: 133 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 3.349e-4; worst at flat index 703: got -0.0010669372277334332, expected -0.0007565681589767337)",
-                    basis: runtime::Basis::Measured,
+                    reason: "auraflow_transformer_2d on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): matches_reference: output sample: 133 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 3.349e-4; worst at flat index 703: got -0.0010669372277334332, expected -0.0007565681589767337)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +160,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "auraflow_transformer_2d fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 44 µs (0%); QNNExecutionProvider: 1 nodes (25%), 379430 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/auraflow_transformer_2d.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "auraflow_transformer_2d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 44 µs (0%); QNNExecutionProvider: 1 nodes (25%), 379430 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/auraflow_transformer_2d.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -170,8 +170,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "auraflow_transformer_2d fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 44 µs (0%); QNNExecutionProvider: 1 nodes (25%), 379430 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/auraflow_transformer_2d.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "auraflow_transformer_2d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 44 µs (0%); QNNExecutionProvider: 1 nodes (25%), 379430 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/auraflow_transformer_2d.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "auraflow_transformer_2d fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 44 µs (0%); QNNExecutionProvider: 1 nodes (25%), 379430 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/auraflow_transformer_2d.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "auraflow_transformer_2d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 44 µs (0%); QNNExecutionProvider: 1 nodes (25%), 379430 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/auraflow_transformer_2d.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -235,8 +235,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "auraflow_transformer_2d fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)",
-            basis: runtime::Basis::Measured,
+            reason: "auraflow_transformer_2d on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -245,8 +245,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "auraflow_transformer_2d fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)",
-                    basis: runtime::Basis::Measured,
+                    reason: "auraflow_transformer_2d on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -258,8 +258,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "auraflow_transformer_2d fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)",
-                    basis: runtime::Basis::Measured,
+                    reason: "auraflow_transformer_2d on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -271,8 +271,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "auraflow_transformer_2d fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)",
-                    basis: runtime::Basis::Measured,
+                    reason: "auraflow_transformer_2d on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

@@ -20,10 +20,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos at q4 fails on cpu (measured by gen import --platform cpu): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Export),
+                planned: runtime::Planned::Unsupported {
+                    reason: "autoencoder_kl_cosmos on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -136,8 +135,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "autoencoder_kl_cosmos fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (47%), 47 µs (0%); OpenVINOExecutionProvider: 8 nodes (53%), 44670 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_cosmos.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "autoencoder_kl_cosmos on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (47%), 47 µs (0%); OpenVINOExecutionProvider: 8 nodes (53%), 44670 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_cosmos.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -146,8 +145,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (47%), 47 µs (0%); OpenVINOExecutionProvider: 8 nodes (53%), 44670 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_cosmos.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_cosmos on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (47%), 47 µs (0%); OpenVINOExecutionProvider: 8 nodes (53%), 44670 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_cosmos.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -164,8 +163,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "autoencoder_kl_cosmos fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/autoencoder_kl_cosmos/model.onnx: Node 'node_convolution_7_token_887' OpType:ConvTranspose with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
-            basis: runtime::Basis::Measured,
+            reason: "autoencoder_kl_cosmos on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/autoencoder_kl_cosmos/model.onnx: Node 'node_convolution_7_token_887' OpType:ConvTranspose with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -174,8 +173,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/autoencoder_kl_cosmos/model.onnx: Node 'node_convolution_7_token_887' OpType:ConvTranspose with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_cosmos on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/autoencoder_kl_cosmos/model.onnx: Node 'node_convolution_7_token_887' OpType:ConvTranspose with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +186,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/autoencoder_kl_cosmos/model.onnx: Node 'node_convolution_7_token_887' OpType:ConvTranspose with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_cosmos on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/autoencoder_kl_cosmos/model.onnx: Node 'node_convolution_7_token_887' OpType:ConvTranspose with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -239,8 +238,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "autoencoder_kl_cosmos fails on webgpu with browser (measured by gen import --platform webgpu): runs: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3). (page log: 2026-11-24 02:15:09.605710 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Expand:1:2;6:2;6\" (48, 1, 1) | 2026-11-24 02:15:09.634405 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Concat[2,2]:2|2|1:0;5|0;5:\" (576, 1, 1) | 2026-11-24 02:15:09.639614 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Pad[1|0]:5|1|1:5:0;5\" (664, 1, 1) | 2026-11-24 02:15:09.659275 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[0-2-3-4-1]:64,1,1:1:0;5:\" (664, 1, 1) | \u{1b}[1;31m2026-11-24 02:15:09.659749 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).\u{1b}[m)",
-            basis: runtime::Basis::Measured,
+            reason: "autoencoder_kl_cosmos on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3). (page log: 2026-11-24 02:15:09.605710 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Expand:1:2;6:2;6\" (48, 1, 1) | 2026-11-24 02:15:09.634405 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Concat[2,2]:2|2|1:0;5|0;5:\" (576, 1, 1) | 2026-11-24 02:15:09.639614 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Pad[1|0]:5|1|1:5:0;5\" (664, 1, 1) | 2026-11-24 02:15:09.659275 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[0-2-3-4-1]:64,1,1:1:0;5:\" (664, 1, 1) | \u{1b}[1;31m2026-11-24 02:15:09.659749 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).\u{1b}[m)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -249,8 +248,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos fails on webgpu with browser (measured by gen import --platform webgpu): runs: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3). (page log: 2026-11-24 02:15:09.605710 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Expand:1:2;6:2;6\" (48, 1, 1) | 2026-11-24 02:15:09.634405 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Concat[2,2]:2|2|1:0;5|0;5:\" (576, 1, 1) | 2026-11-24 02:15:09.639614 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Pad[1|0]:5|1|1:5:0;5\" (664, 1, 1) | 2026-11-24 02:15:09.659275 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[0-2-3-4-1]:64,1,1:1:0;5:\" (664, 1, 1) | \u{1b}[1;31m2026-11-24 02:15:09.659749 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).\u{1b}[m)",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_cosmos on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3). (page log: 2026-11-24 02:15:09.605710 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Expand:1:2;6:2;6\" (48, 1, 1) | 2026-11-24 02:15:09.634405 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Concat[2,2]:2|2|1:0;5|0;5:\" (576, 1, 1) | 2026-11-24 02:15:09.639614 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Pad[1|0]:5|1|1:5:0;5\" (664, 1, 1) | 2026-11-24 02:15:09.659275 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[0-2-3-4-1]:64,1,1:1:0;5:\" (664, 1, 1) | \u{1b}[1;31m2026-11-24 02:15:09.659749 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).\u{1b}[m)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -262,8 +261,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos fails on webgpu with browser (measured by gen import --platform webgpu): runs: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3). (page log: 2026-11-24 02:15:09.605710 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Expand:1:2;6:2;6\" (48, 1, 1) | 2026-11-24 02:15:09.634405 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Concat[2,2]:2|2|1:0;5|0;5:\" (576, 1, 1) | 2026-11-24 02:15:09.639614 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Pad[1|0]:5|1|1:5:0;5\" (664, 1, 1) | 2026-11-24 02:15:09.659275 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[0-2-3-4-1]:64,1,1:1:0;5:\" (664, 1, 1) | \u{1b}[1;31m2026-11-24 02:15:09.659749 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).\u{1b}[m)",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_cosmos on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3). (page log: 2026-11-24 02:15:09.605710 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Expand:1:2;6:2;6\" (48, 1, 1) | 2026-11-24 02:15:09.634405 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Concat[2,2]:2|2|1:0;5|0;5:\" (576, 1, 1) | 2026-11-24 02:15:09.639614 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Pad[1|0]:5|1|1:5:0;5\" (664, 1, 1) | 2026-11-24 02:15:09.659275 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[0-2-3-4-1]:64,1,1:1:0;5:\" (664, 1, 1) | \u{1b}[1;31m2026-11-24 02:15:09.659749 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).\u{1b}[m)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -275,8 +274,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos fails on webgpu with browser (measured by gen import --platform webgpu): runs: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3). (page log: 2026-11-24 02:15:09.605710 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Expand:1:2;6:2;6\" (48, 1, 1) | 2026-11-24 02:15:09.634405 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Concat[2,2]:2|2|1:0;5|0;5:\" (576, 1, 1) | 2026-11-24 02:15:09.639614 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Pad[1|0]:5|1|1:5:0;5\" (664, 1, 1) | 2026-11-24 02:15:09.659275 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[0-2-3-4-1]:64,1,1:1:0;5:\" (664, 1, 1) | \u{1b}[1;31m2026-11-24 02:15:09.659749 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).\u{1b}[m)",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_cosmos on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 2, ERROR_MESSAGE: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3). (page log: 2026-11-24 02:15:09.605710 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Expand:1:2;6:2;6\" (48, 1, 1) | 2026-11-24 02:15:09.634405 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Concat[2,2]:2|2|1:0;5|0;5:\" (576, 1, 1) | 2026-11-24 02:15:09.639614 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Pad[1|0]:5|1|1:5:0;5\" (664, 1, 1) | 2026-11-24 02:15:09.659275 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[0-2-3-4-1]:64,1,1:1:0;5:\" (664, 1, 1) | \u{1b}[1;31m2026-11-24 02:15:09.659749 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).\u{1b}[m)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -333,46 +332,41 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
     checks: &[
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
-            planned: runtime::Planned::KnownIssue {
-                reason: "autoencoder_kl_cosmos at fp16 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "autoencoder_kl_cosmos on webgpu with wgpu: fp16_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
-            planned: runtime::Planned::KnownIssue {
-                reason: "autoencoder_kl_cosmos at int8 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "autoencoder_kl_cosmos on webgpu with wgpu: int8_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
-            planned: runtime::Planned::KnownIssue {
-                reason: "autoencoder_kl_cosmos at int4 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "autoencoder_kl_cosmos on webgpu with wgpu: int4_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
-            planned: runtime::Planned::KnownIssue {
-                reason: "autoencoder_kl_cosmos at int4_mixed on webgpu (measured by gen import --platform webgpu): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "autoencoder_kl_cosmos on webgpu with wgpu: int4_mixed_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
-            planned: runtime::Planned::KnownIssue {
-                reason: "autoencoder_kl_cosmos at int2 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "autoencoder_kl_cosmos on webgpu with wgpu: int2_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },

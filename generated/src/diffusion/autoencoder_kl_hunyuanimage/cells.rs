@@ -20,10 +20,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanimage at q4 fails on cpu (measured by gen import --platform cpu): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Export),
+                planned: runtime::Planned::Unsupported {
+                    reason: "autoencoder_kl_hunyuanimage on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -142,8 +141,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanimage at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/autoencoder_kl_hunyuanimage/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_hunyuanimage on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/autoencoder_kl_hunyuanimage/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +159,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "autoencoder_kl_hunyuanimage fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×24 on CPUExecutionProvider, Transpose ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (84%), 723 µs (0%); QNNExecutionProvider: 7 nodes (16%), 959050 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_hunyuanimage.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "autoencoder_kl_hunyuanimage on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×24 on CPUExecutionProvider, Transpose ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (84%), 723 µs (0%); QNNExecutionProvider: 7 nodes (16%), 959050 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_hunyuanimage.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -170,8 +169,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanimage fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×24 on CPUExecutionProvider, Transpose ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (84%), 723 µs (0%); QNNExecutionProvider: 7 nodes (16%), 959050 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_hunyuanimage.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_hunyuanimage on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×24 on CPUExecutionProvider, Transpose ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (84%), 723 µs (0%); QNNExecutionProvider: 7 nodes (16%), 959050 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_hunyuanimage.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +182,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanimage fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×24 on CPUExecutionProvider, Transpose ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (84%), 723 µs (0%); QNNExecutionProvider: 7 nodes (16%), 959050 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_hunyuanimage.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_hunyuanimage on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×24 on CPUExecutionProvider, Transpose ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (84%), 723 µs (0%); QNNExecutionProvider: 7 nodes (16%), 959050 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_hunyuanimage.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

@@ -20,10 +20,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_ltx2 at q4 fails on cpu (measured by gen import --platform cpu): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Export),
+                planned: runtime::Planned::Unsupported {
+                    reason: "autoencoder_kl_ltx2 on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -142,8 +141,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_ltx2 at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×29 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 29 nodes (49%), 25644 µs (57%); OpenVINOExecutionProvider: 30 nodes (51%), 19031 µs (43%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_ltx2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_ltx2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×29 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 29 nodes (49%), 25644 µs (57%); OpenVINOExecutionProvider: 30 nodes (51%), 19031 µs (43%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_ltx2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +159,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "autoencoder_kl_ltx2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
-            basis: runtime::Basis::Measured,
+            reason: "autoencoder_kl_ltx2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -170,8 +169,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_ltx2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_ltx2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
+                    basis: runtime::Basis::Evidence,
                     stage: None,
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +182,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_ltx2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_ltx2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
+                    basis: runtime::Basis::Evidence,
                     stage: None,
                 },
                 bound: runtime::AgreementBound {
@@ -313,46 +312,41 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
     checks: &[
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
-            planned: runtime::Planned::KnownIssue {
-                reason: "autoencoder_kl_ltx2 at fp16 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_ltx2 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "autoencoder_kl_ltx2 on webgpu with wgpu: fp16_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): autoencoder_kl_ltx2 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
-            planned: runtime::Planned::KnownIssue {
-                reason: "autoencoder_kl_ltx2 at int8 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_ltx2 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "autoencoder_kl_ltx2 on webgpu with wgpu: int8_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): autoencoder_kl_ltx2 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
-            planned: runtime::Planned::KnownIssue {
-                reason: "autoencoder_kl_ltx2 at int4 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_ltx2 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "autoencoder_kl_ltx2 on webgpu with wgpu: int4_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): autoencoder_kl_ltx2 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
-            planned: runtime::Planned::KnownIssue {
-                reason: "autoencoder_kl_ltx2 at int4_mixed on webgpu (measured by gen import --platform webgpu): autoencoder_kl_ltx2 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "autoencoder_kl_ltx2 on webgpu with wgpu: int4_mixed_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): autoencoder_kl_ltx2 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
-            planned: runtime::Planned::KnownIssue {
-                reason: "autoencoder_kl_ltx2 at int2 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_ltx2 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "autoencoder_kl_ltx2 on webgpu with wgpu: int2_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): autoencoder_kl_ltx2 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },

@@ -12,9 +12,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_magvit at int8 fails on cpu (measured by gen import --platform cpu): output sample_output: cosine similarity 0.9460 in its worst row (of 1; mean 0.9460), below 0.98; relative L2 error 0.3279, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_magvit.yaml) (max abs error 4.416e-1; worst at flat index 2695: got -0.33056357502937317, expected 0.1110028624534607)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "autoencoder_kl_magvit on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output sample_output: cosine similarity 0.9460 in its worst row (of 1; mean 0.9460), below 0.98; relative L2 error 0.3279, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_magvit.yaml) (max abs error 4.416e-1; worst at flat index 2695: got -0.33056357502937317, expected 0.1110028624534607)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -24,10 +24,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_magvit at q4 fails on cpu (measured by gen import --platform cpu): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Export),
+                planned: runtime::Planned::Unsupported {
+                    reason: "autoencoder_kl_magvit on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -146,8 +145,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_magvit at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×119 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 119 nodes (40%), 70795 µs (35%); OpenVINOExecutionProvider: 181 nodes (60%), 132467 µs (65%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_magvit.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output sample_output: cosine similarity 0.9461 in its worst row (of 1; mean 0.9461), below 0.98; relative L2 error 0.3277, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_magvit.yaml) (max abs error 4.416e-1; worst at flat index 2695: got -0.33056363463401794, expected 0.1110028624534607)",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_magvit on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×119 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 119 nodes (40%), 70795 µs (35%); OpenVINOExecutionProvider: 181 nodes (60%), 132467 µs (65%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_magvit.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output sample_output: cosine similarity 0.9461 in its worst row (of 1; mean 0.9461), below 0.98; relative L2 error 0.3277, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_magvit.yaml) (max abs error 4.416e-1; worst at flat index 2695: got -0.33056363463401794, expected 0.1110028624534607)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -164,8 +163,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "autoencoder_kl_magvit fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 38 nodes (49%), 1720 µs (0%); QNNExecutionProvider: 39 nodes (51%), 2454206 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_magvit.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "autoencoder_kl_magvit on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 38 nodes (49%), 1720 µs (0%); QNNExecutionProvider: 39 nodes (51%), 2454206 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_magvit.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -174,8 +173,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_magvit fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 38 nodes (49%), 1720 µs (0%); QNNExecutionProvider: 39 nodes (51%), 2454206 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_magvit.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_magvit on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 38 nodes (49%), 1720 µs (0%); QNNExecutionProvider: 39 nodes (51%), 2454206 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_magvit.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +186,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_magvit fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 38 nodes (49%), 1720 µs (0%); QNNExecutionProvider: 39 nodes (51%), 2454206 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_magvit.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_magvit on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 38 nodes (49%), 1720 µs (0%); QNNExecutionProvider: 39 nodes (51%), 2454206 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_magvit.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -317,46 +316,41 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
     checks: &[
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
-            planned: runtime::Planned::KnownIssue {
-                reason: "autoencoder_kl_magvit at fp16 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "autoencoder_kl_magvit on webgpu with wgpu: fp16_quantization does not apply (evidence: recorded 2026-11-22 before evidence carried provenance; stale): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
-            planned: runtime::Planned::KnownIssue {
-                reason: "autoencoder_kl_magvit at int8 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "autoencoder_kl_magvit on webgpu with wgpu: int8_quantization does not apply (evidence: recorded 2026-11-22 before evidence carried provenance; stale): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
-            planned: runtime::Planned::KnownIssue {
-                reason: "autoencoder_kl_magvit at int4 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "autoencoder_kl_magvit on webgpu with wgpu: int4_quantization does not apply (evidence: recorded 2026-11-22 before evidence carried provenance; stale): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
-            planned: runtime::Planned::KnownIssue {
-                reason: "autoencoder_kl_magvit at int4_mixed on webgpu (measured by gen import --platform webgpu): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "autoencoder_kl_magvit on webgpu with wgpu: int4_mixed_quantization does not apply (evidence: recorded 2026-11-22 before evidence carried provenance; stale): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
-            planned: runtime::Planned::KnownIssue {
-                reason: "autoencoder_kl_magvit at int2 on webgpu (measured by gen import --platform webgpu): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "autoencoder_kl_magvit on webgpu with wgpu: int2_quantization does not apply (evidence: recorded 2026-11-22 before evidence carried provenance; stale): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },

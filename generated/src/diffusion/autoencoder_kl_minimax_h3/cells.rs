@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_minimax_h3 at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/autoencoder_kl_minimax_h3/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_minimax_h3 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/autoencoder_kl_minimax_h3/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -156,8 +156,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "autoencoder_kl_minimax_h3 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Pad ×16 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 19 nodes (66%), 533 µs (0%); QNNExecutionProvider: 10 nodes (34%), 874898 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_minimax_h3.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "autoencoder_kl_minimax_h3 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Pad ×16 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 19 nodes (66%), 533 µs (0%); QNNExecutionProvider: 10 nodes (34%), 874898 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_minimax_h3.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -166,8 +166,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_minimax_h3 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Pad ×16 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 19 nodes (66%), 533 µs (0%); QNNExecutionProvider: 10 nodes (34%), 874898 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_minimax_h3.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_minimax_h3 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Pad ×16 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 19 nodes (66%), 533 µs (0%); QNNExecutionProvider: 10 nodes (34%), 874898 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_minimax_h3.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -179,8 +179,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_minimax_h3 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Pad ×16 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 19 nodes (66%), 533 µs (0%); QNNExecutionProvider: 10 nodes (34%), 874898 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_minimax_h3.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_minimax_h3 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Pad ×16 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 19 nodes (66%), 533 µs (0%); QNNExecutionProvider: 10 nodes (34%), 874898 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_minimax_h3.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_minimax_h3_audio at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/autoencoder_kl_minimax_h3_audio/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_minimax_h3_audio on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/autoencoder_kl_minimax_h3_audio/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -156,8 +156,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "autoencoder_kl_minimax_h3_audio fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/autoencoder_kl_minimax_h3_audio/model.onnx: Node 'node_Conv_787_token_127' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
-            basis: runtime::Basis::Measured,
+            reason: "autoencoder_kl_minimax_h3_audio on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/autoencoder_kl_minimax_h3_audio/model.onnx: Node 'node_Conv_787_token_127' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -166,8 +166,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_minimax_h3_audio fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/autoencoder_kl_minimax_h3_audio/model.onnx: Node 'node_Conv_787_token_127' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_minimax_h3_audio on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/autoencoder_kl_minimax_h3_audio/model.onnx: Node 'node_Conv_787_token_127' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -179,8 +179,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_minimax_h3_audio fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/autoencoder_kl_minimax_h3_audio/model.onnx: Node 'node_Conv_787_token_127' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_minimax_h3_audio on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/autoencoder_kl_minimax_h3_audio/model.onnx: Node 'node_Conv_787_token_127' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {

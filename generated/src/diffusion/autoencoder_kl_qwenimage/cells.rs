@@ -12,9 +12,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_qwenimage at int8 fails on cpu (measured by gen import --platform cpu): output sample_output: relative L2 error 0.1339, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_qwenimage.yaml) (max abs error 2.195e-1; worst at flat index 1987: got -0.20655962824821472, expected 0.012913805432617664)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "autoencoder_kl_qwenimage on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output sample_output: relative L2 error 0.1339, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_qwenimage.yaml) (max abs error 2.195e-1; worst at flat index 1987: got -0.20655962824821472, expected 0.012913805432617664)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -24,10 +24,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_qwenimage at q4 fails on cpu (measured by gen import --platform cpu): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Export),
+                planned: runtime::Planned::Unsupported {
+                    reason: "autoencoder_kl_qwenimage on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -146,8 +145,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_qwenimage at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/autoencoder_kl_qwenimage/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_qwenimage on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/autoencoder_kl_qwenimage/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -164,8 +163,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "autoencoder_kl_qwenimage fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Concat ×2 on CPUExecutionProvider, ReduceL2 ×68 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Squeeze ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider, Unsqueeze ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 86 nodes (70%), 1228 µs (0%); QNNExecutionProvider: 37 nodes (30%), 460880 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_qwenimage.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "autoencoder_kl_qwenimage on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Concat ×2 on CPUExecutionProvider, ReduceL2 ×68 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Squeeze ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider, Unsqueeze ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 86 nodes (70%), 1228 µs (0%); QNNExecutionProvider: 37 nodes (30%), 460880 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_qwenimage.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -174,8 +173,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_qwenimage fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Concat ×2 on CPUExecutionProvider, ReduceL2 ×68 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Squeeze ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider, Unsqueeze ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 86 nodes (70%), 1228 µs (0%); QNNExecutionProvider: 37 nodes (30%), 460880 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_qwenimage.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_qwenimage on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Concat ×2 on CPUExecutionProvider, ReduceL2 ×68 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Squeeze ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider, Unsqueeze ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 86 nodes (70%), 1228 µs (0%); QNNExecutionProvider: 37 nodes (30%), 460880 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_qwenimage.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +186,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_qwenimage fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Concat ×2 on CPUExecutionProvider, ReduceL2 ×68 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Squeeze ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider, Unsqueeze ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 86 nodes (70%), 1228 µs (0%); QNNExecutionProvider: 37 nodes (30%), 460880 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_qwenimage.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "autoencoder_kl_qwenimage on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Concat ×2 on CPUExecutionProvider, ReduceL2 ×68 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Squeeze ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider, Unsqueeze ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 86 nodes (70%), 1228 µs (0%); QNNExecutionProvider: 37 nodes (30%), 460880 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_qwenimage.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

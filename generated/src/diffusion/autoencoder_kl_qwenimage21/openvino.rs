@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: autoencoder_kl_qwenimage21 at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×56 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (50%), 4761 µs (8%); OpenVINOExecutionProvider: 57 nodes (50%), 55219 µs (92%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_qwenimage21.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: autoencoder_kl_qwenimage21 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×56 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (50%), 4761 µs (8%); OpenVINOExecutionProvider: 57 nodes (50%), 55219 µs (92%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_qwenimage21.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dit_transformer_2d at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/dit_transformer_2d/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "dit_transformer_2d on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/dit_transformer_2d/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -156,8 +156,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "dit_transformer_2d fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output sample: 627 of 2048 elements outside 0.1 of the output's spread (2.042e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/dit_transformer_2d.yaml) (max abs error 1.584e0; worst at flat index 1842: got 0.4699707329273224, expected -1.1136692762374878)",
-            basis: runtime::Basis::Measured,
+            reason: "dit_transformer_2d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output sample: 627 of 2048 elements outside 0.1 of the output's spread (2.042e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/dit_transformer_2d.yaml) (max abs error 1.584e0; worst at flat index 1842: got 0.4699707329273224, expected -1.1136692762374878)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -166,8 +166,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dit_transformer_2d fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output sample: 627 of 2048 elements outside 0.1 of the output's spread (2.042e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/dit_transformer_2d.yaml) (max abs error 1.584e0; worst at flat index 1842: got 0.4699707329273224, expected -1.1136692762374878)",
-                    basis: runtime::Basis::Measured,
+                    reason: "dit_transformer_2d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output sample: 627 of 2048 elements outside 0.1 of the output's spread (2.042e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/dit_transformer_2d.yaml) (max abs error 1.584e0; worst at flat index 1842: got 0.4699707329273224, expected -1.1136692762374878)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -179,8 +179,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dit_transformer_2d fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output sample: 627 of 2048 elements outside 0.1 of the output's spread (2.042e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/dit_transformer_2d.yaml) (max abs error 1.584e0; worst at flat index 1842: got 0.4699707329273224, expected -1.1136692762374878)",
-                    basis: runtime::Basis::Measured,
+                    reason: "dit_transformer_2d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output sample: 627 of 2048 elements outside 0.1 of the output's spread (2.042e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/dit_transformer_2d.yaml) (max abs error 1.584e0; worst at flat index 1842: got 0.4699707329273224, expected -1.1136692762374878)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

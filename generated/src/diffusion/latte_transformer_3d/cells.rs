@@ -132,8 +132,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "latte_transformer_3d fails on openvino with onnxruntime (measured by gen import --platform openvino): matches_reference: output sample: 512 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.521e0; worst at flat index 495: got 0.40833780169487, expected -1.1124861240386963)",
-            basis: runtime::Basis::Measured,
+            reason: "latte_transformer_3d on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): matches_reference: output sample: 512 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.521e0; worst at flat index 495: got 0.40833780169487, expected -1.1124861240386963)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "latte_transformer_3d fails on openvino with onnxruntime (measured by gen import --platform openvino): matches_reference: output sample: 512 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.521e0; worst at flat index 495: got 0.40833780169487, expected -1.1124861240386963)",
-                    basis: runtime::Basis::Measured,
+                    reason: "latte_transformer_3d on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): matches_reference: output sample: 512 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.521e0; worst at flat index 495: got 0.40833780169487, expected -1.1124861240386963)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +160,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "latte_transformer_3d fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 72 µs (0%); QNNExecutionProvider: 2 nodes (40%), 105150 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/latte_transformer_3d.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "latte_transformer_3d on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 72 µs (0%); QNNExecutionProvider: 2 nodes (40%), 105150 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/latte_transformer_3d.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -170,8 +170,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "latte_transformer_3d fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 72 µs (0%); QNNExecutionProvider: 2 nodes (40%), 105150 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/latte_transformer_3d.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "latte_transformer_3d on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 72 µs (0%); QNNExecutionProvider: 2 nodes (40%), 105150 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/latte_transformer_3d.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "latte_transformer_3d fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 72 µs (0%); QNNExecutionProvider: 2 nodes (40%), 105150 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/latte_transformer_3d.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "latte_transformer_3d on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 72 µs (0%); QNNExecutionProvider: 2 nodes (40%), 105150 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/latte_transformer_3d.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

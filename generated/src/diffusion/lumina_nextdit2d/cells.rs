@@ -12,8 +12,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lumina_nextdit2d at int8 fails on cpu (measured by gen import --platform cpu): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (256) vs (24)",
-                    basis: runtime::Basis::Measured,
+                    reason: "lumina_nextdit2d on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (256) vs (24)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -136,8 +136,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "lumina_nextdit2d fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 13 µs (0%); OpenVINOExecutionProvider: 7 nodes (64%), 6928 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "lumina_nextdit2d on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 13 µs (0%); OpenVINOExecutionProvider: 7 nodes (64%), 6928 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -146,8 +146,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lumina_nextdit2d fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 13 µs (0%); OpenVINOExecutionProvider: 7 nodes (64%), 6928 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "lumina_nextdit2d on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: IsNaN ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 13 µs (0%); OpenVINOExecutionProvider: 7 nodes (64%), 6928 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -164,8 +164,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "lumina_nextdit2d fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (86%), 158 µs (0%); QNNExecutionProvider: 1 nodes (14%), 336079 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off QNNExecutionProvider, with the reason; also out-of-tolerance: output sample: 407 of 2048 elements outside 0.1 of the output's spread (2.047e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/lumina_nextdit2d.yaml) (max abs error 1.203e0; worst at flat index 1252: got 0.3593750298023224, expected -0.8434305191040039)",
-            basis: runtime::Basis::Measured,
+            reason: "lumina_nextdit2d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (86%), 158 µs (0%); QNNExecutionProvider: 1 nodes (14%), 336079 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off QNNExecutionProvider, with the reason; also out-of-tolerance: output sample: 407 of 2048 elements outside 0.1 of the output's spread (2.047e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/lumina_nextdit2d.yaml) (max abs error 1.203e0; worst at flat index 1252: got 0.3593750298023224, expected -0.8434305191040039)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -174,8 +174,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lumina_nextdit2d fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (86%), 158 µs (0%); QNNExecutionProvider: 1 nodes (14%), 336079 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off QNNExecutionProvider, with the reason; also out-of-tolerance: output sample: 407 of 2048 elements outside 0.1 of the output's spread (2.047e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/lumina_nextdit2d.yaml) (max abs error 1.203e0; worst at flat index 1252: got 0.3593750298023224, expected -0.8434305191040039)",
-                    basis: runtime::Basis::Measured,
+                    reason: "lumina_nextdit2d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (86%), 158 µs (0%); QNNExecutionProvider: 1 nodes (14%), 336079 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off QNNExecutionProvider, with the reason; also out-of-tolerance: output sample: 407 of 2048 elements outside 0.1 of the output's spread (2.047e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/lumina_nextdit2d.yaml) (max abs error 1.203e0; worst at flat index 1252: got 0.3593750298023224, expected -0.8434305191040039)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lumina_nextdit2d fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (86%), 158 µs (0%); QNNExecutionProvider: 1 nodes (14%), 336079 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off QNNExecutionProvider, with the reason; also out-of-tolerance: output sample: 407 of 2048 elements outside 0.1 of the output's spread (2.047e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/lumina_nextdit2d.yaml) (max abs error 1.203e0; worst at flat index 1252: got 0.3593750298023224, expected -0.8434305191040039)",
-                    basis: runtime::Basis::Measured,
+                    reason: "lumina_nextdit2d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (86%), 158 µs (0%); QNNExecutionProvider: 1 nodes (14%), 336079 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off QNNExecutionProvider, with the reason; also out-of-tolerance: output sample: 407 of 2048 elements outside 0.1 of the output's spread (2.047e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/lumina_nextdit2d.yaml) (max abs error 1.203e0; worst at flat index 1252: got 0.3593750298023224, expected -0.8434305191040039)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

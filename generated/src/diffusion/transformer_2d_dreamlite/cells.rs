@@ -132,8 +132,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_2d_dreamlite fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_2997 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_2997_0' Status Message: Exception from src/inference/src/cpp/infer_request.cpp:75:\nException from src/inference/src/cpp/infer_request.cpp:67:\nCheck 'shape.compatible(ov::PartialShape(tensor->get_shape()))' failed at src/plugins/intel_cpu/src/infer_request.cpp:389:\nCan't set the input tensor with index: 1, because the model input (shape=[?,8,8]) and the tensor (shape=(1)) are incompatible\n\n\n",
-            basis: runtime::Basis::Measured,
+            reason: "transformer_2d_dreamlite on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_2997 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_2997_0' Status Message: Exception from src/inference/src/cpp/infer_request.cpp:75:\nException from src/inference/src/cpp/infer_request.cpp:67:\nCheck 'shape.compatible(ov::PartialShape(tensor->get_shape()))' failed at src/plugins/intel_cpu/src/infer_request.cpp:389:\nCan't set the input tensor with index: 1, because the model input (shape=[?,8,8]) and the tensor (shape=(1)) are incompatible",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_2d_dreamlite fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_2997 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_2997_0' Status Message: Exception from src/inference/src/cpp/infer_request.cpp:75:\nException from src/inference/src/cpp/infer_request.cpp:67:\nCheck 'shape.compatible(ov::PartialShape(tensor->get_shape()))' failed at src/plugins/intel_cpu/src/infer_request.cpp:389:\nCan't set the input tensor with index: 1, because the model input (shape=[?,8,8]) and the tensor (shape=(1)) are incompatible\n\n\n",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_2d_dreamlite on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_2997 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_2997_0' Status Message: Exception from src/inference/src/cpp/infer_request.cpp:75:\nException from src/inference/src/cpp/infer_request.cpp:67:\nCheck 'shape.compatible(ov::PartialShape(tensor->get_shape()))' failed at src/plugins/intel_cpu/src/infer_request.cpp:389:\nCan't set the input tensor with index: 1, because the model input (shape=[?,8,8]) and the tensor (shape=(1)) are incompatible",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

@@ -12,8 +12,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_chronoedit at int8 fails on cpu (measured by gen import --platform cpu): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (16) vs (96)",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_chronoedit on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (16) vs (96)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_chronoedit at int8 fails on openvino (measured by gen import --platform openvino): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (16) vs (96)",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_chronoedit on openvino with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (16) vs (96)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +160,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_chronoedit fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 69 µs (0%); QNNExecutionProvider: 1 nodes (25%), 206064 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_chronoedit.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "transformer_chronoedit on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 69 µs (0%); QNNExecutionProvider: 1 nodes (25%), 206064 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_chronoedit.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -170,8 +170,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_chronoedit fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 69 µs (0%); QNNExecutionProvider: 1 nodes (25%), 206064 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_chronoedit.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_chronoedit on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 69 µs (0%); QNNExecutionProvider: 1 nodes (25%), 206064 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_chronoedit.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_chronoedit fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 69 µs (0%); QNNExecutionProvider: 1 nodes (25%), 206064 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_chronoedit.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_chronoedit on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 69 µs (0%); QNNExecutionProvider: 1 nodes (25%), 206064 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_chronoedit.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

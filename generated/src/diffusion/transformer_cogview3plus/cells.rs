@@ -152,8 +152,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_cogview3plus fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 71 µs (0%); QNNExecutionProvider: 1 nodes (25%), 94938 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_cogview3plus.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "transformer_cogview3plus on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 71 µs (0%); QNNExecutionProvider: 1 nodes (25%), 94938 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_cogview3plus.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -162,8 +162,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_cogview3plus fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 71 µs (0%); QNNExecutionProvider: 1 nodes (25%), 94938 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_cogview3plus.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_cogview3plus on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 71 µs (0%); QNNExecutionProvider: 1 nodes (25%), 94938 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_cogview3plus.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -175,8 +175,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_cogview3plus fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 71 µs (0%); QNNExecutionProvider: 1 nodes (25%), 94938 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_cogview3plus.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_cogview3plus on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 71 µs (0%); QNNExecutionProvider: 1 nodes (25%), 94938 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_cogview3plus.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

@@ -12,8 +12,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_easyanimate at int8 fails on cpu (measured by gen import --platform cpu): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (8)",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_easyanimate on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (8)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -39,8 +39,8 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "transformer_easyanimate fails on cpu with libtorch (measured by gen import --platform cpu): runs: the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method",
-        basis: runtime::Basis::Measured,
+        reason: "transformer_easyanimate on cpu with libtorch: runs failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method",
+        basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Export),
     },
 );
@@ -146,8 +146,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_easyanimate at int8 fails on openvino (measured by gen import --platform openvino): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (8)",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_easyanimate on openvino with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (8)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -164,8 +164,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_easyanimate fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 57 µs (0%); QNNExecutionProvider: 1 nodes (25%), 721181 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_easyanimate.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "transformer_easyanimate on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 57 µs (0%); QNNExecutionProvider: 1 nodes (25%), 721181 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_easyanimate.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -174,8 +174,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_easyanimate fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 57 µs (0%); QNNExecutionProvider: 1 nodes (25%), 721181 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_easyanimate.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_easyanimate on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 57 µs (0%); QNNExecutionProvider: 1 nodes (25%), 721181 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_easyanimate.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_easyanimate fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 57 µs (0%); QNNExecutionProvider: 1 nodes (25%), 721181 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_easyanimate.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_easyanimate on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (75%), 57 µs (0%); QNNExecutionProvider: 1 nodes (25%), 721181 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_easyanimate.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

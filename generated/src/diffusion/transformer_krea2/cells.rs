@@ -132,8 +132,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_krea2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/transformer_krea2/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'",
-            basis: runtime::Basis::Measured,
+            reason: "transformer_krea2 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: cannot load <fixtures>/transformer_krea2/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_krea2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/transformer_krea2/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_krea2 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: cannot load <fixtures>/transformer_krea2/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +160,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_krea2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/transformer_krea2/model.onnx: Failed to compose Qnn graph.",
-            basis: runtime::Basis::Measured,
+            reason: "transformer_krea2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/transformer_krea2/model.onnx: Failed to compose Qnn graph.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -170,8 +170,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_krea2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/transformer_krea2/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_krea2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/transformer_krea2/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_krea2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/transformer_krea2/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_krea2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/transformer_krea2/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {

@@ -12,8 +12,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_prx at int8 fails on cpu (measured by gen import --platform cpu): cannot load /root/.cache/hwmatrix/fixtures/transformer_prx/model.int8.onnx: Node (/model/blocks.1/modulation/lin/Gemm_MatMul) Op (MatMul) [ShapeInferenceError] Incompatible dimensions for matrix multiplication",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_prx on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/transformer_prx/model.int8.onnx: Node (/model/blocks.1/modulation/lin/Gemm_MatMul) Op (MatMul) [ShapeInferenceError] Incompatible dimensions for matrix multiplication",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -136,8 +136,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_prx fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/transformer_prx/model.onnx: Could not find an implementation for Cos(7) node with name '/model/pe_embedder/Cos'",
-            basis: runtime::Basis::Measured,
+            reason: "transformer_prx on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: cannot load <fixtures>/transformer_prx/model.onnx: Could not find an implementation for Cos(7) node with name '/model/pe_embedder/Cos'",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -146,8 +146,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_prx fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/transformer_prx/model.onnx: Could not find an implementation for Cos(7) node with name '/model/pe_embedder/Cos'",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_prx on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: cannot load <fixtures>/transformer_prx/model.onnx: Could not find an implementation for Cos(7) node with name '/model/pe_embedder/Cos'",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -164,8 +164,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_prx fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22 nodes (88%), 378 µs (0%); QNNExecutionProvider: 3 nodes (12%), 309990 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_prx.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "transformer_prx on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22 nodes (88%), 378 µs (0%); QNNExecutionProvider: 3 nodes (12%), 309990 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_prx.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -174,8 +174,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_prx fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22 nodes (88%), 378 µs (0%); QNNExecutionProvider: 3 nodes (12%), 309990 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_prx.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_prx on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22 nodes (88%), 378 µs (0%); QNNExecutionProvider: 3 nodes (12%), 309990 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_prx.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_prx fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22 nodes (88%), 378 µs (0%); QNNExecutionProvider: 3 nodes (12%), 309990 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_prx.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_prx on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22 nodes (88%), 378 µs (0%); QNNExecutionProvider: 3 nodes (12%), 309990 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_prx.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_sd3 at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/transformer_sd3/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_sd3 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/transformer_sd3/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -156,8 +156,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_sd3 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output sample: 2461 of 8192 elements outside 0.1 of the output's spread (2.171e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/transformer_sd3.yaml) (max abs error 1.726e0; worst at flat index 7415: got 1.5185548067092896, expected -0.20778676867485046)",
-            basis: runtime::Basis::Measured,
+            reason: "transformer_sd3 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output sample: 2461 of 8192 elements outside 0.1 of the output's spread (2.171e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/transformer_sd3.yaml) (max abs error 1.726e0; worst at flat index 7415: got 1.5185548067092896, expected -0.20778676867485046)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -166,8 +166,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_sd3 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output sample: 2461 of 8192 elements outside 0.1 of the output's spread (2.171e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/transformer_sd3.yaml) (max abs error 1.726e0; worst at flat index 7415: got 1.5185548067092896, expected -0.20778676867485046)",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_sd3 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output sample: 2461 of 8192 elements outside 0.1 of the output's spread (2.171e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/transformer_sd3.yaml) (max abs error 1.726e0; worst at flat index 7415: got 1.5185548067092896, expected -0.20778676867485046)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -179,8 +179,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_sd3 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output sample: 2461 of 8192 elements outside 0.1 of the output's spread (2.171e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/transformer_sd3.yaml) (max abs error 1.726e0; worst at flat index 7415: got 1.5185548067092896, expected -0.20778676867485046)",
-                    basis: runtime::Basis::Measured,
+                    reason: "transformer_sd3 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output sample: 2461 of 8192 elements outside 0.1 of the output's spread (2.171e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/transformer_sd3.yaml) (max abs error 1.726e0; worst at flat index 7415: got 1.5185548067092896, expected -0.20778676867485046)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

@@ -20,10 +20,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "unet_1d at q4 fails on cpu (measured by gen import --platform cpu): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Export),
+                planned: runtime::Planned::Unsupported {
+                    reason: "unet_1d on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -142,8 +141,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "unet_1d at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/unet_1d/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "unet_1d on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/unet_1d/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +159,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "unet_1d fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output sample_output: 122 of 224 elements outside 0.1 of the output's spread (1.532e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/unet_1d.yaml) (max abs error 1.375e0; worst at flat index 8: got 0.1136474683880806, expected 1.4885789155960083)",
-            basis: runtime::Basis::Measured,
+            reason: "unet_1d on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output sample_output: 122 of 224 elements outside 0.1 of the output's spread (1.532e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/unet_1d.yaml) (max abs error 1.375e0; worst at flat index 8: got 0.1136474683880806, expected 1.4885789155960083)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -170,8 +169,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "unet_1d fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output sample_output: 122 of 224 elements outside 0.1 of the output's spread (1.532e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/unet_1d.yaml) (max abs error 1.375e0; worst at flat index 8: got 0.1136474683880806, expected 1.4885789155960083)",
-                    basis: runtime::Basis::Measured,
+                    reason: "unet_1d on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output sample_output: 122 of 224 elements outside 0.1 of the output's spread (1.532e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/unet_1d.yaml) (max abs error 1.375e0; worst at flat index 8: got 0.1136474683880806, expected 1.4885789155960083)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +182,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "unet_1d fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output sample_output: 122 of 224 elements outside 0.1 of the output's spread (1.532e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/unet_1d.yaml) (max abs error 1.375e0; worst at flat index 8: got 0.1136474683880806, expected 1.4885789155960083)",
-                    basis: runtime::Basis::Measured,
+                    reason: "unet_1d on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output sample_output: 122 of 224 elements outside 0.1 of the output's spread (1.532e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/diffusion/unet_1d.yaml) (max abs error 1.375e0; worst at flat index 8: got 0.1136474683880806, expected 1.4885789155960083)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

@@ -12,8 +12,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "unet_3d_condition at int8 fails on cpu (measured by gen import --platform cpu): the exporter could not make the int8 model: ValueError: Expected model.down_blocks.1.temp_convs.0.conv4.3.weight to be an initializer",
-                    basis: runtime::Basis::Measured,
+                    reason: "unet_3d_condition on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): the exporter could not make the int8 model: ValueError: Expected model.down_blocks.1.temp_convs.0.conv4.3.weight to be an initializer",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "unet_3d_condition at int8 fails on openvino (measured by gen import --platform openvino): the exporter could not make the int8 model: ValueError: Expected model.down_blocks.1.temp_convs.0.conv4.3.weight to be an initializer",
-                    basis: runtime::Basis::Measured,
+                    reason: "unet_3d_condition on openvino with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): the exporter could not make the int8 model: ValueError: Expected model.down_blocks.1.temp_convs.0.conv4.3.weight to be an initializer",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +160,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "unet_3d_condition fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: a run took 61 s, over the limit of 60 s for one run (QNNExecutionProvider; the run was measured to its end: ORT's terminate flag crashes the WebGPU plugin)",
-            basis: runtime::Basis::Measured,
+            reason: "unet_3d_condition on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: a run took 61 s, over the limit of 60 s for one run (QNNExecutionProvider; the run was measured to its end: ORT's terminate flag crashes the WebGPU plugin)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -170,8 +170,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "unet_3d_condition fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: a run took 61 s, over the limit of 60 s for one run (QNNExecutionProvider; the run was measured to its end: ORT's terminate flag crashes the WebGPU plugin)",
-                    basis: runtime::Basis::Measured,
+                    reason: "unet_3d_condition on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: a run took 61 s, over the limit of 60 s for one run (QNNExecutionProvider; the run was measured to its end: ORT's terminate flag crashes the WebGPU plugin)",
+                    basis: runtime::Basis::Evidence,
                     stage: None,
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "unet_3d_condition fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: a run took 61 s, over the limit of 60 s for one run (QNNExecutionProvider; the run was measured to its end: ORT's terminate flag crashes the WebGPU plugin)",
-                    basis: runtime::Basis::Measured,
+                    reason: "unet_3d_condition on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: a run took 61 s, over the limit of 60 s for one run (QNNExecutionProvider; the run was measured to its end: ORT's terminate flag crashes the WebGPU plugin)",
+                    basis: runtime::Basis::Evidence,
                     stage: None,
                 },
                 bound: runtime::AgreementBound {

@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "unet_motion_model at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/unet_motion_model/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "unet_motion_model on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/unet_motion_model/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -156,8 +156,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "unet_motion_model fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)",
-            basis: runtime::Basis::Measured,
+            reason: "unet_motion_model on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -166,8 +166,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "unet_motion_model fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)",
-                    basis: runtime::Basis::Measured,
+                    reason: "unet_motion_model on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)",
+                    basis: runtime::Basis::Evidence,
                     stage: None,
                 },
                 bound: runtime::AgreementBound {
@@ -179,8 +179,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "unet_motion_model fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)",
-                    basis: runtime::Basis::Measured,
+                    reason: "unet_motion_model on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)",
+                    basis: runtime::Basis::Evidence,
                     stage: None,
                 },
                 bound: runtime::AgreementBound {

@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/unet_spatio_temporal_condition/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "unet_spatio_temporal_condition on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/unet_spatio_temporal_condition/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -150,25 +150,23 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// unet_spatio_temporal_condition on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
+/// unet_spatio_temporal_condition on qnn: not-tested (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::KnownIssue {
-            reason: "unet_spatio_temporal_condition fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: no record (the test did not run)",
-            basis: runtime::Basis::Measured,
-            stage: None,
+        runtime::Planned::NotTested {
+            reason: "not tested here: unet_spatio_temporal_condition on qnn with onnxruntime: runs failed: our harness (not tested here) (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: no record (the test did not run)",
+            stage: runtime::Stage::Run,
         },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: no record (the test did not run)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: unet_spatio_temporal_condition on qnn with onnxruntime: runs failed: our harness (not tested here) (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: no record (the test did not run)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -178,10 +176,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: no record (the test did not run)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: unet_spatio_temporal_condition on qnn with onnxruntime: runs failed: our harness (not tested here) (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: no record (the test did not run)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,

@@ -163,9 +163,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blenderbot at qdq8 fails on qnn (measured by gen import --platform qnn): output last_hidden_state: cosine similarity 0.9103 in its worst row (of 4; mean 0.9612), below 0.98; relative L2 error 0.2783, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/blenderbot.yaml) (max abs error 1.002e0; worst at flat index 2: got 0.29135382175445557, expected -0.7103687524795532)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "blenderbot on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9103 in its worst row (of 4; mean 0.9612), below 0.98; relative L2 error 0.2783, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/blenderbot.yaml) (max abs error 1.002e0; worst at flat index 2: got 0.29135382175445557, expected -0.7103687524795532)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "blenderbot does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 37 of 2048 logits outside abs 0.04049667108686919 + rel 0, 0 of 2 rows with another top token (max abs error 7.302e-2; worst at flat index 1909: got -0.1824951320886612, expected -0.2555115222930908)",
-            basis: runtime::Basis::Measured,
+            reason: "blenderbot on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 37 of 2048 logits outside abs 0.04049667108686919 + rel 0, 0 of 2 rows with another top token (max abs error 7.302e-2; worst at flat index 1909: got -0.1824951320886612, expected -0.2555115222930908)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )

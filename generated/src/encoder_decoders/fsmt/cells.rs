@@ -32,7 +32,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build fsmt's decoder with its cache (our gap, not a fact about the model or cpu): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384",
+            reason: "not tested here: fsmt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384",
             stage: runtime::Stage::Reference,
         },
     );
@@ -75,7 +75,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build fsmt's decoder with its cache (our gap, not a fact about the model or cuda): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384",
+            reason: "not tested here: fsmt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384",
             stage: runtime::Stage::Reference,
         },
     );
@@ -109,7 +109,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build fsmt's decoder with its cache (our gap, not a fact about the model or rocm): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384",
+            reason: "not tested here: fsmt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384",
             stage: runtime::Stage::Reference,
         },
     );
@@ -143,7 +143,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build fsmt's decoder with its cache (our gap, not a fact about the model or mps): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384",
+            reason: "not tested here: fsmt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384",
             stage: runtime::Stage::Reference,
         },
     );
@@ -177,7 +177,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build fsmt's decoder with its cache (our gap, not a fact about the model or openvino): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384",
+            reason: "not tested here: fsmt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384",
             stage: runtime::Stage::Reference,
         },
     );
@@ -193,8 +193,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fsmt at qdq8 fails on qnn (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 23 µs (0%); QNNExecutionProvider: 2 nodes (67%), 44572 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/fsmt.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "fsmt on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on QNNExecutionProvider: Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 23 µs (0%); QNNExecutionProvider: 2 nodes (67%), 44572 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/fsmt.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -206,8 +206,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fsmt at fp16 fails on qnn (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (67%), 71 µs (0%); QNNExecutionProvider: 1 nodes (33%), 27665 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/fsmt.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "fsmt on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (67%), 71 µs (0%); QNNExecutionProvider: 1 nodes (33%), 27665 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/fsmt.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -221,7 +221,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build fsmt's decoder with its cache (our gap, not a fact about the model or qnn): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384",
+            reason: "not tested here: fsmt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384",
             stage: runtime::Stage::Reference,
         },
     )
@@ -262,7 +262,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build fsmt's decoder with its cache (our gap, not a fact about the model or webnn): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384",
+            reason: "not tested here: fsmt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384",
             stage: runtime::Stage::Reference,
         },
     );
@@ -307,7 +307,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build fsmt's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384",
+            reason: "not tested here: fsmt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384",
             stage: runtime::Stage::Reference,
         },
     );
@@ -352,7 +352,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build fsmt's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384",
+            reason: "not tested here: fsmt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384",
             stage: runtime::Stage::Reference,
         },
     );

@@ -10,14 +10,14 @@ mod onnx {
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: fsmt at qdq8 fails on qnn (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 23 µs (0%); QNNExecutionProvider: 2 nodes (67%), 44572 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/fsmt.yaml only if it may run off QNNExecutionProvider, with the reason"
+        "known issue: fsmt on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on QNNExecutionProvider: Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 23 µs (0%); QNNExecutionProvider: 2 nodes (67%), 44572 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/fsmt.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: fsmt at fp16 fails on qnn (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (67%), 71 µs (0%); QNNExecutionProvider: 1 nodes (33%), 27665 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/fsmt.yaml only if it may run off QNNExecutionProvider, with the reason"
+        "known issue: fsmt on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (67%), 71 µs (0%); QNNExecutionProvider: 1 nodes (33%), 27665 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/fsmt.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "not tested: hwmatrix's generation exporter could not build fsmt's decoder with its cache (our gap, not a fact about the model or qnn): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384"
+        "not tested here: fsmt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384"
     );
 }

@@ -6,8 +6,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-            basis: runtime::Basis::Measured,
+            reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -16,8 +16,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                    basis: runtime::Basis::Measured,
+                    reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -29,8 +29,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                    basis: runtime::Basis::Measured,
+                    reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -42,15 +42,14 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// led on cpu: known-issue (libtorch, device cpu).
+/// led on cpu: not-tested (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes led's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+        stage: runtime::Stage::Export,
     },
 );
 /// led on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
@@ -59,8 +58,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-            basis: runtime::Basis::Measured,
+            reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -69,8 +68,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                    basis: runtime::Basis::Measured,
+                    reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -82,8 +81,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                    basis: runtime::Basis::Measured,
+                    reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -95,15 +94,14 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// led on cuda: known-issue (libtorch, device cuda).
+/// led on cuda: not-tested (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes led's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+        stage: runtime::Stage::Export,
     },
 );
 /// led on rocm: known-issue (onnxruntime, MIGraphXExecutionProvider).
@@ -112,8 +110,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-            basis: runtime::Basis::Measured,
+            reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -122,8 +120,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                    basis: runtime::Basis::Measured,
+                    reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -135,15 +133,14 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// led on rocm: known-issue (libtorch, device cuda).
+/// led on rocm: not-tested (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes led's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+        stage: runtime::Stage::Export,
     },
 );
 /// led on mps: known-issue (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
@@ -152,8 +149,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-            basis: runtime::Basis::Measured,
+            reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -162,8 +159,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                    basis: runtime::Basis::Measured,
+                    reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -175,15 +172,14 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// led on mps: known-issue (libtorch, device mps).
+/// led on mps: not-tested (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes led's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+        stage: runtime::Stage::Export,
     },
 );
 /// led on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
@@ -192,8 +188,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-            basis: runtime::Basis::Measured,
+            reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -202,8 +198,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                    basis: runtime::Basis::Measured,
+                    reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -217,8 +213,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "led does not generate on openvino with onnxruntime (measured by gen import --platform openvino): the encoder (before step 0): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_15 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_15_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
-            basis: runtime::Basis::Measured,
+            reason: "led on openvino with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the encoder (before step 0): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_15 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_15_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     );
@@ -228,8 +224,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-            basis: runtime::Basis::Measured,
+            reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -238,8 +234,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                    basis: runtime::Basis::Measured,
+                    reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -251,8 +247,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                    basis: runtime::Basis::Measured,
+                    reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -266,8 +262,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "led does not generate on qnn with onnxruntime (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Add ×24 on CPUExecutionProvider, Einsum ×5 on CPUExecutionProvider, Expand ×12 on CPUExecutionProvider, Gather ×14 on CPUExecutionProvider, Mul ×22 on CPUExecutionProvider, NonZero ×32 on CPUExecutionProvider, Pad ×4 on CPUExecutionProvider, Reshape ×43 on CPUExecutionProvider, Shape ×3 on CPUExecutionProvider, Slice ×24 on CPUExecutionProvider, Squeeze ×32 on CPUExecutionProvider, Transpose ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 247 nodes (94%), 207871 µs (1%); QNNExecutionProvider: 15 nodes (6%), 15077267 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "led on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on QNNExecutionProvider: Add ×24 on CPUExecutionProvider, Einsum ×5 on CPUExecutionProvider, Expand ×12 on CPUExecutionProvider, Gather ×14 on CPUExecutionProvider, Mul ×22 on CPUExecutionProvider, NonZero ×32 on CPUExecutionProvider, Pad ×4 on CPUExecutionProvider, Reshape ×43 on CPUExecutionProvider, Shape ×3 on CPUExecutionProvider, Slice ×24 on CPUExecutionProvider, Squeeze ×32 on CPUExecutionProvider, Transpose ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 247 nodes (94%), 207871 µs (1%); QNNExecutionProvider: 15 nodes (6%), 15077267 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -282,8 +278,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-            basis: runtime::Basis::Measured,
+            reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -292,8 +288,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                    basis: runtime::Basis::Measured,
+                    reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -305,8 +301,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                    basis: runtime::Basis::Measured,
+                    reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -320,8 +316,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "led does not generate on webnn with browser (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Einsum ×5 on CPUExecutionProvider, Expand ×12 on CPUExecutionProvider, Gather ×14 on CPUExecutionProvider, Pad ×3 on CPUExecutionProvider, Reshape ×11 on CPUExecutionProvider, Slice ×24 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 246 nodes (87%), 0 µs (0%); WebNNExecutionProvider: 38 nodes (13%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "led on webnn with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebNNExecutionProvider: Einsum ×5 on CPUExecutionProvider, Expand ×12 on CPUExecutionProvider, Gather ×14 on CPUExecutionProvider, Pad ×3 on CPUExecutionProvider, Reshape ×11 on CPUExecutionProvider, Slice ×24 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 246 nodes (87%), 0 µs (0%); WebNNExecutionProvider: 38 nodes (13%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     );
@@ -331,8 +327,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-            basis: runtime::Basis::Measured,
+            reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -341,8 +337,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                    basis: runtime::Basis::Measured,
+                    reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -354,8 +350,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                    basis: runtime::Basis::Measured,
+                    reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -367,8 +363,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                    basis: runtime::Basis::Measured,
+                    reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -382,8 +378,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "led does not generate on webgpu with browser (measured by gen import --platform webgpu): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1458 nodes (67%), 0 µs (0%); WebGpuExecutionProvider: 708 nodes (33%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "led on webgpu with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1458 nodes (67%), 0 µs (0%); WebGpuExecutionProvider: 708 nodes (33%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     );
@@ -393,8 +389,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-            basis: runtime::Basis::Measured,
+            reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -403,8 +399,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                    basis: runtime::Basis::Measured,
+                    reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -416,8 +412,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                    basis: runtime::Basis::Measured,
+                    reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -429,8 +425,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "led fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                    basis: runtime::Basis::Measured,
+                    reason: "led's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -444,8 +440,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "led does not generate on webgpu with onnxruntime (measured by gen import --platform webgpu): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2022 nodes (56%), 175274 µs (7%); WebGpuExecutionProvider: 1560 nodes (44%), 2344510 µs (93%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "led on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2022 nodes (56%), 175274 µs (7%); WebGpuExecutionProvider: 1560 nodes (44%), 2344510 µs (93%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     );
@@ -459,7 +455,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::KnownIssue {
                 reason: "led has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                basis: runtime::Basis::Measured,
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -468,7 +464,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::KnownIssue {
                 reason: "led has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                basis: runtime::Basis::Measured,
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -477,7 +473,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::KnownIssue {
                 reason: "led has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                basis: runtime::Basis::Measured,
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -486,7 +482,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::KnownIssue {
                 reason: "led has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                basis: runtime::Basis::Measured,
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -495,7 +491,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::KnownIssue {
                 reason: "led has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)).  (Size-like symbols: none))",
-                basis: runtime::Basis::Measured,
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,

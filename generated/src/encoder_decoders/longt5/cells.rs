@@ -165,8 +165,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "longt5 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (55%), 2911 µs (1%); QNNExecutionProvider: 5 nodes (45%), 554404 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "longt5 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (55%), 2911 µs (1%); QNNExecutionProvider: 5 nodes (45%), 554404 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -175,8 +175,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longt5 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (55%), 2911 µs (1%); QNNExecutionProvider: 5 nodes (45%), 554404 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "longt5 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (55%), 2911 µs (1%); QNNExecutionProvider: 5 nodes (45%), 554404 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -188,8 +188,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longt5 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (55%), 2911 µs (1%); QNNExecutionProvider: 5 nodes (45%), 554404 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "longt5 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (55%), 2911 µs (1%); QNNExecutionProvider: 5 nodes (45%), 554404 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -203,8 +203,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "longt5 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 378 of 2048 logits outside abs 0.3494769784238784 + rel 0, 0 of 2 rows with another top token (max abs error 1.257e0; worst at flat index 1946: got -0.0835571363568306, expected -1.3407869338989258)",
-            basis: runtime::Basis::Measured,
+            reason: "longt5 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 378 of 2048 logits outside abs 0.3494769784238784 + rel 0, 0 of 2 rows with another top token (max abs error 1.257e0; worst at flat index 1946: got -0.0835571363568306, expected -1.3407869338989258)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -219,8 +219,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "longt5 fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (19%), 0 µs (0%); WebNNExecutionProvider: 17 nodes (81%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "longt5 on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (19%), 0 µs (0%); WebNNExecutionProvider: 17 nodes (81%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -229,8 +229,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longt5 fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (19%), 0 µs (0%); WebNNExecutionProvider: 17 nodes (81%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "longt5 on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (19%), 0 µs (0%); WebNNExecutionProvider: 17 nodes (81%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -242,8 +242,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longt5 fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (19%), 0 µs (0%); WebNNExecutionProvider: 17 nodes (81%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "longt5 on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (19%), 0 µs (0%); WebNNExecutionProvider: 17 nodes (81%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -257,8 +257,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "longt5 does not generate on webnn with browser (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (17%), 0 µs (0%); WebNNExecutionProvider: 19 nodes (83%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "longt5 on webnn with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (17%), 0 µs (0%); WebNNExecutionProvider: 19 nodes (83%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/longt5.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     );
@@ -268,8 +268,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "longt5 fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772791504859924, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.29916658997535706, expected 1.0156800746917725)",
-            basis: runtime::Basis::Measured,
+            reason: "longt5 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772791504859924, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.29916658997535706, expected 1.0156800746917725)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -278,8 +278,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longt5 fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772791504859924, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.29916658997535706, expected 1.0156800746917725)",
-                    basis: runtime::Basis::Measured,
+                    reason: "longt5 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772791504859924, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.29916658997535706, expected 1.0156800746917725)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -291,8 +291,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longt5 fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772791504859924, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.29916658997535706, expected 1.0156800746917725)",
-                    basis: runtime::Basis::Measured,
+                    reason: "longt5 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772791504859924, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.29916658997535706, expected 1.0156800746917725)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -304,8 +304,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longt5 fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772791504859924, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.29916658997535706, expected 1.0156800746917725)",
-                    basis: runtime::Basis::Measured,
+                    reason: "longt5 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772791504859924, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.29916658997535706, expected 1.0156800746917725)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -319,8 +319,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "longt5 does not generate on webgpu with browser (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 1022 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 4.170e-1; worst at flat index 433: got -0.5671160221099854, expected -0.15014158189296722)",
-            basis: runtime::Basis::Measured,
+            reason: "longt5 on webgpu with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 1022 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 4.170e-1; worst at flat index 433: got -0.5671160221099854, expected -0.15014158189296722)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     );
@@ -330,8 +330,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "longt5 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.019e0; worst at flat index 0: got -1.5683296918869019, expected 0.4502697288990021)",
-            basis: runtime::Basis::Measured,
+            reason: "longt5 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.019e0; worst at flat index 0: got -1.5683296918869019, expected 0.4502697288990021)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -340,8 +340,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longt5 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.019e0; worst at flat index 0: got -1.5683296918869019, expected 0.4502697288990021)",
-                    basis: runtime::Basis::Measured,
+                    reason: "longt5 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.019e0; worst at flat index 0: got -1.5683296918869019, expected 0.4502697288990021)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -353,8 +353,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longt5 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.019e0; worst at flat index 0: got -1.5683296918869019, expected 0.4502697288990021)",
-                    basis: runtime::Basis::Measured,
+                    reason: "longt5 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.019e0; worst at flat index 0: got -1.5683296918869019, expected 0.4502697288990021)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -366,8 +366,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longt5 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.019e0; worst at flat index 0: got -1.5683296918869019, expected 0.4502697288990021)",
-                    basis: runtime::Basis::Measured,
+                    reason: "longt5 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.019e0; worst at flat index 0: got -1.5683296918869019, expected 0.4502697288990021)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -381,8 +381,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "longt5 does not generate on webgpu with onnxruntime (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 1022 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 4.170e-1; worst at flat index 433: got -0.5671160221099854, expected -0.15014158189296722)",
-            basis: runtime::Basis::Measured,
+            reason: "longt5 on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 1022 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 4.170e-1; worst at flat index 433: got -0.5671160221099854, expected -0.15014158189296722)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     );

@@ -157,8 +157,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "mt5 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 60 of 448 elements outside 0.1 of the output's spread (2.730e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/mt5.yaml) (max abs error 1.006e0; worst at flat index 356: got 0.4926758110523224, expected -0.5133880972862244); output encoder_last_hidden_state: 145 of 832 elements outside 0.1 of the output's spread (3.362e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/mt5.yaml) (max abs error 1.678e0; worst at flat index 746: got -1.5527344942092896, expected 0.12500526010990143)",
-            basis: runtime::Basis::Measured,
+            reason: "mt5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 60 of 448 elements outside 0.1 of the output's spread (2.730e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/mt5.yaml) (max abs error 1.006e0; worst at flat index 356: got 0.4926758110523224, expected -0.5133880972862244); output encoder_last_hidden_state: 145 of 832 elements outside 0.1 of the output's spread (3.362e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/mt5.yaml) (max abs error 1.678e0; worst at flat index 746: got -1.5527344942092896, expected 0.12500526010990143)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -167,8 +167,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mt5 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 60 of 448 elements outside 0.1 of the output's spread (2.730e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/mt5.yaml) (max abs error 1.006e0; worst at flat index 356: got 0.4926758110523224, expected -0.5133880972862244); output encoder_last_hidden_state: 145 of 832 elements outside 0.1 of the output's spread (3.362e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/mt5.yaml) (max abs error 1.678e0; worst at flat index 746: got -1.5527344942092896, expected 0.12500526010990143)",
-                    basis: runtime::Basis::Measured,
+                    reason: "mt5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 60 of 448 elements outside 0.1 of the output's spread (2.730e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/mt5.yaml) (max abs error 1.006e0; worst at flat index 356: got 0.4926758110523224, expected -0.5133880972862244); output encoder_last_hidden_state: 145 of 832 elements outside 0.1 of the output's spread (3.362e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/mt5.yaml) (max abs error 1.678e0; worst at flat index 746: got -1.5527344942092896, expected 0.12500526010990143)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -180,8 +180,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mt5 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 60 of 448 elements outside 0.1 of the output's spread (2.730e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/mt5.yaml) (max abs error 1.006e0; worst at flat index 356: got 0.4926758110523224, expected -0.5133880972862244); output encoder_last_hidden_state: 145 of 832 elements outside 0.1 of the output's spread (3.362e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/mt5.yaml) (max abs error 1.678e0; worst at flat index 746: got -1.5527344942092896, expected 0.12500526010990143)",
-                    basis: runtime::Basis::Measured,
+                    reason: "mt5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 60 of 448 elements outside 0.1 of the output's spread (2.730e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/mt5.yaml) (max abs error 1.006e0; worst at flat index 356: got 0.4926758110523224, expected -0.5133880972862244); output encoder_last_hidden_state: 145 of 832 elements outside 0.1 of the output's spread (3.362e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/mt5.yaml) (max abs error 1.678e0; worst at flat index 746: got -1.5527344942092896, expected 0.12500526010990143)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mt5 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 639 of 2048 logits outside abs 2.1222552459252966 + rel 0, 0 of 2 rows with another top token (max abs error 1.272e1; worst at flat index 1085: got 7.324219226837158, expected -5.392482757568359)",
-            basis: runtime::Basis::Measured,
+            reason: "mt5 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 639 of 2048 logits outside abs 2.1222552459252966 + rel 0, 0 of 2 rows with another top token (max abs error 1.272e1; worst at flat index 1085: got 7.324219226837158, expected -5.392482757568359)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )

@@ -165,8 +165,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "pegasus_x fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 1114 µs (0%); QNNExecutionProvider: 5 nodes (56%), 6326216 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/pegasus_x.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "pegasus_x on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 1114 µs (0%); QNNExecutionProvider: 5 nodes (56%), 6326216 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/pegasus_x.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -175,8 +175,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "pegasus_x fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 1114 µs (0%); QNNExecutionProvider: 5 nodes (56%), 6326216 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/pegasus_x.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "pegasus_x on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 1114 µs (0%); QNNExecutionProvider: 5 nodes (56%), 6326216 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/pegasus_x.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -188,8 +188,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "pegasus_x fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 1114 µs (0%); QNNExecutionProvider: 5 nodes (56%), 6326216 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/pegasus_x.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "pegasus_x on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 1114 µs (0%); QNNExecutionProvider: 5 nodes (56%), 6326216 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/pegasus_x.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -203,8 +203,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "pegasus_x does not generate on qnn with onnxruntime (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (24%), 34132 µs (1%); QNNExecutionProvider: 13 nodes (76%), 6512853 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/pegasus_x.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "pegasus_x on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (24%), 34132 µs (1%); QNNExecutionProvider: 13 nodes (76%), 6512853 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/pegasus_x.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )

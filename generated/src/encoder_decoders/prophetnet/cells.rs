@@ -32,8 +32,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "prophetnet's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
-            basis: runtime::Basis::Measured,
+            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -76,8 +76,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "prophetnet's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
-            basis: runtime::Basis::Measured,
+            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -111,8 +111,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "prophetnet's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
-            basis: runtime::Basis::Measured,
+            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -146,8 +146,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "prophetnet's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
-            basis: runtime::Basis::Measured,
+            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -181,8 +181,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "prophetnet's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
-            basis: runtime::Basis::Measured,
+            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -198,8 +198,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "prophetnet at qdq8 fails on qnn (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 23 µs (0%); QNNExecutionProvider: 2 nodes (67%), 41770 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/prophetnet.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "prophetnet on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on QNNExecutionProvider: Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 23 µs (0%); QNNExecutionProvider: 2 nodes (67%), 41770 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/prophetnet.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -211,8 +211,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "prophetnet at fp16 fails on qnn (measured by gen import --platform qnn): cannot load /root/.cache/hwmatrix/fixtures/prophetnet/model.fp16.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-                    basis: runtime::Basis::Measured,
+                    reason: "prophetnet on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/prophetnet/model.fp16.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -226,8 +226,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "prophetnet's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
-            basis: runtime::Basis::Measured,
+            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -268,8 +268,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "prophetnet's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
-            basis: runtime::Basis::Measured,
+            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -314,8 +314,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "prophetnet's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
-            basis: runtime::Basis::Measured,
+            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -360,8 +360,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "prophetnet's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
-            basis: runtime::Basis::Measured,
+            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );

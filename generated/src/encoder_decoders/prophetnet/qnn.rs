@@ -10,14 +10,14 @@ mod onnx {
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: prophetnet at qdq8 fails on qnn (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 23 µs (0%); QNNExecutionProvider: 2 nodes (67%), 41770 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/prophetnet.yaml only if it may run off QNNExecutionProvider, with the reason"
+        "known issue: prophetnet on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on QNNExecutionProvider: Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 23 µs (0%); QNNExecutionProvider: 2 nodes (67%), 41770 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/prophetnet.yaml only if it may run off QNNExecutionProvider, with the reason"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: prophetnet at fp16 fails on qnn (measured by gen import --platform qnn): cannot load /root/.cache/hwmatrix/fixtures/prophetnet/model.fp16.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002"
+        "known issue: prophetnet on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/prophetnet/model.fp16.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002"
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: prophetnet's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)"
+        "known issue: prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)"
     );
 }

@@ -157,8 +157,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "t5 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output logits: 163 of 14336 elements outside 0.1 of the output's spread (5.588e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/t5.yaml) (max abs error 1.139e0; worst at flat index 12629: got 0.3354492485523224, expected -0.8030973672866821)",
-            basis: runtime::Basis::Measured,
+            reason: "t5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output logits: 163 of 14336 elements outside 0.1 of the output's spread (5.588e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/t5.yaml) (max abs error 1.139e0; worst at flat index 12629: got 0.3354492485523224, expected -0.8030973672866821)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -167,8 +167,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "t5 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output logits: 163 of 14336 elements outside 0.1 of the output's spread (5.588e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/t5.yaml) (max abs error 1.139e0; worst at flat index 12629: got 0.3354492485523224, expected -0.8030973672866821)",
-                    basis: runtime::Basis::Measured,
+                    reason: "t5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output logits: 163 of 14336 elements outside 0.1 of the output's spread (5.588e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/t5.yaml) (max abs error 1.139e0; worst at flat index 12629: got 0.3354492485523224, expected -0.8030973672866821)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -180,8 +180,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "t5 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output logits: 163 of 14336 elements outside 0.1 of the output's spread (5.588e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/t5.yaml) (max abs error 1.139e0; worst at flat index 12629: got 0.3354492485523224, expected -0.8030973672866821)",
-                    basis: runtime::Basis::Measured,
+                    reason: "t5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output logits: 163 of 14336 elements outside 0.1 of the output's spread (5.588e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/t5.yaml) (max abs error 1.139e0; worst at flat index 12629: got 0.3354492485523224, expected -0.8030973672866821)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "t5 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 213 of 2048 logits outside abs 0.4210764814242296 + rel 0, 0 of 2 rows with another top token (max abs error 1.207e0; worst at flat index 2046: got 0.9257813096046448, expected -0.2816047966480255)",
-            basis: runtime::Basis::Measured,
+            reason: "t5 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 213 of 2048 logits outside abs 0.4210764814242296 + rel 0, 0 of 2 rows with another top token (max abs error 1.207e0; worst at flat index 2046: got 0.9257813096046448, expected -0.2816047966480255)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -226,9 +226,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "t5 at qdq8 fails on webnn (measured by gen import --platform webnn): output logits: cosine similarity 0.9264 in its worst row (of 4; mean 0.9376), below 0.98; relative L2 error 0.3537, above 0.1; top-1 agreement 0.5000, below 0.85 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/t5.yaml) (max abs error 1.303e0; worst at flat index 127: got -0.9310646653175354, expected 0.37173333764076233)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "t5 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits: cosine similarity 0.9264 in its worst row (of 4; mean 0.9376), below 0.98; relative L2 error 0.3537, above 0.1; top-1 agreement 0.5000, below 0.85 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/t5.yaml) (max abs error 1.303e0; worst at flat index 127: got -0.9310646653175354, expected 0.37173333764076233)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -250,10 +250,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "t5 at fp16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/decoder/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: t5 on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/decoder/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -272,10 +271,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "t5 at q4f16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/encoder/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: t5 on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/encoder/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -297,10 +295,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "t5 at fp16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/decoder/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: t5 on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/decoder/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -319,10 +316,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "t5 at q4f16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/encoder/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: t5 on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/encoder/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,

@@ -10,7 +10,7 @@ mod browser {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
-        "known issue: t5 at fp16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/decoder/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it."
+        "not tested here: t5 on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/decoder/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it."
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, features =
@@ -19,7 +19,7 @@ mod browser {
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
-        "known issue: t5 at q4f16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/encoder/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it."
+        "not tested here: t5 on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/encoder/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it."
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
@@ -36,7 +36,7 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: t5 at fp16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/decoder/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it."
+        "not tested here: t5 on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/decoder/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it."
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, features =
@@ -45,7 +45,7 @@ mod native {
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: t5 at q4f16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/encoder/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it."
+        "not tested here: t5 on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/encoder/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it."
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =

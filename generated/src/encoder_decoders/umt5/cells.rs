@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "umt5 at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.9242 in its worst row (of 4; mean 0.9674), below 0.95; relative L2 error 0.2552, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/umt5.yaml) (max abs error 6.652e-1; worst at flat index 78: got -1.3691205978393555, expected -0.7038923501968384)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "umt5 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9242 in its worst row (of 4; mean 0.9674), below 0.95; relative L2 error 0.2552, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/umt5.yaml) (max abs error 6.652e-1; worst at flat index 78: got -1.3691205978393555, expected -0.7038923501968384)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -161,8 +161,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "umt5 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 69 of 448 elements outside 0.1 of the output's spread (3.115e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/umt5.yaml) (max abs error 9.891e-1; worst at flat index 406: got 0.3874512016773224, expected 1.3765918016433716); output encoder_last_hidden_state: 128 of 832 elements outside 0.1 of the output's spread (3.398e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/umt5.yaml) (max abs error 1.226e0; worst at flat index 748: got -0.4001465141773224, expected 0.8261082172393799)",
-            basis: runtime::Basis::Measured,
+            reason: "umt5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 69 of 448 elements outside 0.1 of the output's spread (3.115e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/umt5.yaml) (max abs error 9.891e-1; worst at flat index 406: got 0.3874512016773224, expected 1.3765918016433716); output encoder_last_hidden_state: 128 of 832 elements outside 0.1 of the output's spread (3.398e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/umt5.yaml) (max abs error 1.226e0; worst at flat index 748: got -0.4001465141773224, expected 0.8261082172393799)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -171,8 +171,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "umt5 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 69 of 448 elements outside 0.1 of the output's spread (3.115e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/umt5.yaml) (max abs error 9.891e-1; worst at flat index 406: got 0.3874512016773224, expected 1.3765918016433716); output encoder_last_hidden_state: 128 of 832 elements outside 0.1 of the output's spread (3.398e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/umt5.yaml) (max abs error 1.226e0; worst at flat index 748: got -0.4001465141773224, expected 0.8261082172393799)",
-                    basis: runtime::Basis::Measured,
+                    reason: "umt5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 69 of 448 elements outside 0.1 of the output's spread (3.115e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/umt5.yaml) (max abs error 9.891e-1; worst at flat index 406: got 0.3874512016773224, expected 1.3765918016433716); output encoder_last_hidden_state: 128 of 832 elements outside 0.1 of the output's spread (3.398e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/umt5.yaml) (max abs error 1.226e0; worst at flat index 748: got -0.4001465141773224, expected 0.8261082172393799)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -184,8 +184,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "umt5 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 69 of 448 elements outside 0.1 of the output's spread (3.115e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/umt5.yaml) (max abs error 9.891e-1; worst at flat index 406: got 0.3874512016773224, expected 1.3765918016433716); output encoder_last_hidden_state: 128 of 832 elements outside 0.1 of the output's spread (3.398e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/umt5.yaml) (max abs error 1.226e0; worst at flat index 748: got -0.4001465141773224, expected 0.8261082172393799)",
-                    basis: runtime::Basis::Measured,
+                    reason: "umt5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 69 of 448 elements outside 0.1 of the output's spread (3.115e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/umt5.yaml) (max abs error 9.891e-1; worst at flat index 406: got 0.3874512016773224, expected 1.3765918016433716); output encoder_last_hidden_state: 128 of 832 elements outside 0.1 of the output's spread (3.398e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/umt5.yaml) (max abs error 1.226e0; worst at flat index 748: got -0.4001465141773224, expected 0.8261082172393799)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -199,8 +199,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "umt5 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 355 of 2048 logits outside abs 0.32219889734203094 + rel 0, 0 of 2 rows with another top token (max abs error 1.198e0; worst at flat index 1796: got -0.3732910454273224, expected -1.5716112852096558)",
-            basis: runtime::Basis::Measured,
+            reason: "umt5 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 355 of 2048 logits outside abs 0.32219889734203094 + rel 0, 0 of 2 rows with another top token (max abs error 1.198e0; worst at flat index 1796: got -0.3732910454273224, expected -1.5716112852096558)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )

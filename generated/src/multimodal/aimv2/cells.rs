@@ -12,9 +12,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "aimv2 at int8 fails on cpu (measured by gen import --platform cpu): output logits_per_image: cosine similarity 0.9097 in its worst row (of 2; mean 0.9548), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/aimv2.yaml) (max abs error 4.310e-2; worst at flat index 1: got -0.0021918148268014193, expected -0.04529213905334473)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "aimv2 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits_per_image: cosine similarity 0.9097 in its worst row (of 2; mean 0.9548), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/aimv2.yaml) (max abs error 4.310e-2; worst at flat index 1: got -0.0021918148268014193, expected -0.04529213905334473)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -25,9 +25,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "aimv2 at q4 fails on cpu (measured by gen import --platform cpu): output logits_per_image: cosine similarity -0.8424 in its worst row (of 2; mean 0.0735), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/aimv2.yaml) (max abs error 2.942e-1; worst at flat index 1: got 0.24886304140090942, expected -0.04529213905334473); output logits_per_text: cosine similarity 0.8328 in its worst row (of 2; mean 0.9133), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/aimv2.yaml) (max abs error 2.942e-1; worst at flat index 2: got 0.24886304140090942, expected -0.04529213905334473)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "aimv2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits_per_image: cosine similarity -0.8424 in its worst row (of 2; mean 0.0735), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/aimv2.yaml) (max abs error 2.942e-1; worst at flat index 1: got 0.24886304140090942, expected -0.04529213905334473); output logits_per_text: cosine similarity 0.8328 in its worst row (of 2; mean 0.9133), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/aimv2.yaml) (max abs error 2.942e-1; worst at flat index 2: got 0.24886304140090942, expected -0.04529213905334473)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -146,8 +146,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "aimv2 at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/aimv2/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "aimv2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/aimv2/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {

@@ -32,7 +32,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build audioflamingo3's decoder with its cache (our gap, not a fact about the model or cpu): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
+            reason: "not tested here: audioflamingo3's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -75,7 +75,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build audioflamingo3's decoder with its cache (our gap, not a fact about the model or cuda): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
+            reason: "not tested here: audioflamingo3's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -109,7 +109,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build audioflamingo3's decoder with its cache (our gap, not a fact about the model or rocm): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
+            reason: "not tested here: audioflamingo3's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -143,7 +143,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build audioflamingo3's decoder with its cache (our gap, not a fact about the model or mps): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
+            reason: "not tested here: audioflamingo3's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -177,7 +177,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build audioflamingo3's decoder with its cache (our gap, not a fact about the model or openvino): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
+            reason: "not tested here: audioflamingo3's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -213,7 +213,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build audioflamingo3's decoder with its cache (our gap, not a fact about the model or qnn): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
+            reason: "not tested here: audioflamingo3's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
             stage: runtime::Stage::Reference,
         },
     )
@@ -254,7 +254,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build audioflamingo3's decoder with its cache (our gap, not a fact about the model or webnn): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
+            reason: "not tested here: audioflamingo3's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -299,7 +299,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build audioflamingo3's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
+            reason: "not tested here: audioflamingo3's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -344,7 +344,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build audioflamingo3's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
+            reason: "not tested here: audioflamingo3's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'",
             stage: runtime::Stage::Reference,
         },
     );

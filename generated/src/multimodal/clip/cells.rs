@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "clip at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/clip/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "clip on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/clip/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -205,9 +205,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "clip at qdq8 fails on webnn (measured by gen import --platform webnn): output logits_per_image: cosine similarity 0.9532 in its worst row (of 2; mean 0.9617), below 0.98; relative L2 error 0.3463, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clip.yaml) (max abs error 1.668e0; worst at flat index 3: got -2.7396788597106934, expected -1.0712441205978394); output logits_per_text: relative L2 error 0.3463, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clip.yaml) (max abs error 1.668e0; worst at flat index 3: got -2.7396788597106934, expected -1.0712441205978394); output text_embeds: cosine similarity 0.9607 in its worst row (of 2; mean 0.9780), below 0.98; relative L2 error 0.2098, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clip.yaml) (max abs error 2.020e-1; worst at flat index 23: got -0.07935221493244171, expected 0.12265154719352722)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "clip on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits_per_image: cosine similarity 0.9532 in its worst row (of 2; mean 0.9617), below 0.98; relative L2 error 0.3463, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clip.yaml) (max abs error 1.668e0; worst at flat index 3: got -2.7396788597106934, expected -1.0712441205978394); output logits_per_text: relative L2 error 0.3463, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clip.yaml) (max abs error 1.668e0; worst at flat index 3: got -2.7396788597106934, expected -1.0712441205978394); output text_embeds: cosine similarity 0.9607 in its worst row (of 2; mean 0.9780), below 0.98; relative L2 error 0.2098, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clip.yaml) (max abs error 2.020e-1; worst at flat index 23: got -0.07935221493244171, expected 0.12265154719352722)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -228,10 +228,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "clip at fp16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/clip/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: clip on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/clip/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -250,10 +249,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "clip at q4f16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/clip/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: clip on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/clip/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -274,10 +272,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "clip at fp16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/clip/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: clip on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/clip/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -296,10 +293,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "clip at q4f16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/clip/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: clip on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/clip/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,

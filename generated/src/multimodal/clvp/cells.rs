@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "clvp at q4 fails on cpu (measured by gen import --platform cpu): output text_embeds: cosine similarity 0.9384 in its worst row (of 1; mean 0.9384), below 0.95; relative L2 error 0.3509, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 1.449e-1; worst at flat index 0: got 0.2583158016204834, expected 0.1134323701262474); output speech_embeds: cosine similarity 0.8681 in its worst row (of 1; mean 0.8681), below 0.95; relative L2 error 0.5137, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 1.744e-1; worst at flat index 27: got -0.11813124269247055, expected 0.056227587163448334); output text_model_output: relative L2 error 0.2921, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 2.857e-1; worst at flat index 0: got -0.006541830953210592, expected 0.27918919920921326); output speech_model_output: cosine similarity 0.9219 in its worst row (of 1; mean 0.9219), below 0.95; relative L2 error 0.4015, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 2.386e-1; worst at flat index 20: got -0.7471004724502563, expected -0.5084512829780579)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "clvp on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output text_embeds: cosine similarity 0.9384 in its worst row (of 1; mean 0.9384), below 0.95; relative L2 error 0.3509, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 1.449e-1; worst at flat index 0: got 0.2583158016204834, expected 0.1134323701262474); output speech_embeds: cosine similarity 0.8681 in its worst row (of 1; mean 0.8681), below 0.95; relative L2 error 0.5137, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 1.744e-1; worst at flat index 27: got -0.11813124269247055, expected 0.056227587163448334); output text_model_output: relative L2 error 0.2921, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 2.857e-1; worst at flat index 0: got -0.006541830953210592, expected 0.27918919920921326); output speech_model_output: cosine similarity 0.9219 in its worst row (of 1; mean 0.9219), below 0.95; relative L2 error 0.4015, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 2.386e-1; worst at flat index 20: got -0.7471004724502563, expected -0.5084512829780579)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "clvp at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/clvp/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "clvp on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/clvp/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {

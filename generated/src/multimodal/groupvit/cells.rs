@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "groupvit at q4 fails on cpu (measured by gen import --platform cpu): output logits_per_image: cosine similarity -0.1149 in its worst row (of 2; mean 0.4308), below 0.95; relative L2 error 0.4536, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.536e0; worst at flat index 2: got 1.2496325969696045, expected -0.28642839193344116); output logits_per_text: cosine similarity 0.4572 in its worst row (of 2; mean 0.7203), below 0.95; relative L2 error 0.4536, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.536e0; worst at flat index 1: got 1.2496325969696045, expected -0.28642839193344116); output image_embeds: cosine similarity 0.9108 in its worst row (of 2; mean 0.9179), below 0.95; relative L2 error 0.4053, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.961e-1; worst at flat index 47: got -0.1232236921787262, expected 0.07286028563976288)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "groupvit on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits_per_image: cosine similarity -0.1149 in its worst row (of 2; mean 0.4308), below 0.95; relative L2 error 0.4536, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.536e0; worst at flat index 2: got 1.2496325969696045, expected -0.28642839193344116); output logits_per_text: cosine similarity 0.4572 in its worst row (of 2; mean 0.7203), below 0.95; relative L2 error 0.4536, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.536e0; worst at flat index 1: got 1.2496325969696045, expected -0.28642839193344116); output image_embeds: cosine similarity 0.9108 in its worst row (of 2; mean 0.9179), below 0.95; relative L2 error 0.4053, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.961e-1; worst at flat index 47: got -0.1232236921787262, expected 0.07286028563976288)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "groupvit at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/groupvit/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "groupvit on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/groupvit/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {

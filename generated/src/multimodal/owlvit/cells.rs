@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "owlvit at q4 fails on cpu (measured by gen import --platform cpu): output logits_per_image: relative L2 error 0.6563, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/owlvit.yaml) (max abs error 1.033e0; worst at flat index 2: got -2.5343549251556396, expected -1.5018465518951416); output logits_per_text: cosine similarity -0.8075 in its worst row (of 2; mean 0.0959), below 0.95; relative L2 error 0.6563, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/owlvit.yaml) (max abs error 1.033e0; worst at flat index 1: got -2.5343549251556396, expected -1.5018465518951416)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "owlvit on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits_per_image: relative L2 error 0.6563, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/owlvit.yaml) (max abs error 1.033e0; worst at flat index 2: got -2.5343549251556396, expected -1.5018465518951416); output logits_per_text: cosine similarity -0.8075 in its worst row (of 2; mean 0.0959), below 0.95; relative L2 error 0.6563, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/owlvit.yaml) (max abs error 1.033e0; worst at flat index 1: got -2.5343549251556396, expected -1.5018465518951416)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "owlvit at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/owlvit/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "owlvit on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/owlvit/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {

@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fun_asr_nano at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.9441 in its worst row (of 40; mean 0.9772), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/fun_asr_nano.yaml) (max abs error 8.492e-1; worst at flat index 525: got 0.5010923743247986, expected -0.348102867603302)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "fun_asr_nano on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9441 in its worst row (of 40; mean 0.9772), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/fun_asr_nano.yaml) (max abs error 8.492e-1; worst at flat index 525: got 0.5010923743247986, expected -0.348102867603302)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fun_asr_nano at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 197 µs (1%); OpenVINOExecutionProvider: 7 nodes (64%), 14685 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "fun_asr_nano on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 197 µs (1%); OpenVINOExecutionProvider: 7 nodes (64%), 14685 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

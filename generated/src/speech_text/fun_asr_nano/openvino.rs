@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: fun_asr_nano at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 197 µs (1%); OpenVINOExecutionProvider: 7 nodes (64%), 14685 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: fun_asr_nano on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 197 µs (1%); OpenVINOExecutionProvider: 7 nodes (64%), 14685 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

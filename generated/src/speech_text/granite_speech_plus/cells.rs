@@ -132,8 +132,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "granite_speech_plus fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 47 µs (0%); OpenVINOExecutionProvider: 5 nodes (62%), 27333 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/granite_speech_plus.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "granite_speech_plus on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 47 µs (0%); OpenVINOExecutionProvider: 5 nodes (62%), 27333 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/granite_speech_plus.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "granite_speech_plus fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 47 µs (0%); OpenVINOExecutionProvider: 5 nodes (62%), 27333 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/granite_speech_plus.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "granite_speech_plus on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 47 µs (0%); OpenVINOExecutionProvider: 5 nodes (62%), 27333 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/granite_speech_plus.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

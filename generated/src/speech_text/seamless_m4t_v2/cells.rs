@@ -132,8 +132,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "seamless_m4t_v2 fails on openvino with onnxruntime (measured by gen import --platform openvino): matches_reference: output encoder_last_hidden_state: 48 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 7.097e-3; worst at flat index 73: got 0.5469607710838318, expected 0.5411098599433899)",
-            basis: runtime::Basis::Measured,
+            reason: "seamless_m4t_v2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): matches_reference: output encoder_last_hidden_state: 48 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 7.097e-3; worst at flat index 73: got 0.5469607710838318, expected 0.5411098599433899)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "seamless_m4t_v2 fails on openvino with onnxruntime (measured by gen import --platform openvino): matches_reference: output encoder_last_hidden_state: 48 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 7.097e-3; worst at flat index 73: got 0.5469607710838318, expected 0.5411098599433899)",
-                    basis: runtime::Basis::Measured,
+                    reason: "seamless_m4t_v2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): matches_reference: output encoder_last_hidden_state: 48 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 7.097e-3; worst at flat index 73: got 0.5469607710838318, expected 0.5411098599433899)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

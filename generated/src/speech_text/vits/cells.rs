@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vits at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×103 on CPUExecutionProvider, NonZero ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 115 nodes (49%), 1935 µs (2%); OpenVINOExecutionProvider: 122 nodes (51%), 106564 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/vits.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "vits on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×103 on CPUExecutionProvider, NonZero ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 115 nodes (49%), 1935 µs (2%); OpenVINOExecutionProvider: 122 nodes (51%), 106564 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/vits.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -219,8 +219,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "vits fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%); WebGpuExecutionProvider: 1225 nodes (62%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/speech_text/vits.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "vits on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%); WebGpuExecutionProvider: 1225 nodes (62%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/speech_text/vits.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -229,8 +229,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vits fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%); WebGpuExecutionProvider: 1225 nodes (62%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/speech_text/vits.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "vits on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%); WebGpuExecutionProvider: 1225 nodes (62%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/speech_text/vits.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -242,8 +242,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vits fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%); WebGpuExecutionProvider: 1225 nodes (62%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/speech_text/vits.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "vits on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%); WebGpuExecutionProvider: 1225 nodes (62%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/speech_text/vits.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -255,8 +255,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vits fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%); WebGpuExecutionProvider: 1225 nodes (62%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/speech_text/vits.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "vits on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%); WebGpuExecutionProvider: 1225 nodes (62%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/speech_text/vits.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

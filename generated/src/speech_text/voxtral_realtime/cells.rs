@@ -35,8 +35,8 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "voxtral_realtime fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1",
-        basis: runtime::Basis::Measured,
+        reason: "voxtral_realtime on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1",
+        basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Run),
     },
 );
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "voxtral_realtime at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/voxtral_realtime/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "voxtral_realtime on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/voxtral_realtime/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {

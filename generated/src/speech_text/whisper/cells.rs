@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "whisper at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/whisper/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "whisper on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/whisper/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -190,8 +190,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "whisper fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×42 on CPUExecutionProvider, Conv ×2 on CPUExecutionProvider, Div ×6 on CPUExecutionProvider, Erf ×6 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, LayerNormalization ×10 on CPUExecutionProvider, MatMul ×45 on CPUExecutionProvider, Mul ×18 on CPUExecutionProvider, Reshape ×24 on CPUExecutionProvider, SkipLayerNormalization ×2 on CPUExecutionProvider, Softmax ×6 on CPUExecutionProvider, Transpose ×25 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 234 nodes (96%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (4%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/whisper.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "whisper on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Add ×42 on CPUExecutionProvider, Conv ×2 on CPUExecutionProvider, Div ×6 on CPUExecutionProvider, Erf ×6 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, LayerNormalization ×10 on CPUExecutionProvider, MatMul ×45 on CPUExecutionProvider, Mul ×18 on CPUExecutionProvider, Reshape ×24 on CPUExecutionProvider, SkipLayerNormalization ×2 on CPUExecutionProvider, Softmax ×6 on CPUExecutionProvider, Transpose ×25 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 234 nodes (96%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (4%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/whisper.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -200,8 +200,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "whisper fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×42 on CPUExecutionProvider, Conv ×2 on CPUExecutionProvider, Div ×6 on CPUExecutionProvider, Erf ×6 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, LayerNormalization ×10 on CPUExecutionProvider, MatMul ×45 on CPUExecutionProvider, Mul ×18 on CPUExecutionProvider, Reshape ×24 on CPUExecutionProvider, SkipLayerNormalization ×2 on CPUExecutionProvider, Softmax ×6 on CPUExecutionProvider, Transpose ×25 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 234 nodes (96%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (4%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/whisper.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "whisper on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Add ×42 on CPUExecutionProvider, Conv ×2 on CPUExecutionProvider, Div ×6 on CPUExecutionProvider, Erf ×6 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, LayerNormalization ×10 on CPUExecutionProvider, MatMul ×45 on CPUExecutionProvider, Mul ×18 on CPUExecutionProvider, Reshape ×24 on CPUExecutionProvider, SkipLayerNormalization ×2 on CPUExecutionProvider, Softmax ×6 on CPUExecutionProvider, Transpose ×25 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 234 nodes (96%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (4%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/whisper.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -213,8 +213,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "whisper fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×42 on CPUExecutionProvider, Conv ×2 on CPUExecutionProvider, Div ×6 on CPUExecutionProvider, Erf ×6 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, LayerNormalization ×10 on CPUExecutionProvider, MatMul ×45 on CPUExecutionProvider, Mul ×18 on CPUExecutionProvider, Reshape ×24 on CPUExecutionProvider, SkipLayerNormalization ×2 on CPUExecutionProvider, Softmax ×6 on CPUExecutionProvider, Transpose ×25 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 234 nodes (96%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (4%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/whisper.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "whisper on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Add ×42 on CPUExecutionProvider, Conv ×2 on CPUExecutionProvider, Div ×6 on CPUExecutionProvider, Erf ×6 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, LayerNormalization ×10 on CPUExecutionProvider, MatMul ×45 on CPUExecutionProvider, Mul ×18 on CPUExecutionProvider, Reshape ×24 on CPUExecutionProvider, SkipLayerNormalization ×2 on CPUExecutionProvider, Softmax ×6 on CPUExecutionProvider, Transpose ×25 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 234 nodes (96%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (4%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/whisper.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -236,10 +236,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "whisper at fp16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: whisper on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -258,10 +257,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "whisper at q4f16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: whisper on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -282,10 +280,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "whisper at fp16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: whisper on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -304,10 +301,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "whisper at q4f16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: whisper on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,

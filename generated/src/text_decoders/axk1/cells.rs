@@ -142,9 +142,9 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "axk1 at int8 fails on openvino (measured by gen import --platform openvino): output last_hidden_state: cosine similarity 0.5998 in its worst row (of 8; mean 0.9497), below 0.98; relative L2 error 0.3171, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/axk1.yaml) (max abs error 2.357e0; worst at flat index 90: got 1.0870298147201538, expected -1.269644021987915)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "axk1 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.5998 in its worst row (of 8; mean 0.9497), below 0.98; relative L2 error 0.3171, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/axk1.yaml) (max abs error 2.357e0; worst at flat index 90: got 1.0870298147201538, expected -1.269644021987915)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -161,8 +161,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "axk1 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/axk1/model.onnx: Failed to compose Qnn graph.",
-            basis: runtime::Basis::Measured,
+            reason: "axk1 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/axk1/model.onnx: Failed to compose Qnn graph.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -171,8 +171,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "axk1 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/axk1/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "axk1 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/axk1/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -184,8 +184,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "axk1 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/axk1/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "axk1 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/axk1/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -199,8 +199,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "axk1 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 732 of 2048 logits outside abs 0.04261290494939658 + rel 0, 0 of 2 rows with another top token (max abs error 4.270e-1; worst at flat index 1313: got -0.2609863579273224, expected 0.16598644852638245)",
-            basis: runtime::Basis::Measured,
+            reason: "axk1 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 732 of 2048 logits outside abs 0.04261290494939658 + rel 0, 0 of 2 rows with another top token (max abs error 4.270e-1; worst at flat index 1313: got -0.2609863579273224, expected 0.16598644852638245)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -209,25 +209,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         0.1f64,
         "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
     );
-/// axk1 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// axk1 on webnn: not-tested (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::KnownIssue {
-            reason: "axk1 fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: axk1 on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "axk1 fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: axk1 on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -237,10 +235,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "axk1 fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: axk1 on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -252,10 +249,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "axk1 does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: axk1 on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     );
 /// axk1 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).

@@ -32,7 +32,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or cpu): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+            reason: "not tested here: bert-generation's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
             stage: runtime::Stage::Reference,
         },
     );
@@ -75,7 +75,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or cuda): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+            reason: "not tested here: bert-generation's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
             stage: runtime::Stage::Reference,
         },
     );
@@ -109,7 +109,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or rocm): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+            reason: "not tested here: bert-generation's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
             stage: runtime::Stage::Reference,
         },
     );
@@ -143,7 +143,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or mps): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+            reason: "not tested here: bert-generation's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
             stage: runtime::Stage::Reference,
         },
     );
@@ -177,7 +177,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or openvino): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+            reason: "not tested here: bert-generation's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
             stage: runtime::Stage::Reference,
         },
     );
@@ -213,7 +213,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or qnn): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+            reason: "not tested here: bert-generation's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
             stage: runtime::Stage::Reference,
         },
     )
@@ -254,7 +254,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or webnn): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+            reason: "not tested here: bert-generation's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
             stage: runtime::Stage::Reference,
         },
     );
@@ -299,7 +299,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+            reason: "not tested here: bert-generation's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
             stage: runtime::Stage::Reference,
         },
     );
@@ -344,7 +344,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build bert-generation's decoder with its cache (our gap, not a fact about the model or webgpu): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
+            reason: "not tested here: bert-generation's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten",
             stage: runtime::Stage::Reference,
         },
     );

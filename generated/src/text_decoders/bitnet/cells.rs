@@ -157,8 +157,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "bitnet fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output last_hidden_state: 162 of 256 elements outside 0.1 of the output's spread (2.662e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/bitnet.yaml) (max abs error 1.297e0; worst at flat index 146: got 0.0318908728659153, expected -1.2651022672653198)",
-            basis: runtime::Basis::Measured,
+            reason: "bitnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 162 of 256 elements outside 0.1 of the output's spread (2.662e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/bitnet.yaml) (max abs error 1.297e0; worst at flat index 146: got 0.0318908728659153, expected -1.2651022672653198)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -167,8 +167,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "bitnet fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output last_hidden_state: 162 of 256 elements outside 0.1 of the output's spread (2.662e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/bitnet.yaml) (max abs error 1.297e0; worst at flat index 146: got 0.0318908728659153, expected -1.2651022672653198)",
-                    basis: runtime::Basis::Measured,
+                    reason: "bitnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 162 of 256 elements outside 0.1 of the output's spread (2.662e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/bitnet.yaml) (max abs error 1.297e0; worst at flat index 146: got 0.0318908728659153, expected -1.2651022672653198)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -180,8 +180,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "bitnet fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output last_hidden_state: 162 of 256 elements outside 0.1 of the output's spread (2.662e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/bitnet.yaml) (max abs error 1.297e0; worst at flat index 146: got 0.0318908728659153, expected -1.2651022672653198)",
-                    basis: runtime::Basis::Measured,
+                    reason: "bitnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 162 of 256 elements outside 0.1 of the output's spread (2.662e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/bitnet.yaml) (max abs error 1.297e0; worst at flat index 146: got 0.0318908728659153, expected -1.2651022672653198)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "bitnet does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 1524 of 2048 logits outside abs 0.03771207495594808 + rel 0, 0 of 2 rows with another top token (max abs error 4.987e-1; worst at flat index 1202: got -0.2210693508386612, expected 0.27758997678756714)",
-            basis: runtime::Basis::Measured,
+            reason: "bitnet on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 1524 of 2048 logits outside abs 0.03771207495594808 + rel 0, 0 of 2 rows with another top token (max abs error 4.987e-1; worst at flat index 1202: got -0.2210693508386612, expected 0.27758997678756714)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )

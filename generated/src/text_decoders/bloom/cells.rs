@@ -36,8 +36,8 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "bloom fails on cpu with libtorch (measured by gen import --platform cpu): runs: the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'GeLUFunction'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:",
-        basis: runtime::Basis::Measured,
+        reason: "bloom on cpu with libtorch: runs failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'GeLUFunction'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:",
+        basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Export),
     },
 );

@@ -23,12 +23,12 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
 }
-/// bloom on cpu with libtorch, device cpu: known-issue (bloom fails on cpu with libtorch (measured by gen import --platform cpu): runs: the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'GeLUFunction'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:).
+/// bloom on cpu with libtorch, device cpu: known-issue (bloom on cpu with libtorch: runs failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'GeLUFunction'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:).
 ///
 /// Select this cell with `cargo test -p generated text_decoders::bloom::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
         super::super::cells::CPU_TORCH, ignore =
-        "known issue: bloom fails on cpu with libtorch (measured by gen import --platform cpu): runs: the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'GeLUFunction'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:"
+        "known issue: bloom on cpu with libtorch: runs failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'GeLUFunction'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:"
     );
 }

@@ -6,8 +6,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-            basis: runtime::Basis::Measured,
+            reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -16,8 +16,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                    basis: runtime::Basis::Measured,
+                    reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -29,8 +29,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                    basis: runtime::Basis::Measured,
+                    reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -44,19 +44,18 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build blt's decoder with its cache (our gap, not a fact about the model or cpu): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'",
+            reason: "not tested here: blt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'",
             stage: runtime::Stage::Reference,
         },
     );
-/// blt on cpu: known-issue (libtorch, device cpu).
+/// blt on cpu: not-tested (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes blt's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+        stage: runtime::Stage::Export,
     },
 );
 /// blt on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
@@ -65,8 +64,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-            basis: runtime::Basis::Measured,
+            reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -75,8 +74,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                    basis: runtime::Basis::Measured,
+                    reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -88,8 +87,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                    basis: runtime::Basis::Measured,
+                    reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -103,19 +102,18 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build blt's decoder with its cache (our gap, not a fact about the model or cuda): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'",
+            reason: "not tested here: blt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'",
             stage: runtime::Stage::Reference,
         },
     );
-/// blt on cuda: known-issue (libtorch, device cuda).
+/// blt on cuda: not-tested (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes blt's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+        stage: runtime::Stage::Export,
     },
 );
 /// blt on rocm: known-issue (onnxruntime, MIGraphXExecutionProvider).
@@ -124,8 +122,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-            basis: runtime::Basis::Measured,
+            reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -134,8 +132,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                    basis: runtime::Basis::Measured,
+                    reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -149,19 +147,18 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build blt's decoder with its cache (our gap, not a fact about the model or rocm): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'",
+            reason: "not tested here: blt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'",
             stage: runtime::Stage::Reference,
         },
     );
-/// blt on rocm: known-issue (libtorch, device cuda).
+/// blt on rocm: not-tested (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes blt's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+        stage: runtime::Stage::Export,
     },
 );
 /// blt on mps: known-issue (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
@@ -170,8 +167,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-            basis: runtime::Basis::Measured,
+            reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -180,8 +177,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                    basis: runtime::Basis::Measured,
+                    reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -195,19 +192,18 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build blt's decoder with its cache (our gap, not a fact about the model or mps): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'",
+            reason: "not tested here: blt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'",
             stage: runtime::Stage::Reference,
         },
     );
-/// blt on mps: known-issue (libtorch, device mps).
+/// blt on mps: not-tested (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes blt's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+        stage: runtime::Stage::Export,
     },
 );
 /// blt on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
@@ -216,8 +212,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-            basis: runtime::Basis::Measured,
+            reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -226,8 +222,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                    basis: runtime::Basis::Measured,
+                    reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -241,7 +237,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build blt's decoder with its cache (our gap, not a fact about the model or openvino): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'",
+            reason: "not tested here: blt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -251,8 +247,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-            basis: runtime::Basis::Measured,
+            reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -261,8 +257,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                    basis: runtime::Basis::Measured,
+                    reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -274,8 +270,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                    basis: runtime::Basis::Measured,
+                    reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -289,7 +285,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build blt's decoder with its cache (our gap, not a fact about the model or qnn): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'",
+            reason: "not tested here: blt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'",
             stage: runtime::Stage::Reference,
         },
     )
@@ -304,8 +300,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-            basis: runtime::Basis::Measured,
+            reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -314,8 +310,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                    basis: runtime::Basis::Measured,
+                    reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -327,8 +323,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                    basis: runtime::Basis::Measured,
+                    reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -342,7 +338,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build blt's decoder with its cache (our gap, not a fact about the model or webnn): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'",
+            reason: "not tested here: blt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -352,8 +348,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-            basis: runtime::Basis::Measured,
+            reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -362,8 +358,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                    basis: runtime::Basis::Measured,
+                    reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -375,8 +371,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                    basis: runtime::Basis::Measured,
+                    reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -388,8 +384,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                    basis: runtime::Basis::Measured,
+                    reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -403,7 +399,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build blt's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'",
+            reason: "not tested here: blt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -413,8 +409,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-            basis: runtime::Basis::Measured,
+            reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -423,8 +419,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                    basis: runtime::Basis::Measured,
+                    reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -436,8 +432,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                    basis: runtime::Basis::Measured,
+                    reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -449,8 +445,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blt fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                    basis: runtime::Basis::Measured,
+                    reason: "blt's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -464,7 +460,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build blt's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'",
+            reason: "not tested here: blt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -477,8 +473,8 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::KnownIssue {
-                reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                basis: runtime::Basis::Measured,
+                reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -486,8 +482,8 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::KnownIssue {
-                reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                basis: runtime::Basis::Measured,
+                reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -495,8 +491,8 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::KnownIssue {
-                reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                basis: runtime::Basis::Measured,
+                reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -504,8 +500,8 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::KnownIssue {
-                reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                basis: runtime::Basis::Measured,
+                reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -513,8 +509,8 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::KnownIssue {
-                reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # /root/.cache/hwmatrix/venv/lib/p",
-                basis: runtime::Basis::Measured,
+                reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible. Please feel free to request support or submit a pull request on PyTorch GitHub: https://github.com/pytorch/pytorch/issues  [Caused by the value '90 defined in (%90 : Long(*, *, strides=[9, 1], requires_grad=0, device=cpu) = onnx::Concat[axis=1](%88, %input.1), scope: export.NamedOutputs::/transformers.models.blt.modeling_blt.BltModel::model # <cache>/venv/lib/p",
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,

@@ -6,8 +6,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-            basis: runtime::Basis::Measured,
+            reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -16,8 +16,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -29,8 +29,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -42,15 +42,14 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// cohere2_moe on cpu: known-issue (libtorch, device cpu).
+/// cohere2_moe on cpu: not-tested (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes cohere2_moe's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+        stage: runtime::Stage::Export,
     },
 );
 /// cohere2_moe on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
@@ -59,8 +58,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-            basis: runtime::Basis::Measured,
+            reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -69,8 +68,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -82,8 +81,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -95,15 +94,14 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// cohere2_moe on cuda: known-issue (libtorch, device cuda).
+/// cohere2_moe on cuda: not-tested (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes cohere2_moe's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+        stage: runtime::Stage::Export,
     },
 );
 /// cohere2_moe on rocm: known-issue (onnxruntime, MIGraphXExecutionProvider).
@@ -112,8 +110,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-            basis: runtime::Basis::Measured,
+            reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -122,8 +120,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -135,15 +133,14 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// cohere2_moe on rocm: known-issue (libtorch, device cuda).
+/// cohere2_moe on rocm: not-tested (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes cohere2_moe's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+        stage: runtime::Stage::Export,
     },
 );
 /// cohere2_moe on mps: known-issue (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
@@ -152,8 +149,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-            basis: runtime::Basis::Measured,
+            reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -162,8 +159,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -175,15 +172,14 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// cohere2_moe on mps: known-issue (libtorch, device mps).
+/// cohere2_moe on mps: not-tested (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes cohere2_moe's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+        stage: runtime::Stage::Export,
     },
 );
 /// cohere2_moe on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
@@ -192,8 +188,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-            basis: runtime::Basis::Measured,
+            reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -202,8 +198,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -221,8 +217,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-            basis: runtime::Basis::Measured,
+            reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -231,8 +227,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -244,8 +240,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -259,8 +255,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "cohere2_moe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (decoder): cannot load /root/.cache/hwmatrix/fixtures/generation/cohere2_moe/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-            basis: runtime::Basis::Measured,
+            reason: "cohere2_moe on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): cannot load <fixtures>/generation/cohere2_moe/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -275,8 +271,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-            basis: runtime::Basis::Measured,
+            reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -285,8 +281,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -298,8 +294,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -312,10 +308,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "cohere2_moe does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: cohere2_moe on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     );
 /// cohere2_moe on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -324,8 +319,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-            basis: runtime::Basis::Measured,
+            reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -334,8 +329,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -347,8 +342,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -360,8 +355,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -379,8 +374,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-            basis: runtime::Basis::Measured,
+            reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -389,8 +384,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -402,8 +397,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -415,8 +410,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere2_moe fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere2_moe's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -437,8 +432,8 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::KnownIssue {
-                reason: "cohere2_moe has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                basis: runtime::Basis::Measured,
+                reason: "cohere2_moe has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -446,8 +441,8 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::KnownIssue {
-                reason: "cohere2_moe has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                basis: runtime::Basis::Measured,
+                reason: "cohere2_moe has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -455,8 +450,8 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::KnownIssue {
-                reason: "cohere2_moe has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                basis: runtime::Basis::Measured,
+                reason: "cohere2_moe has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -464,8 +459,8 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::KnownIssue {
-                reason: "cohere2_moe has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                basis: runtime::Basis::Measured,
+                reason: "cohere2_moe has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -473,8 +468,8 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::KnownIssue {
-                reason: "cohere2_moe has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
-                basis: runtime::Basis::Measured,
+                reason: "cohere2_moe has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/cohere2_moe.partial/model.onnx failed:Node (/model/layers.0/mlp/gate/TopK) Op (TopK) [ShapeInferenceError] Invalid value for attribute axis; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on",
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,

@@ -157,8 +157,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "cohere_compass_text fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 6 of 832 elements outside 0.1 of the output's spread (2.858e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/cohere_compass_text.yaml) (max abs error 3.802e-1; worst at flat index 830: got -0.008979798294603825, expected -0.38915449380874634)",
-            basis: runtime::Basis::Measured,
+            reason: "cohere_compass_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 6 of 832 elements outside 0.1 of the output's spread (2.858e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/cohere_compass_text.yaml) (max abs error 3.802e-1; worst at flat index 830: got -0.008979798294603825, expected -0.38915449380874634)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -167,8 +167,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass_text fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 6 of 832 elements outside 0.1 of the output's spread (2.858e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/cohere_compass_text.yaml) (max abs error 3.802e-1; worst at flat index 830: got -0.008979798294603825, expected -0.38915449380874634)",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 6 of 832 elements outside 0.1 of the output's spread (2.858e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/cohere_compass_text.yaml) (max abs error 3.802e-1; worst at flat index 830: got -0.008979798294603825, expected -0.38915449380874634)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -180,8 +180,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass_text fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 6 of 832 elements outside 0.1 of the output's spread (2.858e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/cohere_compass_text.yaml) (max abs error 3.802e-1; worst at flat index 830: got -0.008979798294603825, expected -0.38915449380874634)",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 6 of 832 elements outside 0.1 of the output's spread (2.858e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/cohere_compass_text.yaml) (max abs error 3.802e-1; worst at flat index 830: got -0.008979798294603825, expected -0.38915449380874634)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "cohere_compass_text does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 1 of 2048 logits outside abs 0.07566513457261409 + rel 0, 0 of 2 rows with another top token (max abs error 7.569e-2; worst at flat index 1343: got 0.02072143740952015, expected -0.05496515706181526)",
-            basis: runtime::Basis::Measured,
+            reason: "cohere_compass_text on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 1 of 2048 logits outside abs 0.07566513457261409 + rel 0, 0 of 2 rows with another top token (max abs error 7.569e-2; worst at flat index 1343: got 0.02072143740952015, expected -0.05496515706181526)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -217,8 +217,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass_text at fp16 fails on webnn (measured by gen import --platform webnn): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/rotary_emb/Slice_4] For dimension (2): the stride (3) must not be greater than the size to slice (2). (page log: 2026-11-26 08:24:39.491773 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Cast] index: [461] name: [graph_output_cast0] supported: [1] | 2026-11-26 08:24:39.492003 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [467] name: [Transpose_token_5] supported: [1] | 2026-11-26 08:24:39.492464 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [469] name: [Transpose_token_7] supported: [1] | 2026-11-26 08:24:39.492858 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [482] name: [/model/Reshape_2_new_reshape] supported: [1] | 2026-11-26 08:24:39.504289 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 137 number of nodes supported by WebNN: 137)",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass_text on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/rotary_emb/Slice_4] For dimension (2): the stride (3) must not be greater than the size to slice (2). (page log: 2026-11-26 08:24:39.491773 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Cast] index: [461] name: [graph_output_cast0] supported: [1] | 2026-11-26 08:24:39.492003 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [467] name: [Transpose_token_5] supported: [1] | 2026-11-26 08:24:39.492464 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [469] name: [Transpose_token_7] supported: [1] | 2026-11-26 08:24:39.492858 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [482] name: [/model/Reshape_2_new_reshape] supported: [1] | 2026-11-26 08:24:39.504289 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 137 number of nodes supported by WebNN: 137)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -241,8 +241,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "cohere_compass_text does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/model/rotary_emb/Slice_4] For dimension (2): the stride (3) must not be greater than the size to slice (2). (page log: 2026-11-26 13:58:27.874438 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [479] name: [Transpose_token_7] supported: [1] | 2026-11-26 13:58:27.877048 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [481] name: [Transpose_token_9] supported: [1] | 2026-11-26 13:58:27.881388 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [490] name: [Transpose_token_22] supported: [1] | 2026-11-26 13:58:27.882028 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [492] name: [/model/model/Reshape_1_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-26 13:58:27.900143 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 3 number of nodes in the graph: 149 number of nodes supported by WebNN: 145\u{1b}[m)",
-            basis: runtime::Basis::Measured,
+            reason: "cohere_compass_text on webnn with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/model/rotary_emb/Slice_4] For dimension (2): the stride (3) must not be greater than the size to slice (2). (page log: 2026-11-26 13:58:27.874438 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [479] name: [Transpose_token_7] supported: [1] | 2026-11-26 13:58:27.877048 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [481] name: [Transpose_token_9] supported: [1] | 2026-11-26 13:58:27.881388 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [490] name: [Transpose_token_22] supported: [1] | 2026-11-26 13:58:27.882028 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [492] name: [/model/model/Reshape_1_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-26 13:58:27.900143 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 3 number of nodes in the graph: 149 number of nodes supported by WebNN: 145\u{1b}[m)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     );

@@ -157,8 +157,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "doge fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 12 of 832 elements outside 0.1 of the output's spread (2.900e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/doge.yaml) (max abs error 4.461e-1; worst at flat index 785: got -0.4396972954273224, expected 0.006403740961104631)",
-            basis: runtime::Basis::Measured,
+            reason: "doge on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 12 of 832 elements outside 0.1 of the output's spread (2.900e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/doge.yaml) (max abs error 4.461e-1; worst at flat index 785: got -0.4396972954273224, expected 0.006403740961104631)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -167,8 +167,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "doge fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 12 of 832 elements outside 0.1 of the output's spread (2.900e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/doge.yaml) (max abs error 4.461e-1; worst at flat index 785: got -0.4396972954273224, expected 0.006403740961104631)",
-                    basis: runtime::Basis::Measured,
+                    reason: "doge on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 12 of 832 elements outside 0.1 of the output's spread (2.900e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/doge.yaml) (max abs error 4.461e-1; worst at flat index 785: got -0.4396972954273224, expected 0.006403740961104631)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -180,8 +180,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "doge fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 12 of 832 elements outside 0.1 of the output's spread (2.900e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/doge.yaml) (max abs error 4.461e-1; worst at flat index 785: got -0.4396972954273224, expected 0.006403740961104631)",
-                    basis: runtime::Basis::Measured,
+                    reason: "doge on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 12 of 832 elements outside 0.1 of the output's spread (2.900e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/doge.yaml) (max abs error 4.461e-1; worst at flat index 785: got -0.4396972954273224, expected 0.006403740961104631)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "doge does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 171 of 2048 logits outside abs 0.040625689492276254 + rel 0, 0 of 2 rows with another top token (max abs error 9.458e-2; worst at flat index 1251: got 0.2595215141773224, expected 0.1649421751499176)",
-            basis: runtime::Basis::Measured,
+            reason: "doge on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 171 of 2048 logits outside abs 0.040625689492276254 + rel 0, 0 of 2 rows with another top token (max abs error 9.458e-2; worst at flat index 1251: got 0.2595215141773224, expected 0.1649421751499176)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -241,8 +241,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "doge fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
-            basis: runtime::Basis::Measured,
+            reason: "doge on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -251,8 +251,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "doge fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
-                    basis: runtime::Basis::Measured,
+                    reason: "doge on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -264,8 +264,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "doge fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
-                    basis: runtime::Basis::Measured,
+                    reason: "doge on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -277,8 +277,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "doge fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
-                    basis: runtime::Basis::Measured,
+                    reason: "doge on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -296,8 +296,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "doge fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
-            basis: runtime::Basis::Measured,
+            reason: "doge on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -306,8 +306,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "doge fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
-                    basis: runtime::Basis::Measured,
+                    reason: "doge on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -319,8 +319,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "doge fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
-                    basis: runtime::Basis::Measured,
+                    reason: "doge on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -332,8 +332,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "doge fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
-                    basis: runtime::Basis::Measured,
+                    reason: "doge on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

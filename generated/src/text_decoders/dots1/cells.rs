@@ -157,8 +157,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "dots1 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/dots1/model.onnx: Failed to compose Qnn graph.",
-            basis: runtime::Basis::Measured,
+            reason: "dots1 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/dots1/model.onnx: Failed to compose Qnn graph.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -167,8 +167,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dots1 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/dots1/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "dots1 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/dots1/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -180,8 +180,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dots1 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/dots1/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "dots1 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/dots1/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "dots1 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 313 of 2048 logits outside abs 0.03828809204856043 + rel 0, 0 of 2 rows with another top token (max abs error 1.496e-1; worst at flat index 1596: got -0.0527343787252903, expected -0.2023383378982544)",
-            basis: runtime::Basis::Measured,
+            reason: "dots1 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 313 of 2048 logits outside abs 0.03828809204856043 + rel 0, 0 of 2 rows with another top token (max abs error 1.496e-1; worst at flat index 1596: got -0.0527343787252903, expected -0.2023383378982544)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -205,25 +205,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         0.1f64,
         "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
     );
-/// dots1 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// dots1 on webnn: not-tested (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::KnownIssue {
-            reason: "dots1 fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: dots1 on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "dots1 fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: dots1 on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -233,10 +231,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "dots1 fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: dots1 on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -248,10 +245,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "dots1 does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: dots1 on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     );
 /// dots1 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).

@@ -20,7 +20,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "known issue: falcon_h1's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/falcon_h1.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core"
+        "known issue: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/generation/falcon_h1.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mamba/Transpose_10) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -2, -1, 1}, input shape = {0, 0, 0, 0}; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Mul node. Name:'node_mul_208' Status Message: /onnxruntime_src/onnxruntime/core"
     );
 }
 /// falcon_h1 on cpu with libtorch, device cpu: run.

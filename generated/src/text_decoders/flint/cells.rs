@@ -157,8 +157,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "flint fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 10 of 832 elements outside 0.1 of the output's spread (2.986e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/flint.yaml) (max abs error 6.464e-1; worst at flat index 796: got 0.0528564490377903, expected 0.6992473602294922)",
-            basis: runtime::Basis::Measured,
+            reason: "flint on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 10 of 832 elements outside 0.1 of the output's spread (2.986e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/flint.yaml) (max abs error 6.464e-1; worst at flat index 796: got 0.0528564490377903, expected 0.6992473602294922)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -167,8 +167,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "flint fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 10 of 832 elements outside 0.1 of the output's spread (2.986e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/flint.yaml) (max abs error 6.464e-1; worst at flat index 796: got 0.0528564490377903, expected 0.6992473602294922)",
-                    basis: runtime::Basis::Measured,
+                    reason: "flint on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 10 of 832 elements outside 0.1 of the output's spread (2.986e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/flint.yaml) (max abs error 6.464e-1; worst at flat index 796: got 0.0528564490377903, expected 0.6992473602294922)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -180,8 +180,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "flint fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 10 of 832 elements outside 0.1 of the output's spread (2.986e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/flint.yaml) (max abs error 6.464e-1; worst at flat index 796: got 0.0528564490377903, expected 0.6992473602294922)",
-                    basis: runtime::Basis::Measured,
+                    reason: "flint on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 10 of 832 elements outside 0.1 of the output's spread (2.986e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/flint.yaml) (max abs error 6.464e-1; worst at flat index 796: got 0.0528564490377903, expected 0.6992473602294922)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "flint does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 468 of 2048 logits outside abs 0.04151985076210849 + rel 0, 0 of 2 rows with another top token (max abs error 1.704e-1; worst at flat index 1094: got 0.1755371242761612, expected 0.0051761046051979065)",
-            basis: runtime::Basis::Measured,
+            reason: "flint on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 468 of 2048 logits outside abs 0.04151985076210849 + rel 0, 0 of 2 rows with another top token (max abs error 1.704e-1; worst at flat index 1094: got 0.1755371242761612, expected 0.0051761046051979065)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -236,10 +236,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "flint does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: flint on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     );
 /// flint on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -248,8 +247,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "flint fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
-            basis: runtime::Basis::Measured,
+            reason: "flint on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -258,8 +257,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "flint fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
-                    basis: runtime::Basis::Measured,
+                    reason: "flint on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -271,8 +270,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "flint fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
-                    basis: runtime::Basis::Measured,
+                    reason: "flint on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -284,8 +283,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "flint fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
-                    basis: runtime::Basis::Measured,
+                    reason: "flint on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -303,8 +302,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "flint fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
-            basis: runtime::Basis::Measured,
+            reason: "flint on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -313,8 +312,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "flint fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
-                    basis: runtime::Basis::Measured,
+                    reason: "flint on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -326,8 +325,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "flint fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
-                    basis: runtime::Basis::Measured,
+                    reason: "flint on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -339,8 +338,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "flint fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
-                    basis: runtime::Basis::Measured,
+                    reason: "flint on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

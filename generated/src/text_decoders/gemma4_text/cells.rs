@@ -12,9 +12,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text at int8 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.9671 in its worst row (of 8; mean 0.9945), below 0.98; relative L2 error 0.1051, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 6.396e-1; worst at flat index 204: got -0.07450206577777863, expected 0.5651109218597412)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "gemma4_text on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9671 in its worst row (of 8; mean 0.9945), below 0.98; relative L2 error 0.1051, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 6.396e-1; worst at flat index 204: got -0.07450206577777863, expected 0.5651109218597412)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -25,9 +25,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.7527 in its worst row (of 8; mean 0.8910), below 0.95; relative L2 error 0.4668, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 1.605e0; worst at flat index 255: got 0.30901217460632324, expected -1.2958872318267822)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "gemma4_text on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.7527 in its worst row (of 8; mean 0.8910), below 0.95; relative L2 error 0.4668, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 1.605e0; worst at flat index 255: got 0.30901217460632324, expected -1.2958872318267822)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -150,9 +150,9 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text at int8 fails on openvino (measured by gen import --platform openvino): output last_hidden_state: cosine similarity 0.9776 in its worst row (of 8; mean 0.9961), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 4.580e-1; worst at flat index 204: got 0.10706121474504471, expected 0.5651109218597412)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "gemma4_text on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9776 in its worst row (of 8; mean 0.9961), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 4.580e-1; worst at flat index 204: got 0.10706121474504471, expected 0.5651109218597412)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -169,8 +169,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_text fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 77 of 832 elements outside 0.1 of the output's spread (3.047e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 2.499e0; worst at flat index 779: got -1.5976563692092896, expected 0.9011666178703308)",
-            basis: runtime::Basis::Measured,
+            reason: "gemma4_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 77 of 832 elements outside 0.1 of the output's spread (3.047e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 2.499e0; worst at flat index 779: got -1.5976563692092896, expected 0.9011666178703308)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -179,8 +179,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 77 of 832 elements outside 0.1 of the output's spread (3.047e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 2.499e0; worst at flat index 779: got -1.5976563692092896, expected 0.9011666178703308)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma4_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 77 of 832 elements outside 0.1 of the output's spread (3.047e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 2.499e0; worst at flat index 779: got -1.5976563692092896, expected 0.9011666178703308)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -192,8 +192,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 77 of 832 elements outside 0.1 of the output's spread (3.047e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 2.499e0; worst at flat index 779: got -1.5976563692092896, expected 0.9011666178703308)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma4_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 77 of 832 elements outside 0.1 of the output's spread (3.047e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 2.499e0; worst at flat index 779: got -1.5976563692092896, expected 0.9011666178703308)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -207,8 +207,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_text does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 483 of 2048 logits outside abs 0.04114541610940706 + rel 0, 0 of 2 rows with another top token (max abs error 2.499e-1; worst at flat index 1039: got -0.0715332105755806, expected -0.3214415907859802)",
-            basis: runtime::Basis::Measured,
+            reason: "gemma4_text on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 483 of 2048 logits outside abs 0.04114541610940706 + rel 0, 0 of 2 rows with another top token (max abs error 2.499e-1; worst at flat index 1039: got -0.0715332105755806, expected -0.3214415907859802)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -248,10 +248,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "gemma4_text does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: gemma4_text on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     );
 /// gemma4_text on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -260,8 +259,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_text fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
-            basis: runtime::Basis::Measured,
+            reason: "gemma4_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -270,8 +269,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma4_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -283,8 +282,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma4_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -296,8 +295,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma4_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -311,8 +310,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_text does not generate on webgpu with browser (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 14 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 2.032e-4; worst at flat index 1727: got -0.008378521539270878, expected -0.008188191801309586)",
-            basis: runtime::Basis::Measured,
+            reason: "gemma4_text on webgpu with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 14 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 2.032e-4; worst at flat index 1727: got -0.008378521539270878, expected -0.008188191801309586)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     );
@@ -322,8 +321,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_text fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
-            basis: runtime::Basis::Measured,
+            reason: "gemma4_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -332,8 +331,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma4_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -345,8 +344,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma4_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -358,8 +357,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma4_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -373,8 +372,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_text does not generate on webgpu with onnxruntime (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 14 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 2.032e-4; worst at flat index 1727: got -0.008378521539270878, expected -0.008188191801309586)",
-            basis: runtime::Basis::Measured,
+            reason: "gemma4_text on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 14 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 2.032e-4; worst at flat index 1727: got -0.008378521539270878, expected -0.008188191801309586)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     );

@@ -163,8 +163,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gpt_neo at qdq8 fails on qnn (measured by gen import --platform qnn): cannot load /root/.cache/hwmatrix/fixtures/gpt_neo/model.qdq8.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "gpt_neo on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/gpt_neo/model.qdq8.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gpt_neo does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 16 of 2048 logits outside abs 0.04760037396620192 + rel 0, 0 of 2 rows with another top token (max abs error 6.975e-2; worst at flat index 1133: got -0.1527099758386612, expected -0.08296006917953491)",
-            basis: runtime::Basis::Measured,
+            reason: "gpt_neo on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 16 of 2048 logits outside abs 0.04760037396620192 + rel 0, 0 of 2 rows with another top token (max abs error 6.975e-2; worst at flat index 1133: got -0.1527099758386612, expected -0.08296006917953491)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )

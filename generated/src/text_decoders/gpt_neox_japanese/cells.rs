@@ -157,8 +157,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "gpt_neox_japanese fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_16294374208475988213_4 node. Name:'QNNExecutionProvider_QNNExecutionProvider_16294374208475988213_4_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004",
-            basis: runtime::Basis::Measured,
+            reason: "gpt_neox_japanese on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_16294374208475988213_4 node. Name:'QNNExecutionProvider_QNNExecutionProvider_16294374208475988213_4_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -167,8 +167,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gpt_neox_japanese fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_16294374208475988213_4 node. Name:'QNNExecutionProvider_QNNExecutionProvider_16294374208475988213_4_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004",
-                    basis: runtime::Basis::Measured,
+                    reason: "gpt_neox_japanese on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_16294374208475988213_4 node. Name:'QNNExecutionProvider_QNNExecutionProvider_16294374208475988213_4_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -180,8 +180,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gpt_neox_japanese fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_16294374208475988213_4 node. Name:'QNNExecutionProvider_QNNExecutionProvider_16294374208475988213_4_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004",
-                    basis: runtime::Basis::Measured,
+                    reason: "gpt_neox_japanese on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_16294374208475988213_4 node. Name:'QNNExecutionProvider_QNNExecutionProvider_16294374208475988213_4_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gpt_neox_japanese does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (decoder): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_11378350282548230491_4 node. Name:'QNNExecutionProvider_QNNExecutionProvider_11378350282548230491_4_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004",
-            basis: runtime::Basis::Measured,
+            reason: "gpt_neox_japanese on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_11378350282548230491_4 node. Name:'QNNExecutionProvider_QNNExecutionProvider_11378350282548230491_4_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -211,8 +211,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "gpt_neox_japanese fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (35%), 0 µs (0%); WebNNExecutionProvider: 15 nodes (65%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/gpt_neox_japanese.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "gpt_neox_japanese on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (35%), 0 µs (0%); WebNNExecutionProvider: 15 nodes (65%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/gpt_neox_japanese.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -221,8 +221,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gpt_neox_japanese fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (35%), 0 µs (0%); WebNNExecutionProvider: 15 nodes (65%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/gpt_neox_japanese.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "gpt_neox_japanese on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (35%), 0 µs (0%); WebNNExecutionProvider: 15 nodes (65%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/gpt_neox_japanese.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -234,8 +234,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gpt_neox_japanese fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (35%), 0 µs (0%); WebNNExecutionProvider: 15 nodes (65%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/gpt_neox_japanese.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "gpt_neox_japanese on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (35%), 0 µs (0%); WebNNExecutionProvider: 15 nodes (65%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/gpt_neox_japanese.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -249,8 +249,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gpt_neox_japanese does not generate on webnn with browser (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (35%), 0 µs (0%); WebNNExecutionProvider: 15 nodes (65%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/gpt_neox_japanese.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "gpt_neox_japanese on webnn with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (35%), 0 µs (0%); WebNNExecutionProvider: 15 nodes (65%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/gpt_neox_japanese.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     );

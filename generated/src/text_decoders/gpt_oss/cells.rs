@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gpt_oss at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.9176 in its worst row (of 8; mean 0.9740), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gpt_oss.yaml) (max abs error 8.564e-1; worst at flat index 177: got -0.9253745675086975, expected -0.06892573088407516)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "gpt_oss on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9176 in its worst row (of 8; mean 0.9740), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gpt_oss.yaml) (max abs error 8.564e-1; worst at flat index 177: got -0.9253745675086975, expected -0.06892573088407516)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -161,8 +161,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "gpt_oss fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/gpt_oss/model.onnx: Failed to compose Qnn graph.",
-            basis: runtime::Basis::Measured,
+            reason: "gpt_oss on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -171,8 +171,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gpt_oss fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/gpt_oss/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "gpt_oss on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -184,8 +184,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gpt_oss fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/gpt_oss/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "gpt_oss on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -199,8 +199,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gpt_oss does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 119 of 2048 logits outside abs 0.04165004310918903 + rel 0, 0 of 2 rows with another top token (max abs error 9.636e-2; worst at flat index 1689: got -0.1457519680261612, expected -0.04939499497413635)",
-            basis: runtime::Basis::Measured,
+            reason: "gpt_oss on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 119 of 2048 logits outside abs 0.04165004310918903 + rel 0, 0 of 2 rows with another top token (max abs error 9.636e-2; worst at flat index 1689: got -0.1457519680261612, expected -0.04939499497413635)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -215,8 +215,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "gpt_oss fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 226 nodes (75%), 0 µs (0%); WebNNExecutionProvider: 75 nodes (25%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/gpt_oss.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "gpt_oss on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 226 nodes (75%), 0 µs (0%); WebNNExecutionProvider: 75 nodes (25%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/gpt_oss.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -225,8 +225,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gpt_oss fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 226 nodes (75%), 0 µs (0%); WebNNExecutionProvider: 75 nodes (25%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/gpt_oss.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "gpt_oss on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 226 nodes (75%), 0 µs (0%); WebNNExecutionProvider: 75 nodes (25%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/gpt_oss.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -238,8 +238,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gpt_oss fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 226 nodes (75%), 0 µs (0%); WebNNExecutionProvider: 75 nodes (25%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/gpt_oss.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "gpt_oss on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 226 nodes (75%), 0 µs (0%); WebNNExecutionProvider: 75 nodes (25%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/gpt_oss.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -252,10 +252,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "gpt_oss does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: gpt_oss on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     );
 /// gpt_oss on webgpu: run (onnxruntime-web in headless Chromium, webgpu).

@@ -20,10 +20,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "gpt-sw3 at q4 fails on cpu (measured by gen import --platform cpu): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Export),
+                planned: runtime::Planned::Unsupported {
+                    reason: "gpt-sw3 on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -187,8 +186,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gpt-sw3 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 7 of 2048 logits outside abs 0.04760131828141994 + rel 0, 0 of 2 rows with another top token (max abs error 6.488e-2; worst at flat index 1161: got 0.0525817908346653, expected -0.012300468981266022)",
-            basis: runtime::Basis::Measured,
+            reason: "gpt-sw3 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 7 of 2048 logits outside abs 0.04760131828141994 + rel 0, 0 of 2 rows with another top token (max abs error 6.488e-2; worst at flat index 1161: got 0.0525817908346653, expected -0.012300468981266022)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )

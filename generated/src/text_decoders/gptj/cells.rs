@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gptj does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 69 of 2048 logits outside abs 0.04377300734081473 + rel 0, 0 of 2 rows with another top token (max abs error 7.529e-2; worst at flat index 1730: got -0.0661621168255806, expected -0.1414472758769989)",
-            basis: runtime::Basis::Measured,
+            reason: "gptj on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 69 of 2048 logits outside abs 0.04377300734081473 + rel 0, 0 of 2 rows with another top token (max abs error 7.529e-2; worst at flat index 1730: got -0.0661621168255806, expected -0.1414472758769989)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -224,10 +224,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "gptj does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: gptj on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     );
 /// gptj on webgpu: run (onnxruntime-web in headless Chromium, webgpu).

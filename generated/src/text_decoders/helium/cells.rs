@@ -32,8 +32,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
-            basis: runtime::Basis::Measured,
+            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -76,8 +76,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
-            basis: runtime::Basis::Measured,
+            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -111,8 +111,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
-            basis: runtime::Basis::Measured,
+            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -146,8 +146,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
-            basis: runtime::Basis::Measured,
+            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -181,8 +181,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
-            basis: runtime::Basis::Measured,
+            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -192,8 +192,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "helium fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 34 µs (0%); QNNExecutionProvider: 2 nodes (67%), 101846 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_decoders/helium.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "helium on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 34 µs (0%); QNNExecutionProvider: 2 nodes (67%), 101846 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_decoders/helium.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -202,8 +202,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "helium fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 34 µs (0%); QNNExecutionProvider: 2 nodes (67%), 101846 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_decoders/helium.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "helium on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 34 µs (0%); QNNExecutionProvider: 2 nodes (67%), 101846 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_decoders/helium.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -215,8 +215,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "helium fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 34 µs (0%); QNNExecutionProvider: 2 nodes (67%), 101846 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_decoders/helium.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "helium on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 34 µs (0%); QNNExecutionProvider: 2 nodes (67%), 101846 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_decoders/helium.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -230,8 +230,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
-            basis: runtime::Basis::Measured,
+            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -272,8 +272,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
-            basis: runtime::Basis::Measured,
+            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -318,8 +318,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
-            basis: runtime::Basis::Measured,
+            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -364,8 +364,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "helium's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
-            basis: runtime::Basis::Measured,
+            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );

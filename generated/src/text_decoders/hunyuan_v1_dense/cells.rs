@@ -157,8 +157,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "hunyuan_v1_dense fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 25 of 832 elements outside 0.1 of the output's spread (2.975e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/hunyuan_v1_dense.yaml) (max abs error 6.928e-1; worst at flat index 830: got 0.4194336235523224, expected -0.2733433246612549)",
-            basis: runtime::Basis::Measured,
+            reason: "hunyuan_v1_dense on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 25 of 832 elements outside 0.1 of the output's spread (2.975e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/hunyuan_v1_dense.yaml) (max abs error 6.928e-1; worst at flat index 830: got 0.4194336235523224, expected -0.2733433246612549)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -167,8 +167,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "hunyuan_v1_dense fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 25 of 832 elements outside 0.1 of the output's spread (2.975e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/hunyuan_v1_dense.yaml) (max abs error 6.928e-1; worst at flat index 830: got 0.4194336235523224, expected -0.2733433246612549)",
-                    basis: runtime::Basis::Measured,
+                    reason: "hunyuan_v1_dense on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 25 of 832 elements outside 0.1 of the output's spread (2.975e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/hunyuan_v1_dense.yaml) (max abs error 6.928e-1; worst at flat index 830: got 0.4194336235523224, expected -0.2733433246612549)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -180,8 +180,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "hunyuan_v1_dense fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 25 of 832 elements outside 0.1 of the output's spread (2.975e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/hunyuan_v1_dense.yaml) (max abs error 6.928e-1; worst at flat index 830: got 0.4194336235523224, expected -0.2733433246612549)",
-                    basis: runtime::Basis::Measured,
+                    reason: "hunyuan_v1_dense on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 25 of 832 elements outside 0.1 of the output's spread (2.975e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/hunyuan_v1_dense.yaml) (max abs error 6.928e-1; worst at flat index 830: got 0.4194336235523224, expected -0.2733433246612549)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "hunyuan_v1_dense does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 42 of 2048 logits outside abs 0.038093467374164906 + rel 0, 0 of 2 rows with another top token (max abs error 5.963e-2; worst at flat index 1786: got -0.0335388220846653, expected -0.09316400438547134)",
-            basis: runtime::Basis::Measured,
+            reason: "hunyuan_v1_dense on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 42 of 2048 logits outside abs 0.038093467374164906 + rel 0, 0 of 2 rows with another top token (max abs error 5.963e-2; worst at flat index 1786: got -0.0335388220846653, expected -0.09316400438547134)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )

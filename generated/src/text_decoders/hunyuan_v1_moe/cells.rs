@@ -157,8 +157,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "hunyuan_v1_moe fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/hunyuan_v1_moe/model.onnx: Failed to compose Qnn graph.",
-            basis: runtime::Basis::Measured,
+            reason: "hunyuan_v1_moe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/hunyuan_v1_moe/model.onnx: Failed to compose Qnn graph.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -167,8 +167,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "hunyuan_v1_moe fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/hunyuan_v1_moe/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "hunyuan_v1_moe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/hunyuan_v1_moe/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -180,8 +180,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "hunyuan_v1_moe fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/hunyuan_v1_moe/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "hunyuan_v1_moe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/hunyuan_v1_moe/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "hunyuan_v1_moe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 33 of 2048 logits outside abs 0.04062972106025882 + rel 0, 0 of 2 rows with another top token (max abs error 6.180e-2; worst at flat index 2002: got -0.1781006008386612, expected -0.23989853262901306)",
-            basis: runtime::Basis::Measured,
+            reason: "hunyuan_v1_moe on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 33 of 2048 logits outside abs 0.04062972106025882 + rel 0, 0 of 2 rows with another top token (max abs error 6.180e-2; worst at flat index 2002: got -0.1781006008386612, expected -0.23989853262901306)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -211,8 +211,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "hunyuan_v1_moe fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Gather ×4 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, QuickGelu ×2 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 60 nodes (59%), 0 µs (0%); WebNNExecutionProvider: 41 nodes (41%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/hunyuan_v1_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "hunyuan_v1_moe on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Gather ×4 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, QuickGelu ×2 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 60 nodes (59%), 0 µs (0%); WebNNExecutionProvider: 41 nodes (41%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/hunyuan_v1_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -221,8 +221,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "hunyuan_v1_moe fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Gather ×4 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, QuickGelu ×2 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 60 nodes (59%), 0 µs (0%); WebNNExecutionProvider: 41 nodes (41%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/hunyuan_v1_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "hunyuan_v1_moe on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Gather ×4 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, QuickGelu ×2 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 60 nodes (59%), 0 µs (0%); WebNNExecutionProvider: 41 nodes (41%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/hunyuan_v1_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -234,8 +234,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "hunyuan_v1_moe fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Gather ×4 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, QuickGelu ×2 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 60 nodes (59%), 0 µs (0%); WebNNExecutionProvider: 41 nodes (41%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/hunyuan_v1_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "hunyuan_v1_moe on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Gather ×4 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, QuickGelu ×2 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 60 nodes (59%), 0 µs (0%); WebNNExecutionProvider: 41 nodes (41%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/hunyuan_v1_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -249,8 +249,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "hunyuan_v1_moe does not generate on webnn with browser (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (82%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/hunyuan_v1_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "hunyuan_v1_moe on webnn with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (82%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/hunyuan_v1_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     );

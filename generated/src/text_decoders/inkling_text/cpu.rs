@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: inkling_text at int8 fails on cpu (measured by gen import --platform cpu): ONNX Runtime run failed: Non-zero status code returned while running MatMulIntegerToFloat node. Name:'/model/layers.0/mlp/shared_experts/MatMul_quant' Status Message: /onnxruntime_src/onnxruntime/contrib_ops/cpu/quantization/dynamic_quantize_matmul.cc:97 onnxruntime::common::Status onnxruntime::contrib::MatMulIntegerToFloatBase::ComputeCommon(onnxruntime::OpKernelContext*, const uint8_t*, const onnxruntime::TensorShape&, float, uint8_t, bool, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*) const IsBQuantParamSupported(b_zp_constant_tensor->Shape(), b_tensor ? b_tensor->Shape() : b_shape_) was false. MatmulInteger : b zero point is not valid\n"
+        "known issue: inkling_text on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running MatMulIntegerToFloat node. Name:'/model/layers.0/mlp/shared_experts/MatMul_quant' Status Message: /onnxruntime_src/onnxruntime/contrib_ops/cpu/quantization/dynamic_quantize_matmul.cc:97 onnxruntime::common::Status onnxruntime::contrib::MatMulIntegerToFloatBase::ComputeCommon(onnxruntime::OpKernelContext*, const uint8_t*, const onnxruntime::TensorShape&, float, uint8_t, bool, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*) const IsBQuantParamSupported(b_zp_constant_tensor->Shape(), b_tensor ? b_tensor->Shape() : b_shape_) was false. MatmulInteger : b zero point is not valid"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
@@ -19,7 +19,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "known issue: inkling_text's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. Name:'/model/model/layers.0/self_attn/k_sconv/Add' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 4 by 6; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-"
+        "known issue: inkling_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. Name:'/model/model/layers.0/self_attn/k_sconv/Add' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 4 by 6; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-"
     );
 }
 /// inkling_text on cpu with libtorch, device cpu: run.

@@ -12,8 +12,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "jetmoe at int8 fails on cpu (measured by gen import --platform cpu): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)",
-                    basis: runtime::Basis::Measured,
+                    reason: "jetmoe on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -40,8 +40,8 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "jetmoe fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: split_with_sizes expects split_sizes to sum exactly to 52 (input tensor's size at dimension 0), but got split_sizes=[5, 4, 2, 5]",
-        basis: runtime::Basis::Measured,
+        reason: "jetmoe on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: split_with_sizes expects split_sizes to sum exactly to 52 (input tensor's size at dimension 0), but got split_sizes=[5, 4, 2, 5]",
+        basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Run),
     },
 );
@@ -144,8 +144,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "jetmoe fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/jetmoe/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::ReadModel(std::string&&, const std::string&)::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] Exception while Reading network: Check 'false' failed at src/frontends/onnx/frontend/src/frontend.cpp:221:\nFrontEnd API failed with GeneralFailure:\nErrors during ONNX translation:\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_171>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_297>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_425>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_527>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_648>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_775>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\n\n\n",
-            basis: runtime::Basis::Measured,
+            reason: "jetmoe on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: cannot load <fixtures>/jetmoe/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::ReadModel(std::string&&, const std::string&)::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] Exception while Reading network: Check 'false' failed at src/frontends/onnx/frontend/src/frontend.cpp:221:\nFrontEnd API failed with GeneralFailure:\nErrors during ONNX translation:\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_171>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_297>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_425>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_527>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_648>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_775>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -154,8 +154,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "jetmoe fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/jetmoe/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::ReadModel(std::string&&, const std::string&)::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] Exception while Reading network: Check 'false' failed at src/frontends/onnx/frontend/src/frontend.cpp:221:\nFrontEnd API failed with GeneralFailure:\nErrors during ONNX translation:\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_171>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_297>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_425>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_527>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_648>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_775>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\n\n\n",
-                    basis: runtime::Basis::Measured,
+                    reason: "jetmoe on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: cannot load <fixtures>/jetmoe/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::ReadModel(std::string&&, const std::string&)::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] Exception while Reading network: Check 'false' failed at src/frontends/onnx/frontend/src/frontend.cpp:221:\nFrontEnd API failed with GeneralFailure:\nErrors during ONNX translation:\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_171>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_297>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_425>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_527>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_648>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_775>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -169,8 +169,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "jetmoe does not generate on openvino with onnxruntime (measured by gen import --platform openvino): step 0 (decoder): cannot load /root/.cache/hwmatrix/fixtures/generation/jetmoe/decoder.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::ReadModel(std::string&&, const std::string&)::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] Exception while Reading network: Check 'false' failed at src/frontends/onnx/frontend/src/frontend.cpp:221:\nFrontEnd API failed with GeneralFailure:\nErrors during ONNX translation:\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_179>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_305>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_433>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_535>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_656>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_783>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\n\n\n",
-            basis: runtime::Basis::Measured,
+            reason: "jetmoe on openvino with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): cannot load <fixtures>/generation/jetmoe/decoder.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::ReadModel(std::string&&, const std::string&)::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] Exception while Reading network: Check 'false' failed at src/frontends/onnx/frontend/src/frontend.cpp:221:\nFrontEnd API failed with GeneralFailure:\nErrors during ONNX translation:\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_179>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_305>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_433>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_535>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_656>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add\nCheck '(reduction == \"none\")' failed at src/frontends/onnx/frontend/src/op/scatter_nd.cpp:25:\nWhile validating ONNX node '<Node(ScatterND): node_ScatterND_783>':\nUnsupported value of attribute: `reduction`. Only `none` is supported, got:add",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     );
@@ -180,8 +180,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "jetmoe fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/jetmoe/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-            basis: runtime::Basis::Measured,
+            reason: "jetmoe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/jetmoe/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -190,8 +190,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "jetmoe fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/jetmoe/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-                    basis: runtime::Basis::Measured,
+                    reason: "jetmoe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/jetmoe/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -203,8 +203,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "jetmoe fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/jetmoe/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-                    basis: runtime::Basis::Measured,
+                    reason: "jetmoe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/jetmoe/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -218,8 +218,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "jetmoe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (decoder): cannot load /root/.cache/hwmatrix/fixtures/generation/jetmoe/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-            basis: runtime::Basis::Measured,
+            reason: "jetmoe on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): cannot load <fixtures>/generation/jetmoe/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -228,25 +228,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         0.1f64,
         "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
     );
-/// jetmoe on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// jetmoe on webnn: not-tested (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::KnownIssue {
-            reason: "jetmoe fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: jetmoe on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+            stage: runtime::Stage::Load,
         },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "jetmoe fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: jetmoe on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -256,10 +254,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "jetmoe fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: jetmoe on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -271,10 +268,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "jetmoe does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: jetmoe on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     );
 /// jetmoe on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -283,8 +279,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "jetmoe fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 300 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "jetmoe on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 300 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -293,8 +289,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "jetmoe fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 300 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "jetmoe on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 300 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -306,8 +302,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "jetmoe fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 300 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "jetmoe on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 300 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -319,8 +315,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "jetmoe fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 300 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "jetmoe on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 300 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -334,8 +330,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "jetmoe does not generate on webgpu with browser (measured by gen import --platform webgpu): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 174 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 309 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "jetmoe on webgpu with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 174 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 309 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     );
@@ -345,8 +341,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "jetmoe fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 960 µs (2%); WebGpuExecutionProvider: 300 nodes (64%), 43292 µs (98%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "jetmoe on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 960 µs (2%); WebGpuExecutionProvider: 300 nodes (64%), 43292 µs (98%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -355,8 +351,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "jetmoe fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 960 µs (2%); WebGpuExecutionProvider: 300 nodes (64%), 43292 µs (98%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "jetmoe on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 960 µs (2%); WebGpuExecutionProvider: 300 nodes (64%), 43292 µs (98%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -368,8 +364,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "jetmoe fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 960 µs (2%); WebGpuExecutionProvider: 300 nodes (64%), 43292 µs (98%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "jetmoe on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 960 µs (2%); WebGpuExecutionProvider: 300 nodes (64%), 43292 µs (98%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -381,8 +377,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "jetmoe fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 960 µs (2%); WebGpuExecutionProvider: 300 nodes (64%), 43292 µs (98%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "jetmoe on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 960 µs (2%); WebGpuExecutionProvider: 300 nodes (64%), 43292 µs (98%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -396,8 +392,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "jetmoe does not generate on webgpu with onnxruntime (measured by gen import --platform webgpu): not every node ran on WebGpuExecutionProvider: Sign ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1392 nodes (36%), 10994 µs (0%); WebGpuExecutionProvider: 2472 nodes (64%), 2559566 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "jetmoe on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebGpuExecutionProvider: Sign ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1392 nodes (36%), 10994 µs (0%); WebGpuExecutionProvider: 2472 nodes (64%), 2559566 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/jetmoe.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     );

@@ -32,8 +32,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "kimi_linear's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Measured,
+            reason: "kimi_linear's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -76,8 +76,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "kimi_linear's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Measured,
+            reason: "kimi_linear's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -111,8 +111,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "kimi_linear's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Measured,
+            reason: "kimi_linear's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -146,8 +146,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "kimi_linear's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Measured,
+            reason: "kimi_linear's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -164,8 +164,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "kimi_linear fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/kimi_linear/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
-            basis: runtime::Basis::Measured,
+            reason: "kimi_linear on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -174,8 +174,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "kimi_linear fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/kimi_linear/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "kimi_linear on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -189,8 +189,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "kimi_linear's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Measured,
+            reason: "kimi_linear's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -200,8 +200,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "kimi_linear fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/kimi_linear/model.onnx: Failed to compose Qnn graph.",
-            basis: runtime::Basis::Measured,
+            reason: "kimi_linear on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/kimi_linear/model.onnx: Failed to compose Qnn graph.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -210,8 +210,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "kimi_linear fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/kimi_linear/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "kimi_linear on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/kimi_linear/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -223,8 +223,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "kimi_linear fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/kimi_linear/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "kimi_linear on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/kimi_linear/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -238,8 +238,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "kimi_linear's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Measured,
+            reason: "kimi_linear's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -248,25 +248,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         0.1f64,
         "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
     );
-/// kimi_linear on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// kimi_linear on webnn: not-tested (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::KnownIssue {
-            reason: "kimi_linear fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: kimi_linear on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "kimi_linear fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: kimi_linear on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -276,10 +274,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "kimi_linear fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: kimi_linear on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -292,8 +289,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "kimi_linear's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Measured,
+            reason: "kimi_linear's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -338,8 +335,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "kimi_linear's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Measured,
+            reason: "kimi_linear's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -384,8 +381,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "kimi_linear's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Measured,
+            reason: "kimi_linear's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );

@@ -15,7 +15,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::MPS_ONNX, ignore =
-        "known issue: lfm2_moe's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
+        "known issue: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
     );
 }
 /// lfm2_moe on mps with libtorch, device mps: run.

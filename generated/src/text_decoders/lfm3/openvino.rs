@@ -10,10 +10,10 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: lfm3 at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 51 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 12154 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/lfm3.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: lfm3 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 51 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 12154 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/lfm3.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, ignore =
-        "known issue: lfm3's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
+        "known issue: lfm3's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
     );
 }

@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llama at q4 fails on cpu (measured by gen import --platform cpu): output logits: top-1 agreement 0.5000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/llama.yaml) (max abs error 5.668e-2; worst at flat index 666: got -0.07779188454151154, expected -0.13447381556034088)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "llama on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits: top-1 agreement 0.5000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/llama.yaml) (max abs error 5.668e-2; worst at flat index 666: got -0.07779188454151154, expected -0.13447381556034088)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -161,8 +161,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "llama fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output logits: 181 of 26624 elements outside 0.1 of the output's spread (4.542e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/llama.yaml) (max abs error 9.211e-2; worst at flat index 25272: got 0.1218872144818306, expected 0.21399718523025513)",
-            basis: runtime::Basis::Measured,
+            reason: "llama on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output logits: 181 of 26624 elements outside 0.1 of the output's spread (4.542e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/llama.yaml) (max abs error 9.211e-2; worst at flat index 25272: got 0.1218872144818306, expected 0.21399718523025513)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -171,8 +171,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llama fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output logits: 181 of 26624 elements outside 0.1 of the output's spread (4.542e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/llama.yaml) (max abs error 9.211e-2; worst at flat index 25272: got 0.1218872144818306, expected 0.21399718523025513)",
-                    basis: runtime::Basis::Measured,
+                    reason: "llama on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output logits: 181 of 26624 elements outside 0.1 of the output's spread (4.542e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/llama.yaml) (max abs error 9.211e-2; worst at flat index 25272: got 0.1218872144818306, expected 0.21399718523025513)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -184,8 +184,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llama fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output logits: 181 of 26624 elements outside 0.1 of the output's spread (4.542e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/llama.yaml) (max abs error 9.211e-2; worst at flat index 25272: got 0.1218872144818306, expected 0.21399718523025513)",
-                    basis: runtime::Basis::Measured,
+                    reason: "llama on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output logits: 181 of 26624 elements outside 0.1 of the output's spread (4.542e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/llama.yaml) (max abs error 9.211e-2; worst at flat index 25272: got 0.1218872144818306, expected 0.21399718523025513)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -199,8 +199,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "llama does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 566 of 2048 logits outside abs 0.040281297645151426 + rel 0, 0 of 2 rows with another top token (max abs error 2.218e-1; worst at flat index 1202: got -0.2231445461511612, expected -0.0013019256293773651)",
-            basis: runtime::Basis::Measured,
+            reason: "llama on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 566 of 2048 logits outside abs 0.040281297645151426 + rel 0, 0 of 2 rows with another top token (max abs error 2.218e-1; worst at flat index 1202: got -0.2231445461511612, expected -0.0013019256293773651)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -250,10 +250,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "llama at fp16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: llama on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -264,9 +263,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llama at q4 fails on webgpu (measured by gen import --platform webgpu): output logits: top-1 agreement 0.5000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/llama.yaml) (max abs error 5.668e-2; worst at flat index 666: got -0.07779186964035034, expected -0.13447381556034088)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "llama on webgpu with browser: q4_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits: top-1 agreement 0.5000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/llama.yaml) (max abs error 5.668e-2; worst at flat index 666: got -0.07779186964035034, expected -0.13447381556034088)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -276,10 +275,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "llama at q4f16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: llama on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -301,10 +299,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "llama at fp16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: llama on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -315,9 +312,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llama at q4 fails on webgpu (measured by gen import --platform webgpu): output logits: top-1 agreement 0.5000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/llama.yaml) (max abs error 5.668e-2; worst at flat index 666: got -0.07779186964035034, expected -0.13447381556034088)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "llama on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits: top-1 agreement 0.5000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/llama.yaml) (max abs error 5.668e-2; worst at flat index 666: got -0.07779186964035034, expected -0.13447381556034088)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -327,10 +324,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "llama at q4f16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: llama on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,

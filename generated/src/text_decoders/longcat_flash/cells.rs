@@ -6,8 +6,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-            basis: runtime::Basis::Measured,
+            reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -16,8 +16,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                    basis: runtime::Basis::Measured,
+                    reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -29,8 +29,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                    basis: runtime::Basis::Measured,
+                    reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -44,20 +44,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
-            basis: runtime::Basis::Measured,
+            reason: "longcat_flash's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
-/// longcat_flash on cpu: known-issue (libtorch, device cpu).
+/// longcat_flash on cpu: not-tested (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes longcat_flash's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+        stage: runtime::Stage::Export,
     },
 );
 /// longcat_flash on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
@@ -66,8 +65,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-            basis: runtime::Basis::Measured,
+            reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -76,8 +75,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                    basis: runtime::Basis::Measured,
+                    reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -89,8 +88,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                    basis: runtime::Basis::Measured,
+                    reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -104,20 +103,19 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
-            basis: runtime::Basis::Measured,
+            reason: "longcat_flash's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
-/// longcat_flash on cuda: known-issue (libtorch, device cuda).
+/// longcat_flash on cuda: not-tested (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes longcat_flash's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+        stage: runtime::Stage::Export,
     },
 );
 /// longcat_flash on rocm: known-issue (onnxruntime, MIGraphXExecutionProvider).
@@ -126,8 +124,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-            basis: runtime::Basis::Measured,
+            reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -136,8 +134,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                    basis: runtime::Basis::Measured,
+                    reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -151,20 +149,19 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
-            basis: runtime::Basis::Measured,
+            reason: "longcat_flash's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
-/// longcat_flash on rocm: known-issue (libtorch, device cuda).
+/// longcat_flash on rocm: not-tested (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes longcat_flash's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+        stage: runtime::Stage::Export,
     },
 );
 /// longcat_flash on mps: known-issue (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
@@ -173,8 +170,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-            basis: runtime::Basis::Measured,
+            reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -183,8 +180,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                    basis: runtime::Basis::Measured,
+                    reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -198,20 +195,19 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
-            basis: runtime::Basis::Measured,
+            reason: "longcat_flash's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
-/// longcat_flash on mps: known-issue (libtorch, device mps).
+/// longcat_flash on mps: not-tested (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes longcat_flash's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+        stage: runtime::Stage::Export,
     },
 );
 /// longcat_flash on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
@@ -220,8 +216,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-            basis: runtime::Basis::Measured,
+            reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -230,8 +226,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                    basis: runtime::Basis::Measured,
+                    reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -245,8 +241,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
-            basis: runtime::Basis::Measured,
+            reason: "longcat_flash's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -256,8 +252,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-            basis: runtime::Basis::Measured,
+            reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -266,8 +262,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                    basis: runtime::Basis::Measured,
+                    reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -279,8 +275,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                    basis: runtime::Basis::Measured,
+                    reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -294,8 +290,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
-            basis: runtime::Basis::Measured,
+            reason: "longcat_flash's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -310,8 +306,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-            basis: runtime::Basis::Measured,
+            reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -320,8 +316,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                    basis: runtime::Basis::Measured,
+                    reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -333,8 +329,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                    basis: runtime::Basis::Measured,
+                    reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -348,8 +344,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
-            basis: runtime::Basis::Measured,
+            reason: "longcat_flash's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -359,8 +355,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-            basis: runtime::Basis::Measured,
+            reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -369,8 +365,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                    basis: runtime::Basis::Measured,
+                    reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -382,8 +378,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                    basis: runtime::Basis::Measured,
+                    reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -395,8 +391,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                    basis: runtime::Basis::Measured,
+                    reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -410,8 +406,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
-            basis: runtime::Basis::Measured,
+            reason: "longcat_flash's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -421,8 +417,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-            basis: runtime::Basis::Measured,
+            reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -431,8 +427,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                    basis: runtime::Basis::Measured,
+                    reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -444,8 +440,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                    basis: runtime::Basis::Measured,
+                    reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -457,8 +453,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "longcat_flash fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                    basis: runtime::Basis::Measured,
+                    reason: "longcat_flash's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -472,8 +468,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "longcat_flash's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
-            basis: runtime::Basis::Measured,
+            reason: "longcat_flash's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/generation/longcat_flash.partial-15472/decoder.onnx failed:Node (/model/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This i",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -486,8 +482,8 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::KnownIssue {
-                reason: "longcat_flash has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                basis: runtime::Basis::Measured,
+                reason: "longcat_flash has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -495,8 +491,8 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::KnownIssue {
-                reason: "longcat_flash has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                basis: runtime::Basis::Measured,
+                reason: "longcat_flash has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -504,8 +500,8 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::KnownIssue {
-                reason: "longcat_flash has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                basis: runtime::Basis::Measured,
+                reason: "longcat_flash has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -513,8 +509,8 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::KnownIssue {
-                reason: "longcat_flash has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                basis: runtime::Basis::Measured,
+                reason: "longcat_flash has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -522,8 +518,8 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::KnownIssue {
-                reason: "longcat_flash has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from /root/.cache/hwmatrix/fixtures/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
-                basis: runtime::Basis::Measured,
+                reason: "longcat_flash has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/longcat_flash.partial-27875/model.onnx failed:Node (/model/layers.0/mlp/experts/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed: Node (/model/layers.0/mlp/experts/Squeeze) Op (Squeeze) [ShapeInferenceError] Dimension of input 0 must be 1 instead of 2; dynamo exporter: TorchExportError: Failed to export th",
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,

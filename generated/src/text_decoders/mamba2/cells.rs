@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mamba2 at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.8225 in its worst row (of 8; mean 0.9531), below 0.95; relative L2 error 0.3062, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/mamba2.yaml) (max abs error 1.608e0; worst at flat index 224: got -1.6751552820205688, expected -0.06741698831319809)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "mamba2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.8225 in its worst row (of 8; mean 0.9531), below 0.95; relative L2 error 0.3062, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/mamba2.yaml) (max abs error 1.608e0; worst at flat index 224: got -1.6751552820205688, expected -0.06741698831319809)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -140,8 +140,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "mamba2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 10 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 24194 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/mamba2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "mamba2 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 10 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 24194 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/mamba2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -150,8 +150,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mamba2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 10 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 24194 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/mamba2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "mamba2 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 10 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 24194 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/mamba2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -165,8 +165,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mamba2 does not generate on openvino with onnxruntime (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (17%), 23 µs (0%); OpenVINOExecutionProvider: 10 nodes (83%), 47221 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/mamba2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "mamba2 on openvino with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (17%), 23 µs (0%); OpenVINOExecutionProvider: 10 nodes (83%), 47221 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/mamba2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     );
@@ -176,8 +176,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "mamba2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/mamba2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-            basis: runtime::Basis::Measured,
+            reason: "mamba2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/mamba2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -186,8 +186,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mamba2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/mamba2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-                    basis: runtime::Basis::Measured,
+                    reason: "mamba2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/mamba2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -199,8 +199,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mamba2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/mamba2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-                    basis: runtime::Basis::Measured,
+                    reason: "mamba2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/mamba2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -214,8 +214,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mamba2 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (decoder): cannot load /work/cold-cache/fixtures/generation/mamba2/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-            basis: runtime::Basis::Measured,
+            reason: "mamba2 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): cannot load /work/cold-cache/fixtures/generation/mamba2/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )

@@ -32,8 +32,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "minimax's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)",
-            basis: runtime::Basis::Measured,
+            reason: "minimax's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -76,8 +76,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "minimax's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)",
-            basis: runtime::Basis::Measured,
+            reason: "minimax's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -111,8 +111,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "minimax's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)",
-            basis: runtime::Basis::Measured,
+            reason: "minimax's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -146,8 +146,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "minimax's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)",
-            basis: runtime::Basis::Measured,
+            reason: "minimax's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -181,8 +181,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "minimax's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)",
-            basis: runtime::Basis::Measured,
+            reason: "minimax's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -192,8 +192,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "minimax fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/minimax/model.onnx: Failed to compose Qnn graph.",
-            basis: runtime::Basis::Measured,
+            reason: "minimax on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/minimax/model.onnx: Failed to compose Qnn graph.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -202,8 +202,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minimax fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/minimax/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "minimax on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/minimax/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -215,8 +215,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minimax fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/minimax/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "minimax on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/minimax/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -230,8 +230,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "minimax's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)",
-            basis: runtime::Basis::Measured,
+            reason: "minimax's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -246,8 +246,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "minimax fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/minimax.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "minimax on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/minimax.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -256,8 +256,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minimax fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/minimax.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "minimax on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/minimax.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -269,8 +269,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minimax fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/minimax.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "minimax on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/minimax.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -284,8 +284,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "minimax's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)",
-            basis: runtime::Basis::Measured,
+            reason: "minimax's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -330,8 +330,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "minimax's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)",
-            basis: runtime::Basis::Measured,
+            reason: "minimax's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -376,8 +376,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "minimax's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)",
-            basis: runtime::Basis::Measured,
+            reason: "minimax's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );

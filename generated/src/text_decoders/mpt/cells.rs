@@ -157,8 +157,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "mpt fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 16 of 832 elements outside 0.1 of the output's spread (2.817e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/mpt.yaml) (max abs error 5.455e-1; worst at flat index 801: got -1.3710938692092896, expected -0.8256409764289856)",
-            basis: runtime::Basis::Measured,
+            reason: "mpt on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 16 of 832 elements outside 0.1 of the output's spread (2.817e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/mpt.yaml) (max abs error 5.455e-1; worst at flat index 801: got -1.3710938692092896, expected -0.8256409764289856)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -167,8 +167,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mpt fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 16 of 832 elements outside 0.1 of the output's spread (2.817e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/mpt.yaml) (max abs error 5.455e-1; worst at flat index 801: got -1.3710938692092896, expected -0.8256409764289856)",
-                    basis: runtime::Basis::Measured,
+                    reason: "mpt on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 16 of 832 elements outside 0.1 of the output's spread (2.817e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/mpt.yaml) (max abs error 5.455e-1; worst at flat index 801: got -1.3710938692092896, expected -0.8256409764289856)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -180,8 +180,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mpt fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 16 of 832 elements outside 0.1 of the output's spread (2.817e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/mpt.yaml) (max abs error 5.455e-1; worst at flat index 801: got -1.3710938692092896, expected -0.8256409764289856)",
-                    basis: runtime::Basis::Measured,
+                    reason: "mpt on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 16 of 832 elements outside 0.1 of the output's spread (2.817e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/mpt.yaml) (max abs error 5.455e-1; worst at flat index 801: got -1.3710938692092896, expected -0.8256409764289856)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mpt does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 9 of 2048 logits outside abs 0.06028592134796327 + rel 0, 0 of 2 rows with another top token (max abs error 7.980e-2; worst at flat index 1741: got 0.0456237830221653, expected -0.03417150303721428)",
-            basis: runtime::Basis::Measured,
+            reason: "mpt on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 9 of 2048 logits outside abs 0.06028592134796327 + rel 0, 0 of 2 rows with another top token (max abs error 7.980e-2; worst at flat index 1741: got 0.0456237830221653, expected -0.03417150303721428)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -211,8 +211,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "mpt fails on webnn with browser (measured by gen import --platform webnn): matches_reference: output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
-            basis: runtime::Basis::Measured,
+            reason: "mpt on webnn with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -221,8 +221,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mpt fails on webnn with browser (measured by gen import --platform webnn): matches_reference: output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
-                    basis: runtime::Basis::Measured,
+                    reason: "mpt on webnn with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -234,8 +234,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mpt fails on webnn with browser (measured by gen import --platform webnn): matches_reference: output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
-                    basis: runtime::Basis::Measured,
+                    reason: "mpt on webnn with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -249,8 +249,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mpt does not generate on webnn with browser (measured by gen import --platform webnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 2026 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 7.068e-2; worst at flat index 1741: got 0.036507438868284225, expected -0.03417150303721428)",
-            basis: runtime::Basis::Measured,
+            reason: "mpt on webnn with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 2026 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 7.068e-2; worst at flat index 1741: got 0.036507438868284225, expected -0.03417150303721428)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     );

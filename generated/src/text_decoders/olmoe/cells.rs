@@ -157,8 +157,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "olmoe fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/olmoe/model.onnx: Failed to compose Qnn graph.",
-            basis: runtime::Basis::Measured,
+            reason: "olmoe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/olmoe/model.onnx: Failed to compose Qnn graph.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -167,8 +167,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "olmoe fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/olmoe/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "olmoe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/olmoe/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -180,8 +180,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "olmoe fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/olmoe/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "olmoe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/olmoe/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "olmoe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 100 of 2048 logits outside abs 0.03394666906201565 + rel 0, 0 of 2 rows with another top token (max abs error 8.528e-2; worst at flat index 1944: got 0.0021095278207212687, expected -0.08316932618618011)",
-            basis: runtime::Basis::Measured,
+            reason: "olmoe on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 100 of 2048 logits outside abs 0.03394666906201565 + rel 0, 0 of 2 rows with another top token (max abs error 8.528e-2; worst at flat index 1944: got 0.0021095278207212687, expected -0.08316932618618011)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -211,8 +211,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "olmoe fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/olmoe.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "olmoe on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/olmoe.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -221,8 +221,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "olmoe fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/olmoe.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "olmoe on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/olmoe.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -234,8 +234,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "olmoe fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/olmoe.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "olmoe on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/olmoe.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -249,8 +249,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "olmoe does not generate on webnn with browser (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (82%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/olmoe.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "olmoe on webnn with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (82%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/olmoe.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     );

@@ -20,10 +20,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "openai-gpt at q4 fails on cpu (measured by gen import --platform cpu): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Export),
+                planned: runtime::Planned::Unsupported {
+                    reason: "openai-gpt on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -36,7 +35,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or cpu): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: openai-gpt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -79,7 +78,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or cuda): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: openai-gpt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -113,7 +112,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or rocm): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: openai-gpt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -147,7 +146,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or mps): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: openai-gpt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -181,7 +180,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or openvino): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: openai-gpt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -217,7 +216,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or qnn): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: openai-gpt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     )
@@ -258,7 +257,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or webnn): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: openai-gpt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -303,7 +302,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: openai-gpt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -348,7 +347,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build openai-gpt's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: openai-gpt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );

@@ -157,8 +157,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "opt fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside 0.1 of the output's spread (2.936e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/opt.yaml) (max abs error 3.382e-1; worst at flat index 811: got -1.1669923067092896, expected -1.5051668882369995)",
-            basis: runtime::Basis::Measured,
+            reason: "opt on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside 0.1 of the output's spread (2.936e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/opt.yaml) (max abs error 3.382e-1; worst at flat index 811: got -1.1669923067092896, expected -1.5051668882369995)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -167,8 +167,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "opt fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside 0.1 of the output's spread (2.936e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/opt.yaml) (max abs error 3.382e-1; worst at flat index 811: got -1.1669923067092896, expected -1.5051668882369995)",
-                    basis: runtime::Basis::Measured,
+                    reason: "opt on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside 0.1 of the output's spread (2.936e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/opt.yaml) (max abs error 3.382e-1; worst at flat index 811: got -1.1669923067092896, expected -1.5051668882369995)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -180,8 +180,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "opt fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside 0.1 of the output's spread (2.936e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/opt.yaml) (max abs error 3.382e-1; worst at flat index 811: got -1.1669923067092896, expected -1.5051668882369995)",
-                    basis: runtime::Basis::Measured,
+                    reason: "opt on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside 0.1 of the output's spread (2.936e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/opt.yaml) (max abs error 3.382e-1; worst at flat index 811: got -1.1669923067092896, expected -1.5051668882369995)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "opt does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 23 of 2048 logits outside abs 0.05004379576319025 + rel 0, 0 of 2 rows with another top token (max abs error 8.124e-2; worst at flat index 1395: got 0.1932373195886612, expected 0.11199797689914703)",
-            basis: runtime::Basis::Measured,
+            reason: "opt on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 23 of 2048 logits outside abs 0.05004379576319025 + rel 0, 0 of 2 rows with another top token (max abs error 8.124e-2; worst at flat index 1395: got 0.1932373195886612, expected 0.11199797689914703)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )

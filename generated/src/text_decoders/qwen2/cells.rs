@@ -157,8 +157,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "qwen2 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output logits: 3 of 26624 elements outside 0.1 of the output's spread (4.340e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/qwen2.yaml) (max abs error 5.338e-2; worst at flat index 26608: got -0.1452636867761612, expected -0.09188390523195267)",
-            basis: runtime::Basis::Measured,
+            reason: "qwen2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output logits: 3 of 26624 elements outside 0.1 of the output's spread (4.340e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/qwen2.yaml) (max abs error 5.338e-2; worst at flat index 26608: got -0.1452636867761612, expected -0.09188390523195267)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -167,8 +167,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output logits: 3 of 26624 elements outside 0.1 of the output's spread (4.340e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/qwen2.yaml) (max abs error 5.338e-2; worst at flat index 26608: got -0.1452636867761612, expected -0.09188390523195267)",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output logits: 3 of 26624 elements outside 0.1 of the output's spread (4.340e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/qwen2.yaml) (max abs error 5.338e-2; worst at flat index 26608: got -0.1452636867761612, expected -0.09188390523195267)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -180,8 +180,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2 fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output logits: 3 of 26624 elements outside 0.1 of the output's spread (4.340e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/qwen2.yaml) (max abs error 5.338e-2; worst at flat index 26608: got -0.1452636867761612, expected -0.09188390523195267)",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output logits: 3 of 26624 elements outside 0.1 of the output's spread (4.340e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/qwen2.yaml) (max abs error 5.338e-2; worst at flat index 26608: got -0.1452636867761612, expected -0.09188390523195267)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen2 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 235 of 2048 logits outside abs 0.04107201691360843 + rel 0, 0 of 2 rows with another top token (max abs error 1.238e-1; worst at flat index 1513: got 0.0543823279440403, expected -0.06946081668138504)",
-            basis: runtime::Basis::Measured,
+            reason: "qwen2 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 235 of 2048 logits outside abs 0.04107201691360843 + rel 0, 0 of 2 rows with another top token (max abs error 1.238e-1; worst at flat index 1513: got 0.0543823279440403, expected -0.06946081668138504)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -246,10 +246,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2 at fp16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: qwen2 on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -268,10 +267,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2 at q4f16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: qwen2 on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -293,10 +291,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2 at fp16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: qwen2 on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -315,10 +312,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2 at q4f16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: qwen2 on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,

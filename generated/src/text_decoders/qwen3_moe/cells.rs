@@ -157,8 +157,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_moe fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/qwen3_moe/model.onnx: Failed to compose Qnn graph.",
-            basis: runtime::Basis::Measured,
+            reason: "qwen3_moe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/qwen3_moe/model.onnx: Failed to compose Qnn graph.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -167,8 +167,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_moe fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/qwen3_moe/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen3_moe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/qwen3_moe/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -180,8 +180,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_moe fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/qwen3_moe/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen3_moe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/qwen3_moe/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_moe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 372 of 2048 logits outside abs 0.03876336727605576 + rel 0, 0 of 2 rows with another top token (max abs error 1.309e-1; worst at flat index 1440: got 0.2009277492761612, expected 0.07001891732215881)",
-            basis: runtime::Basis::Measured,
+            reason: "qwen3_moe on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 372 of 2048 logits outside abs 0.03876336727605576 + rel 0, 0 of 2 rows with another top token (max abs error 1.309e-1; worst at flat index 1440: got 0.2009277492761612, expected 0.07001891732215881)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -211,8 +211,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_moe fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/qwen3_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "qwen3_moe on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/qwen3_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -221,8 +221,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_moe fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/qwen3_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen3_moe on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/qwen3_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -234,8 +234,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_moe fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/qwen3_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen3_moe on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/qwen3_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -249,8 +249,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_moe does not generate on webnn with browser (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (82%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/qwen3_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "qwen3_moe on webnn with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (82%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/qwen3_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     );
@@ -260,8 +260,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_moe fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
-            basis: runtime::Basis::Measured,
+            reason: "qwen3_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -270,8 +270,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_moe fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen3_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -283,8 +283,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_moe fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen3_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -296,8 +296,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_moe fails on webgpu with browser (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen3_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -315,8 +315,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_moe fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
-            basis: runtime::Basis::Measured,
+            reason: "qwen3_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -325,8 +325,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_moe fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen3_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -338,8 +338,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_moe fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen3_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -351,8 +351,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_moe fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen3_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

@@ -6,8 +6,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-            basis: runtime::Basis::Measured,
+            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -16,8 +16,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                    basis: runtime::Basis::Measured,
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -29,8 +29,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                    basis: runtime::Basis::Measured,
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -44,19 +44,18 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build recurrent_gemma's decoder with its cache (our gap, not a fact about the model or cpu): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
-/// recurrent_gemma on cpu: known-issue (libtorch, device cpu).
+/// recurrent_gemma on cpu: not-tested (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes recurrent_gemma's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+        stage: runtime::Stage::Export,
     },
 );
 /// recurrent_gemma on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
@@ -65,8 +64,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-            basis: runtime::Basis::Measured,
+            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -75,8 +74,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                    basis: runtime::Basis::Measured,
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -88,8 +87,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                    basis: runtime::Basis::Measured,
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -103,19 +102,18 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build recurrent_gemma's decoder with its cache (our gap, not a fact about the model or cuda): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
-/// recurrent_gemma on cuda: known-issue (libtorch, device cuda).
+/// recurrent_gemma on cuda: not-tested (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes recurrent_gemma's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+        stage: runtime::Stage::Export,
     },
 );
 /// recurrent_gemma on rocm: known-issue (onnxruntime, MIGraphXExecutionProvider).
@@ -124,8 +122,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-            basis: runtime::Basis::Measured,
+            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -134,8 +132,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                    basis: runtime::Basis::Measured,
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -149,19 +147,18 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build recurrent_gemma's decoder with its cache (our gap, not a fact about the model or rocm): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
-/// recurrent_gemma on rocm: known-issue (libtorch, device cuda).
+/// recurrent_gemma on rocm: not-tested (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes recurrent_gemma's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+        stage: runtime::Stage::Export,
     },
 );
 /// recurrent_gemma on mps: known-issue (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
@@ -170,8 +167,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-            basis: runtime::Basis::Measured,
+            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -180,8 +177,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                    basis: runtime::Basis::Measured,
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -195,19 +192,18 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build recurrent_gemma's decoder with its cache (our gap, not a fact about the model or mps): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
-/// recurrent_gemma on mps: known-issue (libtorch, device mps).
+/// recurrent_gemma on mps: not-tested (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes recurrent_gemma's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+        stage: runtime::Stage::Export,
     },
 );
 /// recurrent_gemma on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
@@ -216,8 +212,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-            basis: runtime::Basis::Measured,
+            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -226,8 +222,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                    basis: runtime::Basis::Measured,
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -241,7 +237,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build recurrent_gemma's decoder with its cache (our gap, not a fact about the model or openvino): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -251,8 +247,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-            basis: runtime::Basis::Measured,
+            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -261,8 +257,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                    basis: runtime::Basis::Measured,
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -274,8 +270,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                    basis: runtime::Basis::Measured,
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -289,7 +285,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build recurrent_gemma's decoder with its cache (our gap, not a fact about the model or qnn): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     )
@@ -304,8 +300,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-            basis: runtime::Basis::Measured,
+            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -314,8 +310,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                    basis: runtime::Basis::Measured,
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -327,8 +323,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                    basis: runtime::Basis::Measured,
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -342,7 +338,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build recurrent_gemma's decoder with its cache (our gap, not a fact about the model or webnn): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -352,8 +348,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-            basis: runtime::Basis::Measured,
+            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -362,8 +358,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                    basis: runtime::Basis::Measured,
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -375,8 +371,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                    basis: runtime::Basis::Measured,
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -388,8 +384,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                    basis: runtime::Basis::Measured,
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -403,7 +399,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build recurrent_gemma's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -413,8 +409,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-            basis: runtime::Basis::Measured,
+            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -423,8 +419,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                    basis: runtime::Basis::Measured,
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -436,8 +432,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                    basis: runtime::Basis::Measured,
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -449,8 +445,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                    basis: runtime::Basis::Measured,
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -464,7 +460,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build recurrent_gemma's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -478,7 +474,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::KnownIssue {
                 reason: "recurrent_gemma has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                basis: runtime::Basis::Measured,
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -487,7 +483,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::KnownIssue {
                 reason: "recurrent_gemma has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                basis: runtime::Basis::Measured,
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -496,7 +492,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::KnownIssue {
                 reason: "recurrent_gemma has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                basis: runtime::Basis::Measured,
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -505,7 +501,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::KnownIssue {
                 reason: "recurrent_gemma has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                basis: runtime::Basis::Measured,
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -514,7 +510,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::KnownIssue {
                 reason: "recurrent_gemma has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-                basis: runtime::Basis::Measured,
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,

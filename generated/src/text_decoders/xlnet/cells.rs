@@ -32,7 +32,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or cpu): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -75,7 +75,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or cuda): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -109,7 +109,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or rocm): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -143,7 +143,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or mps): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -177,7 +177,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or openvino): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "xlnet fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (68%), 549 µs (1%); QNNExecutionProvider: 7 nodes (32%), 104265 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "xlnet on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (68%), 549 µs (1%); QNNExecutionProvider: 7 nodes (32%), 104265 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -197,8 +197,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xlnet fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (68%), 549 µs (1%); QNNExecutionProvider: 7 nodes (32%), 104265 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "xlnet on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (68%), 549 µs (1%); QNNExecutionProvider: 7 nodes (32%), 104265 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -210,8 +210,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xlnet fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (68%), 549 µs (1%); QNNExecutionProvider: 7 nodes (32%), 104265 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "xlnet on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (68%), 549 µs (1%); QNNExecutionProvider: 7 nodes (32%), 104265 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -225,7 +225,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or qnn): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     )
@@ -240,8 +240,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "xlnet fails on webnn with browser (measured by gen import --platform webnn): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'matmul' on 'MLGraphBuilder': [/model/layer.0/rel_attn/Einsum_8_matmul] The number of columns (32) in the first matrix isn't equal to the number of rows (8) in the second matrix. (page log: 2026-11-22 17:37:48.000225 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [178] name: [/model/layer.1/ff/layer_1/MatMul/MatMulAddFusion] supported: [1] | 2026-11-22 17:37:48.000335 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [179] name: [gemm_input_reshape_token_14] supported: [1] | 2026-11-22 17:37:48.000445 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [180] name: [gemm_output_reshape_token_17] supported: [1] | 2026-11-22 17:37:48.000560 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [181] name: [/model/layer.1/ff/layer_2/MatMul/MatMulAddFusion] supported: [1] | 2026-11-22 17:37:48.004325 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 81 number of nodes supported by WebNN: 81)",
-            basis: runtime::Basis::Measured,
+            reason: "xlnet on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'matmul' on 'MLGraphBuilder': [/model/layer.0/rel_attn/Einsum_8_matmul] The number of columns (32) in the first matrix isn't equal to the number of rows (8) in the second matrix. (page log: 2026-11-22 17:37:48.000225 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [178] name: [/model/layer.1/ff/layer_1/MatMul/MatMulAddFusion] supported: [1] | 2026-11-22 17:37:48.000335 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [179] name: [gemm_input_reshape_token_14] supported: [1] | 2026-11-22 17:37:48.000445 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [180] name: [gemm_output_reshape_token_17] supported: [1] | 2026-11-22 17:37:48.000560 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [181] name: [/model/layer.1/ff/layer_2/MatMul/MatMulAddFusion] supported: [1] | 2026-11-22 17:37:48.004325 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 81 number of nodes supported by WebNN: 81)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -250,8 +250,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xlnet fails on webnn with browser (measured by gen import --platform webnn): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'matmul' on 'MLGraphBuilder': [/model/layer.0/rel_attn/Einsum_8_matmul] The number of columns (32) in the first matrix isn't equal to the number of rows (8) in the second matrix. (page log: 2026-11-22 17:37:48.000225 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [178] name: [/model/layer.1/ff/layer_1/MatMul/MatMulAddFusion] supported: [1] | 2026-11-22 17:37:48.000335 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [179] name: [gemm_input_reshape_token_14] supported: [1] | 2026-11-22 17:37:48.000445 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [180] name: [gemm_output_reshape_token_17] supported: [1] | 2026-11-22 17:37:48.000560 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [181] name: [/model/layer.1/ff/layer_2/MatMul/MatMulAddFusion] supported: [1] | 2026-11-22 17:37:48.004325 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 81 number of nodes supported by WebNN: 81)",
-                    basis: runtime::Basis::Measured,
+                    reason: "xlnet on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'matmul' on 'MLGraphBuilder': [/model/layer.0/rel_attn/Einsum_8_matmul] The number of columns (32) in the first matrix isn't equal to the number of rows (8) in the second matrix. (page log: 2026-11-22 17:37:48.000225 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [178] name: [/model/layer.1/ff/layer_1/MatMul/MatMulAddFusion] supported: [1] | 2026-11-22 17:37:48.000335 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [179] name: [gemm_input_reshape_token_14] supported: [1] | 2026-11-22 17:37:48.000445 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [180] name: [gemm_output_reshape_token_17] supported: [1] | 2026-11-22 17:37:48.000560 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [181] name: [/model/layer.1/ff/layer_2/MatMul/MatMulAddFusion] supported: [1] | 2026-11-22 17:37:48.004325 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 81 number of nodes supported by WebNN: 81)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -263,8 +263,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xlnet fails on webnn with browser (measured by gen import --platform webnn): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'matmul' on 'MLGraphBuilder': [/model/layer.0/rel_attn/Einsum_8_matmul] The number of columns (32) in the first matrix isn't equal to the number of rows (8) in the second matrix. (page log: 2026-11-22 17:37:48.000225 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [178] name: [/model/layer.1/ff/layer_1/MatMul/MatMulAddFusion] supported: [1] | 2026-11-22 17:37:48.000335 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [179] name: [gemm_input_reshape_token_14] supported: [1] | 2026-11-22 17:37:48.000445 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [180] name: [gemm_output_reshape_token_17] supported: [1] | 2026-11-22 17:37:48.000560 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [181] name: [/model/layer.1/ff/layer_2/MatMul/MatMulAddFusion] supported: [1] | 2026-11-22 17:37:48.004325 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 81 number of nodes supported by WebNN: 81)",
-                    basis: runtime::Basis::Measured,
+                    reason: "xlnet on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'matmul' on 'MLGraphBuilder': [/model/layer.0/rel_attn/Einsum_8_matmul] The number of columns (32) in the first matrix isn't equal to the number of rows (8) in the second matrix. (page log: 2026-11-22 17:37:48.000225 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [178] name: [/model/layer.1/ff/layer_1/MatMul/MatMulAddFusion] supported: [1] | 2026-11-22 17:37:48.000335 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [179] name: [gemm_input_reshape_token_14] supported: [1] | 2026-11-22 17:37:48.000445 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [180] name: [gemm_output_reshape_token_17] supported: [1] | 2026-11-22 17:37:48.000560 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [181] name: [/model/layer.1/ff/layer_2/MatMul/MatMulAddFusion] supported: [1] | 2026-11-22 17:37:48.004325 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 81 number of nodes supported by WebNN: 81)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -278,7 +278,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or webnn): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -288,8 +288,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "xlnet fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "xlnet on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -298,8 +298,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xlnet fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "xlnet on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -311,8 +311,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xlnet fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "xlnet on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -324,8 +324,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xlnet fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "xlnet on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -339,7 +339,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -349,8 +349,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "xlnet fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 214 µs (16%); WebGpuExecutionProvider: 86 nodes (64%), 1126 µs (84%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 214 µs (16%); WebGpuExecutionProvider: 86 nodes (64%), 1126 µs (84%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -359,8 +359,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xlnet fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 214 µs (16%); WebGpuExecutionProvider: 86 nodes (64%), 1126 µs (84%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 214 µs (16%); WebGpuExecutionProvider: 86 nodes (64%), 1126 µs (84%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -372,8 +372,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xlnet fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 214 µs (16%); WebGpuExecutionProvider: 86 nodes (64%), 1126 µs (84%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 214 µs (16%); WebGpuExecutionProvider: 86 nodes (64%), 1126 µs (84%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -385,8 +385,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xlnet fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 214 µs (16%); WebGpuExecutionProvider: 86 nodes (64%), 1126 µs (84%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 214 µs (16%); WebGpuExecutionProvider: 86 nodes (64%), 1126 µs (84%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -400,7 +400,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build xlnet's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
             stage: runtime::Stage::Reference,
         },
     );

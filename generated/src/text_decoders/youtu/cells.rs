@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "youtu at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.9270 in its worst row (of 8; mean 0.9733), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/youtu.yaml) (max abs error 1.032e0; worst at flat index 37: got 0.4722896218299866, expected -0.5600405931472778)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "youtu on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9270 in its worst row (of 8; mean 0.9733), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/youtu.yaml) (max abs error 1.032e0; worst at flat index 37: got 0.4722896218299866, expected -0.5600405931472778)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -161,8 +161,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "youtu fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 46 of 832 elements outside 0.1 of the output's spread (3.499e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/youtu.yaml) (max abs error 1.513e0; worst at flat index 809: got 1.2324219942092896, expected -0.2801841199398041)",
-            basis: runtime::Basis::Measured,
+            reason: "youtu on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 46 of 832 elements outside 0.1 of the output's spread (3.499e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/youtu.yaml) (max abs error 1.513e0; worst at flat index 809: got 1.2324219942092896, expected -0.2801841199398041)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -171,8 +171,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "youtu fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 46 of 832 elements outside 0.1 of the output's spread (3.499e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/youtu.yaml) (max abs error 1.513e0; worst at flat index 809: got 1.2324219942092896, expected -0.2801841199398041)",
-                    basis: runtime::Basis::Measured,
+                    reason: "youtu on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 46 of 832 elements outside 0.1 of the output's spread (3.499e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/youtu.yaml) (max abs error 1.513e0; worst at flat index 809: got 1.2324219942092896, expected -0.2801841199398041)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -184,8 +184,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "youtu fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 46 of 832 elements outside 0.1 of the output's spread (3.499e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/youtu.yaml) (max abs error 1.513e0; worst at flat index 809: got 1.2324219942092896, expected -0.2801841199398041)",
-                    basis: runtime::Basis::Measured,
+                    reason: "youtu on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 46 of 832 elements outside 0.1 of the output's spread (3.499e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_decoders/youtu.yaml) (max abs error 1.513e0; worst at flat index 809: got 1.2324219942092896, expected -0.2801841199398041)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -199,8 +199,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "youtu does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 383 of 2048 logits outside abs 0.6677949332901335 + rel 0, 0 of 2 rows with another top token (max abs error 2.499e0; worst at flat index 1442: got 2.740234613418579, expected 0.24172759056091309)",
-            basis: runtime::Basis::Measured,
+            reason: "youtu on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 383 of 2048 logits outside abs 0.6677949332901335 + rel 0, 0 of 2 rows with another top token (max abs error 2.499e0; worst at flat index 1442: got 2.740234613418579, expected 0.24172759056091309)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -280,8 +280,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "youtu does not generate on webgpu with browser (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 19 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 3.829e-4; worst at flat index 194: got 0.00016009807586669922, expected 0.0003815293312072754)",
-            basis: runtime::Basis::Measured,
+            reason: "youtu on webgpu with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 19 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 3.829e-4; worst at flat index 194: got 0.00016009807586669922, expected 0.0003815293312072754)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     );
@@ -326,8 +326,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "youtu does not generate on webgpu with onnxruntime (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 19 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 3.829e-4; worst at flat index 194: got 0.00016009807586669922, expected 0.0003815293312072754)",
-            basis: runtime::Basis::Measured,
+            reason: "youtu on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 19 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 3.829e-4; worst at flat index 194: got 0.00016009807586669922, expected 0.0003815293312072754)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     );

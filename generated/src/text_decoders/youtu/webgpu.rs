@@ -25,7 +25,7 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: youtu does not generate on webgpu with browser (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 19 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 3.829e-4; worst at flat index 194: got 0.00016009807586669922, expected 0.0003815293312072754)"
+        "known issue: youtu on webgpu with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 19 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 3.829e-4; worst at flat index 194: got 0.00016009807586669922, expected 0.0003815293312072754)"
     );
 }
 /// youtu on webgpu with onnxruntime, WebGpuExecutionProvider: run.
@@ -53,7 +53,7 @@ mod native {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: youtu does not generate on webgpu with onnxruntime (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 19 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 3.829e-4; worst at flat index 194: got 0.00016009807586669922, expected 0.0003815293312072754)"
+        "known issue: youtu on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 19 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 3.829e-4; worst at flat index 194: got 0.00016009807586669922, expected 0.0003815293312072754)"
     );
 }
 /// youtu's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -201,8 +201,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "bert at qdq8 fails on webnn (measured by gen import --platform webnn): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.embeddings.LayerNorm.bias0_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-26 10:43:10.341343 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Tanh] index: [283] name: [/model/pooler/activation/Tanh] supported: [1] | 2026-11-26 10:43:10.341544 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [284] name: [pooler_output_QuantizeLinear] supported: [1] | 2026-11-26 10:43:10.341728 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [285] name: [pooler_output_DequantizeLinear] supported: [1] | 2026-11-26 10:43:10.341929 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [286] name: [/model/Reshape_new_reshape] supported: [1] | 2026-11-26 10:43:10.360968 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 240 number of nodes supported by WebNN: 240)",
-                    basis: runtime::Basis::Measured,
+                    reason: "bert on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.embeddings.LayerNorm.bias0_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-26 10:43:10.341343 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Tanh] index: [283] name: [/model/pooler/activation/Tanh] supported: [1] | 2026-11-26 10:43:10.341544 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [284] name: [pooler_output_QuantizeLinear] supported: [1] | 2026-11-26 10:43:10.341728 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [285] name: [pooler_output_DequantizeLinear] supported: [1] | 2026-11-26 10:43:10.341929 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [286] name: [/model/Reshape_new_reshape] supported: [1] | 2026-11-26 10:43:10.360968 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 240 number of nodes supported by WebNN: 240)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -224,10 +224,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "bert at fp16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/embeddings/position_embeddings/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: bert on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/embeddings/position_embeddings/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -246,10 +245,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "bert at q4f16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/embeddings/position_embeddings/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: bert on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/embeddings/position_embeddings/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -270,10 +268,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "bert at fp16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/embeddings/position_embeddings/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: bert on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/embeddings/position_embeddings/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -292,10 +289,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "bert at q4f16 fails on webgpu (measured by gen import --platform webgpu): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/embeddings/position_embeddings/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: bert on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/embeddings/position_embeddings/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,

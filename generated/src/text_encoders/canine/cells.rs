@@ -132,8 +132,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "canine fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (25%), 11 µs (0%); OpenVINOExecutionProvider: 3 nodes (75%), 36969 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "canine on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (25%), 11 µs (0%); OpenVINOExecutionProvider: 3 nodes (75%), 36969 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "canine fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (25%), 11 µs (0%); OpenVINOExecutionProvider: 3 nodes (75%), 36969 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "canine on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (25%), 11 µs (0%); OpenVINOExecutionProvider: 3 nodes (75%), 36969 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +160,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "canine fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 196 µs (0%); QNNExecutionProvider: 2 nodes (50%), 49111 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "canine on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 196 µs (0%); QNNExecutionProvider: 2 nodes (50%), 49111 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -170,8 +170,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "canine fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 196 µs (0%); QNNExecutionProvider: 2 nodes (50%), 49111 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "canine on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 196 µs (0%); QNNExecutionProvider: 2 nodes (50%), 49111 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "canine fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 196 µs (0%); QNNExecutionProvider: 2 nodes (50%), 49111 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "canine on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 196 µs (0%); QNNExecutionProvider: 2 nodes (50%), 49111 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -206,8 +206,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "canine fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: MaxPool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (31%), 0 µs (0%); WebNNExecutionProvider: 20 nodes (69%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "canine on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: MaxPool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (31%), 0 µs (0%); WebNNExecutionProvider: 20 nodes (69%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -216,8 +216,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "canine fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: MaxPool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (31%), 0 µs (0%); WebNNExecutionProvider: 20 nodes (69%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "canine on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: MaxPool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (31%), 0 µs (0%); WebNNExecutionProvider: 20 nodes (69%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -229,8 +229,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "canine fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: MaxPool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (31%), 0 µs (0%); WebNNExecutionProvider: 20 nodes (69%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "canine on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: MaxPool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (31%), 0 µs (0%); WebNNExecutionProvider: 20 nodes (69%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

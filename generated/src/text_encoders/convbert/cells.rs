@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "convbert at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 111 µs (0%); OpenVINOExecutionProvider: 5 nodes (56%), 24829 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/convbert.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "convbert on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 111 µs (0%); OpenVINOExecutionProvider: 5 nodes (56%), 24829 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/convbert.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -156,8 +156,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "convbert fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node. Name:'QNNExecutionProvider_QNNExecutionProvider_17117203764398475109_1_0' Status Message: QNN graph execute error. Error: QNN_COMMON_ERROR_GENERAL: General error, which has not been identified as any other error type., Code: 1100",
-            basis: runtime::Basis::Measured,
+            reason: "convbert on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node. Name:'QNNExecutionProvider_QNNExecutionProvider_17117203764398475109_1_0' Status Message: QNN graph execute error. Error: QNN_COMMON_ERROR_GENERAL: General error, which has not been identified as any other error type., Code: 1100",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -166,8 +166,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "convbert fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node. Name:'QNNExecutionProvider_QNNExecutionProvider_17117203764398475109_1_0' Status Message: QNN graph execute error. Error: QNN_COMMON_ERROR_GENERAL: General error, which has not been identified as any other error type., Code: 1100",
-                    basis: runtime::Basis::Measured,
+                    reason: "convbert on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node. Name:'QNNExecutionProvider_QNNExecutionProvider_17117203764398475109_1_0' Status Message: QNN graph execute error. Error: QNN_COMMON_ERROR_GENERAL: General error, which has not been identified as any other error type., Code: 1100",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -179,8 +179,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "convbert fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node. Name:'QNNExecutionProvider_QNNExecutionProvider_17117203764398475109_1_0' Status Message: QNN graph execute error. Error: QNN_COMMON_ERROR_GENERAL: General error, which has not been identified as any other error type., Code: 1100",
-                    basis: runtime::Basis::Measured,
+                    reason: "convbert on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node. Name:'QNNExecutionProvider_QNNExecutionProvider_17117203764398475109_1_0' Status Message: QNN graph execute error. Error: QNN_COMMON_ERROR_GENERAL: General error, which has not been identified as any other error type., Code: 1100",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

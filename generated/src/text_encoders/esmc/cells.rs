@@ -152,8 +152,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "esmc fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 190 of 832 elements outside 0.1 of the output's spread (2.898e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_encoders/esmc.yaml) (max abs error 1.365e0; worst at flat index 624: got -1.5283204317092896, expected -0.16370026767253876)",
-            basis: runtime::Basis::Measured,
+            reason: "esmc on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 190 of 832 elements outside 0.1 of the output's spread (2.898e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_encoders/esmc.yaml) (max abs error 1.365e0; worst at flat index 624: got -1.5283204317092896, expected -0.16370026767253876)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -162,8 +162,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "esmc fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 190 of 832 elements outside 0.1 of the output's spread (2.898e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_encoders/esmc.yaml) (max abs error 1.365e0; worst at flat index 624: got -1.5283204317092896, expected -0.16370026767253876)",
-                    basis: runtime::Basis::Measured,
+                    reason: "esmc on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 190 of 832 elements outside 0.1 of the output's spread (2.898e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_encoders/esmc.yaml) (max abs error 1.365e0; worst at flat index 624: got -1.5283204317092896, expected -0.16370026767253876)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -175,8 +175,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "esmc fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output last_hidden_state: 190 of 832 elements outside 0.1 of the output's spread (2.898e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_encoders/esmc.yaml) (max abs error 1.365e0; worst at flat index 624: got -1.5283204317092896, expected -0.16370026767253876)",
-                    basis: runtime::Basis::Measured,
+                    reason: "esmc on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 190 of 832 elements outside 0.1 of the output's spread (2.898e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_encoders/esmc.yaml) (max abs error 1.365e0; worst at flat index 624: got -1.5283204317092896, expected -0.16370026767253876)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -227,8 +227,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "esmc fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
-            basis: runtime::Basis::Measured,
+            reason: "esmc on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -237,8 +237,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "esmc fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
-                    basis: runtime::Basis::Measured,
+                    reason: "esmc on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -250,8 +250,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "esmc fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
-                    basis: runtime::Basis::Measured,
+                    reason: "esmc on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -263,8 +263,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "esmc fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
-                    basis: runtime::Basis::Measured,
+                    reason: "esmc on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -281,8 +281,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "esmc fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
-            basis: runtime::Basis::Measured,
+            reason: "esmc on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -291,8 +291,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "esmc fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
-                    basis: runtime::Basis::Measured,
+                    reason: "esmc on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -304,8 +304,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "esmc fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
-                    basis: runtime::Basis::Measured,
+                    reason: "esmc on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -317,8 +317,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "esmc fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
-                    basis: runtime::Basis::Measured,
+                    reason: "esmc on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

@@ -132,8 +132,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "fnet fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 31 µs (2%); OpenVINOExecutionProvider: 3 nodes (43%), 1889 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "fnet on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 31 µs (2%); OpenVINOExecutionProvider: 3 nodes (43%), 1889 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fnet fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 31 µs (2%); OpenVINOExecutionProvider: 3 nodes (43%), 1889 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "fnet on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 31 µs (2%); OpenVINOExecutionProvider: 3 nodes (43%), 1889 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +160,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "fnet fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 116 µs (0%); QNNExecutionProvider: 3 nodes (43%), 72015 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "fnet on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 116 µs (0%); QNNExecutionProvider: 3 nodes (43%), 72015 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -170,8 +170,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fnet fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 116 µs (0%); QNNExecutionProvider: 3 nodes (43%), 72015 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "fnet on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 116 µs (0%); QNNExecutionProvider: 3 nodes (43%), 72015 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fnet fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 116 µs (0%); QNNExecutionProvider: 3 nodes (43%), 72015 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "fnet on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 116 µs (0%); QNNExecutionProvider: 3 nodes (43%), 72015 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -206,8 +206,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "fnet fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: (all nodes) ×36 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (100%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "fnet on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: (all nodes) ×36 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (100%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -216,8 +216,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fnet fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: (all nodes) ×36 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (100%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "fnet on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: (all nodes) ×36 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (100%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -229,8 +229,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fnet fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: (all nodes) ×36 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (100%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "fnet on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: (all nodes) ×36 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (100%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -247,8 +247,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "fnet fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
-            basis: runtime::Basis::Measured,
+            reason: "fnet on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -257,8 +257,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fnet fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
-                    basis: runtime::Basis::Measured,
+                    reason: "fnet on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -270,8 +270,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fnet fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
-                    basis: runtime::Basis::Measured,
+                    reason: "fnet on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -283,8 +283,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fnet fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
-                    basis: runtime::Basis::Measured,
+                    reason: "fnet on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -301,8 +301,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "fnet fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
-            basis: runtime::Basis::Measured,
+            reason: "fnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -311,8 +311,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fnet fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
-                    basis: runtime::Basis::Measured,
+                    reason: "fnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -324,8 +324,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fnet fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
-                    basis: runtime::Basis::Measured,
+                    reason: "fnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -337,8 +337,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fnet fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
-                    basis: runtime::Basis::Measured,
+                    reason: "fnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

@@ -152,8 +152,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "neomme fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6100333319779357727_3 node. Name:'QNNExecutionProvider_QNNExecutionProvider_6100333319779357727_3_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004",
-            basis: runtime::Basis::Measured,
+            reason: "neomme on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6100333319779357727_3 node. Name:'QNNExecutionProvider_QNNExecutionProvider_6100333319779357727_3_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -162,8 +162,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "neomme fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6100333319779357727_3 node. Name:'QNNExecutionProvider_QNNExecutionProvider_6100333319779357727_3_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004",
-                    basis: runtime::Basis::Measured,
+                    reason: "neomme on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6100333319779357727_3 node. Name:'QNNExecutionProvider_QNNExecutionProvider_6100333319779357727_3_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -175,8 +175,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "neomme fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6100333319779357727_3 node. Name:'QNNExecutionProvider_QNNExecutionProvider_6100333319779357727_3_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004",
-                    basis: runtime::Basis::Measured,
+                    reason: "neomme on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6100333319779357727_3 node. Name:'QNNExecutionProvider_QNNExecutionProvider_6100333319779357727_3_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -198,8 +198,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "neomme fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (33%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (67%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/neomme.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "neomme on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (33%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (67%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/neomme.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -208,8 +208,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "neomme fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (33%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (67%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/neomme.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "neomme on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (33%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (67%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/neomme.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -221,8 +221,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "neomme fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (33%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (67%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/neomme.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "neomme on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (33%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (67%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/neomme.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

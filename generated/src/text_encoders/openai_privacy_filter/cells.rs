@@ -12,9 +12,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "openai_privacy_filter at int8 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.9537 in its worst row (of 8; mean 0.9940), below 0.98; relative L2 error 0.1099, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 6.200e-1; worst at flat index 209: got 1.2920345067977905, expected 0.6720842123031616)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "openai_privacy_filter on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9537 in its worst row (of 8; mean 0.9940), below 0.98; relative L2 error 0.1099, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 6.200e-1; worst at flat index 209: got 1.2920345067977905, expected 0.6720842123031616)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -25,9 +25,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "openai_privacy_filter at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.8723 in its worst row (of 8; mean 0.9836), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 1.226e0; worst at flat index 130: got -0.2263530194759369, expected 0.9998277425765991)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "openai_privacy_filter on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.8723 in its worst row (of 8; mean 0.9836), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 1.226e0; worst at flat index 130: got -0.2263530194759369, expected 0.9998277425765991)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -146,9 +146,9 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "openai_privacy_filter at int8 fails on openvino (measured by gen import --platform openvino): output last_hidden_state: cosine similarity 0.9537 in its worst row (of 8; mean 0.9940), below 0.98; relative L2 error 0.1099, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 6.200e-1; worst at flat index 209: got 1.2920342683792114, expected 0.6720842123031616)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "openai_privacy_filter on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9537 in its worst row (of 8; mean 0.9940), below 0.98; relative L2 error 0.1099, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 6.200e-1; worst at flat index 209: got 1.2920342683792114, expected 0.6720842123031616)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -164,8 +164,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "openai_privacy_filter fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/openai_privacy_filter/model.onnx: Failed to compose Qnn graph.",
-            basis: runtime::Basis::Measured,
+            reason: "openai_privacy_filter on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -174,8 +174,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "openai_privacy_filter fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/openai_privacy_filter/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "openai_privacy_filter on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "openai_privacy_filter fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/openai_privacy_filter/model.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "openai_privacy_filter on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -210,8 +210,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "openai_privacy_filter fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 242 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 111 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/openai_privacy_filter.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "openai_privacy_filter on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 242 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 111 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/openai_privacy_filter.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -220,8 +220,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "openai_privacy_filter fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 242 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 111 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/openai_privacy_filter.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "openai_privacy_filter on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 242 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 111 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/openai_privacy_filter.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -233,8 +233,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "openai_privacy_filter fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 242 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 111 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/openai_privacy_filter.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "openai_privacy_filter on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 242 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 111 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/openai_privacy_filter.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

@@ -152,8 +152,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "tapas fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 171 µs (0%); QNNExecutionProvider: 2 nodes (40%), 234846 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/tapas.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "tapas on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 171 µs (0%); QNNExecutionProvider: 2 nodes (40%), 234846 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/tapas.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -162,8 +162,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "tapas fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 171 µs (0%); QNNExecutionProvider: 2 nodes (40%), 234846 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/tapas.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "tapas on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 171 µs (0%); QNNExecutionProvider: 2 nodes (40%), 234846 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/tapas.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -175,8 +175,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "tapas fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 171 µs (0%); QNNExecutionProvider: 2 nodes (40%), 234846 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/tapas.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "tapas on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 171 µs (0%); QNNExecutionProvider: 2 nodes (40%), 234846 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/tapas.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -192,25 +192,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         0.1f64,
         "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
     );
-/// tapas on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// tapas on webnn: not-tested (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::KnownIssue {
-            reason: "tapas fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: tapas on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+            stage: runtime::Stage::Load,
         },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "tapas fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: tapas on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -220,10 +218,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "tapas fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: tapas on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,

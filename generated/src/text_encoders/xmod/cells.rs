@@ -35,8 +35,8 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "xmod fails on cpu with libtorch (measured by gen import --platform cpu): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape '[8, 32]' is invalid for input of size 832",
-        basis: runtime::Basis::Measured,
+        reason: "xmod on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape '[8, 32]' is invalid for input of size 832",
+        basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Run),
     },
 );
@@ -156,8 +156,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "xmod fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×1 on CPUExecutionProvider, GatherND ×3 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Max ×1 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, NonZero ×3 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Squeeze ×1 on CPUExecutionProvider, Transpose ×3 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (90%), 305 µs (1%); QNNExecutionProvider: 4 nodes (10%), 37254 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/xmod.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "xmod on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×1 on CPUExecutionProvider, GatherND ×3 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Max ×1 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, NonZero ×3 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Squeeze ×1 on CPUExecutionProvider, Transpose ×3 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (90%), 305 µs (1%); QNNExecutionProvider: 4 nodes (10%), 37254 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/xmod.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -166,8 +166,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xmod fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×1 on CPUExecutionProvider, GatherND ×3 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Max ×1 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, NonZero ×3 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Squeeze ×1 on CPUExecutionProvider, Transpose ×3 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (90%), 305 µs (1%); QNNExecutionProvider: 4 nodes (10%), 37254 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/xmod.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "xmod on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×1 on CPUExecutionProvider, GatherND ×3 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Max ×1 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, NonZero ×3 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Squeeze ×1 on CPUExecutionProvider, Transpose ×3 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (90%), 305 µs (1%); QNNExecutionProvider: 4 nodes (10%), 37254 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/xmod.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -179,8 +179,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xmod fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×1 on CPUExecutionProvider, GatherND ×3 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Max ×1 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, NonZero ×3 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Squeeze ×1 on CPUExecutionProvider, Transpose ×3 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (90%), 305 µs (1%); QNNExecutionProvider: 4 nodes (10%), 37254 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/xmod.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "xmod on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×1 on CPUExecutionProvider, GatherND ×3 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Max ×1 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, NonZero ×3 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Squeeze ×1 on CPUExecutionProvider, Transpose ×3 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (90%), 305 µs (1%); QNNExecutionProvider: 4 nodes (10%), 37254 µs (99%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/xmod.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -202,8 +202,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "xmod fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 35 nodes (83%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (17%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/xmod.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "xmod on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 35 nodes (83%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (17%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/xmod.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -212,8 +212,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xmod fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 35 nodes (83%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (17%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/xmod.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "xmod on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 35 nodes (83%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (17%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/xmod.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -225,8 +225,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xmod fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 35 nodes (83%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (17%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/xmod.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "xmod on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 35 nodes (83%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (17%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/xmod.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

@@ -35,8 +35,8 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "yoso fails on cpu with libtorch (measured by gen import --platform cpu): runs: the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'YosoCumulation'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:",
-        basis: runtime::Basis::Measured,
+        reason: "yoso on cpu with libtorch: runs failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'YosoCumulation'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:",
+        basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Export),
     },
 );
@@ -156,8 +156,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "yoso fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 60 µs (0%); QNNExecutionProvider: 3 nodes (60%), 53542 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/yoso.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "yoso on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 60 µs (0%); QNNExecutionProvider: 3 nodes (60%), 53542 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/yoso.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -166,8 +166,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "yoso fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 60 µs (0%); QNNExecutionProvider: 3 nodes (60%), 53542 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/yoso.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "yoso on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 60 µs (0%); QNNExecutionProvider: 3 nodes (60%), 53542 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/yoso.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -179,8 +179,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "yoso fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 60 µs (0%); QNNExecutionProvider: 3 nodes (60%), 53542 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/yoso.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "yoso on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 60 µs (0%); QNNExecutionProvider: 3 nodes (60%), 53542 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_encoders/yoso.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -202,8 +202,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "yoso fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (78%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/yoso.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "yoso on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (78%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/yoso.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -212,8 +212,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "yoso fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (78%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/yoso.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "yoso on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (78%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/yoso.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -225,8 +225,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "yoso fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (78%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/yoso.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "yoso on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (78%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_encoders/yoso.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "videoprism_vision_model at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.8976 in its worst row (of 16; mean 0.9364), below 0.95; relative L2 error 0.3567, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/videoprism_vision_model.yaml) (max abs error 9.892e-1; worst at flat index 179: got 0.781546950340271, expected 1.7707346677780151); output last_temporal_hidden_state: cosine similarity 0.9105 in its worst row (of 16; mean 0.9376), below 0.95; relative L2 error 0.3504, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/videoprism_vision_model.yaml) (max abs error 3.144e0; worst at flat index 179: got 2.4822232723236084, expected 5.626584053039551); output last_spatial_hidden_state: cosine similarity 0.8980 in its worst row (of 16; mean 0.9635), below 0.95; relative L2 error 0.2532, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/videoprism_vision_model.yaml) (max abs error 6.186e0; worst at flat index 505: got 1.6336748600006104, expected -4.552058219909668)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "videoprism_vision_model on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.8976 in its worst row (of 16; mean 0.9364), below 0.95; relative L2 error 0.3567, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/videoprism_vision_model.yaml) (max abs error 9.892e-1; worst at flat index 179: got 0.781546950340271, expected 1.7707346677780151); output last_temporal_hidden_state: cosine similarity 0.9105 in its worst row (of 16; mean 0.9376), below 0.95; relative L2 error 0.3504, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/videoprism_vision_model.yaml) (max abs error 3.144e0; worst at flat index 179: got 2.4822232723236084, expected 5.626584053039551); output last_spatial_hidden_state: cosine similarity 0.8980 in its worst row (of 16; mean 0.9635), below 0.95; relative L2 error 0.2532, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/videoprism_vision_model.yaml) (max abs error 6.186e0; worst at flat index 505: got 1.6336748600006104, expected -4.552058219909668)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "videoprism_vision_model at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 180 µs (1%); OpenVINOExecutionProvider: 2 nodes (67%), 20952 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/video/videoprism_vision_model.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "videoprism_vision_model on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 180 µs (1%); OpenVINOExecutionProvider: 2 nodes (67%), 20952 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/video/videoprism_vision_model.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

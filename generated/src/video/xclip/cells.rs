@@ -12,9 +12,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xclip at int8 fails on cpu (measured by gen import --platform cpu): output logits_per_video: cosine similarity 0.9788 in its worst row (of 2; mean 0.9894), below 0.98; relative L2 error 0.1020, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 2.252e-1; worst at flat index 1: got -0.16631251573562622, expected -0.39152777194976807); output logits_per_text: relative L2 error 0.1020, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 2.252e-1; worst at flat index 2: got -0.16631251573562622, expected -0.39152777194976807)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "xclip on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits_per_video: cosine similarity 0.9788 in its worst row (of 2; mean 0.9894), below 0.98; relative L2 error 0.1020, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 2.252e-1; worst at flat index 1: got -0.16631251573562622, expected -0.39152777194976807); output logits_per_text: relative L2 error 0.1020, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 2.252e-1; worst at flat index 2: got -0.16631251573562622, expected -0.39152777194976807)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -25,9 +25,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xclip at q4 fails on cpu (measured by gen import --platform cpu): output logits_per_video: cosine similarity 0.4219 in its worst row (of 2; mean 0.7108), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 1: got 0.5022616982460022, expected -0.39152777194976807); output logits_per_text: cosine similarity 0.8991 in its worst row (of 2; mean 0.9431), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 2: got 0.5022616982460022, expected -0.39152777194976807)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "xclip on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits_per_video: cosine similarity 0.4219 in its worst row (of 2; mean 0.7108), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 1: got 0.5022616982460022, expected -0.39152777194976807); output logits_per_text: cosine similarity 0.8991 in its worst row (of 2; mean 0.9431), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 2: got 0.5022616982460022, expected -0.39152777194976807)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -146,8 +146,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xclip at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 143 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 32805 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/video/xclip.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output logits_per_video: cosine similarity 0.9788 in its worst row (of 2; mean 0.9894), below 0.98; relative L2 error 0.1020, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 2.252e-1; worst at flat index 1: got -0.16631260514259338, expected -0.39152777194976807); output logits_per_text: relative L2 error 0.1020, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 2.252e-1; worst at flat index 2: got -0.16631260514259338, expected -0.39152777194976807)",
-                    basis: runtime::Basis::Measured,
+                    reason: "xclip on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 143 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 32805 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/video/xclip.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output logits_per_video: cosine similarity 0.9788 in its worst row (of 2; mean 0.9894), below 0.98; relative L2 error 0.1020, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 2.252e-1; worst at flat index 1: got -0.16631260514259338, expected -0.39152777194976807); output logits_per_text: relative L2 error 0.1020, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 2.252e-1; worst at flat index 2: got -0.16631260514259338, expected -0.39152777194976807)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -213,9 +213,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xclip at qdq8 fails on webnn (measured by gen import --platform webnn): output logits_per_video: cosine similarity 0.7049 in its worst row (of 2; mean 0.8524), below 0.98; relative L2 error 0.2703, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 7.403e-1; worst at flat index 1: got 0.3488177955150604, expected -0.39152777194976807); output logits_per_text: cosine similarity 0.8998 in its worst row (of 2; mean 0.9482), below 0.98; relative L2 error 0.2703, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 7.403e-1; worst at flat index 2: got 0.3488177955150604, expected -0.39152777194976807)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "xclip on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits_per_video: cosine similarity 0.7049 in its worst row (of 2; mean 0.8524), below 0.98; relative L2 error 0.2703, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 7.403e-1; worst at flat index 1: got 0.3488177955150604, expected -0.39152777194976807); output logits_per_text: cosine similarity 0.8998 in its worst row (of 2; mean 0.9482), below 0.98; relative L2 error 0.2703, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 7.403e-1; worst at flat index 2: got 0.3488177955150604, expected -0.39152777194976807)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -236,10 +236,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "xclip at fp16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/xclip/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: xclip on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/xclip/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -250,9 +249,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xclip at q4 fails on webgpu (measured by gen import --platform webgpu): output logits_per_video: cosine similarity 0.4219 in its worst row (of 2; mean 0.7108), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 1: got 0.5022633075714111, expected -0.39152777194976807); output logits_per_text: cosine similarity 0.8991 in its worst row (of 2; mean 0.9431), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 2: got 0.5022633075714111, expected -0.39152777194976807)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "xclip on webgpu with browser: q4_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits_per_video: cosine similarity 0.4219 in its worst row (of 2; mean 0.7108), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 1: got 0.5022633075714111, expected -0.39152777194976807); output logits_per_text: cosine similarity 0.8991 in its worst row (of 2; mean 0.9431), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 2: got 0.5022633075714111, expected -0.39152777194976807)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -262,10 +261,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "xclip at q4f16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/xclip/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: xclip on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/xclip/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -286,10 +284,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "xclip at fp16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/xclip/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: xclip on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/xclip/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -300,9 +297,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xclip at q4 fails on webgpu (measured by gen import --platform webgpu): output logits_per_video: cosine similarity 0.4219 in its worst row (of 2; mean 0.7108), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 1: got 0.5022633075714111, expected -0.39152777194976807); output logits_per_text: cosine similarity 0.8991 in its worst row (of 2; mean 0.9431), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 2: got 0.5022633075714111, expected -0.39152777194976807)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "xclip on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits_per_video: cosine similarity 0.4219 in its worst row (of 2; mean 0.7108), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 1: got 0.5022633075714111, expected -0.39152777194976807); output logits_per_text: cosine similarity 0.8991 in its worst row (of 2; mean 0.9431), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 2: got 0.5022633075714111, expected -0.39152777194976807)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -312,10 +309,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "xclip at q4f16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/xclip/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: xclip on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/xclip/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,

@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "conditional_detr at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/conditional_detr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "conditional_detr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/conditional_detr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -162,9 +162,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "conditional_detr at qdq8 fails on qnn (measured by gen import --platform qnn): output last_hidden_state: cosine similarity 0.7898 in its worst row (of 12; mean 0.7898), below 0.98; relative L2 error 0.6483, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/conditional_detr.yaml) (max abs error 1.655e0; worst at flat index 332: got 1.540563941001892, expected -0.11413463950157166); output encoder_last_hidden_state: cosine similarity 0.3130 in its worst row (of 4; mean 0.6093), below 0.98; relative L2 error 0.8850, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/conditional_detr.yaml) (max abs error 3.083e0; worst at flat index 39: got -0.06524166464805603, expected 3.018009901046753)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "conditional_detr on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.7898 in its worst row (of 12; mean 0.7898), below 0.98; relative L2 error 0.6483, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/conditional_detr.yaml) (max abs error 1.655e0; worst at flat index 332: got 1.540563941001892, expected -0.11413463950157166); output encoder_last_hidden_state: cosine similarity 0.3130 in its worst row (of 4; mean 0.6093), below 0.98; relative L2 error 0.8850, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/conditional_detr.yaml) (max abs error 3.083e0; worst at flat index 39: got -0.06524166464805603, expected 3.018009901046753)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -175,8 +175,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "conditional_detr at fp16 fails on qnn (measured by gen import --platform qnn): cannot load /root/.cache/hwmatrix/fixtures/conditional_detr/model.fp16.onnx: Load model from /root/.cache/hwmatrix/fixtures/conditional_detr/model.fp16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/position_embedding/Cast_output_0_cast_to_fp32_node).",
-                    basis: runtime::Basis::Measured,
+                    reason: "conditional_detr on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/conditional_detr/model.fp16.onnx: Load model from <fixtures>/conditional_detr/model.fp16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/position_embedding/Cast_output_0_cast_to_fp32_node).",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -204,8 +204,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "conditional_detr at fp16 fails on webnn (measured by gen import --platform webnn): onnxruntime-web (webnn) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: This is an invalid model. Error: two nodes with same node name (/model/position_embedding/Cast_output_0_cast_to_fp32_node). (page log: 2026-11-26 08:28:29.410449 [I:onnxruntime:Default, device_discovery_common.cc:34 operator()] Discovered OrtHardwareDevice {vendor_id:0x0, device_id:0x0, vendor:unknown, type:0, metadata: []} | 2026-11-26 08:28:29.445143 [I:onnxruntime:, inference_session.cc:764 TraceSessionOptions] Session Options {  execution_mode:0 execution_order:DEFAULT enable_profiling:0 optimized_model_filepath:\"\" enable_mem_pattern:0 enable_mem_reuse:1 enable_cpu_mem_arena:0 profile_file_prefix: session_logid: session_log_severity_level:0 session_log_verbosity_level:0 max_num_graph_transformation_steps:10 graph_optimization_level:4 intra_op_param:OrtThreadPoolParams { thread_pool_size: 0 auto_set_affinity: 0 allow_spinning: 1 spin_duration_us: -1 spin_backoff_max: 1 dynamic_block_base_: 0 stack_size: 0 affinity_str:  set_denormal_as_zero: 0 } inter_op_param:OrtThreadPoolParams { thread_pool_size: 0 auto_set_affinity: 0 allow_spinning: 1 spin_duration_us: -1 spin_backoff_max: 1 dynamic_block_base_: 0 stack_size: 0 affinity_str:  set_denormal_as_zero: 0 } use_per_session_threads:0 thread_pool_allow_spinning:1 use_deterministic_compute:0 ep_selection_policy:0 config_options: {   session.disable_quant_qdq: 1  session.disable_qdq_constant_folding: 1  deviceType: cpu  session.use_ort_model_bytes_directly: 1 } } | 2026-11-26 08:28:29.446213 [I:onnxruntime:, inference_session.cc:526 operator()] Flush-to-zero and denormal-as-zero are off | 2026-11-26 08:28:29.446818 [I:onnxruntime:, inference_session.cc:660 ConstructorCommon] Using global/env threadpools since use_per_session_threads_ is false)",
-                    basis: runtime::Basis::Measured,
+                    reason: "conditional_detr on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): onnxruntime-web (webnn) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: This is an invalid model. Error: two nodes with same node name (/model/position_embedding/Cast_output_0_cast_to_fp32_node). (page log: 2026-11-26 08:28:29.410449 [I:onnxruntime:Default, device_discovery_common.cc:34 operator()] Discovered OrtHardwareDevice {vendor_id:0x0, device_id:0x0, vendor:unknown, type:0, metadata: []} | 2026-11-26 08:28:29.445143 [I:onnxruntime:, inference_session.cc:764 TraceSessionOptions] Session Options {  execution_mode:0 execution_order:DEFAULT enable_profiling:0 optimized_model_filepath:\"\" enable_mem_pattern:0 enable_mem_reuse:1 enable_cpu_mem_arena:0 profile_file_prefix: session_logid: session_log_severity_level:0 session_log_verbosity_level:0 max_num_graph_transformation_steps:10 graph_optimization_level:4 intra_op_param:OrtThreadPoolParams { thread_pool_size: 0 auto_set_affinity: 0 allow_spinning: 1 spin_duration_us: -1 spin_backoff_max: 1 dynamic_block_base_: 0 stack_size: 0 affinity_str:  set_denormal_as_zero: 0 } inter_op_param:OrtThreadPoolParams { thread_pool_size: 0 auto_set_affinity: 0 allow_spinning: 1 spin_duration_us: -1 spin_backoff_max: 1 dynamic_block_base_: 0 stack_size: 0 affinity_str:  set_denormal_as_zero: 0 } use_per_session_threads:0 thread_pool_allow_spinning:1 use_deterministic_compute:0 ep_selection_policy:0 config_options: {   session.disable_quant_qdq: 1  session.disable_qdq_constant_folding: 1  deviceType: cpu  session.use_ort_model_bytes_directly: 1 } } | 2026-11-26 08:28:29.446213 [I:onnxruntime:, inference_session.cc:526 operator()] Flush-to-zero and denormal-as-zero are off | 2026-11-26 08:28:29.446818 [I:onnxruntime:, inference_session.cc:660 ConstructorCommon] Using global/env threadpools since use_per_session_threads_ is false)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -269,8 +269,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "conditional_detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.311e0; worst at flat index 339: got -2.166388988494873, expected 0.14452023804187775); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 1.936e0; worst at flat index 127: got 2.3975679874420166, expected 0.46123549342155457)",
-            basis: runtime::Basis::Measured,
+            reason: "conditional_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.311e0; worst at flat index 339: got -2.166388988494873, expected 0.14452023804187775); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 1.936e0; worst at flat index 127: got 2.3975679874420166, expected 0.46123549342155457)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -279,8 +279,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "conditional_detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.311e0; worst at flat index 339: got -2.166388988494873, expected 0.14452023804187775); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 1.936e0; worst at flat index 127: got 2.3975679874420166, expected 0.46123549342155457)",
-                    basis: runtime::Basis::Measured,
+                    reason: "conditional_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.311e0; worst at flat index 339: got -2.166388988494873, expected 0.14452023804187775); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 1.936e0; worst at flat index 127: got 2.3975679874420166, expected 0.46123549342155457)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -292,8 +292,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "conditional_detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.311e0; worst at flat index 339: got -2.166388988494873, expected 0.14452023804187775); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 1.936e0; worst at flat index 127: got 2.3975679874420166, expected 0.46123549342155457)",
-                    basis: runtime::Basis::Measured,
+                    reason: "conditional_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.311e0; worst at flat index 339: got -2.166388988494873, expected 0.14452023804187775); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 1.936e0; worst at flat index 127: got 2.3975679874420166, expected 0.46123549342155457)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -305,8 +305,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "conditional_detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.311e0; worst at flat index 339: got -2.166388988494873, expected 0.14452023804187775); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 1.936e0; worst at flat index 127: got 2.3975679874420166, expected 0.46123549342155457)",
-                    basis: runtime::Basis::Measured,
+                    reason: "conditional_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.311e0; worst at flat index 339: got -2.166388988494873, expected 0.14452023804187775); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 1.936e0; worst at flat index 127: got 2.3975679874420166, expected 0.46123549342155457)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dab-detr at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/dab-detr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "dab-detr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/dab-detr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -162,9 +162,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dab-detr at qdq8 fails on qnn (measured by gen import --platform qnn): output last_hidden_state: cosine similarity 0.8632 in its worst row (of 12; mean 0.8632), below 0.98; relative L2 error 0.5229, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/dab-detr.yaml) (max abs error 1.235e0; worst at flat index 203: got 0.4453999698162079, expected -0.789851725101471); output intermediate_hidden_states: cosine similarity 0.8607 in its worst row (of 24; mean 0.8621), below 0.98; relative L2 error 0.5225, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/dab-detr.yaml) (max abs error 1.235e0; worst at flat index 587: got 0.4453999698162079, expected -0.789851725101471)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "dab-detr on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.8632 in its worst row (of 12; mean 0.8632), below 0.98; relative L2 error 0.5229, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/dab-detr.yaml) (max abs error 1.235e0; worst at flat index 203: got 0.4453999698162079, expected -0.789851725101471); output intermediate_hidden_states: cosine similarity 0.8607 in its worst row (of 24; mean 0.8621), below 0.98; relative L2 error 0.5225, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/dab-detr.yaml) (max abs error 1.235e0; worst at flat index 587: got 0.4453999698162079, expected -0.789851725101471)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -175,8 +175,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dab-detr at fp16 fails on qnn (measured by gen import --platform qnn): cannot load /root/.cache/hwmatrix/fixtures/dab-detr/model.fp16.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-                    basis: runtime::Basis::Measured,
+                    reason: "dab-detr on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/dab-detr/model.fp16.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -227,8 +227,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "dab-detr fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)",
-            basis: runtime::Basis::Measured,
+            reason: "dab-detr on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -237,8 +237,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dab-detr fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)",
-                    basis: runtime::Basis::Measured,
+                    reason: "dab-detr on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -250,8 +250,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dab-detr fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)",
-                    basis: runtime::Basis::Measured,
+                    reason: "dab-detr on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -263,8 +263,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dab-detr fails on webgpu with browser (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)",
-                    basis: runtime::Basis::Measured,
+                    reason: "dab-detr on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -281,8 +281,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "dab-detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)",
-            basis: runtime::Basis::Measured,
+            reason: "dab-detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -291,8 +291,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dab-detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)",
-                    basis: runtime::Basis::Measured,
+                    reason: "dab-detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -304,8 +304,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dab-detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)",
-                    basis: runtime::Basis::Measured,
+                    reason: "dab-detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -317,8 +317,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dab-detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)",
-                    basis: runtime::Basis::Measured,
+                    reason: "dab-detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.221390724182129, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.221390724182129, expected -0.16211308538913727)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

@@ -12,9 +12,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deformable_detr at int8 fails on cpu (measured by gen import --platform cpu): output encoder_last_hidden_state: cosine similarity 0.9710 in its worst row (of 340; mean 0.9987), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deformable_detr.yaml) (max abs error 4.067e-1; worst at flat index 4799: got -0.3873796761035919, expected -0.794029951095581)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "deformable_detr on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output encoder_last_hidden_state: cosine similarity 0.9710 in its worst row (of 340; mean 0.9987), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deformable_detr.yaml) (max abs error 4.067e-1; worst at flat index 4799: got -0.3873796761035919, expected -0.794029951095581)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deformable_detr at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/deformable_detr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "deformable_detr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/deformable_detr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +160,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "deformable_detr fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×3 on CPUExecutionProvider, Div ×3 on CPUExecutionProvider, Mul ×3 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×12 on CPUExecutionProvider, Sub ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (88%), 1028 µs (0%); QNNExecutionProvider: 4 nodes (12%), 3021305 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/deformable_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "deformable_detr on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Add ×3 on CPUExecutionProvider, Div ×3 on CPUExecutionProvider, Mul ×3 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×12 on CPUExecutionProvider, Sub ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (88%), 1028 µs (0%); QNNExecutionProvider: 4 nodes (12%), 3021305 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/deformable_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -170,8 +170,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deformable_detr fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×3 on CPUExecutionProvider, Div ×3 on CPUExecutionProvider, Mul ×3 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×12 on CPUExecutionProvider, Sub ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (88%), 1028 µs (0%); QNNExecutionProvider: 4 nodes (12%), 3021305 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/deformable_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "deformable_detr on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Add ×3 on CPUExecutionProvider, Div ×3 on CPUExecutionProvider, Mul ×3 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×12 on CPUExecutionProvider, Sub ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (88%), 1028 µs (0%); QNNExecutionProvider: 4 nodes (12%), 3021305 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/deformable_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deformable_detr fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×3 on CPUExecutionProvider, Div ×3 on CPUExecutionProvider, Mul ×3 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×12 on CPUExecutionProvider, Sub ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (88%), 1028 µs (0%); QNNExecutionProvider: 4 nodes (12%), 3021305 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/deformable_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "deformable_detr on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Add ×3 on CPUExecutionProvider, Div ×3 on CPUExecutionProvider, Mul ×3 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×12 on CPUExecutionProvider, Sub ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (88%), 1028 µs (0%); QNNExecutionProvider: 4 nodes (12%), 3021305 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/deformable_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -206,8 +206,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "deformable_detr fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Div ×3 on CPUExecutionProvider, GridSample ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 19 nodes (25%), 0 µs (0%); WebNNExecutionProvider: 58 nodes (75%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/deformable_detr.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "deformable_detr on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Div ×3 on CPUExecutionProvider, GridSample ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 19 nodes (25%), 0 µs (0%); WebNNExecutionProvider: 58 nodes (75%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/deformable_detr.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -216,8 +216,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deformable_detr fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Div ×3 on CPUExecutionProvider, GridSample ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 19 nodes (25%), 0 µs (0%); WebNNExecutionProvider: 58 nodes (75%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/deformable_detr.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "deformable_detr on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Div ×3 on CPUExecutionProvider, GridSample ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 19 nodes (25%), 0 µs (0%); WebNNExecutionProvider: 58 nodes (75%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/deformable_detr.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -229,8 +229,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deformable_detr fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Div ×3 on CPUExecutionProvider, GridSample ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 19 nodes (25%), 0 µs (0%); WebNNExecutionProvider: 58 nodes (75%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/deformable_detr.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "deformable_detr on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Div ×3 on CPUExecutionProvider, GridSample ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 19 nodes (25%), 0 µs (0%); WebNNExecutionProvider: 58 nodes (75%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/deformable_detr.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -285,8 +285,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "deformable_detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276799440383911, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276799440383911, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021668434143066, expected -1.681936264038086)",
-            basis: runtime::Basis::Measured,
+            reason: "deformable_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276799440383911, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276799440383911, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021668434143066, expected -1.681936264038086)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -295,8 +295,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deformable_detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276799440383911, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276799440383911, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021668434143066, expected -1.681936264038086)",
-                    basis: runtime::Basis::Measured,
+                    reason: "deformable_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276799440383911, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276799440383911, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021668434143066, expected -1.681936264038086)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -308,8 +308,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deformable_detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276799440383911, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276799440383911, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021668434143066, expected -1.681936264038086)",
-                    basis: runtime::Basis::Measured,
+                    reason: "deformable_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276799440383911, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276799440383911, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021668434143066, expected -1.681936264038086)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -321,8 +321,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deformable_detr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276799440383911, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276799440383911, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021668434143066, expected -1.681936264038086)",
-                    basis: runtime::Basis::Measured,
+                    reason: "deformable_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276799440383911, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276799440383911, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021668434143066, expected -1.681936264038086)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deit at q4 fails on cpu (measured by gen import --platform cpu): output pooler_output: relative L2 error 0.2698, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deit.yaml) (max abs error 4.785e-2; worst at flat index 20: got -0.02836019918322563, expected -0.07620806992053986)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "deit on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output pooler_output: relative L2 error 0.2698, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deit.yaml) (max abs error 4.785e-2; worst at flat index 20: got -0.02836019918322563, expected -0.07620806992053986)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deit at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/deit/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "deit on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/deit/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -166,9 +166,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deit at qdq8 fails on qnn (measured by gen import --platform qnn): output last_hidden_state: cosine similarity 0.6641 in its worst row (of 6; mean 0.8879), below 0.98; relative L2 error 0.4734, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deit.yaml) (max abs error 2.414e0; worst at flat index 31: got -0.7028311491012573, expected 1.711159110069275); output pooler_output: cosine similarity 0.4558 in its worst row (of 1; mean 0.4558), below 0.98; relative L2 error 1.1681, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deit.yaml) (max abs error 2.268e-1; worst at flat index 25: got 0.1142188161611557, expected -0.11254653334617615)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "deit on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.6641 in its worst row (of 6; mean 0.8879), below 0.98; relative L2 error 0.4734, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deit.yaml) (max abs error 2.414e0; worst at flat index 31: got -0.7028311491012573, expected 1.711159110069275); output pooler_output: cosine similarity 0.4558 in its worst row (of 1; mean 0.4558), below 0.98; relative L2 error 1.1681, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deit.yaml) (max abs error 2.268e-1; worst at flat index 25: got 0.1142188161611557, expected -0.11254653334617615)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,

@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "detr at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/detr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "detr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/detr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -156,8 +156,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "detr fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output logits: 20 of 100 elements outside 0.1 of the output's spread (3.447e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/detr.yaml) (max abs error 5.198e-1; worst at flat index 59: got 1.7939454317092896, expected 2.3137197494506836); output pred_boxes: 15 of 80 elements outside 0.1 of the output's spread (2.056e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/detr.yaml) (max abs error 5.102e-2; worst at flat index 61: got 0.4707031548023224, expected 0.5217259526252747)",
-            basis: runtime::Basis::Measured,
+            reason: "detr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output logits: 20 of 100 elements outside 0.1 of the output's spread (3.447e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/detr.yaml) (max abs error 5.198e-1; worst at flat index 59: got 1.7939454317092896, expected 2.3137197494506836); output pred_boxes: 15 of 80 elements outside 0.1 of the output's spread (2.056e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/detr.yaml) (max abs error 5.102e-2; worst at flat index 61: got 0.4707031548023224, expected 0.5217259526252747)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -166,8 +166,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "detr fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output logits: 20 of 100 elements outside 0.1 of the output's spread (3.447e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/detr.yaml) (max abs error 5.198e-1; worst at flat index 59: got 1.7939454317092896, expected 2.3137197494506836); output pred_boxes: 15 of 80 elements outside 0.1 of the output's spread (2.056e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/detr.yaml) (max abs error 5.102e-2; worst at flat index 61: got 0.4707031548023224, expected 0.5217259526252747)",
-                    basis: runtime::Basis::Measured,
+                    reason: "detr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output logits: 20 of 100 elements outside 0.1 of the output's spread (3.447e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/detr.yaml) (max abs error 5.198e-1; worst at flat index 59: got 1.7939454317092896, expected 2.3137197494506836); output pred_boxes: 15 of 80 elements outside 0.1 of the output's spread (2.056e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/detr.yaml) (max abs error 5.102e-2; worst at flat index 61: got 0.4707031548023224, expected 0.5217259526252747)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -179,8 +179,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "detr fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: output logits: 20 of 100 elements outside 0.1 of the output's spread (3.447e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/detr.yaml) (max abs error 5.198e-1; worst at flat index 59: got 1.7939454317092896, expected 2.3137197494506836); output pred_boxes: 15 of 80 elements outside 0.1 of the output's spread (2.056e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/detr.yaml) (max abs error 5.102e-2; worst at flat index 61: got 0.4707031548023224, expected 0.5217259526252747)",
-                    basis: runtime::Basis::Measured,
+                    reason: "detr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output logits: 20 of 100 elements outside 0.1 of the output's spread (3.447e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/detr.yaml) (max abs error 5.198e-1; worst at flat index 59: got 1.7939454317092896, expected 2.3137197494506836); output pred_boxes: 15 of 80 elements outside 0.1 of the output's spread (2.056e-2 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/detr.yaml) (max abs error 5.102e-2; worst at flat index 61: got 0.4707031548023224, expected 0.5217259526252747)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -208,8 +208,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "detr at fp16 fails on webnn (measured by gen import --platform webnn): onnxruntime-web (webnn) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: This is an invalid model. Error: two nodes with same node name (/model/model/position_embedding/Cast_output_0_cast_to_fp32_node). (page log: 2026-11-26 08:28:40.934430 [I:onnxruntime:Default, device_discovery_common.cc:34 operator()] Discovered OrtHardwareDevice {vendor_id:0x0, device_id:0x0, vendor:unknown, type:0, metadata: []} | 2026-11-26 08:28:40.958755 [I:onnxruntime:, inference_session.cc:764 TraceSessionOptions] Session Options {  execution_mode:0 execution_order:DEFAULT enable_profiling:0 optimized_model_filepath:\"\" enable_mem_pattern:0 enable_mem_reuse:1 enable_cpu_mem_arena:0 profile_file_prefix: session_logid: session_log_severity_level:0 session_log_verbosity_level:0 max_num_graph_transformation_steps:10 graph_optimization_level:4 intra_op_param:OrtThreadPoolParams { thread_pool_size: 0 auto_set_affinity: 0 allow_spinning: 1 spin_duration_us: -1 spin_backoff_max: 1 dynamic_block_base_: 0 stack_size: 0 affinity_str:  set_denormal_as_zero: 0 } inter_op_param:OrtThreadPoolParams { thread_pool_size: 0 auto_set_affinity: 0 allow_spinning: 1 spin_duration_us: -1 spin_backoff_max: 1 dynamic_block_base_: 0 stack_size: 0 affinity_str:  set_denormal_as_zero: 0 } use_per_session_threads:0 thread_pool_allow_spinning:1 use_deterministic_compute:0 ep_selection_policy:0 config_options: {   session.disable_quant_qdq: 1  session.disable_qdq_constant_folding: 1  deviceType: cpu  session.use_ort_model_bytes_directly: 1 } } | 2026-11-26 08:28:40.960010 [I:onnxruntime:, inference_session.cc:526 operator()] Flush-to-zero and denormal-as-zero are off | 2026-11-26 08:28:40.960765 [I:onnxruntime:, inference_session.cc:660 ConstructorCommon] Using global/env threadpools since use_per_session_threads_ is false)",
-                    basis: runtime::Basis::Measured,
+                    reason: "detr on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): onnxruntime-web (webnn) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: This is an invalid model. Error: two nodes with same node name (/model/model/position_embedding/Cast_output_0_cast_to_fp32_node). (page log: 2026-11-26 08:28:40.934430 [I:onnxruntime:Default, device_discovery_common.cc:34 operator()] Discovered OrtHardwareDevice {vendor_id:0x0, device_id:0x0, vendor:unknown, type:0, metadata: []} | 2026-11-26 08:28:40.958755 [I:onnxruntime:, inference_session.cc:764 TraceSessionOptions] Session Options {  execution_mode:0 execution_order:DEFAULT enable_profiling:0 optimized_model_filepath:\"\" enable_mem_pattern:0 enable_mem_reuse:1 enable_cpu_mem_arena:0 profile_file_prefix: session_logid: session_log_severity_level:0 session_log_verbosity_level:0 max_num_graph_transformation_steps:10 graph_optimization_level:4 intra_op_param:OrtThreadPoolParams { thread_pool_size: 0 auto_set_affinity: 0 allow_spinning: 1 spin_duration_us: -1 spin_backoff_max: 1 dynamic_block_base_: 0 stack_size: 0 affinity_str:  set_denormal_as_zero: 0 } inter_op_param:OrtThreadPoolParams { thread_pool_size: 0 auto_set_affinity: 0 allow_spinning: 1 spin_duration_us: -1 spin_backoff_max: 1 dynamic_block_base_: 0 stack_size: 0 affinity_str:  set_denormal_as_zero: 0 } use_per_session_threads:0 thread_pool_allow_spinning:1 use_deterministic_compute:0 ep_selection_policy:0 config_options: {   session.disable_quant_qdq: 1  session.disable_qdq_constant_folding: 1  deviceType: cpu  session.use_ort_model_bytes_directly: 1 } } | 2026-11-26 08:28:40.960010 [I:onnxruntime:, inference_session.cc:526 operator()] Flush-to-zero and denormal-as-zero are off | 2026-11-26 08:28:40.960765 [I:onnxruntime:, inference_session.cc:660 ConstructorCommon] Using global/env threadpools since use_per_session_threads_ is false)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -221,9 +221,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "detr at qdq8 fails on webnn (measured by gen import --platform webnn): output logits: relative L2 error 0.1293, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/detr.yaml) (max abs error 4.096e-1; worst at flat index 9: got 1.5995532274246216, expected 2.009190559387207)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "detr on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits: relative L2 error 0.1293, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/detr.yaml) (max abs error 4.096e-1; worst at flat index 9: got 1.5995532274246216, expected 2.009190559387207)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -245,8 +245,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "detr at fp16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/detr/model.fp16.onnx: Load model from /root/.cache/hwmatrix/fixtures/detr/model.fp16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/model/position_embedding/Cast_output_0_cast_to_fp32_node).",
-                    basis: runtime::Basis::Measured,
+                    reason: "detr on webgpu with browser: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/detr/model.fp16.onnx: Load model from <fixtures>/detr/model.fp16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/model/position_embedding/Cast_output_0_cast_to_fp32_node).",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -267,8 +267,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "detr at q4f16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/detr/model.q4f16.onnx: Load model from /root/.cache/hwmatrix/fixtures/detr/model.q4f16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/model/position_embedding/Cast_output_0_cast_to_fp32_node).",
-                    basis: runtime::Basis::Measured,
+                    reason: "detr on webgpu with browser: q4f16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/detr/model.q4f16.onnx: Load model from <fixtures>/detr/model.q4f16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/model/position_embedding/Cast_output_0_cast_to_fp32_node).",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -291,8 +291,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "detr at fp16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/detr/model.fp16.onnx: Load model from /root/.cache/hwmatrix/fixtures/detr/model.fp16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/model/position_embedding/Cast_output_0_cast_to_fp32_node).",
-                    basis: runtime::Basis::Measured,
+                    reason: "detr on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/detr/model.fp16.onnx: Load model from <fixtures>/detr/model.fp16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/model/position_embedding/Cast_output_0_cast_to_fp32_node).",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -313,8 +313,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "detr at q4f16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/detr/model.q4f16.onnx: Load model from /root/.cache/hwmatrix/fixtures/detr/model.q4f16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/model/position_embedding/Cast_output_0_cast_to_fp32_node).",
-                    basis: runtime::Basis::Measured,
+                    reason: "detr on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/detr/model.q4f16.onnx: Load model from <fixtures>/detr/model.q4f16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/model/position_embedding/Cast_output_0_cast_to_fp32_node).",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {

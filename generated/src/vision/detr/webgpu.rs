@@ -10,7 +10,7 @@ mod browser {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
-        "known issue: detr at fp16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/detr/model.fp16.onnx: Load model from /root/.cache/hwmatrix/fixtures/detr/model.fp16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/model/position_embedding/Cast_output_0_cast_to_fp32_node)."
+        "known issue: detr on webgpu with browser: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/detr/model.fp16.onnx: Load model from <fixtures>/detr/model.fp16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/model/position_embedding/Cast_output_0_cast_to_fp32_node)."
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, features =
@@ -19,7 +19,7 @@ mod browser {
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
-        "known issue: detr at q4f16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/detr/model.q4f16.onnx: Load model from /root/.cache/hwmatrix/fixtures/detr/model.q4f16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/model/position_embedding/Cast_output_0_cast_to_fp32_node)."
+        "known issue: detr on webgpu with browser: q4f16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/detr/model.q4f16.onnx: Load model from <fixtures>/detr/model.q4f16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/model/position_embedding/Cast_output_0_cast_to_fp32_node)."
     );
 }
 /// detr on webgpu with onnxruntime, WebGpuExecutionProvider: run.
@@ -32,7 +32,7 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: detr at fp16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/detr/model.fp16.onnx: Load model from /root/.cache/hwmatrix/fixtures/detr/model.fp16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/model/position_embedding/Cast_output_0_cast_to_fp32_node)."
+        "known issue: detr on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/detr/model.fp16.onnx: Load model from <fixtures>/detr/model.fp16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/model/position_embedding/Cast_output_0_cast_to_fp32_node)."
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, features =
@@ -41,7 +41,7 @@ mod native {
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: detr at q4f16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/detr/model.q4f16.onnx: Load model from /root/.cache/hwmatrix/fixtures/detr/model.q4f16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/model/position_embedding/Cast_output_0_cast_to_fp32_node)."
+        "known issue: detr on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/detr/model.q4f16.onnx: Load model from <fixtures>/detr/model.q4f16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/model/position_embedding/Cast_output_0_cast_to_fp32_node)."
     );
 }
 /// detr's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

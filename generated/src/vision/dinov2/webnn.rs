@@ -10,7 +10,7 @@ mod browser {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: dinov2 at fp16 fails on webnn (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Cast ×5 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (60%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (40%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/dinov2.yaml only if it may run off WebNNExecutionProvider, with the reason"
+        "known issue: dinov2 on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Cast ×5 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (60%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (40%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/dinov2.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, features =

@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dinov2_with_registers at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/dinov2_with_registers/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "dinov2_with_registers on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/dinov2_with_registers/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -162,9 +162,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dinov2_with_registers at qdq8 fails on qnn (measured by gen import --platform qnn): output last_hidden_state: cosine similarity 0.5570 in its worst row (of 9; mean 0.7979), below 0.98; relative L2 error 0.6346, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/dinov2_with_registers.yaml) (max abs error 2.176e0; worst at flat index 53: got -1.9492930173873901, expected 0.22684383392333984); output pooler_output: cosine similarity 0.9545 in its worst row (of 1; mean 0.9545), below 0.98; relative L2 error 0.3014, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/dinov2_with_registers.yaml) (max abs error 7.467e-1; worst at flat index 21: got -0.5386204123497009, expected 0.2080301195383072)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "dinov2_with_registers on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.5570 in its worst row (of 9; mean 0.7979), below 0.98; relative L2 error 0.6346, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/dinov2_with_registers.yaml) (max abs error 2.176e0; worst at flat index 53: got -1.9492930173873901, expected 0.22684383392333984); output pooler_output: cosine similarity 0.9545 in its worst row (of 1; mean 0.9545), below 0.98; relative L2 error 0.3014, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/dinov2_with_registers.yaml) (max abs error 7.467e-1; worst at flat index 21: got -0.5386204123497009, expected 0.2080301195383072)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,

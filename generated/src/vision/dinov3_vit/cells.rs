@@ -132,8 +132,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "dinov3_vit fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/dinov3_vit/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::CompileModel(std::shared_ptr<const ov::Model>&, std::string&, ov::AnyMap&, bool, const std::string&)::<lambda()>; Args = {const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&}; std::format_string<Args ...> = std::basic_format_string<char, const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&>] [OpenVINO-EP] Exception while Loading Network for graph OpenVINOExecutionProvider_OpenVINO-EP-subgraph_6264_0: Exception from src/inference/src/cpp/core.cpp:114:\nException from src/inference/src/dev/plugin.cpp:53:\nCheck '!shape.rank().is_dynamic()' failed at src/plugins/intel_cpu/src/node.cpp:106:\nUnexpected: CPU plug-in doesn't support Reshape operation with dynamic rank. Operation name: /model/rope_embeddings/Reshape_6_output_0\n\n\n\n\n",
-            basis: runtime::Basis::Measured,
+            reason: "dinov3_vit on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: cannot load <fixtures>/dinov3_vit/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::CompileModel(std::shared_ptr<const ov::Model>&, std::string&, ov::AnyMap&, bool, const std::string&)::<lambda()>; Args = {const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&}; std::format_string<Args ...> = std::basic_format_string<char, const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&>] [OpenVINO-EP] Exception while Loading Network for graph OpenVINOExecutionProvider_OpenVINO-EP-subgraph_6264_0: Exception from src/inference/src/cpp/core.cpp:114:\nException from src/inference/src/dev/plugin.cpp:53:\nCheck '!shape.rank().is_dynamic()' failed at src/plugins/intel_cpu/src/node.cpp:106:\nUnexpected: CPU plug-in doesn't support Reshape operation with dynamic rank. Operation name: /model/rope_embeddings/Reshape_6_output_0",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dinov3_vit fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/dinov3_vit/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::CompileModel(std::shared_ptr<const ov::Model>&, std::string&, ov::AnyMap&, bool, const std::string&)::<lambda()>; Args = {const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&}; std::format_string<Args ...> = std::basic_format_string<char, const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&>] [OpenVINO-EP] Exception while Loading Network for graph OpenVINOExecutionProvider_OpenVINO-EP-subgraph_6264_0: Exception from src/inference/src/cpp/core.cpp:114:\nException from src/inference/src/dev/plugin.cpp:53:\nCheck '!shape.rank().is_dynamic()' failed at src/plugins/intel_cpu/src/node.cpp:106:\nUnexpected: CPU plug-in doesn't support Reshape operation with dynamic rank. Operation name: /model/rope_embeddings/Reshape_6_output_0\n\n\n\n\n",
-                    basis: runtime::Basis::Measured,
+                    reason: "dinov3_vit on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: cannot load <fixtures>/dinov3_vit/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::CompileModel(std::shared_ptr<const ov::Model>&, std::string&, ov::AnyMap&, bool, const std::string&)::<lambda()>; Args = {const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&}; std::format_string<Args ...> = std::basic_format_string<char, const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&>] [OpenVINO-EP] Exception while Loading Network for graph OpenVINOExecutionProvider_OpenVINO-EP-subgraph_6264_0: Exception from src/inference/src/cpp/core.cpp:114:\nException from src/inference/src/dev/plugin.cpp:53:\nCheck '!shape.rank().is_dynamic()' failed at src/plugins/intel_cpu/src/node.cpp:106:\nUnexpected: CPU plug-in doesn't support Reshape operation with dynamic rank. Operation name: /model/rope_embeddings/Reshape_6_output_0",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -166,8 +166,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dinov3_vit at qdq8 fails on qnn (measured by gen import --platform qnn): cannot load /root/.cache/hwmatrix/fixtures/dinov3_vit/model.qdq8.onnx: Failed to compose Qnn graph.",
-                    basis: runtime::Basis::Measured,
+                    reason: "dinov3_vit on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/dinov3_vit/model.qdq8.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -179,8 +179,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dinov3_vit at fp16 fails on qnn (measured by gen import --platform qnn): the check's own process was killed by signal 6 (SIGABRT) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: terminate called after throwing an instance of 'std::length_error' |   what():  vector::_M_default_append)",
-                    basis: runtime::Basis::Measured,
+                    reason: "dinov3_vit on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the check's own process was killed by signal 6 (SIGABRT) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: terminate called after throwing an instance of 'std::length_error' |   what():  vector::_M_default_append)",
+                    basis: runtime::Basis::Evidence,
                     stage: None,
                 },
                 bound: runtime::AgreementBound {
@@ -202,8 +202,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "dinov3_vit fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/dinov3_vit.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "dinov3_vit on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/dinov3_vit.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -212,8 +212,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dinov3_vit fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/dinov3_vit.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "dinov3_vit on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/dinov3_vit.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -225,8 +225,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dinov3_vit fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/dinov3_vit.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "dinov3_vit on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/dinov3_vit.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -243,8 +243,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "dinov3_vit fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%); WebGpuExecutionProvider: 158 nodes (71%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/dinov3_vit.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "dinov3_vit on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%); WebGpuExecutionProvider: 158 nodes (71%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/dinov3_vit.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -253,8 +253,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dinov3_vit fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%); WebGpuExecutionProvider: 158 nodes (71%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/dinov3_vit.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "dinov3_vit on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%); WebGpuExecutionProvider: 158 nodes (71%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/dinov3_vit.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -266,8 +266,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dinov3_vit fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%); WebGpuExecutionProvider: 158 nodes (71%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/dinov3_vit.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "dinov3_vit on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%); WebGpuExecutionProvider: 158 nodes (71%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/dinov3_vit.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -279,8 +279,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dinov3_vit fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%); WebGpuExecutionProvider: 158 nodes (71%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/dinov3_vit.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "dinov3_vit on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%); WebGpuExecutionProvider: 158 nodes (71%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/dinov3_vit.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

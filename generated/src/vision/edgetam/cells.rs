@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "edgetam at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/edgetam/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "edgetam on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/edgetam/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -156,8 +156,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "edgetam fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
-            basis: runtime::Basis::Measured,
+            reason: "edgetam on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -166,8 +166,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "edgetam fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
-                    basis: runtime::Basis::Measured,
+                    reason: "edgetam on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
+                    basis: runtime::Basis::Evidence,
                     stage: None,
                 },
                 bound: runtime::AgreementBound {
@@ -179,8 +179,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "edgetam fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
-                    basis: runtime::Basis::Measured,
+                    reason: "edgetam on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
+                    basis: runtime::Basis::Evidence,
                     stage: None,
                 },
                 bound: runtime::AgreementBound {
@@ -269,8 +269,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "edgetam fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.000025576040570740588, expected 0.00010895189916482195)",
-            basis: runtime::Basis::Measured,
+            reason: "edgetam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.000025576040570740588, expected 0.00010895189916482195)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -279,8 +279,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "edgetam fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.000025576040570740588, expected 0.00010895189916482195)",
-                    basis: runtime::Basis::Measured,
+                    reason: "edgetam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.000025576040570740588, expected 0.00010895189916482195)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -292,8 +292,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "edgetam fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.000025576040570740588, expected 0.00010895189916482195)",
-                    basis: runtime::Basis::Measured,
+                    reason: "edgetam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.000025576040570740588, expected 0.00010895189916482195)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -305,8 +305,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "edgetam fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.000025576040570740588, expected 0.00010895189916482195)",
-                    basis: runtime::Basis::Measured,
+                    reason: "edgetam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.000025576040570740588, expected 0.00010895189916482195)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

@@ -24,25 +24,25 @@ mod browser {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
-/// edgetam_vision_model on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (edgetam_vision_model fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)).
+/// edgetam_vision_model on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (edgetam_vision_model on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)).
 ///
 /// Select this cell with `cargo test -p generated vision::edgetam_vision_model::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: edgetam_vision_model fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)"
+        "known issue: edgetam_vision_model on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: edgetam_vision_model fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)"
+        "known issue: edgetam_vision_model on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: edgetam_vision_model fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)"
+        "known issue: edgetam_vision_model on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: edgetam_vision_model fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)"
+        "known issue: edgetam_vision_model on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)"
     );
 }
 /// edgetam_vision_model's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

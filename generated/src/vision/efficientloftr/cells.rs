@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "efficientloftr at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 4092 µs (7%); OpenVINOExecutionProvider: 13 nodes (52%), 57096 µs (93%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/efficientloftr.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "efficientloftr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 4092 µs (7%); OpenVINOExecutionProvider: 13 nodes (52%), 57096 µs (93%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/efficientloftr.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -156,8 +156,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "efficientloftr fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output feature_maps_0: 18900 of 38400 elements outside 0.1 of the output's spread (1.583e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/efficientloftr.yaml) (max abs error 1.583e0; worst at flat index 30337: got 0.00000005961192073300481, expected -1.5832114219665527)",
-            basis: runtime::Basis::Measured,
+            reason: "efficientloftr on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output feature_maps_0: 18900 of 38400 elements outside 0.1 of the output's spread (1.583e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/efficientloftr.yaml) (max abs error 1.583e0; worst at flat index 30337: got 0.00000005961192073300481, expected -1.5832114219665527)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -166,8 +166,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "efficientloftr fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output feature_maps_0: 18900 of 38400 elements outside 0.1 of the output's spread (1.583e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/efficientloftr.yaml) (max abs error 1.583e0; worst at flat index 30337: got 0.00000005961192073300481, expected -1.5832114219665527)",
-                    basis: runtime::Basis::Measured,
+                    reason: "efficientloftr on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output feature_maps_0: 18900 of 38400 elements outside 0.1 of the output's spread (1.583e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/efficientloftr.yaml) (max abs error 1.583e0; worst at flat index 30337: got 0.00000005961192073300481, expected -1.5832114219665527)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -179,8 +179,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "efficientloftr fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output feature_maps_0: 18900 of 38400 elements outside 0.1 of the output's spread (1.583e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/efficientloftr.yaml) (max abs error 1.583e0; worst at flat index 30337: got 0.00000005961192073300481, expected -1.5832114219665527)",
-                    basis: runtime::Basis::Measured,
+                    reason: "efficientloftr on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output feature_maps_0: 18900 of 38400 elements outside 0.1 of the output's spread (1.583e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/efficientloftr.yaml) (max abs error 1.583e0; worst at flat index 30337: got 0.00000005961192073300481, expected -1.5832114219665527)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -208,8 +208,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "efficientloftr at fp16 fails on webnn (measured by gen import --platform webnn): onnxruntime-web (webnn) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: This is an invalid model. Error: two nodes with same node name (val_379_cast_to_fp32_node). (page log: 2026-11-26 08:28:53.037438 [I:onnxruntime:Default, device_discovery_common.cc:34 operator()] Discovered OrtHardwareDevice {vendor_id:0x0, device_id:0x0, vendor:unknown, type:0, metadata: []} | 2026-11-26 08:28:53.090288 [I:onnxruntime:, inference_session.cc:764 TraceSessionOptions] Session Options {  execution_mode:0 execution_order:DEFAULT enable_profiling:0 optimized_model_filepath:\"\" enable_mem_pattern:0 enable_mem_reuse:1 enable_cpu_mem_arena:0 profile_file_prefix: session_logid: session_log_severity_level:0 session_log_verbosity_level:0 max_num_graph_transformation_steps:10 graph_optimization_level:4 intra_op_param:OrtThreadPoolParams { thread_pool_size: 0 auto_set_affinity: 0 allow_spinning: 1 spin_duration_us: -1 spin_backoff_max: 1 dynamic_block_base_: 0 stack_size: 0 affinity_str:  set_denormal_as_zero: 0 } inter_op_param:OrtThreadPoolParams { thread_pool_size: 0 auto_set_affinity: 0 allow_spinning: 1 spin_duration_us: -1 spin_backoff_max: 1 dynamic_block_base_: 0 stack_size: 0 affinity_str:  set_denormal_as_zero: 0 } use_per_session_threads:0 thread_pool_allow_spinning:1 use_deterministic_compute:0 ep_selection_policy:0 config_options: {   session.disable_quant_qdq: 1  session.disable_qdq_constant_folding: 1  deviceType: cpu  session.use_ort_model_bytes_directly: 1 } } | 2026-11-26 08:28:53.094379 [I:onnxruntime:, inference_session.cc:526 operator()] Flush-to-zero and denormal-as-zero are off | 2026-11-26 08:28:53.094934 [I:onnxruntime:, inference_session.cc:660 ConstructorCommon] Using global/env threadpools since use_per_session_threads_ is false)",
-                    basis: runtime::Basis::Measured,
+                    reason: "efficientloftr on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): onnxruntime-web (webnn) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: This is an invalid model. Error: two nodes with same node name (val_379_cast_to_fp32_node). (page log: 2026-11-26 08:28:53.037438 [I:onnxruntime:Default, device_discovery_common.cc:34 operator()] Discovered OrtHardwareDevice {vendor_id:0x0, device_id:0x0, vendor:unknown, type:0, metadata: []} | 2026-11-26 08:28:53.090288 [I:onnxruntime:, inference_session.cc:764 TraceSessionOptions] Session Options {  execution_mode:0 execution_order:DEFAULT enable_profiling:0 optimized_model_filepath:\"\" enable_mem_pattern:0 enable_mem_reuse:1 enable_cpu_mem_arena:0 profile_file_prefix: session_logid: session_log_severity_level:0 session_log_verbosity_level:0 max_num_graph_transformation_steps:10 graph_optimization_level:4 intra_op_param:OrtThreadPoolParams { thread_pool_size: 0 auto_set_affinity: 0 allow_spinning: 1 spin_duration_us: -1 spin_backoff_max: 1 dynamic_block_base_: 0 stack_size: 0 affinity_str:  set_denormal_as_zero: 0 } inter_op_param:OrtThreadPoolParams { thread_pool_size: 0 auto_set_affinity: 0 allow_spinning: 1 spin_duration_us: -1 spin_backoff_max: 1 dynamic_block_base_: 0 stack_size: 0 affinity_str:  set_denormal_as_zero: 0 } use_per_session_threads:0 thread_pool_allow_spinning:1 use_deterministic_compute:0 ep_selection_policy:0 config_options: {   session.disable_quant_qdq: 1  session.disable_qdq_constant_folding: 1  deviceType: cpu  session.use_ort_model_bytes_directly: 1 } } | 2026-11-26 08:28:53.094379 [I:onnxruntime:, inference_session.cc:526 operator()] Flush-to-zero and denormal-as-zero are off | 2026-11-26 08:28:53.094934 [I:onnxruntime:, inference_session.cc:660 ConstructorCommon] Using global/env threadpools since use_per_session_threads_ is false)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {

@@ -20,10 +20,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "efficientnet at q4 fails on cpu (measured by gen import --platform cpu): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Export),
+                planned: runtime::Planned::Unsupported {
+                    reason: "efficientnet on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -136,8 +135,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "efficientnet fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/efficientnet/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::ReadModel(std::string&&, const std::string&)::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] Exception while Reading network: Check 'false' failed at src/frontends/onnx/frontend/src/frontend.cpp:221:\nFrontEnd API failed with GeneralFailure:\nErrors during ONNX translation:\nWhile validating ONNX node '<Node(AveragePool): /model/pooler/AveragePool>': Check 'cmp::le(kernel, dim.get_length())' failed at src/core/shape_inference/include/pooling_shape_inference_util.hpp:149:\nWhile validating node 'opset1::AvgPool AvgPool_63651900 (opset1::Multiply /model/encoder/top_activation/Mul_1[0]:f32[?,1280,8,8]) -> (dynamic[...])' with friendly_name 'AvgPool_63651900':\nKernel after dilation has size (dim: 1280) larger than the data shape after padding (dim: 8) at axis 0.\n\n\n",
-            basis: runtime::Basis::Measured,
+            reason: "efficientnet on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: cannot load <fixtures>/efficientnet/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::ReadModel(std::string&&, const std::string&)::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] Exception while Reading network: Check 'false' failed at src/frontends/onnx/frontend/src/frontend.cpp:221:\nFrontEnd API failed with GeneralFailure:\nErrors during ONNX translation:\nWhile validating ONNX node '<Node(AveragePool): /model/pooler/AveragePool>': Check 'cmp::le(kernel, dim.get_length())' failed at src/core/shape_inference/include/pooling_shape_inference_util.hpp:149:\nWhile validating node 'opset1::AvgPool AvgPool_63651900 (opset1::Multiply /model/encoder/top_activation/Mul_1[0]:f32[?,1280,8,8]) -> (dynamic[...])' with friendly_name 'AvgPool_63651900':\nKernel after dilation has size (dim: 1280) larger than the data shape after padding (dim: 8) at axis 0.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -146,8 +145,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "efficientnet fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/efficientnet/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::ReadModel(std::string&&, const std::string&)::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] Exception while Reading network: Check 'false' failed at src/frontends/onnx/frontend/src/frontend.cpp:221:\nFrontEnd API failed with GeneralFailure:\nErrors during ONNX translation:\nWhile validating ONNX node '<Node(AveragePool): /model/pooler/AveragePool>': Check 'cmp::le(kernel, dim.get_length())' failed at src/core/shape_inference/include/pooling_shape_inference_util.hpp:149:\nWhile validating node 'opset1::AvgPool AvgPool_63651900 (opset1::Multiply /model/encoder/top_activation/Mul_1[0]:f32[?,1280,8,8]) -> (dynamic[...])' with friendly_name 'AvgPool_63651900':\nKernel after dilation has size (dim: 1280) larger than the data shape after padding (dim: 8) at axis 0.\n\n\n",
-                    basis: runtime::Basis::Measured,
+                    reason: "efficientnet on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: cannot load <fixtures>/efficientnet/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::ReadModel(std::string&&, const std::string&)::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] Exception while Reading network: Check 'false' failed at src/frontends/onnx/frontend/src/frontend.cpp:221:\nFrontEnd API failed with GeneralFailure:\nErrors during ONNX translation:\nWhile validating ONNX node '<Node(AveragePool): /model/pooler/AveragePool>': Check 'cmp::le(kernel, dim.get_length())' failed at src/core/shape_inference/include/pooling_shape_inference_util.hpp:149:\nWhile validating node 'opset1::AvgPool AvgPool_63651900 (opset1::Multiply /model/encoder/top_activation/Mul_1[0]:f32[?,1280,8,8]) -> (dynamic[...])' with friendly_name 'AvgPool_63651900':\nKernel after dilation has size (dim: 1280) larger than the data shape after padding (dim: 8) at axis 0.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -164,8 +163,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "efficientnet fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/efficientnet/model.onnx: Node '/model/pooler/AveragePool_token_94' OpType:AveragePool with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
-            basis: runtime::Basis::Measured,
+            reason: "efficientnet on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/efficientnet/model.onnx: Node '/model/pooler/AveragePool_token_94' OpType:AveragePool with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -174,8 +173,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "efficientnet fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/efficientnet/model.onnx: Node '/model/pooler/AveragePool_token_94' OpType:AveragePool with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
-                    basis: runtime::Basis::Measured,
+                    reason: "efficientnet on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/efficientnet/model.onnx: Node '/model/pooler/AveragePool_token_94' OpType:AveragePool with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +186,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "efficientnet fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/efficientnet/model.onnx: Node '/model/pooler/AveragePool_token_94' OpType:AveragePool with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
-                    basis: runtime::Basis::Measured,
+                    reason: "efficientnet on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/efficientnet/model.onnx: Node '/model/pooler/AveragePool_token_94' OpType:AveragePool with domain:com.ms.internal.nhwc was inserted using the NHWC format as requested by QNNExecutionProvider, but was not selected by that EP. This means the graph is now invalid as there will not be an EP able to run the node. This could be a bug in layout transformer, or in the GetCapability implementation of the EP.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -204,25 +203,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         0.1f64,
         "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
     );
-/// efficientnet on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// efficientnet on webnn: not-tested (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::KnownIssue {
-            reason: "efficientnet fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: efficientnet on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+            stage: runtime::Stage::Load,
         },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "efficientnet fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: efficientnet on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -232,10 +229,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "efficientnet fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: efficientnet on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -329,46 +325,41 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
     checks: &[
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
-            planned: runtime::Planned::KnownIssue {
-                reason: "efficientnet at fp16 on webgpu (measured by gen import --platform webgpu): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "efficientnet on webgpu with wgpu: fp16_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
-            planned: runtime::Planned::KnownIssue {
-                reason: "efficientnet at int8 on webgpu (measured by gen import --platform webgpu): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "efficientnet on webgpu with wgpu: int8_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
-            planned: runtime::Planned::KnownIssue {
-                reason: "efficientnet at int4 on webgpu (measured by gen import --platform webgpu): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "efficientnet on webgpu with wgpu: int4_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
-            planned: runtime::Planned::KnownIssue {
-                reason: "efficientnet at int4_mixed on webgpu (measured by gen import --platform webgpu): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "efficientnet on webgpu with wgpu: int4_mixed_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
-            planned: runtime::Planned::KnownIssue {
-                reason: "efficientnet at int2 on webgpu (measured by gen import --platform webgpu): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
-                basis: runtime::Basis::Measured,
-                stage: Some(runtime::Stage::Export),
+            planned: runtime::Planned::Unsupported {
+                reason: "efficientnet on webgpu with wgpu: int2_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                basis: runtime::Basis::Evidence,
             },
             expected: None,
         },

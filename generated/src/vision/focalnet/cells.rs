@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "focalnet at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/focalnet/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "focalnet on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/focalnet/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -190,8 +190,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "focalnet fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/focalnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "focalnet on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/focalnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -200,8 +200,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "focalnet fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/focalnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "focalnet on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/focalnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -213,8 +213,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "focalnet fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/focalnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "focalnet on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/focalnet.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

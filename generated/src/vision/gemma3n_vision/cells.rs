@@ -20,10 +20,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n_vision at q4 fails on cpu (measured by gen import --platform cpu): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Export),
+                planned: runtime::Planned::Unsupported {
+                    reason: "gemma3n_vision on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -142,8 +141,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n_vision at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 28 nodes (49%), 1412 µs (5%); OpenVINOExecutionProvider: 29 nodes (51%), 24705 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/gemma3n_vision.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma3n_vision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 28 nodes (49%), 1412 µs (5%); OpenVINOExecutionProvider: 29 nodes (51%), 24705 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/gemma3n_vision.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +159,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "gemma3n_vision fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output last_hidden_state: 22366 of 32768 elements outside 0.1 of the output's spread (4.189e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/gemma3n_vision.yaml) (max abs error 4.996e0; worst at flat index 14534: got 2.835937738418579, expected -2.159855365753174)",
-            basis: runtime::Basis::Measured,
+            reason: "gemma3n_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 22366 of 32768 elements outside 0.1 of the output's spread (4.189e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/gemma3n_vision.yaml) (max abs error 4.996e0; worst at flat index 14534: got 2.835937738418579, expected -2.159855365753174)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -170,8 +169,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n_vision fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output last_hidden_state: 22366 of 32768 elements outside 0.1 of the output's spread (4.189e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/gemma3n_vision.yaml) (max abs error 4.996e0; worst at flat index 14534: got 2.835937738418579, expected -2.159855365753174)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma3n_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 22366 of 32768 elements outside 0.1 of the output's spread (4.189e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/gemma3n_vision.yaml) (max abs error 4.996e0; worst at flat index 14534: got 2.835937738418579, expected -2.159855365753174)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +182,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n_vision fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output last_hidden_state: 22366 of 32768 elements outside 0.1 of the output's spread (4.189e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/gemma3n_vision.yaml) (max abs error 4.996e0; worst at flat index 14534: got 2.835937738418579, expected -2.159855365753174)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma3n_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 22366 of 32768 elements outside 0.1 of the output's spread (4.189e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/gemma3n_vision.yaml) (max abs error 4.996e0; worst at flat index 14534: got 2.835937738418579, expected -2.159855365753174)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -212,8 +211,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n_vision at fp16 fails on webnn (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Add ×47 on CPUExecutionProvider, Cast ×40 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Conv ×28 on CPUExecutionProvider, Div ×25 on CPUExecutionProvider, Exp ×2 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×92 on CPUExecutionProvider, Pad ×5 on CPUExecutionProvider, Pow ×23 on CPUExecutionProvider, ReduceMax ×2 on CPUExecutionProvider, ReduceMean ×23 on CPUExecutionProvider, ReduceSum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider, Sqrt ×23 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Tanh ×10 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider, Unsqueeze ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 366 nodes (89%), 0 µs (0%); WebNNExecutionProvider: 47 nodes (11%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/gemma3n_vision.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma3n_vision on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebNNExecutionProvider: Add ×47 on CPUExecutionProvider, Cast ×40 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Conv ×28 on CPUExecutionProvider, Div ×25 on CPUExecutionProvider, Exp ×2 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×92 on CPUExecutionProvider, Pad ×5 on CPUExecutionProvider, Pow ×23 on CPUExecutionProvider, ReduceMax ×2 on CPUExecutionProvider, ReduceMean ×23 on CPUExecutionProvider, ReduceSum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider, Sqrt ×23 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Tanh ×10 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider, Unsqueeze ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 366 nodes (89%), 0 µs (0%); WebNNExecutionProvider: 47 nodes (11%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/gemma3n_vision.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "internvl_vision at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/internvl_vision/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "internvl_vision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/internvl_vision/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -162,9 +162,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "internvl_vision at qdq8 fails on qnn (measured by gen import --platform qnn): output last_hidden_state: cosine similarity 0.0000 in its worst row (of 257; mean 0.9959), below 0.98 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/internvl_vision.yaml) (max abs error 9.735e-3; worst at flat index 8174: got 0.09949284046888351, expected 0.08975741267204285)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "internvl_vision on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.0000 in its worst row (of 257; mean 0.9959), below 0.98 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/internvl_vision.yaml) (max abs error 9.735e-3; worst at flat index 8174: got 0.09949284046888351, expected 0.08975741267204285)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -175,8 +175,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "internvl_vision at fp16 fails on qnn (measured by gen import --platform qnn): not every node ran on QNNExecutionProvider: Add ×1 on CPUExecutionProvider, Cast ×5 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (80%), 418 µs (0%); QNNExecutionProvider: 3 nodes (20%), 1463096 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/internvl_vision.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "internvl_vision on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on QNNExecutionProvider: Add ×1 on CPUExecutionProvider, Cast ×5 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (80%), 418 µs (0%); QNNExecutionProvider: 3 nodes (20%), 1463096 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/internvl_vision.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -204,8 +204,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "internvl_vision at fp16 fails on webnn (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Cast ×5 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (60%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (40%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/internvl_vision.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "internvl_vision on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Cast ×5 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (60%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (40%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/internvl_vision.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

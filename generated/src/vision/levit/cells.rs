@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "levit at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: relative L2 error 1.1865, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/levit.yaml) (max abs error 9.833e17; worst at flat index 30: got -1704342941171974100, expected -721079997741137900); output pooler_output: relative L2 error 1.1865, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/levit.yaml) (max abs error 9.833e17; worst at flat index 30: got -1704342941171974100, expected -721079997741137900)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "levit on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: relative L2 error 1.1865, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/levit.yaml) (max abs error 9.833e17; worst at flat index 30: got -1704342941171974100, expected -721079997741137900); output pooler_output: relative L2 error 1.1865, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/levit.yaml) (max abs error 9.833e17; worst at flat index 30: got -1704342941171974100, expected -721079997741137900)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "levit at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/levit/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "levit on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/levit/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +160,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "levit fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output last_hidden_state: 54 of 64 elements outside 0.1 of the output's spread (9.432e16 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/levit.yaml) (max abs error 8.988e17; worst at flat index 51: got -0.0000022053791326470673, expected -898834881507754000); output pooler_output: 54 of 64 elements outside 0.1 of the output's spread (9.432e16 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/levit.yaml) (max abs error 8.988e17; worst at flat index 51: got -0.0000022053791326470673, expected -898834881507754000)",
-            basis: runtime::Basis::Measured,
+            reason: "levit on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 54 of 64 elements outside 0.1 of the output's spread (9.432e16 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/levit.yaml) (max abs error 8.988e17; worst at flat index 51: got -0.0000022053791326470673, expected -898834881507754000); output pooler_output: 54 of 64 elements outside 0.1 of the output's spread (9.432e16 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/levit.yaml) (max abs error 8.988e17; worst at flat index 51: got -0.0000022053791326470673, expected -898834881507754000)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -170,8 +170,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "levit fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output last_hidden_state: 54 of 64 elements outside 0.1 of the output's spread (9.432e16 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/levit.yaml) (max abs error 8.988e17; worst at flat index 51: got -0.0000022053791326470673, expected -898834881507754000); output pooler_output: 54 of 64 elements outside 0.1 of the output's spread (9.432e16 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/levit.yaml) (max abs error 8.988e17; worst at flat index 51: got -0.0000022053791326470673, expected -898834881507754000)",
-                    basis: runtime::Basis::Measured,
+                    reason: "levit on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 54 of 64 elements outside 0.1 of the output's spread (9.432e16 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/levit.yaml) (max abs error 8.988e17; worst at flat index 51: got -0.0000022053791326470673, expected -898834881507754000); output pooler_output: 54 of 64 elements outside 0.1 of the output's spread (9.432e16 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/levit.yaml) (max abs error 8.988e17; worst at flat index 51: got -0.0000022053791326470673, expected -898834881507754000)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "levit fails on qnn with onnxruntime (measured by gen import --platform qnn): matches_reference: output last_hidden_state: 54 of 64 elements outside 0.1 of the output's spread (9.432e16 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/levit.yaml) (max abs error 8.988e17; worst at flat index 51: got -0.0000022053791326470673, expected -898834881507754000); output pooler_output: 54 of 64 elements outside 0.1 of the output's spread (9.432e16 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/levit.yaml) (max abs error 8.988e17; worst at flat index 51: got -0.0000022053791326470673, expected -898834881507754000)",
-                    basis: runtime::Basis::Measured,
+                    reason: "levit on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 54 of 64 elements outside 0.1 of the output's spread (9.432e16 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/levit.yaml) (max abs error 8.988e17; worst at flat index 51: got -0.0000022053791326470673, expected -898834881507754000); output pooler_output: 54 of 64 elements outside 0.1 of the output's spread (9.432e16 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/vision/levit.yaml) (max abs error 8.988e17; worst at flat index 51: got -0.0000022053791326470673, expected -898834881507754000)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

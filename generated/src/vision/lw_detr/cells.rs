@@ -12,9 +12,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lw_detr at int8 fails on cpu (measured by gen import --platform cpu): output init_reference_points: cosine similarity 0.8957 in its worst row (of 1; mean 0.8957), below 0.98; relative L2 error 0.4568, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9381526112556458, expected 0.18815264105796814); output intermediate_reference_points: cosine similarity 0.8957 in its worst row (of 1; mean 0.8957), below 0.98; relative L2 error 0.4568, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9381526112556458, expected 0.18815264105796814); output enc_outputs_class: cosine similarity 0.7573 in its worst row (of 1; mean 0.7573), below 0.98; relative L2 error 0.6970, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 2.885e0; worst at flat index 262: got 2.0385701656341553, expected -0.8461130857467651); output enc_outputs_coord_logits: cosine similarity 0.6572 in its worst row (of 10; mean 0.9251), below 0.98; relative L2 error 0.4568, above 0.1; top-1 agreement 0.8000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9375, expected 0.1875)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "lw_detr on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output init_reference_points: cosine similarity 0.8957 in its worst row (of 1; mean 0.8957), below 0.98; relative L2 error 0.4568, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9381526112556458, expected 0.18815264105796814); output intermediate_reference_points: cosine similarity 0.8957 in its worst row (of 1; mean 0.8957), below 0.98; relative L2 error 0.4568, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9381526112556458, expected 0.18815264105796814); output enc_outputs_class: cosine similarity 0.7573 in its worst row (of 1; mean 0.7573), below 0.98; relative L2 error 0.6970, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 2.885e0; worst at flat index 262: got 2.0385701656341553, expected -0.8461130857467651); output enc_outputs_coord_logits: cosine similarity 0.6572 in its worst row (of 10; mean 0.9251), below 0.98; relative L2 error 0.4568, above 0.1; top-1 agreement 0.8000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9375, expected 0.1875)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -25,9 +25,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lw_detr at q4 fails on cpu (measured by gen import --platform cpu): output init_reference_points: cosine similarity 0.8386 in its worst row (of 1; mean 0.8386), below 0.95; relative L2 error 0.5632, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9381526112556458, expected 0.18815264105796814); output intermediate_reference_points: cosine similarity 0.8386 in its worst row (of 1; mean 0.8386), below 0.95; relative L2 error 0.5632, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9381526112556458, expected 0.18815264105796814); output enc_outputs_class: cosine similarity 0.4373 in its worst row (of 1; mean 0.4373), below 0.95; relative L2 error 1.0695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 4.706e0; worst at flat index 108: got -3.0060293674468994, expected 1.7001150846481323); output enc_outputs_coord_logits: cosine similarity 0.6510 in its worst row (of 10; mean 0.8709), below 0.95; relative L2 error 0.5633, above 0.25; top-1 agreement 0.7000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9375, expected 0.1875)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "lw_detr on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output init_reference_points: cosine similarity 0.8386 in its worst row (of 1; mean 0.8386), below 0.95; relative L2 error 0.5632, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9381526112556458, expected 0.18815264105796814); output intermediate_reference_points: cosine similarity 0.8386 in its worst row (of 1; mean 0.8386), below 0.95; relative L2 error 0.5632, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9381526112556458, expected 0.18815264105796814); output enc_outputs_class: cosine similarity 0.4373 in its worst row (of 1; mean 0.4373), below 0.95; relative L2 error 1.0695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 4.706e0; worst at flat index 108: got -3.0060293674468994, expected 1.7001150846481323); output enc_outputs_coord_logits: cosine similarity 0.6510 in its worst row (of 10; mean 0.8709), below 0.95; relative L2 error 0.5633, above 0.25; top-1 agreement 0.7000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9375, expected 0.1875)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -146,8 +146,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lw_detr at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/lw_detr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "lw_detr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/lw_detr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -164,8 +164,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "lw_detr fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×4 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22 nodes (88%), 299 µs (0%); QNNExecutionProvider: 3 nodes (12%), 203543 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/lw_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "lw_detr on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×4 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22 nodes (88%), 299 µs (0%); QNNExecutionProvider: 3 nodes (12%), 203543 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/lw_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -174,8 +174,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lw_detr fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×4 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22 nodes (88%), 299 µs (0%); QNNExecutionProvider: 3 nodes (12%), 203543 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/lw_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "lw_detr on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×4 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22 nodes (88%), 299 µs (0%); QNNExecutionProvider: 3 nodes (12%), 203543 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/lw_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lw_detr fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×4 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22 nodes (88%), 299 µs (0%); QNNExecutionProvider: 3 nodes (12%), 203543 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/lw_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "lw_detr on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Split ×3 on CPUExecutionProvider, Squeeze ×4 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22 nodes (88%), 299 µs (0%); QNNExecutionProvider: 3 nodes (12%), 203543 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/lw_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -204,25 +204,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         0.1f64,
         "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
     );
-/// lw_detr on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// lw_detr on webnn: not-tested (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::KnownIssue {
-            reason: "lw_detr fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: lw_detr on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+            stage: runtime::Stage::Load,
         },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "lw_detr fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: lw_detr on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -232,10 +230,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "lw_detr fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: lw_detr on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,

@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "maskformer at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/maskformer/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "maskformer on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/maskformer/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -168,8 +168,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "maskformer fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×8 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (71%), 259 µs (0%); QNNExecutionProvider: 5 nodes (29%), 1812926 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/maskformer.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "maskformer on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×8 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (71%), 259 µs (0%); QNNExecutionProvider: 5 nodes (29%), 1812926 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/maskformer.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -178,8 +178,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "maskformer fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×8 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (71%), 259 µs (0%); QNNExecutionProvider: 5 nodes (29%), 1812926 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/maskformer.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "maskformer on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×8 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (71%), 259 µs (0%); QNNExecutionProvider: 5 nodes (29%), 1812926 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/maskformer.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -191,8 +191,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "maskformer fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×8 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (71%), 259 µs (0%); QNNExecutionProvider: 5 nodes (29%), 1812926 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/maskformer.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "maskformer on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×8 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (71%), 259 µs (0%); QNNExecutionProvider: 5 nodes (29%), 1812926 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/maskformer.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

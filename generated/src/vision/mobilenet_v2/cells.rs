@@ -20,10 +20,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "mobilenet_v2 at q4 fails on cpu (measured by gen import --platform cpu): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Export),
+                planned: runtime::Planned::Unsupported {
+                    reason: "mobilenet_v2 on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -142,8 +141,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mobilenet_v2 at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×52 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 52 nodes (50%), 1106 µs (4%); OpenVINOExecutionProvider: 53 nodes (50%), 24561 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilenet_v2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "mobilenet_v2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×52 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 52 nodes (50%), 1106 µs (4%); OpenVINOExecutionProvider: 53 nodes (50%), 24561 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilenet_v2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -166,9 +165,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mobilenet_v2 at qdq8 fails on qnn (measured by gen import --platform qnn): output last_hidden_state: cosine similarity 0.6930 in its worst row (of 1; mean 0.6930), below 0.98; relative L2 error 0.8771, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mobilenet_v2.yaml) (max abs error 1.011e-3; worst at flat index 927: got 0.0011411114828661084, expected 0.0001296618429478258); output pooler_output: cosine similarity 0.6930 in its worst row (of 1; mean 0.6930), below 0.98; relative L2 error 0.8771, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mobilenet_v2.yaml) (max abs error 1.011e-3; worst at flat index 927: got 0.0011411114828661084, expected 0.0001296618429478258)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "mobilenet_v2 on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.6930 in its worst row (of 1; mean 0.6930), below 0.98; relative L2 error 0.8771, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mobilenet_v2.yaml) (max abs error 1.011e-3; worst at flat index 927: got 0.0011411114828661084, expected 0.0001296618429478258); output pooler_output: cosine similarity 0.6930 in its worst row (of 1; mean 0.6930), below 0.98; relative L2 error 0.8771, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mobilenet_v2.yaml) (max abs error 1.011e-3; worst at flat index 927: got 0.0011411114828661084, expected 0.0001296618429478258)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,

@@ -12,9 +12,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mobilevitv2 at int8 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: relative L2 error 0.1209, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mobilevitv2.yaml) (max abs error 9.607e-4; worst at flat index 354: got -0.0012836409732699394, expected -0.00032292387913912535); output pooler_output: relative L2 error 0.1048, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mobilevitv2.yaml) (max abs error 2.038e-4; worst at flat index 92: got 0.0012364545837044716, expected 0.0014402621891349554)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "mobilevitv2 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: relative L2 error 0.1209, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mobilevitv2.yaml) (max abs error 9.607e-4; worst at flat index 354: got -0.0012836409732699394, expected -0.00032292387913912535); output pooler_output: relative L2 error 0.1048, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mobilevitv2.yaml) (max abs error 2.038e-4; worst at flat index 92: got 0.0012364545837044716, expected 0.0014402621891349554)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -24,10 +24,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "mobilevitv2 at q4 fails on cpu (measured by gen import --platform cpu): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Export),
+                planned: runtime::Planned::Unsupported {
+                    reason: "mobilevitv2 on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -140,8 +139,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "mobilevitv2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Col2Im ×3 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, ReduceMean ×1 on CPUExecutionProvider, ReorderInput ×1 on CPUExecutionProvider, ReorderOutput ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (70%), 71 µs (1%); OpenVINOExecutionProvider: 3 nodes (30%), 9774 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "mobilevitv2 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: Col2Im ×3 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, ReduceMean ×1 on CPUExecutionProvider, ReorderInput ×1 on CPUExecutionProvider, ReorderOutput ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (70%), 71 µs (1%); OpenVINOExecutionProvider: 3 nodes (30%), 9774 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -150,8 +149,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mobilevitv2 fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Col2Im ×3 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, ReduceMean ×1 on CPUExecutionProvider, ReorderInput ×1 on CPUExecutionProvider, ReorderOutput ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (70%), 71 µs (1%); OpenVINOExecutionProvider: 3 nodes (30%), 9774 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "mobilevitv2 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: Col2Im ×3 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, ReduceMean ×1 on CPUExecutionProvider, ReorderInput ×1 on CPUExecutionProvider, ReorderOutput ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (70%), 71 µs (1%); OpenVINOExecutionProvider: 3 nodes (30%), 9774 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -168,8 +167,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "mobilevitv2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 111 µs (0%); QNNExecutionProvider: 4 nodes (57%), 697796 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "mobilevitv2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 111 µs (0%); QNNExecutionProvider: 4 nodes (57%), 697796 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -178,8 +177,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mobilevitv2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 111 µs (0%); QNNExecutionProvider: 4 nodes (57%), 697796 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "mobilevitv2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 111 µs (0%); QNNExecutionProvider: 4 nodes (57%), 697796 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -191,8 +190,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mobilevitv2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 111 µs (0%); QNNExecutionProvider: 4 nodes (57%), 697796 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "mobilevitv2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 111 µs (0%); QNNExecutionProvider: 4 nodes (57%), 697796 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -214,8 +213,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "mobilevitv2 fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (23%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (77%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "mobilevitv2 on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (23%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (77%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -224,8 +223,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mobilevitv2 fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (23%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (77%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "mobilevitv2 on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (23%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (77%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -237,8 +236,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mobilevitv2 fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (23%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (77%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "mobilevitv2 on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (23%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (77%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -255,8 +254,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "mobilevitv2 fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "mobilevitv2 on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -265,8 +264,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mobilevitv2 fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "mobilevitv2 on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -278,8 +277,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mobilevitv2 fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "mobilevitv2 on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -291,8 +290,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mobilevitv2 fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "mobilevitv2 on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -309,8 +308,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "mobilevitv2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 476 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 629929 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "mobilevitv2 on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 476 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 629929 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -319,8 +318,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mobilevitv2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 476 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 629929 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "mobilevitv2 on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 476 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 629929 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -332,8 +331,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mobilevitv2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 476 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 629929 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "mobilevitv2 on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 476 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 629929 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -345,8 +344,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mobilevitv2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 476 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 629929 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "mobilevitv2 on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 476 µs (0%); WebGpuExecutionProvider: 364 nodes (87%), 629929 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/mobilevitv2.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

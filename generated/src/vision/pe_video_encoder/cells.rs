@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "pe_video_encoder at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 328 µs (1%); OpenVINOExecutionProvider: 4 nodes (57%), 25299 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/pe_video_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "pe_video_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 328 µs (1%); OpenVINOExecutionProvider: 4 nodes (57%), 25299 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/pe_video_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -156,8 +156,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "pe_video_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (84%), 261 µs (0%); QNNExecutionProvider: 3 nodes (16%), 264255 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/pe_video_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "pe_video_encoder on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (84%), 261 µs (0%); QNNExecutionProvider: 3 nodes (16%), 264255 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/pe_video_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -166,8 +166,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "pe_video_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (84%), 261 µs (0%); QNNExecutionProvider: 3 nodes (16%), 264255 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/pe_video_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "pe_video_encoder on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (84%), 261 µs (0%); QNNExecutionProvider: 3 nodes (16%), 264255 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/pe_video_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -179,8 +179,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "pe_video_encoder fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (84%), 261 µs (0%); QNNExecutionProvider: 3 nodes (16%), 264255 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/pe_video_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "pe_video_encoder on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (84%), 261 µs (0%); QNNExecutionProvider: 3 nodes (16%), 264255 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/pe_video_encoder.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

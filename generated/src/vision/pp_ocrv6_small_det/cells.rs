@@ -20,10 +20,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "pp_ocrv6_small_det at q4 fails on cpu (measured by gen import --platform cpu): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Export),
+                planned: runtime::Planned::Unsupported {
+                    reason: "pp_ocrv6_small_det on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -142,8 +141,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "pp_ocrv6_small_det at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/pp_ocrv6_small_det/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "pp_ocrv6_small_det on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/pp_ocrv6_small_det/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {

@@ -152,8 +152,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "radio fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 55 µs (0%); QNNExecutionProvider: 2 nodes (40%), 151700 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/radio.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "radio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 55 µs (0%); QNNExecutionProvider: 2 nodes (40%), 151700 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/radio.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -162,8 +162,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "radio fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 55 µs (0%); QNNExecutionProvider: 2 nodes (40%), 151700 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/radio.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "radio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 55 µs (0%); QNNExecutionProvider: 2 nodes (40%), 151700 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/radio.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -175,8 +175,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "radio fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 55 µs (0%); QNNExecutionProvider: 2 nodes (40%), 151700 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/radio.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "radio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 55 µs (0%); QNNExecutionProvider: 2 nodes (40%), 151700 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/radio.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

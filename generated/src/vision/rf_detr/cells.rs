@@ -12,9 +12,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rf_detr at int8 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.7178 in its worst row (of 1; mean 0.7178), below 0.98; relative L2 error 0.7512, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.064e0; worst at flat index 129: got -2.403470039367676, expected 0.6604331135749817); output init_reference_points: cosine similarity 0.8238 in its worst row (of 1; mean 0.8238), below 0.98; relative L2 error 0.5936, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 17: got 0.8754763603210449, expected 0.12547634541988373); output intermediate_hidden_states: cosine similarity 0.7178 in its worst row (of 2; mean 0.7502), below 0.98; relative L2 error 0.7068, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.064e0; worst at flat index 449: got -2.403470039367676, expected 0.6604331135749817); output intermediate_reference_points: cosine similarity 0.8238 in its worst row (of 1; mean 0.8238), below 0.98; relative L2 error 0.5936, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 17: got 0.8754763603210449, expected 0.12547634541988373); output enc_outputs_class: cosine similarity 0.6014 in its worst row (of 1; mean 0.6014), below 0.98; relative L2 error 0.8929, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.419e0; worst at flat index 188: got 1.6775511503219604, expected -1.741828441619873); output enc_outputs_coord_logits: cosine similarity 0.3385 in its worst row (of 10; mean 0.8726), below 0.98; relative L2 error 0.5937, above 0.1; top-1 agreement 0.6000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 17: got 0.875, expected 0.125)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "rf_detr on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.7178 in its worst row (of 1; mean 0.7178), below 0.98; relative L2 error 0.7512, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.064e0; worst at flat index 129: got -2.403470039367676, expected 0.6604331135749817); output init_reference_points: cosine similarity 0.8238 in its worst row (of 1; mean 0.8238), below 0.98; relative L2 error 0.5936, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 17: got 0.8754763603210449, expected 0.12547634541988373); output intermediate_hidden_states: cosine similarity 0.7178 in its worst row (of 2; mean 0.7502), below 0.98; relative L2 error 0.7068, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.064e0; worst at flat index 449: got -2.403470039367676, expected 0.6604331135749817); output intermediate_reference_points: cosine similarity 0.8238 in its worst row (of 1; mean 0.8238), below 0.98; relative L2 error 0.5936, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 17: got 0.8754763603210449, expected 0.12547634541988373); output enc_outputs_class: cosine similarity 0.6014 in its worst row (of 1; mean 0.6014), below 0.98; relative L2 error 0.8929, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.419e0; worst at flat index 188: got 1.6775511503219604, expected -1.741828441619873); output enc_outputs_coord_logits: cosine similarity 0.3385 in its worst row (of 10; mean 0.8726), below 0.98; relative L2 error 0.5937, above 0.1; top-1 agreement 0.6000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 17: got 0.875, expected 0.125)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -25,9 +25,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rf_detr at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.6403 in its worst row (of 1; mean 0.6403), below 0.95; relative L2 error 0.8482, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.400e0; worst at flat index 52: got -1.9958540201187134, expected 1.4042350053787231); output init_reference_points: cosine similarity 0.8702 in its worst row (of 1; mean 0.8702), below 0.95; relative L2 error 0.5096, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 24: got 0.12544120848178864, expected 0.8754411935806274); output intermediate_hidden_states: cosine similarity 0.6403 in its worst row (of 2; mean 0.6703), below 0.95; relative L2 error 0.8120, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.400e0; worst at flat index 372: got -1.9958540201187134, expected 1.4042350053787231); output intermediate_reference_points: cosine similarity 0.8702 in its worst row (of 1; mean 0.8702), below 0.95; relative L2 error 0.5096, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 24: got 0.12544120848178864, expected 0.8754411935806274); output enc_outputs_class: cosine similarity 0.4812 in its worst row (of 1; mean 0.4812), below 0.95; relative L2 error 1.0187, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.431e0; worst at flat index 212: got 1.4790927171707153, expected -1.952014446258545); output enc_outputs_coord_logits: cosine similarity 0.8059 in its worst row (of 10; mean 0.9549), below 0.95; relative L2 error 0.5096, above 0.25; top-1 agreement 0.6000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 24: got 0.125, expected 0.875)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "rf_detr on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.6403 in its worst row (of 1; mean 0.6403), below 0.95; relative L2 error 0.8482, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.400e0; worst at flat index 52: got -1.9958540201187134, expected 1.4042350053787231); output init_reference_points: cosine similarity 0.8702 in its worst row (of 1; mean 0.8702), below 0.95; relative L2 error 0.5096, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 24: got 0.12544120848178864, expected 0.8754411935806274); output intermediate_hidden_states: cosine similarity 0.6403 in its worst row (of 2; mean 0.6703), below 0.95; relative L2 error 0.8120, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.400e0; worst at flat index 372: got -1.9958540201187134, expected 1.4042350053787231); output intermediate_reference_points: cosine similarity 0.8702 in its worst row (of 1; mean 0.8702), below 0.95; relative L2 error 0.5096, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 24: got 0.12544120848178864, expected 0.8754411935806274); output enc_outputs_class: cosine similarity 0.4812 in its worst row (of 1; mean 0.4812), below 0.95; relative L2 error 1.0187, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.431e0; worst at flat index 212: got 1.4790927171707153, expected -1.952014446258545); output enc_outputs_coord_logits: cosine similarity 0.8059 in its worst row (of 10; mean 0.9549), below 0.95; relative L2 error 0.5096, above 0.25; top-1 agreement 0.6000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 24: got 0.125, expected 0.875)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -146,8 +146,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rf_detr at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/rf_detr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "rf_detr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/rf_detr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -164,8 +164,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "rf_detr fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 18 nodes (86%), 260 µs (0%); QNNExecutionProvider: 3 nodes (14%), 186857 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/rf_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "rf_detr on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 18 nodes (86%), 260 µs (0%); QNNExecutionProvider: 3 nodes (14%), 186857 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/rf_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -174,8 +174,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rf_detr fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 18 nodes (86%), 260 µs (0%); QNNExecutionProvider: 3 nodes (14%), 186857 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/rf_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "rf_detr on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 18 nodes (86%), 260 µs (0%); QNNExecutionProvider: 3 nodes (14%), 186857 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/rf_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rf_detr fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 18 nodes (86%), 260 µs (0%); QNNExecutionProvider: 3 nodes (14%), 186857 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/rf_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "rf_detr on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider, Unsqueeze ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 18 nodes (86%), 260 µs (0%); QNNExecutionProvider: 3 nodes (14%), 186857 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/rf_detr.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -204,25 +204,23 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         0.1f64,
         "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
     );
-/// rf_detr on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// rf_detr on webnn: not-tested (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::KnownIssue {
-            reason: "rf_detr fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: rf_detr on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "rf_detr fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: rf_detr on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -232,10 +230,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "rf_detr fails on webnn with browser (measured by gen import --platform webnn): runs: opening the model took longer than its limit of 60 s",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: rf_detr on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,

@@ -132,8 +132,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "sam3_vit_model fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/sam3_vit_model/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::CompileModel(const std::string&, std::string&, ov::AnyMap&, const std::string&)::<lambda()>; Args = {const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&}; std::format_string<Args ...> = std::basic_format_string<char, const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&>] [OpenVINO-EP] Exception while Loading Network for graph OpenVINOExecutionProvider_OpenVINO-EP-subgraph_7613_0: Exception from src/inference/src/cpp/core.cpp:154:\nException from src/inference/src/dev/plugin.cpp:53:\nCheck '!shape.rank().is_dynamic()' failed at src/plugins/intel_cpu/src/node.cpp:106:\nUnexpected: CPU plug-in doesn't support Reshape operation with dynamic rank. Operation name: /model/embeddings/Reshape_2_output_0\n\n\n\n\n",
-            basis: runtime::Basis::Measured,
+            reason: "sam3_vit_model on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: cannot load <fixtures>/sam3_vit_model/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::CompileModel(const std::string&, std::string&, ov::AnyMap&, const std::string&)::<lambda()>; Args = {const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&}; std::format_string<Args ...> = std::basic_format_string<char, const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&>] [OpenVINO-EP] Exception while Loading Network for graph OpenVINOExecutionProvider_OpenVINO-EP-subgraph_7613_0: Exception from src/inference/src/cpp/core.cpp:154:\nException from src/inference/src/dev/plugin.cpp:53:\nCheck '!shape.rank().is_dynamic()' failed at src/plugins/intel_cpu/src/node.cpp:106:\nUnexpected: CPU plug-in doesn't support Reshape operation with dynamic rank. Operation name: /model/embeddings/Reshape_2_output_0",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam3_vit_model fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: cannot load /root/.cache/hwmatrix/fixtures/sam3_vit_model/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::CompileModel(const std::string&, std::string&, ov::AnyMap&, const std::string&)::<lambda()>; Args = {const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&}; std::format_string<Args ...> = std::basic_format_string<char, const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&>] [OpenVINO-EP] Exception while Loading Network for graph OpenVINOExecutionProvider_OpenVINO-EP-subgraph_7613_0: Exception from src/inference/src/cpp/core.cpp:154:\nException from src/inference/src/dev/plugin.cpp:53:\nCheck '!shape.rank().is_dynamic()' failed at src/plugins/intel_cpu/src/node.cpp:106:\nUnexpected: CPU plug-in doesn't support Reshape operation with dynamic rank. Operation name: /model/embeddings/Reshape_2_output_0\n\n\n\n\n",
-                    basis: runtime::Basis::Measured,
+                    reason: "sam3_vit_model on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: cannot load <fixtures>/sam3_vit_model/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::CompileModel(const std::string&, std::string&, ov::AnyMap&, const std::string&)::<lambda()>; Args = {const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&}; std::format_string<Args ...> = std::basic_format_string<char, const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&>] [OpenVINO-EP] Exception while Loading Network for graph OpenVINOExecutionProvider_OpenVINO-EP-subgraph_7613_0: Exception from src/inference/src/cpp/core.cpp:154:\nException from src/inference/src/dev/plugin.cpp:53:\nCheck '!shape.rank().is_dynamic()' failed at src/plugins/intel_cpu/src/node.cpp:106:\nUnexpected: CPU plug-in doesn't support Reshape operation with dynamic rank. Operation name: /model/embeddings/Reshape_2_output_0",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +160,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "sam3_vit_model fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/sam3_vit_model/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-            basis: runtime::Basis::Measured,
+            reason: "sam3_vit_model on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/sam3_vit_model/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -170,8 +170,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam3_vit_model fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/sam3_vit_model/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-                    basis: runtime::Basis::Measured,
+                    reason: "sam3_vit_model on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/sam3_vit_model/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam3_vit_model fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/sam3_vit_model/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-                    basis: runtime::Basis::Measured,
+                    reason: "sam3_vit_model on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/sam3_vit_model/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -206,8 +206,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "sam3_vit_model fails on webnn with browser (measured by gen import --platform webnn): runs: onnxruntime-web (webnn) opening the model: Can't create a session. ERROR_CODE: 6, ERROR_MESSAGE: [ShapeInferenceError] Can't merge shape info. Both inferred and declared dimension have values but they differ. Inferred=4 Declared=5 Dimension=0 (page log: 2026-11-22 17:40:36.354694 [V:onnxruntime:, graph_transformer_mgr.cc:49 ApplyTransformers] Skipping graph transformer ConstantSharing on step 2 because it should only apply once. | 2026-11-22 17:40:36.354784 [V:onnxruntime:, graph_transformer_mgr.cc:55 ApplyTransformers] Applying graph transformer CommonSubexpressionElimination on step 2. | 2026-11-22 17:40:36.355304 [I:onnxruntime:, graph_transformer.cc:15 Apply] GraphTransformer CommonSubexpressionElimination modified: 0 with status: OK | 2026-11-22 17:40:36.355399 [V:onnxruntime:, graph_transformer_mgr.cc:55 ApplyTransformers] Applying graph transformer ConstantFolding on step 2. | 2026-11-22 17:40:36.370689 [I:onnxruntime:, graph.cc:6433 InlineIfSubgraph] Constant folded (inlined) else_branch for If node: /model/embeddings/If_1)",
-            basis: runtime::Basis::Measured,
+            reason: "sam3_vit_model on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: onnxruntime-web (webnn) opening the model: Can't create a session. ERROR_CODE: 6, ERROR_MESSAGE: [ShapeInferenceError] Can't merge shape info. Both inferred and declared dimension have values but they differ. Inferred=4 Declared=5 Dimension=0 (page log: 2026-11-22 17:40:36.354694 [V:onnxruntime:, graph_transformer_mgr.cc:49 ApplyTransformers] Skipping graph transformer ConstantSharing on step 2 because it should only apply once. | 2026-11-22 17:40:36.354784 [V:onnxruntime:, graph_transformer_mgr.cc:55 ApplyTransformers] Applying graph transformer CommonSubexpressionElimination on step 2. | 2026-11-22 17:40:36.355304 [I:onnxruntime:, graph_transformer.cc:15 Apply] GraphTransformer CommonSubexpressionElimination modified: 0 with status: OK | 2026-11-22 17:40:36.355399 [V:onnxruntime:, graph_transformer_mgr.cc:55 ApplyTransformers] Applying graph transformer ConstantFolding on step 2. | 2026-11-22 17:40:36.370689 [I:onnxruntime:, graph.cc:6433 InlineIfSubgraph] Constant folded (inlined) else_branch for If node: /model/embeddings/If_1)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -216,8 +216,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam3_vit_model fails on webnn with browser (measured by gen import --platform webnn): runs: onnxruntime-web (webnn) opening the model: Can't create a session. ERROR_CODE: 6, ERROR_MESSAGE: [ShapeInferenceError] Can't merge shape info. Both inferred and declared dimension have values but they differ. Inferred=4 Declared=5 Dimension=0 (page log: 2026-11-22 17:40:36.354694 [V:onnxruntime:, graph_transformer_mgr.cc:49 ApplyTransformers] Skipping graph transformer ConstantSharing on step 2 because it should only apply once. | 2026-11-22 17:40:36.354784 [V:onnxruntime:, graph_transformer_mgr.cc:55 ApplyTransformers] Applying graph transformer CommonSubexpressionElimination on step 2. | 2026-11-22 17:40:36.355304 [I:onnxruntime:, graph_transformer.cc:15 Apply] GraphTransformer CommonSubexpressionElimination modified: 0 with status: OK | 2026-11-22 17:40:36.355399 [V:onnxruntime:, graph_transformer_mgr.cc:55 ApplyTransformers] Applying graph transformer ConstantFolding on step 2. | 2026-11-22 17:40:36.370689 [I:onnxruntime:, graph.cc:6433 InlineIfSubgraph] Constant folded (inlined) else_branch for If node: /model/embeddings/If_1)",
-                    basis: runtime::Basis::Measured,
+                    reason: "sam3_vit_model on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: onnxruntime-web (webnn) opening the model: Can't create a session. ERROR_CODE: 6, ERROR_MESSAGE: [ShapeInferenceError] Can't merge shape info. Both inferred and declared dimension have values but they differ. Inferred=4 Declared=5 Dimension=0 (page log: 2026-11-22 17:40:36.354694 [V:onnxruntime:, graph_transformer_mgr.cc:49 ApplyTransformers] Skipping graph transformer ConstantSharing on step 2 because it should only apply once. | 2026-11-22 17:40:36.354784 [V:onnxruntime:, graph_transformer_mgr.cc:55 ApplyTransformers] Applying graph transformer CommonSubexpressionElimination on step 2. | 2026-11-22 17:40:36.355304 [I:onnxruntime:, graph_transformer.cc:15 Apply] GraphTransformer CommonSubexpressionElimination modified: 0 with status: OK | 2026-11-22 17:40:36.355399 [V:onnxruntime:, graph_transformer_mgr.cc:55 ApplyTransformers] Applying graph transformer ConstantFolding on step 2. | 2026-11-22 17:40:36.370689 [I:onnxruntime:, graph.cc:6433 InlineIfSubgraph] Constant folded (inlined) else_branch for If node: /model/embeddings/If_1)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -229,8 +229,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam3_vit_model fails on webnn with browser (measured by gen import --platform webnn): runs: onnxruntime-web (webnn) opening the model: Can't create a session. ERROR_CODE: 6, ERROR_MESSAGE: [ShapeInferenceError] Can't merge shape info. Both inferred and declared dimension have values but they differ. Inferred=4 Declared=5 Dimension=0 (page log: 2026-11-22 17:40:36.354694 [V:onnxruntime:, graph_transformer_mgr.cc:49 ApplyTransformers] Skipping graph transformer ConstantSharing on step 2 because it should only apply once. | 2026-11-22 17:40:36.354784 [V:onnxruntime:, graph_transformer_mgr.cc:55 ApplyTransformers] Applying graph transformer CommonSubexpressionElimination on step 2. | 2026-11-22 17:40:36.355304 [I:onnxruntime:, graph_transformer.cc:15 Apply] GraphTransformer CommonSubexpressionElimination modified: 0 with status: OK | 2026-11-22 17:40:36.355399 [V:onnxruntime:, graph_transformer_mgr.cc:55 ApplyTransformers] Applying graph transformer ConstantFolding on step 2. | 2026-11-22 17:40:36.370689 [I:onnxruntime:, graph.cc:6433 InlineIfSubgraph] Constant folded (inlined) else_branch for If node: /model/embeddings/If_1)",
-                    basis: runtime::Basis::Measured,
+                    reason: "sam3_vit_model on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: onnxruntime-web (webnn) opening the model: Can't create a session. ERROR_CODE: 6, ERROR_MESSAGE: [ShapeInferenceError] Can't merge shape info. Both inferred and declared dimension have values but they differ. Inferred=4 Declared=5 Dimension=0 (page log: 2026-11-22 17:40:36.354694 [V:onnxruntime:, graph_transformer_mgr.cc:49 ApplyTransformers] Skipping graph transformer ConstantSharing on step 2 because it should only apply once. | 2026-11-22 17:40:36.354784 [V:onnxruntime:, graph_transformer_mgr.cc:55 ApplyTransformers] Applying graph transformer CommonSubexpressionElimination on step 2. | 2026-11-22 17:40:36.355304 [I:onnxruntime:, graph_transformer.cc:15 Apply] GraphTransformer CommonSubexpressionElimination modified: 0 with status: OK | 2026-11-22 17:40:36.355399 [V:onnxruntime:, graph_transformer_mgr.cc:55 ApplyTransformers] Applying graph transformer ConstantFolding on step 2. | 2026-11-22 17:40:36.370689 [I:onnxruntime:, graph.cc:6433 InlineIfSubgraph] Constant folded (inlined) else_branch for If node: /model/embeddings/If_1)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -247,8 +247,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "sam3_vit_model fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 145 nodes (48%), 0 µs (0%); WebGpuExecutionProvider: 158 nodes (52%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vit_model.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "sam3_vit_model on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 145 nodes (48%), 0 µs (0%); WebGpuExecutionProvider: 158 nodes (52%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vit_model.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -257,8 +257,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam3_vit_model fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 145 nodes (48%), 0 µs (0%); WebGpuExecutionProvider: 158 nodes (52%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vit_model.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "sam3_vit_model on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 145 nodes (48%), 0 µs (0%); WebGpuExecutionProvider: 158 nodes (52%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vit_model.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -270,8 +270,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam3_vit_model fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 145 nodes (48%), 0 µs (0%); WebGpuExecutionProvider: 158 nodes (52%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vit_model.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "sam3_vit_model on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 145 nodes (48%), 0 µs (0%); WebGpuExecutionProvider: 158 nodes (52%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vit_model.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -283,8 +283,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam3_vit_model fails on webgpu with browser (measured by gen import --platform webgpu): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 145 nodes (48%), 0 µs (0%); WebGpuExecutionProvider: 158 nodes (52%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vit_model.yaml only if it may run off WebGpuExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "sam3_vit_model on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 145 nodes (48%), 0 µs (0%); WebGpuExecutionProvider: 158 nodes (52%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vit_model.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam_vision_model at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.9326 in its worst row (of 1; mean 0.9326), below 0.95; relative L2 error 0.3671, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/sam_vision_model.yaml) (max abs error 1.216e0; worst at flat index 222: got -0.5681862235069275, expected 0.647951602935791)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "sam_vision_model on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9326 in its worst row (of 1; mean 0.9326), below 0.95; relative L2 error 0.3671, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/sam_vision_model.yaml) (max abs error 1.216e0; worst at flat index 222: got -0.5681862235069275, expected 0.647951602935791)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam_vision_model at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/sam_vision_model/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "sam_vision_model on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/sam_vision_model/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -172,8 +172,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "sam_vision_model fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
-            basis: runtime::Basis::Measured,
+            reason: "sam_vision_model on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -182,8 +182,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam_vision_model fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
-                    basis: runtime::Basis::Measured,
+                    reason: "sam_vision_model on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
+                    basis: runtime::Basis::Evidence,
                     stage: None,
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam_vision_model fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
-                    basis: runtime::Basis::Measured,
+                    reason: "sam_vision_model on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
+                    basis: runtime::Basis::Evidence,
                     stage: None,
                 },
                 bound: runtime::AgreementBound {
@@ -224,8 +224,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam_vision_model at fp16 fails on webnn (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 2 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/sam_vision_model.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "sam_vision_model on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 2 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/sam_vision_model.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

@@ -10,7 +10,7 @@ mod browser {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: sam_vision_model at fp16 fails on webnn (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 2 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/sam_vision_model.yaml only if it may run off WebNNExecutionProvider, with the reason"
+        "known issue: sam_vision_model on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 2 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/sam_vision_model.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, features =

@@ -132,8 +132,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "swin fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_7807 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_7807_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
-            basis: runtime::Basis::Measured,
+            reason: "swin on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_7807 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_7807_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "swin fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_7807 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_7807_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
-                    basis: runtime::Basis::Measured,
+                    reason: "swin on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_7807 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_7807_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -172,8 +172,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "swin fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 586 µs (0%); QNNExecutionProvider: 9 nodes (27%), 583896 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "swin on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 586 µs (0%); QNNExecutionProvider: 9 nodes (27%), 583896 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -182,8 +182,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "swin fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 586 µs (0%); QNNExecutionProvider: 9 nodes (27%), 583896 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "swin on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 586 µs (0%); QNNExecutionProvider: 9 nodes (27%), 583896 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "swin fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 586 µs (0%); QNNExecutionProvider: 9 nodes (27%), 583896 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "swin on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 586 µs (0%); QNNExecutionProvider: 9 nodes (27%), 583896 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -218,8 +218,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "swin fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "swin on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -228,8 +228,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "swin fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "swin on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -241,8 +241,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "swin fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "swin on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

@@ -132,8 +132,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "swin2sr fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_7780 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_7780_1' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
-            basis: runtime::Basis::Measured,
+            reason: "swin2sr on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_7780 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_7780_1' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "swin2sr fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_7780 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_7780_1' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
-                    basis: runtime::Basis::Measured,
+                    reason: "swin2sr on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_7780 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_7780_1' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -160,8 +160,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "swin2sr fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 589 µs (0%); QNNExecutionProvider: 9 nodes (27%), 19012456 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin2sr.yaml only if it may run off QNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "swin2sr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 589 µs (0%); QNNExecutionProvider: 9 nodes (27%), 19012456 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin2sr.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -170,8 +170,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "swin2sr fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 589 µs (0%); QNNExecutionProvider: 9 nodes (27%), 19012456 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin2sr.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "swin2sr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 589 µs (0%); QNNExecutionProvider: 9 nodes (27%), 19012456 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin2sr.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "swin2sr fails on qnn with onnxruntime (measured by gen import --platform qnn): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 589 µs (0%); QNNExecutionProvider: 9 nodes (27%), 19012456 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin2sr.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "swin2sr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 589 µs (0%); QNNExecutionProvider: 9 nodes (27%), 19012456 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin2sr.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "swinv2 at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.9092 in its worst row (of 1; mean 0.9092), below 0.95; relative L2 error 0.4260, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/swinv2.yaml) (max abs error 1.616e0; worst at flat index 111: got 1.3240914344787598, expected -0.2915407121181488); output pooler_output: cosine similarity 0.9092 in its worst row (of 1; mean 0.9092), below 0.95; relative L2 error 0.4260, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/swinv2.yaml) (max abs error 1.616e0; worst at flat index 111: got 1.3240914344787598, expected -0.2915407121181488)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "swinv2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9092 in its worst row (of 1; mean 0.9092), below 0.95; relative L2 error 0.4260, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/swinv2.yaml) (max abs error 1.616e0; worst at flat index 111: got 1.3240914344787598, expected -0.2915407121181488); output pooler_output: cosine similarity 0.9092 in its worst row (of 1; mean 0.9092), below 0.95; relative L2 error 0.4260, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/swinv2.yaml) (max abs error 1.616e0; worst at flat index 111: got 1.3240914344787598, expected -0.2915407121181488)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "swinv2 at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/swinv2/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "swinv2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/swinv2/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -172,8 +172,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "swinv2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/swinv2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-            basis: runtime::Basis::Measured,
+            reason: "swinv2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -182,8 +182,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "swinv2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/swinv2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-                    basis: runtime::Basis::Measured,
+                    reason: "swinv2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "swinv2 fails on qnn with onnxruntime (measured by gen import --platform qnn): runs: cannot load /root/.cache/hwmatrix/fixtures/swinv2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-                    basis: runtime::Basis::Measured,
+                    reason: "swinv2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -218,8 +218,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "swinv2 fails on webnn with browser (measured by gen import --platform webnn): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the stride (2) must not be greater than the size to slice (1). (page log: 2026-11-22 17:41:11.354265 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [871] name: [gemm_output_reshape_token_116_new_reshape] supported: [1] | 2026-11-22 17:41:11.354380 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [872] name: [/model/encoder/layers.3/blocks.0/attention/self/Reshape_5_new_reshape] supported: [1] | 2026-11-22 17:41:11.354480 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [873] name: [gemm_output_reshape_token_122_new_reshape] supported: [1] | 2026-11-22 17:41:11.354585 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [874] name: [/model/encoder/layers.3/blocks.0/Reshape_8_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-22 17:41:11.365280 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 2 number of nodes in the graph: 256 number of nodes supported by WebNN: 255\u{1b}[m)",
-            basis: runtime::Basis::Measured,
+            reason: "swinv2 on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the stride (2) must not be greater than the size to slice (1). (page log: 2026-11-22 17:41:11.354265 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [871] name: [gemm_output_reshape_token_116_new_reshape] supported: [1] | 2026-11-22 17:41:11.354380 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [872] name: [/model/encoder/layers.3/blocks.0/attention/self/Reshape_5_new_reshape] supported: [1] | 2026-11-22 17:41:11.354480 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [873] name: [gemm_output_reshape_token_122_new_reshape] supported: [1] | 2026-11-22 17:41:11.354585 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [874] name: [/model/encoder/layers.3/blocks.0/Reshape_8_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-22 17:41:11.365280 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 2 number of nodes in the graph: 256 number of nodes supported by WebNN: 255\u{1b}[m)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )
@@ -228,8 +228,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "swinv2 fails on webnn with browser (measured by gen import --platform webnn): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the stride (2) must not be greater than the size to slice (1). (page log: 2026-11-22 17:41:11.354265 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [871] name: [gemm_output_reshape_token_116_new_reshape] supported: [1] | 2026-11-22 17:41:11.354380 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [872] name: [/model/encoder/layers.3/blocks.0/attention/self/Reshape_5_new_reshape] supported: [1] | 2026-11-22 17:41:11.354480 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [873] name: [gemm_output_reshape_token_122_new_reshape] supported: [1] | 2026-11-22 17:41:11.354585 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [874] name: [/model/encoder/layers.3/blocks.0/Reshape_8_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-22 17:41:11.365280 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 2 number of nodes in the graph: 256 number of nodes supported by WebNN: 255\u{1b}[m)",
-                    basis: runtime::Basis::Measured,
+                    reason: "swinv2 on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the stride (2) must not be greater than the size to slice (1). (page log: 2026-11-22 17:41:11.354265 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [871] name: [gemm_output_reshape_token_116_new_reshape] supported: [1] | 2026-11-22 17:41:11.354380 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [872] name: [/model/encoder/layers.3/blocks.0/attention/self/Reshape_5_new_reshape] supported: [1] | 2026-11-22 17:41:11.354480 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [873] name: [gemm_output_reshape_token_122_new_reshape] supported: [1] | 2026-11-22 17:41:11.354585 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [874] name: [/model/encoder/layers.3/blocks.0/Reshape_8_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-22 17:41:11.365280 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 2 number of nodes in the graph: 256 number of nodes supported by WebNN: 255\u{1b}[m)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -241,8 +241,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "swinv2 fails on webnn with browser (measured by gen import --platform webnn): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the stride (2) must not be greater than the size to slice (1). (page log: 2026-11-22 17:41:11.354265 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [871] name: [gemm_output_reshape_token_116_new_reshape] supported: [1] | 2026-11-22 17:41:11.354380 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [872] name: [/model/encoder/layers.3/blocks.0/attention/self/Reshape_5_new_reshape] supported: [1] | 2026-11-22 17:41:11.354480 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [873] name: [gemm_output_reshape_token_122_new_reshape] supported: [1] | 2026-11-22 17:41:11.354585 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [874] name: [/model/encoder/layers.3/blocks.0/Reshape_8_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-22 17:41:11.365280 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 2 number of nodes in the graph: 256 number of nodes supported by WebNN: 255\u{1b}[m)",
-                    basis: runtime::Basis::Measured,
+                    reason: "swinv2 on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the stride (2) must not be greater than the size to slice (1). (page log: 2026-11-22 17:41:11.354265 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [871] name: [gemm_output_reshape_token_116_new_reshape] supported: [1] | 2026-11-22 17:41:11.354380 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [872] name: [/model/encoder/layers.3/blocks.0/attention/self/Reshape_5_new_reshape] supported: [1] | 2026-11-22 17:41:11.354480 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [873] name: [gemm_output_reshape_token_122_new_reshape] supported: [1] | 2026-11-22 17:41:11.354585 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [874] name: [/model/encoder/layers.3/blocks.0/Reshape_8_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-22 17:41:11.365280 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 2 number of nodes in the graph: 256 number of nodes supported by WebNN: 255\u{1b}[m)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {

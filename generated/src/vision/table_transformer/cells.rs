@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "table-transformer at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/table-transformer/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "table-transformer on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/table-transformer/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -162,9 +162,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "table-transformer at qdq8 fails on qnn (measured by gen import --platform qnn): output last_hidden_state: cosine similarity 0.9065 in its worst row (of 12; mean 0.9065), below 0.98; relative L2 error 0.4325, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/table-transformer.yaml) (max abs error 1.107e0; worst at flat index 273: got -1.0721043348312378, expected 0.03463645279407501); output encoder_last_hidden_state: cosine similarity 0.5948 in its worst row (of 4; mean 0.7394), below 0.98; relative L2 error 0.7220, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/table-transformer.yaml) (max abs error 2.487e0; worst at flat index 41: got 1.6651151180267334, expected -0.8221763968467712)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "table-transformer on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9065 in its worst row (of 12; mean 0.9065), below 0.98; relative L2 error 0.4325, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/table-transformer.yaml) (max abs error 1.107e0; worst at flat index 273: got -1.0721043348312378, expected 0.03463645279407501); output encoder_last_hidden_state: cosine similarity 0.5948 in its worst row (of 4; mean 0.7394), below 0.98; relative L2 error 0.7220, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/table-transformer.yaml) (max abs error 2.487e0; worst at flat index 41: got 1.6651151180267334, expected -0.8221763968467712)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -175,8 +175,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "table-transformer at fp16 fails on qnn (measured by gen import --platform qnn): cannot load /root/.cache/hwmatrix/fixtures/table-transformer/model.fp16.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-                    basis: runtime::Basis::Measured,
+                    reason: "table-transformer on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/table-transformer/model.fp16.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -265,8 +265,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "table-transformer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 9.238e-1; worst at flat index 270: got 1.5162241458892822, expected 0.5924274921417236); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.644e0; worst at flat index 59: got -0.7947008013725281, expected 1.849069595336914)",
-            basis: runtime::Basis::Measured,
+            reason: "table-transformer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 9.238e-1; worst at flat index 270: got 1.5162241458892822, expected 0.5924274921417236); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.644e0; worst at flat index 59: got -0.7947008013725281, expected 1.849069595336914)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -275,8 +275,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "table-transformer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 9.238e-1; worst at flat index 270: got 1.5162241458892822, expected 0.5924274921417236); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.644e0; worst at flat index 59: got -0.7947008013725281, expected 1.849069595336914)",
-                    basis: runtime::Basis::Measured,
+                    reason: "table-transformer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 9.238e-1; worst at flat index 270: got 1.5162241458892822, expected 0.5924274921417236); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.644e0; worst at flat index 59: got -0.7947008013725281, expected 1.849069595336914)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -288,8 +288,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "table-transformer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 9.238e-1; worst at flat index 270: got 1.5162241458892822, expected 0.5924274921417236); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.644e0; worst at flat index 59: got -0.7947008013725281, expected 1.849069595336914)",
-                    basis: runtime::Basis::Measured,
+                    reason: "table-transformer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 9.238e-1; worst at flat index 270: got 1.5162241458892822, expected 0.5924274921417236); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.644e0; worst at flat index 59: got -0.7947008013725281, expected 1.849069595336914)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -301,8 +301,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "table-transformer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 9.238e-1; worst at flat index 270: got 1.5162241458892822, expected 0.5924274921417236); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.644e0; worst at flat index 59: got -0.7947008013725281, expected 1.849069595336914)",
-                    basis: runtime::Basis::Measured,
+                    reason: "table-transformer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 9.238e-1; worst at flat index 270: got 1.5162241458892822, expected 0.5924274921417236); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.644e0; worst at flat index 59: got -0.7947008013725281, expected 1.849069595336914)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vit at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/vit/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "vit on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/vit/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -162,9 +162,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vit at qdq8 fails on qnn (measured by gen import --platform qnn): output pooler_output: relative L2 error 0.1155, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/vit.yaml) (max abs error 2.792e-2; worst at flat index 9: got 0.05609721317887306, expected 0.0840127021074295)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "vit on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output pooler_output: relative L2 error 0.1155, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/vit.yaml) (max abs error 2.792e-2; worst at flat index 9: got 0.05609721317887306, expected 0.0840127021074295)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -209,8 +209,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vit at qdq8 fails on webnn (measured by gen import --platform webnn): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.embeddings.patch_embeddings.projection.bias0_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-26 10:43:45.984119 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [252] name: [/model/pooler/dense/Gemm_output_0_DequantizeLinear] supported: [1] | 2026-11-26 10:43:45.984379 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Tanh] index: [253] name: [/model/pooler/activation/Tanh] supported: [1] | 2026-11-26 10:43:45.984569 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [254] name: [pooler_output_QuantizeLinear] supported: [1] | 2026-11-26 10:43:45.984884 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [255] name: [pooler_output_DequantizeLinear] supported: [1] | 2026-11-26 10:43:45.988134 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 231 number of nodes supported by WebNN: 231)",
-                    basis: runtime::Basis::Measured,
+                    reason: "vit on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.embeddings.patch_embeddings.projection.bias0_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-26 10:43:45.984119 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [252] name: [/model/pooler/dense/Gemm_output_0_DequantizeLinear] supported: [1] | 2026-11-26 10:43:45.984379 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Tanh] index: [253] name: [/model/pooler/activation/Tanh] supported: [1] | 2026-11-26 10:43:45.984569 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [254] name: [pooler_output_QuantizeLinear] supported: [1] | 2026-11-26 10:43:45.984884 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [255] name: [pooler_output_DequantizeLinear] supported: [1] | 2026-11-26 10:43:45.988134 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 231 number of nodes supported by WebNN: 231)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -232,10 +232,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "vit at fp16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/vit/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: vit on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/vit/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -254,10 +253,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "vit at q4f16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/vit/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: vit on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/vit/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -278,10 +276,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "vit at fp16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/vit/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: vit on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/vit/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -300,10 +297,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "vit at q4f16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/vit/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: vit on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/vit/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,

@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vitdet at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/vitdet/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "vitdet on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/vitdet/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -196,8 +196,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vitdet at fp16 fails on webnn (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 2 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/vitdet.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "vitdet on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 2 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/vitdet.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

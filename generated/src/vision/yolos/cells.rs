@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "yolos at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/yolos/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "yolos on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/yolos/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -162,9 +162,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "yolos at qdq8 fails on qnn (measured by gen import --platform qnn): output last_hidden_state: cosine similarity 0.0000 in its worst row (of 236; mean 0.9529), below 0.98; relative L2 error 0.2182, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/yolos.yaml) (max abs error 2.538e0; worst at flat index 9: got 0, expected -2.537677526473999); output pooler_output: cosine similarity 0.0000 in its worst row (of 1; mean 0.0000), below 0.98; relative L2 error 1.0000, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/yolos.yaml) (max abs error 3.085e-1; worst at flat index 10: got 0, expected 0.3084631860256195)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "yolos on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.0000 in its worst row (of 236; mean 0.9529), below 0.98; relative L2 error 0.2182, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/yolos.yaml) (max abs error 2.538e0; worst at flat index 9: got 0, expected -2.537677526473999); output pooler_output: cosine similarity 0.0000 in its worst row (of 1; mean 0.0000), below 0.98; relative L2 error 1.0000, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/yolos.yaml) (max abs error 3.085e-1; worst at flat index 10: got 0, expected 0.3084631860256195)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -200,8 +200,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "yolos at fp16 fails on webnn (measured by gen import --platform webnn): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 2 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/yolos.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "yolos on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 2 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/yolos.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {

@@ -32,7 +32,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build blip-2's decoder with its cache (our gap, not a fact about the model or cpu): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'",
+            reason: "not tested here: blip-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -75,7 +75,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build blip-2's decoder with its cache (our gap, not a fact about the model or cuda): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'",
+            reason: "not tested here: blip-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -109,7 +109,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build blip-2's decoder with its cache (our gap, not a fact about the model or rocm): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'",
+            reason: "not tested here: blip-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -143,7 +143,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build blip-2's decoder with its cache (our gap, not a fact about the model or mps): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'",
+            reason: "not tested here: blip-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -166,8 +166,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "blip-2 at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/blip-2/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "blip-2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/blip-2/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -181,7 +181,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build blip-2's decoder with its cache (our gap, not a fact about the model or openvino): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'",
+            reason: "not tested here: blip-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -217,7 +217,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build blip-2's decoder with its cache (our gap, not a fact about the model or qnn): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'",
+            reason: "not tested here: blip-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'",
             stage: runtime::Stage::Reference,
         },
     )
@@ -258,7 +258,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build blip-2's decoder with its cache (our gap, not a fact about the model or webnn): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'",
+            reason: "not tested here: blip-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -303,7 +303,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build blip-2's decoder with its cache (our gap, not a fact about the model or webgpu): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'",
+            reason: "not tested here: blip-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -348,7 +348,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build blip-2's decoder with its cache (our gap, not a fact about the model or webgpu): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'",
+            reason: "not tested here: blip-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'",
             stage: runtime::Stage::Reference,
         },
     );

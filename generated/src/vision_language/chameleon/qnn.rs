@@ -20,6 +20,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: chameleon does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 24 of 2048 logits outside abs 33629466288885860000000000000000000000 + rel 0, 0 of 2 rows with another top token (max abs error 3.403e38; worst at flat index 1001: got -65536.0078125, expected -340282346638528860000000000000000000000)"
+        "known issue: chameleon on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 24 of 2048 logits outside abs 33629466288885860000000000000000000000 + rel 0, 0 of 2 rows with another top token (max abs error 3.403e38; worst at flat index 1001: got -65536.0078125, expected -340282346638528860000000000000000000000)"
     );
 }

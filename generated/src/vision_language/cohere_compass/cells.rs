@@ -6,8 +6,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-            basis: runtime::Basis::Measured,
+            reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -16,8 +16,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -29,8 +29,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -42,15 +42,14 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// cohere_compass on cpu: known-issue (libtorch, device cpu).
+/// cohere_compass on cpu: not-tested (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes cohere_compass's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+        stage: runtime::Stage::Export,
     },
 );
 /// cohere_compass on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
@@ -59,8 +58,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-            basis: runtime::Basis::Measured,
+            reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -69,8 +68,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -82,8 +81,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -95,15 +94,14 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// cohere_compass on cuda: known-issue (libtorch, device cuda).
+/// cohere_compass on cuda: not-tested (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes cohere_compass's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+        stage: runtime::Stage::Export,
     },
 );
 /// cohere_compass on rocm: known-issue (onnxruntime, MIGraphXExecutionProvider).
@@ -112,8 +110,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-            basis: runtime::Basis::Measured,
+            reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -122,8 +120,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -135,15 +133,14 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// cohere_compass on rocm: known-issue (libtorch, device cuda).
+/// cohere_compass on rocm: not-tested (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes cohere_compass's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+        stage: runtime::Stage::Export,
     },
 );
 /// cohere_compass on mps: known-issue (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
@@ -152,8 +149,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-            basis: runtime::Basis::Measured,
+            reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -162,8 +159,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -175,15 +172,14 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// cohere_compass on mps: known-issue (libtorch, device mps).
+/// cohere_compass on mps: not-tested (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-        basis: runtime::Basis::Measured,
-        stage: Some(runtime::Stage::Export),
+    runtime::Planned::NotTested {
+        reason: "not tested here: hwmatrix's exporter makes cohere_compass's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+        stage: runtime::Stage::Export,
     },
 );
 /// cohere_compass on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
@@ -192,8 +188,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-            basis: runtime::Basis::Measured,
+            reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -202,8 +198,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -221,8 +217,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-            basis: runtime::Basis::Measured,
+            reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -231,8 +227,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -244,8 +240,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -259,8 +255,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "cohere_compass does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 49 of 2048 logits outside abs 0.03673147651691124 + rel 0, 0 of 2 rows with another top token (max abs error 7.148e-2; worst at flat index 1585: got -0.1273193508386612, expected -0.1987980604171753)",
-            basis: runtime::Basis::Measured,
+            reason: "cohere_compass on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 49 of 2048 logits outside abs 0.03673147651691124 + rel 0, 0 of 2 rows with another top token (max abs error 7.148e-2; worst at flat index 1585: got -0.1273193508386612, expected -0.1987980604171753)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -275,8 +271,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-            basis: runtime::Basis::Measured,
+            reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -285,8 +281,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -298,8 +294,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -313,8 +309,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "cohere_compass does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/model/model/language_model/rotary_emb/Slice_4] For dimension (2): the stride (3) must not be greater than the size to slice (2). (page log: 2026-11-26 18:56:18.761455 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [465] name: [Transpose_token_7] supported: [1] | 2026-11-26 18:56:18.761764 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [467] name: [Transpose_token_9] supported: [1] | 2026-11-26 18:56:18.761979 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [476] name: [Transpose_token_22] supported: [1] | 2026-11-26 18:56:18.762169 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [478] name: [/model/model/model/language_model/Reshape_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-26 18:56:18.777665 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 3 number of nodes in the graph: 145 number of nodes supported by WebNN: 141\u{1b}[m)",
-            basis: runtime::Basis::Measured,
+            reason: "cohere_compass on webnn with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/model/model/language_model/rotary_emb/Slice_4] For dimension (2): the stride (3) must not be greater than the size to slice (2). (page log: 2026-11-26 18:56:18.761455 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [465] name: [Transpose_token_7] supported: [1] | 2026-11-26 18:56:18.761764 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [467] name: [Transpose_token_9] supported: [1] | 2026-11-26 18:56:18.761979 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [476] name: [Transpose_token_22] supported: [1] | 2026-11-26 18:56:18.762169 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [478] name: [/model/model/model/language_model/Reshape_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-26 18:56:18.777665 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 3 number of nodes in the graph: 145 number of nodes supported by WebNN: 141\u{1b}[m)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     );
@@ -324,8 +320,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-            basis: runtime::Basis::Measured,
+            reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -334,8 +330,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -347,8 +343,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -360,8 +356,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -379,8 +375,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-            basis: runtime::Basis::Measured,
+            reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -389,8 +385,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -402,8 +398,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -415,8 +411,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cohere_compass fails in the fixture pipeline (recorded by gen import): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                    basis: runtime::Basis::Measured,
+                    reason: "cohere_compass's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -438,7 +434,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::KnownIssue {
                 reason: "cohere_compass has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                basis: runtime::Basis::Measured,
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -447,7 +443,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::KnownIssue {
                 reason: "cohere_compass has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                basis: runtime::Basis::Measured,
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -456,7 +452,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::KnownIssue {
                 reason: "cohere_compass has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                basis: runtime::Basis::Measured,
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -465,7 +461,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::KnownIssue {
                 reason: "cohere_compass has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                basis: runtime::Basis::Measured,
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,
@@ -474,7 +470,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::KnownIssue {
                 reason: "cohere_compass has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid input name: mm_token_type_ids; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
-                basis: runtime::Basis::Measured,
+                basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
             expected: None,

@@ -20,6 +20,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: cosmos3_omni does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 463 of 2048 logits outside abs 0.03982638437937567 + rel 0, 0 of 2 rows with another top token (max abs error 1.657e-1; worst at flat index 1246: got -0.0855102613568306, expected 0.08023222535848618)"
+        "known issue: cosmos3_omni on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 463 of 2048 logits outside abs 0.03982638437937567 + rel 0, 0 of 2 rows with another top token (max abs error 1.657e-1; worst at flat index 1246: got -0.0855102613568306, expected 0.08023222535848618)"
     );
 }

@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_vl at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/deepseek_vl/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "deepseek_vl on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/deepseek_vl/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_vl does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 19 of 2048 logits outside abs 0.06141109741233777 + rel 0, 0 of 2 rows with another top token (max abs error 8.790e-2; worst at flat index 1826: got -0.1363525539636612, expected -0.04845460504293442)",
-            basis: runtime::Basis::Measured,
+            reason: "deepseek_vl on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 19 of 2048 logits outside abs 0.06141109741233777 + rel 0, 0 of 2 rows with another top token (max abs error 8.790e-2; worst at flat index 1826: got -0.1363525539636612, expected -0.04845460504293442)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )

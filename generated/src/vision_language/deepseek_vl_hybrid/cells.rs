@@ -136,8 +136,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_vl_hybrid fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (54%), 52 µs (0%); OpenVINOExecutionProvider: 6 nodes (46%), 23024 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/deepseek_vl_hybrid.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "deepseek_vl_hybrid on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (54%), 52 µs (0%); OpenVINOExecutionProvider: 6 nodes (46%), 23024 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/deepseek_vl_hybrid.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -146,8 +146,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_vl_hybrid fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (54%), 52 µs (0%); OpenVINOExecutionProvider: 6 nodes (46%), 23024 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/deepseek_vl_hybrid.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "deepseek_vl_hybrid on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (54%), 52 µs (0%); OpenVINOExecutionProvider: 6 nodes (46%), 23024 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/deepseek_vl_hybrid.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -191,8 +191,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_vl_hybrid does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 200 of 2048 logits outside abs 0.06791650661947415 + rel 0, 0 of 2 rows with another top token (max abs error 1.600e-1; worst at flat index 1603: got 0.0513305701315403, expected 0.21135547757148743)",
-            basis: runtime::Basis::Measured,
+            reason: "deepseek_vl_hybrid on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 200 of 2048 logits outside abs 0.06791650661947415 + rel 0, 0 of 2 rows with another top token (max abs error 1.600e-1; worst at flat index 1603: got 0.0513305701315403, expected 0.21135547757148743)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )

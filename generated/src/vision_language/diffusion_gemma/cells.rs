@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "diffusion_gemma at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.8951 in its worst row (of 16; mean 0.9731), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 9.464e-1; worst at flat index 91: got 1.0992896556854248, expected 0.15284396708011627); output encoder_last_hidden_state: cosine similarity 0.6193 in its worst row (of 8; mean 0.8669), below 0.95; relative L2 error 0.5159, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 2.370e0; worst at flat index 135: got 2.267299175262451, expected -0.10306436568498611)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "diffusion_gemma on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.8951 in its worst row (of 16; mean 0.9731), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 9.464e-1; worst at flat index 91: got 1.0992896556854248, expected 0.15284396708011627); output encoder_last_hidden_state: cosine similarity 0.6193 in its worst row (of 8; mean 0.8669), below 0.95; relative L2 error 0.5159, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 2.370e0; worst at flat index 135: got 2.267299175262451, expected -0.10306436568498611)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -36,7 +36,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or cpu): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -79,7 +79,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or cuda): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -113,7 +113,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or rocm): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -147,7 +147,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or mps): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -181,7 +181,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or openvino): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -217,7 +217,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or qnn): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
             stage: runtime::Stage::Reference,
         },
     )
@@ -258,7 +258,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or webnn): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -303,7 +303,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or webgpu): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -313,8 +313,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "diffusion_gemma fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)",
-            basis: runtime::Basis::Measured,
+            reason: "diffusion_gemma on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -323,8 +323,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "diffusion_gemma fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)",
-                    basis: runtime::Basis::Measured,
+                    reason: "diffusion_gemma on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -336,8 +336,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "diffusion_gemma fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)",
-                    basis: runtime::Basis::Measured,
+                    reason: "diffusion_gemma on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -349,8 +349,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "diffusion_gemma fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)",
-                    basis: runtime::Basis::Measured,
+                    reason: "diffusion_gemma on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -364,7 +364,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or webgpu): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
             stage: runtime::Stage::Reference,
         },
     );

@@ -25,32 +25,32 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, ignore =
-        "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or webgpu): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
+        "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
     );
 }
-/// diffusion_gemma on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (diffusion_gemma fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)).
+/// diffusion_gemma on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (diffusion_gemma on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)).
 ///
 /// Select this cell with `cargo test -p generated vision_language::diffusion_gemma::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: diffusion_gemma fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)"
+        "known issue: diffusion_gemma on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: diffusion_gemma fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)"
+        "known issue: diffusion_gemma on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: diffusion_gemma fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)"
+        "known issue: diffusion_gemma on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: diffusion_gemma fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)"
+        "known issue: diffusion_gemma on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "not tested: hwmatrix's generation exporter could not build diffusion_gemma's decoder with its cache (our gap, not a fact about the model or webgpu): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
+        "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
     );
 }
 /// diffusion_gemma's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "emu3 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 2 of 2048 logits outside abs 0.04194732797232064 + rel 0, 0 of 2 rows with another top token (max abs error 4.333e-2; worst at flat index 1948: got -0.014205933548510075, expected 0.02912117913365364)",
-            basis: runtime::Basis::Measured,
+            reason: "emu3 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 2 of 2048 logits outside abs 0.04194732797232064 + rel 0, 0 of 2 rows with another top token (max abs error 4.333e-2; worst at flat index 1948: got -0.014205933548510075, expected 0.02912117913365364)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )

@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "evolla does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 397 of 2048 logits outside abs 0.039961064862063723 + rel 0, 0 of 2 rows with another top token (max abs error 1.437e-1; worst at flat index 1497: got -0.1342773586511612, expected 0.009444616734981537)",
-            basis: runtime::Basis::Measured,
+            reason: "evolla on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 397 of 2048 logits outside abs 0.039961064862063723 + rel 0, 0 of 2 rows with another top token (max abs error 1.437e-1; worst at flat index 1497: got -0.1342773586511612, expected 0.009444616734981537)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )

@@ -20,10 +20,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "exaone4_5 at q4 fails on cpu (measured by gen import --platform cpu): component vision: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Export),
+                planned: runtime::Planned::Unsupported {
+                    reason: "exaone4_5 on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): component vision: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -146,8 +145,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "exaone4_5 at int8 fails on openvino (measured by gen import --platform openvino): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 494 µs (3%); OpenVINOExecutionProvider: 2 nodes (67%), 15167 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/exaone4_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "exaone4_5 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 494 µs (3%); OpenVINOExecutionProvider: 2 nodes (67%), 15167 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/exaone4_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -191,8 +190,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "exaone4_5 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 746 of 2048 logits outside abs 0.041006242197295255 + rel 0, 0 of 2 rows with another top token (max abs error 3.390e-1; worst at flat index 1592: got -0.003465652698650956, expected 0.33556684851646423)",
-            basis: runtime::Basis::Measured,
+            reason: "exaone4_5 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 746 of 2048 logits outside abs 0.041006242197295255 + rel 0, 0 of 2 rows with another top token (max abs error 3.390e-1; worst at flat index 1592: got -0.003465652698650956, expected 0.33556684851646423)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -232,10 +231,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "exaone4_5 does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: exaone4_5 on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     );
 /// exaone4_5 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).

@@ -183,8 +183,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "fuyu does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 199 of 2048 logits outside abs 0.04651731662029306 + rel 0, 0 of 2 rows with another top token (max abs error 1.315e-1; worst at flat index 1638: got 0.02648925967514515, expected -0.104979507625103)",
-            basis: runtime::Basis::Measured,
+            reason: "fuyu on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 199 of 2048 logits outside abs 0.04651731662029306 + rel 0, 0 of 2 rows with another top token (max abs error 1.315e-1; worst at flat index 1638: got 0.02648925967514515, expected -0.104979507625103)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )

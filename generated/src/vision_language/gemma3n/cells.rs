@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.9336 in its worst row (of 24; mean 0.9771), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/gemma3n.yaml) (max abs error 8.353e-1; worst at flat index 247: got 1.4890409708023071, expected 0.653764009475708)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "gemma3n on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9336 in its worst row (of 24; mean 0.9771), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/gemma3n.yaml) (max abs error 8.353e-1; worst at flat index 247: got 1.4890409708023071, expected 0.653764009475708)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -146,8 +146,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 29 nodes (48%), 1801 µs (4%); OpenVINOExecutionProvider: 31 nodes (52%), 43102 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/gemma3n.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma3n on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 29 nodes (48%), 1801 µs (4%); OpenVINOExecutionProvider: 31 nodes (52%), 43102 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/gemma3n.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -191,8 +191,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma3n does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 84 of 2048 logits outside abs 0.0416801119423397 + rel 0, 0 of 2 rows with another top token (max abs error 7.677e-2; worst at flat index 1653: got -0.1628418117761612, expected -0.08606816828250885)",
-            basis: runtime::Basis::Measured,
+            reason: "gemma3n on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 84 of 2048 logits outside abs 0.0416801119423397 + rel 0, 0 of 2 rows with another top token (max abs error 7.677e-2; worst at flat index 1653: got -0.1628418117761612, expected -0.08606816828250885)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -232,10 +232,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "gemma3n does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: gemma3n on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     );
 /// gemma3n on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -283,8 +282,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "gemma3n fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
-            basis: runtime::Basis::Measured,
+            reason: "gemma3n on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -293,8 +292,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma3n on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -306,8 +305,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma3n on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -319,8 +318,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma3n on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4 at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.8569 in its worst row (of 8; mean 0.9337), below 0.95; relative L2 error 0.3641, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/gemma4.yaml) (max abs error 1.197e0; worst at flat index 254: got -0.6822853684425354, expected -1.8788655996322632)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "gemma4 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.8569 in its worst row (of 8; mean 0.9337), below 0.95; relative L2 error 0.3641, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/gemma4.yaml) (max abs error 1.197e0; worst at flat index 254: got -0.6822853684425354, expected -1.8788655996322632)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 83 of 2048 logits outside abs 0.041348290737869324 + rel 0, 0 of 2 rows with another top token (max abs error 8.319e-2; worst at flat index 1330: got -0.010681153275072575, expected 0.07250721007585526)",
-            basis: runtime::Basis::Measured,
+            reason: "gemma4 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 83 of 2048 logits outside abs 0.041348290737869324 + rel 0, 0 of 2 rows with another top token (max abs error 8.319e-2; worst at flat index 1330: got -0.010681153275072575, expected 0.07250721007585526)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -228,10 +228,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "gemma4 does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: gemma4 on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     );
 /// gemma4 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -275,8 +274,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4 does not generate on webgpu with browser (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 7 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.469e-4; worst at flat index 1910: got 0.0029044821858406067, expected 0.0027741272933781147)",
-            basis: runtime::Basis::Measured,
+            reason: "gemma4 on webgpu with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 7 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.469e-4; worst at flat index 1910: got 0.0029044821858406067, expected 0.0027741272933781147)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     );
@@ -286,8 +285,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "gemma4 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
-            basis: runtime::Basis::Measured,
+            reason: "gemma4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -296,8 +295,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -309,8 +308,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -322,8 +321,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -337,8 +336,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4 does not generate on webgpu with onnxruntime (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 7 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.469e-4; worst at flat index 1910: got 0.0029044821858406067, expected 0.0027741272933781147)",
-            basis: runtime::Basis::Measured,
+            reason: "gemma4 on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 7 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.469e-4; worst at flat index 1910: got 0.0029044821858406067, expected 0.0027741272933781147)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     );

@@ -25,32 +25,32 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: gemma4 does not generate on webgpu with browser (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 7 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.469e-4; worst at flat index 1910: got 0.0029044821858406067, expected 0.0027741272933781147)"
+        "known issue: gemma4 on webgpu with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 7 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.469e-4; worst at flat index 1910: got 0.0029044821858406067, expected 0.0027741272933781147)"
     );
 }
-/// gemma4 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (gemma4 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)).
+/// gemma4 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (gemma4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)).
 ///
 /// Select this cell with `cargo test -p generated vision_language::gemma4::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: gemma4 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)"
+        "known issue: gemma4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: gemma4 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)"
+        "known issue: gemma4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: gemma4 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)"
+        "known issue: gemma4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: gemma4 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)"
+        "known issue: gemma4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: gemma4 does not generate on webgpu with onnxruntime (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 7 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.469e-4; worst at flat index 1910: got 0.0029044821858406067, expected 0.0027741272933781147)"
+        "known issue: gemma4 on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 7 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.469e-4; worst at flat index 1910: got 0.0029044821858406067, expected 0.0027741272933781147)"
     );
 }
 /// gemma4's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_unified at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.9042 in its worst row (of 8; mean 0.9547), below 0.95; relative L2 error 0.3010, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/gemma4_unified.yaml) (max abs error 1.354e0; worst at flat index 236: got 0.6434763073921204, expected 1.997853398323059)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "gemma4_unified on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9042 in its worst row (of 8; mean 0.9547), below 0.95; relative L2 error 0.3010, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/gemma4_unified.yaml) (max abs error 1.354e0; worst at flat index 236: got 0.6434763073921204, expected 1.997853398323059)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_unified does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 545 of 2048 logits outside abs 0.03873262899547854 + rel 0, 0 of 2 rows with another top token (max abs error 1.908e-1; worst at flat index 1915: got 0.0697631910443306, expected 0.2605469524860382)",
-            basis: runtime::Basis::Measured,
+            reason: "gemma4_unified on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 545 of 2048 logits outside abs 0.03873262899547854 + rel 0, 0 of 2 rows with another top token (max abs error 1.908e-1; worst at flat index 1915: got 0.0697631910443306, expected 0.2605469524860382)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -228,10 +228,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "gemma4_unified does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: gemma4_unified on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     );
 /// gemma4_unified on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -275,8 +274,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_unified does not generate on webgpu with browser (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 2 of 8 (a decode step with the cache: past length 7): logits: 2 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.445e-4; worst at flat index 1363: got 0.008037694729864597, expected 0.007910608313977718)",
-            basis: runtime::Basis::Measured,
+            reason: "gemma4_unified on webgpu with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 2 of 8 (a decode step with the cache: past length 7): logits: 2 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.445e-4; worst at flat index 1363: got 0.008037694729864597, expected 0.007910608313977718)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     );
@@ -286,8 +285,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_unified fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
-            basis: runtime::Basis::Measured,
+            reason: "gemma4_unified on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -296,8 +295,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_unified fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma4_unified on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -309,8 +308,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_unified fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma4_unified on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -322,8 +321,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_unified fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
-                    basis: runtime::Basis::Measured,
+                    reason: "gemma4_unified on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -337,8 +336,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_unified does not generate on webgpu with onnxruntime (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 2 of 8 (a decode step with the cache: past length 7): logits: 2 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.445e-4; worst at flat index 1363: got 0.008037694729864597, expected 0.007910608313977718)",
-            basis: runtime::Basis::Measured,
+            reason: "gemma4_unified on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 2 of 8 (a decode step with the cache: past length 7): logits: 2 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.445e-4; worst at flat index 1363: got 0.008037694729864597, expected 0.007910608313977718)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     );

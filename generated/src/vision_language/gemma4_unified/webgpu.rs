@@ -25,32 +25,32 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: gemma4_unified does not generate on webgpu with browser (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 2 of 8 (a decode step with the cache: past length 7): logits: 2 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.445e-4; worst at flat index 1363: got 0.008037694729864597, expected 0.007910608313977718)"
+        "known issue: gemma4_unified on webgpu with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 2 of 8 (a decode step with the cache: past length 7): logits: 2 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.445e-4; worst at flat index 1363: got 0.008037694729864597, expected 0.007910608313977718)"
     );
 }
-/// gemma4_unified on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (gemma4_unified fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)).
+/// gemma4_unified on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (gemma4_unified on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)).
 ///
 /// Select this cell with `cargo test -p generated vision_language::gemma4_unified::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: gemma4_unified fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)"
+        "known issue: gemma4_unified on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: gemma4_unified fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)"
+        "known issue: gemma4_unified on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: gemma4_unified fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)"
+        "known issue: gemma4_unified on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: gemma4_unified fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)"
+        "known issue: gemma4_unified on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: gemma4_unified does not generate on webgpu with onnxruntime (measured by gen import --platform webgpu): generation diverged from PyTorch's generate() at step 2 of 8 (a decode step with the cache: past length 7): logits: 2 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.445e-4; worst at flat index 1363: got 0.008037694729864597, expected 0.007910608313977718)"
+        "known issue: gemma4_unified on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 2 of 8 (a decode step with the cache: past length 7): logits: 2 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.445e-4; worst at flat index 1363: got 0.008037694729864597, expected 0.007910608313977718)"
     );
 }
 /// gemma4_unified's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

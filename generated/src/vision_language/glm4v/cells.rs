@@ -20,10 +20,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "glm4v at q4 fails on cpu (measured by gen import --platform cpu): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Export),
+                planned: runtime::Planned::Unsupported {
+                    reason: "glm4v on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -146,8 +145,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "glm4v at int8 fails on openvino (measured by gen import --platform openvino): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 502 µs (4%); OpenVINOExecutionProvider: 3 nodes (60%), 11757 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/glm4v.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "glm4v on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 502 µs (4%); OpenVINOExecutionProvider: 3 nodes (60%), 11757 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/glm4v.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -191,8 +190,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "glm4v does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (decoder): cannot load /root/.cache/hwmatrix/fixtures/generation/glm4v/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
-            basis: runtime::Basis::Measured,
+            reason: "glm4v on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): cannot load <fixtures>/generation/glm4v/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     )

@@ -20,6 +20,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: glm4v does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (decoder): cannot load /root/.cache/hwmatrix/fixtures/generation/glm4v/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002"
+        "known issue: glm4v on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): cannot load <fixtures>/generation/glm4v/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002"
     );
 }

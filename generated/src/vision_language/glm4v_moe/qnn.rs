@@ -20,6 +20,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: glm4v_moe does not generate on qnn with onnxruntime (measured by gen import --platform qnn): step 0 (decoder): cannot load /root/.cache/hwmatrix/fixtures/generation/glm4v_moe/decoder.onnx: Failed to compose Qnn graph."
+        "known issue: glm4v_moe on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): cannot load <fixtures>/generation/glm4v_moe/decoder.onnx: Failed to compose Qnn graph."
     );
 }

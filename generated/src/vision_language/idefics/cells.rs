@@ -32,7 +32,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build idefics's decoder with its cache (our gap, not a fact about the model or cpu): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
+            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -75,7 +75,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build idefics's decoder with its cache (our gap, not a fact about the model or cuda): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
+            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -109,7 +109,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build idefics's decoder with its cache (our gap, not a fact about the model or rocm): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
+            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -143,7 +143,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build idefics's decoder with its cache (our gap, not a fact about the model or mps): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
+            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -166,8 +166,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "idefics at int8 fails on openvino (measured by gen import --platform openvino): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_3081 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_3081_1' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
-                    basis: runtime::Basis::Measured,
+                    reason: "idefics on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_3081 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_3081_1' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -181,7 +181,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build idefics's decoder with its cache (our gap, not a fact about the model or openvino): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
+            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -217,7 +217,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build idefics's decoder with its cache (our gap, not a fact about the model or qnn): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
+            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
             stage: runtime::Stage::Reference,
         },
     )
@@ -258,7 +258,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build idefics's decoder with its cache (our gap, not a fact about the model or webnn): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
+            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -303,7 +303,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build idefics's decoder with its cache (our gap, not a fact about the model or webgpu): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
+            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -348,7 +348,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build idefics's decoder with its cache (our gap, not a fact about the model or webgpu): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
+            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
             stage: runtime::Stage::Reference,
         },
     );

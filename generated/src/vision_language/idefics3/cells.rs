@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "idefics3 at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (33%), 52 µs (0%); OpenVINOExecutionProvider: 6 nodes (67%), 17457 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/idefics3.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "idefics3 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (33%), 52 µs (0%); OpenVINOExecutionProvider: 6 nodes (67%), 17457 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/idefics3.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "idefics3 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 413 of 2048 logits outside abs 0.038767271963183705 + rel 0, 0 of 2 rows with another top token (max abs error 1.373e-1; worst at flat index 1580: got -0.0538940466940403, expected 0.0834384337067604)",
-            basis: runtime::Basis::Measured,
+            reason: "idefics3 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 413 of 2048 logits outside abs 0.038767271963183705 + rel 0, 0 of 2 rows with another top token (max abs error 1.373e-1; worst at flat index 1580: got -0.0538940466940403, expected 0.0834384337067604)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -272,8 +272,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "idefics3 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 376 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.003e0; worst at flat index 14: got 1.1913328170776367, expected 0.18844212591648102)",
-            basis: runtime::Basis::Measured,
+            reason: "idefics3 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 376 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.003e0; worst at flat index 14: got 1.1913328170776367, expected 0.18844212591648102)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -282,8 +282,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "idefics3 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 376 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.003e0; worst at flat index 14: got 1.1913328170776367, expected 0.18844212591648102)",
-                    basis: runtime::Basis::Measured,
+                    reason: "idefics3 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 376 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.003e0; worst at flat index 14: got 1.1913328170776367, expected 0.18844212591648102)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -295,8 +295,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "idefics3 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 376 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.003e0; worst at flat index 14: got 1.1913328170776367, expected 0.18844212591648102)",
-                    basis: runtime::Basis::Measured,
+                    reason: "idefics3 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 376 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.003e0; worst at flat index 14: got 1.1913328170776367, expected 0.18844212591648102)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -308,8 +308,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "idefics3 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 376 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.003e0; worst at flat index 14: got 1.1913328170776367, expected 0.18844212591648102)",
-                    basis: runtime::Basis::Measured,
+                    reason: "idefics3 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 376 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.003e0; worst at flat index 14: got 1.1913328170776367, expected 0.18844212591648102)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

@@ -20,7 +20,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::CUDA_ONNX, ignore =
-        "known issue: inkling_mm_model's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. Name:'/model/model/model/language_model/layers.0/self_attn/k_sconv/Add' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 4 by 6; dynamo exporter: Fail: [ONNXRuntimeErr"
+        "known issue: inkling_mm_model's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. Name:'/model/model/model/language_model/layers.0/self_attn/k_sconv/Add' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 4 by 6; dynamo exporter: Fail: [ONNXRuntimeErr"
     );
 }
 /// inkling_mm_model on cuda with libtorch, device cuda: run.

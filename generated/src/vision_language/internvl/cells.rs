@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "internvl at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/internvl/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "internvl on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/internvl/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "internvl does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 12 of 2048 logits outside abs 0.06734732447202987 + rel 0, 0 of 2 rows with another top token (max abs error 9.434e-2; worst at flat index 1777: got 0.1326904445886612, expected 0.0383526049554348)",
-            basis: runtime::Basis::Measured,
+            reason: "internvl on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 12 of 2048 logits outside abs 0.06734732447202987 + rel 0, 0 of 2 rows with another top token (max abs error 9.434e-2; worst at flat index 1777: got 0.1326904445886612, expected 0.0383526049554348)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )

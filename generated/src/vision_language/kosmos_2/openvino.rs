@@ -10,10 +10,10 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: kosmos-2 at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/kosmos-2/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
+        "known issue: kosmos-2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/kosmos-2/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, ignore =
-        "not tested: hwmatrix's generation exporter could not build kosmos-2's decoder with its cache (our gap, not a fact about the model or openvino): ValueError: You have to specify pixel_values"
+        "not tested here: kosmos-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: You have to specify pixel_values"
     );
 }

@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lighton_ocr at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/lighton_ocr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "lighton_ocr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/lighton_ocr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "lighton_ocr does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 204 of 2048 logits outside abs 0.06880666796760125 + rel 0, 0 of 2 rows with another top token (max abs error 1.681e-1; worst at flat index 1050: got 0.0414733923971653, expected 0.2095879763364792)",
-            basis: runtime::Basis::Measured,
+            reason: "lighton_ocr on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 204 of 2048 logits outside abs 0.06880666796760125 + rel 0, 0 of 2 rows with another top token (max abs error 1.681e-1; worst at flat index 1050: got 0.0414733923971653, expected 0.2095879763364792)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -272,8 +272,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "lighton_ocr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
-            basis: runtime::Basis::Measured,
+            reason: "lighton_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -282,8 +282,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lighton_ocr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
-                    basis: runtime::Basis::Measured,
+                    reason: "lighton_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -295,8 +295,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lighton_ocr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
-                    basis: runtime::Basis::Measured,
+                    reason: "lighton_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -308,8 +308,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lighton_ocr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): dynamic_shapes: output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
-                    basis: runtime::Basis::Measured,
+                    reason: "lighton_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llava at q4 fails on cpu (measured by gen import --platform cpu): output logits: top-1 agreement 0.7083, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava.yaml) (max abs error 1.043e-1; worst at flat index 15522: got -0.007380520924925804, expected 0.09695304185152054)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "llava on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits: top-1 agreement 0.7083, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava.yaml) (max abs error 1.043e-1; worst at flat index 15522: got -0.007380520924925804, expected 0.09695304185152054)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -146,8 +146,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llava at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/llava/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "llava on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/llava/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -191,8 +191,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "llava does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 331 of 2048 logits outside abs 0.04453241237453085 + rel 0, 0 of 2 rows with another top token (max abs error 1.849e-1; worst at flat index 1139: got 0.006149292457848787, expected 0.19109365344047546)",
-            basis: runtime::Basis::Measured,
+            reason: "llava on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 331 of 2048 logits outside abs 0.04453241237453085 + rel 0, 0 of 2 rows with another top token (max abs error 1.849e-1; worst at flat index 1139: got 0.006149292457848787, expected 0.19109365344047546)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -207,8 +207,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "llava fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/llava.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "llava on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/llava.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -217,8 +217,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llava fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/llava.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "llava on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/llava.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -230,8 +230,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llava fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/llava.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "llava on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/llava.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -254,10 +254,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "llava at fp16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/llava/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: llava on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/llava/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -268,9 +267,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llava at q4 fails on webgpu (measured by gen import --platform webgpu): output logits: top-1 agreement 0.7083, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava.yaml) (max abs error 1.043e-1; worst at flat index 15522: got -0.0073806047439575195, expected 0.09695304185152054)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "llava on webgpu with browser: q4_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits: top-1 agreement 0.7083, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava.yaml) (max abs error 1.043e-1; worst at flat index 15522: got -0.0073806047439575195, expected 0.09695304185152054)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -280,10 +279,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "llava at q4f16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/llava/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: llava on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/llava/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -305,10 +303,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "llava at fp16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/llava/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: llava on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/llava/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -319,9 +316,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llava at q4 fails on webgpu (measured by gen import --platform webgpu): output logits: top-1 agreement 0.7083, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava.yaml) (max abs error 1.043e-1; worst at flat index 15522: got -0.0073806047439575195, expected 0.09695304185152054)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "llava on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits: top-1 agreement 0.7083, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava.yaml) (max abs error 1.043e-1; worst at flat index 15522: got -0.0073806047439575195, expected 0.09695304185152054)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -331,10 +328,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "llava at q4f16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/llava/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: llava on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/llava/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,

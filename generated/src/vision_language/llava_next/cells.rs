@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llava_next at q4 fails on cpu (measured by gen import --platform cpu): output logits: top-1 agreement 0.7000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava_next.yaml) (max abs error 1.065e-1; worst at flat index 15244: got -0.22572679817676544, expected -0.3322354555130005)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "llava_next on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits: top-1 agreement 0.7000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava_next.yaml) (max abs error 1.065e-1; worst at flat index 15244: got -0.22572679817676544, expected -0.3322354555130005)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -40,8 +40,8 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "llava_next fails on cpu with libtorch (measured by gen import --platform cpu): runs: the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method",
-        basis: runtime::Basis::Measured,
+        reason: "llava_next on cpu with libtorch: runs failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method",
+        basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Export),
     },
 );
@@ -150,8 +150,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llava_next at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 103 µs (1%); OpenVINOExecutionProvider: 4 nodes (67%), 15508 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/llava_next.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "llava_next on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 103 µs (1%); OpenVINOExecutionProvider: 4 nodes (67%), 15508 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/llava_next.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "llava_next does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 471 of 2048 logits outside abs 0.04088207241519513 + rel 0, 0 of 2 rows with another top token (max abs error 2.148e-1; worst at flat index 1733: got -0.01725769229233265, expected 0.1975623071193695)",
-            basis: runtime::Basis::Measured,
+            reason: "llava_next on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 471 of 2048 logits outside abs 0.04088207241519513 + rel 0, 0 of 2 rows with another top token (max abs error 2.148e-1; worst at flat index 1733: got -0.01725769229233265, expected 0.1975623071193695)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -211,8 +211,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "llava_next fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/llava_next.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "llava_next on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/llava_next.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -221,8 +221,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llava_next fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/llava_next.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "llava_next on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/llava_next.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -234,8 +234,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llava_next fails on webnn with browser (measured by gen import --platform webnn): runs: not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/llava_next.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "llava_next on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/llava_next.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -258,10 +258,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "llava_next at fp16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/llava_next/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: llava_next on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/llava_next/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -272,9 +271,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llava_next at q4 fails on webgpu (measured by gen import --platform webgpu): output logits: top-1 agreement 0.7000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava_next.yaml) (max abs error 1.065e-1; worst at flat index 15244: got -0.22572600841522217, expected -0.3322354555130005)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "llava_next on webgpu with browser: q4_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits: top-1 agreement 0.7000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava_next.yaml) (max abs error 1.065e-1; worst at flat index 15244: got -0.22572600841522217, expected -0.3322354555130005)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -284,10 +283,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "llava_next at q4f16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/llava_next/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: llava_next on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/llava_next/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -309,10 +307,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "llava_next at fp16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/llava_next/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: llava_next on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/llava_next/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -323,9 +320,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llava_next at q4 fails on webgpu (measured by gen import --platform webgpu): output logits: top-1 agreement 0.7000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava_next.yaml) (max abs error 1.065e-1; worst at flat index 15244: got -0.22572600841522217, expected -0.3322354555130005)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "llava_next on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits: top-1 agreement 0.7000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava_next.yaml) (max abs error 1.065e-1; worst at flat index 15244: got -0.22572600841522217, expected -0.3322354555130005)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -335,10 +332,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "llava_next at q4f16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/llava_next/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Load),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: llava_next on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/llava_next/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,

@@ -10,15 +10,15 @@ mod browser {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
-        "known issue: llava_next at fp16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/llava_next/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it."
+        "not tested here: llava_next on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/llava_next/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it."
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
-        "known issue: llava_next at q4 fails on webgpu (measured by gen import --platform webgpu): output logits: top-1 agreement 0.7000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava_next.yaml) (max abs error 1.065e-1; worst at flat index 15244: got -0.22572600841522217, expected -0.3322354555130005)"
+        "known issue: llava_next on webgpu with browser: q4_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits: top-1 agreement 0.7000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava_next.yaml) (max abs error 1.065e-1; worst at flat index 15244: got -0.22572600841522217, expected -0.3322354555130005)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
-        "known issue: llava_next at q4f16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/llava_next/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it."
+        "not tested here: llava_next on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/llava_next/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it."
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
@@ -35,15 +35,15 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: llava_next at fp16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/llava_next/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it."
+        "not tested here: llava_next on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/llava_next/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it."
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: llava_next at q4 fails on webgpu (measured by gen import --platform webgpu): output logits: top-1 agreement 0.7000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava_next.yaml) (max abs error 1.065e-1; worst at flat index 15244: got -0.22572600841522217, expected -0.3322354555130005)"
+        "known issue: llava_next on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits: top-1 agreement 0.7000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava_next.yaml) (max abs error 1.065e-1; worst at flat index 15244: got -0.22572600841522217, expected -0.3322354555130005)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: llava_next at q4f16 fails on webgpu (measured by gen import --platform webgpu): cannot load /root/.cache/hwmatrix/fixtures/llava_next/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it."
+        "not tested here: llava_next on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/llava_next/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it."
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =

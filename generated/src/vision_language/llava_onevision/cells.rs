@@ -36,8 +36,8 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "llava_onevision fails on cpu with libtorch (measured by gen import --platform cpu): runs: the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method",
-        basis: runtime::Basis::Measured,
+        reason: "llava_onevision on cpu with libtorch: runs failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method",
+        basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Export),
     },
 );
@@ -146,8 +146,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "llava_onevision at int8 fails on openvino (measured by gen import --platform openvino): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 74 µs (1%); OpenVINOExecutionProvider: 5 nodes (71%), 12839 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/llava_onevision.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "llava_onevision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 74 µs (1%); OpenVINOExecutionProvider: 5 nodes (71%), 12839 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/llava_onevision.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -191,8 +191,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "llava_onevision does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 302 of 2048 logits outside abs 0.041438314159381665 + rel 0, 0 of 2 rows with another top token (max abs error 1.209e-1; worst at flat index 1317: got 0.1445312649011612, expected 0.023612193763256073)",
-            basis: runtime::Basis::Measured,
+            reason: "llava_onevision on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 302 of 2048 logits outside abs 0.041438314159381665 + rel 0, 0 of 2 rows with another top token (max abs error 1.209e-1; worst at flat index 1317: got 0.1445312649011612, expected 0.023612193763256073)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )

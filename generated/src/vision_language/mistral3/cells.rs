@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mistral3 at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/mistral3/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "mistral3 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/mistral3/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mistral3 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 255 of 2048 logits outside abs 0.06003413540931888 + rel 0, 0 of 2 rows with another top token (max abs error 1.764e-1; worst at flat index 1272: got 0.0599670447409153, expected -0.11641991138458252)",
-            basis: runtime::Basis::Measured,
+            reason: "mistral3 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 255 of 2048 logits outside abs 0.06003413540931888 + rel 0, 0 of 2 rows with another top token (max abs error 1.764e-1; worst at flat index 1272: got 0.0599670447409153, expected -0.11641991138458252)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -228,10 +228,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "mistral3 does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: mistral3 on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     );
 /// mistral3 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).

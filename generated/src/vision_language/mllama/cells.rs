@@ -32,8 +32,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mllama's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Measured,
+            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -76,8 +76,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mllama's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Measured,
+            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -111,8 +111,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mllama's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Measured,
+            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -146,8 +146,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mllama's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Measured,
+            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -164,8 +164,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "mllama fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_8527 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_8527_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
-            basis: runtime::Basis::Measured,
+            reason: "mllama on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_8527 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_8527_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -174,8 +174,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mllama fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_8527 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_8527_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
-                    basis: runtime::Basis::Measured,
+                    reason: "mllama on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_8527 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_8527_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -189,8 +189,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mllama's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Measured,
+            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -226,8 +226,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mllama's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Measured,
+            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -268,8 +268,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mllama's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Measured,
+            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -314,8 +314,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mllama's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Measured,
+            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -360,8 +360,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mllama's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Measured,
+            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );

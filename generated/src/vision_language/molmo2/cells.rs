@@ -12,8 +12,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "molmo2 at int8 fails on cpu (measured by gen import --platform cpu): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (64)",
-                    basis: runtime::Basis::Measured,
+                    reason: "molmo2 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (64)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -146,8 +146,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "molmo2 at int8 fails on openvino (measured by gen import --platform openvino): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (64)",
-                    basis: runtime::Basis::Measured,
+                    reason: "molmo2 on openvino with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (64)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
@@ -191,8 +191,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "molmo2 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 198 of 2048 logits outside abs 0.04863142683066144 + rel 0, 0 of 2 rows with another top token (max abs error 1.360e-1; worst at flat index 1999: got -0.02011108584702015, expected -0.15606679022312164)",
-            basis: runtime::Basis::Measured,
+            reason: "molmo2 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 198 of 2048 logits outside abs 0.04863142683066144 + rel 0, 0 of 2 rows with another top token (max abs error 1.360e-1; worst at flat index 1999: got -0.02011108584702015, expected -0.15606679022312164)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -276,8 +276,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "molmo2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890718460083008, expected -0.5642402768135071)",
-            basis: runtime::Basis::Measured,
+            reason: "molmo2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890718460083008, expected -0.5642402768135071)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -286,8 +286,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "molmo2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890718460083008, expected -0.5642402768135071)",
-                    basis: runtime::Basis::Measured,
+                    reason: "molmo2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890718460083008, expected -0.5642402768135071)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -299,8 +299,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "molmo2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890718460083008, expected -0.5642402768135071)",
-                    basis: runtime::Basis::Measured,
+                    reason: "molmo2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890718460083008, expected -0.5642402768135071)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -312,8 +312,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "molmo2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890718460083008, expected -0.5642402768135071)",
-                    basis: runtime::Basis::Measured,
+                    reason: "molmo2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890718460083008, expected -0.5642402768135071)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

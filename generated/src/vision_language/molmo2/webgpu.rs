@@ -28,25 +28,25 @@ mod browser {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
-/// molmo2 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (molmo2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890718460083008, expected -0.5642402768135071)).
+/// molmo2 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (molmo2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890718460083008, expected -0.5642402768135071)).
 ///
 /// Select this cell with `cargo test -p generated vision_language::molmo2::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: molmo2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890718460083008, expected -0.5642402768135071)"
+        "known issue: molmo2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890718460083008, expected -0.5642402768135071)"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: molmo2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890718460083008, expected -0.5642402768135071)"
+        "known issue: molmo2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890718460083008, expected -0.5642402768135071)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: molmo2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890718460083008, expected -0.5642402768135071)"
+        "known issue: molmo2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890718460083008, expected -0.5642402768135071)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: molmo2 fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890718460083008, expected -0.5642402768135071)"
+        "known issue: molmo2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890718460083008, expected -0.5642402768135071)"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =

@@ -12,9 +12,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer at int8 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.9699 in its worst row (of 12; mean 0.9924), below 0.98; relative L2 error 0.1230, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/muse_glimmer.yaml) (max abs error 7.860e-1; worst at flat index 364: got -0.7289736866950989, expected 0.05707275867462158)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "muse_glimmer on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9699 in its worst row (of 12; mean 0.9924), below 0.98; relative L2 error 0.1230, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/muse_glimmer.yaml) (max abs error 7.860e-1; worst at flat index 364: got -0.7289736866950989, expected 0.05707275867462158)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -25,9 +25,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.3939 in its worst row (of 12; mean 0.6799), below 0.95; relative L2 error 0.8001, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/muse_glimmer.yaml) (max abs error 2.550e0; worst at flat index 136: got -1.23095703125, expected 1.3191778659820557)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "muse_glimmer on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.3939 in its worst row (of 12; mean 0.6799), below 0.95; relative L2 error 0.8001, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/muse_glimmer.yaml) (max abs error 2.550e0; worst at flat index 136: got -1.23095703125, expected 1.3191778659820557)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -144,8 +144,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "muse_glimmer fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: NonZero ×1 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 38 µs (0%); OpenVINOExecutionProvider: 5 nodes (62%), 26035 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/muse_glimmer.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "muse_glimmer on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: NonZero ×1 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 38 µs (0%); OpenVINOExecutionProvider: 5 nodes (62%), 26035 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/muse_glimmer.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -154,8 +154,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: NonZero ×1 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 38 µs (0%); OpenVINOExecutionProvider: 5 nodes (62%), 26035 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/muse_glimmer.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "muse_glimmer on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: NonZero ×1 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 38 µs (0%); OpenVINOExecutionProvider: 5 nodes (62%), 26035 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/muse_glimmer.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -199,8 +199,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "muse_glimmer does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 755 of 2048 logits outside abs 0.007255628076085952 + rel 0, 0 of 2 rows with another top token (max abs error 7.769e-2; worst at flat index 1750: got 0.0577087439596653, expected -0.01997903175652027)",
-            basis: runtime::Basis::Measured,
+            reason: "muse_glimmer on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 755 of 2048 logits outside abs 0.007255628076085952 + rel 0, 0 of 2 rows with another top token (max abs error 7.769e-2; worst at flat index 1750: got 0.0577087439596653, expected -0.01997903175652027)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -240,10 +240,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "muse_glimmer does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: muse_glimmer on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     );
 /// muse_glimmer on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -291,8 +290,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "muse_glimmer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
-            basis: runtime::Basis::Measured,
+            reason: "muse_glimmer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -301,8 +300,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
-                    basis: runtime::Basis::Measured,
+                    reason: "muse_glimmer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -314,8 +313,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
-                    basis: runtime::Basis::Measured,
+                    reason: "muse_glimmer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -327,8 +326,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
-                    basis: runtime::Basis::Measured,
+                    reason: "muse_glimmer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

@@ -28,25 +28,25 @@ mod browser {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
-/// muse_glimmer on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (muse_glimmer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)).
+/// muse_glimmer on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (muse_glimmer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)).
 ///
 /// Select this cell with `cargo test -p generated vision_language::muse_glimmer::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: muse_glimmer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)"
+        "known issue: muse_glimmer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: muse_glimmer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)"
+        "known issue: muse_glimmer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: muse_glimmer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)"
+        "known issue: muse_glimmer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: muse_glimmer fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)"
+        "known issue: muse_glimmer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =

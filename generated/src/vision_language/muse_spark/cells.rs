@@ -21,9 +21,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_spark at q4 fails on cpu (measured by gen import --platform cpu): output last_hidden_state: cosine similarity 0.1453 in its worst row (of 12; mean 0.7233), below 0.95; relative L2 error 0.7439, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/muse_spark.yaml) (max abs error 3.243e0; worst at flat index 154: got -1.4108524322509766, expected 1.8323173522949219)",
-                    basis: runtime::Basis::Measured,
-                    stage: None,
+                    reason: "muse_spark on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.1453 in its worst row (of 12; mean 0.7233), below 0.95; relative L2 error 0.7439, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/muse_spark.yaml) (max abs error 3.243e0; worst at flat index 154: got -1.4108524322509766, expected 1.8323173522949219)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -140,8 +140,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "muse_spark fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: NonZero ×11 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (38%), 97 µs (0%); OpenVINOExecutionProvider: 25 nodes (62%), 28931 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/muse_spark.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "muse_spark on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: NonZero ×11 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (38%), 97 µs (0%); OpenVINOExecutionProvider: 25 nodes (62%), 28931 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/muse_spark.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -150,8 +150,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_spark fails on openvino with onnxruntime (measured by gen import --platform openvino): runs: not every node ran on OpenVINOExecutionProvider: NonZero ×11 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (38%), 97 µs (0%); OpenVINOExecutionProvider: 25 nodes (62%), 28931 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/muse_spark.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "muse_spark on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: not every node ran on OpenVINOExecutionProvider: NonZero ×11 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (38%), 97 µs (0%); OpenVINOExecutionProvider: 25 nodes (62%), 28931 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/muse_spark.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -195,8 +195,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "muse_spark does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 694 of 2048 logits outside abs 0.006308942751585712 + rel 0, 0 of 2 rows with another top token (max abs error 5.089e-2; worst at flat index 1544: got -0.006553650368005037, expected -0.05744043365120888)",
-            basis: runtime::Basis::Measured,
+            reason: "muse_spark on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 694 of 2048 logits outside abs 0.006308942751585712 + rel 0, 0 of 2 rows with another top token (max abs error 5.089e-2; worst at flat index 1544: got -0.006553650368005037, expected -0.05744043365120888)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -236,10 +236,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "muse_spark does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            basis: runtime::Basis::Measured,
-            stage: Some(runtime::Stage::Load),
+        runtime::Planned::NotTested {
+            reason: "not tested here: muse_spark on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Load,
         },
     );
 /// muse_spark on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -287,8 +286,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "muse_spark fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
-            basis: runtime::Basis::Measured,
+            reason: "muse_spark on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -297,8 +296,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_spark fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
-                    basis: runtime::Basis::Measured,
+                    reason: "muse_spark on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -310,8 +309,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_spark fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
-                    basis: runtime::Basis::Measured,
+                    reason: "muse_spark on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -323,8 +322,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_spark fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
-                    basis: runtime::Basis::Measured,
+                    reason: "muse_spark on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

@@ -41,7 +41,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or cpu): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -96,7 +96,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or cuda): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -139,7 +139,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or rocm): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -182,7 +182,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or mps): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -225,7 +225,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or openvino): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -270,7 +270,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or qnn): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     )
@@ -320,7 +320,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or webnn): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -377,7 +377,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -434,7 +434,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or webgpu): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );

@@ -14,7 +14,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::MPS_ONNX, ignore =
-        "not tested: hwmatrix's generation exporter could not build pi0's decoder with its cache (our gap, not a fact about the model or mps): AttributeError: 'PI0Config' object has no attribute 'vocab_size'"
+        "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'PI0Config' object has no attribute 'vocab_size'"
     );
 }
 /// pi0 on mps with libtorch, device mps: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pi0 (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: AttributeError: 'PI0Config' object has no attribute 'vision_config').

@@ -142,8 +142,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qianfan_ocr at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/qianfan_ocr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "qianfan_ocr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/qianfan_ocr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -187,8 +187,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qianfan_ocr does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 388 of 2048 logits outside abs 0.040886883125551776 + rel 0, 0 of 2 rows with another top token (max abs error 1.711e-1; worst at flat index 2010: got 0.1940918117761612, expected 0.02302635833621025)",
-            basis: runtime::Basis::Measured,
+            reason: "qianfan_ocr on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 388 of 2048 logits outside abs 0.040886883125551776 + rel 0, 0 of 2 rows with another top token (max abs error 1.711e-1; worst at flat index 2010: got 0.1940918117761612, expected 0.02302635833621025)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -272,8 +272,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "qianfan_ocr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
-            basis: runtime::Basis::Measured,
+            reason: "qianfan_ocr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -282,8 +282,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qianfan_ocr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
-                    basis: runtime::Basis::Measured,
+                    reason: "qianfan_ocr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -295,8 +295,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qianfan_ocr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
-                    basis: runtime::Basis::Measured,
+                    reason: "qianfan_ocr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -308,8 +308,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qianfan_ocr fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
-                    basis: runtime::Basis::Measured,
+                    reason: "qianfan_ocr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

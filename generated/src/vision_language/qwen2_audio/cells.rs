@@ -138,8 +138,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2_audio at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/qwen2_audio/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen2_audio on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/qwen2_audio/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -257,8 +257,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "qwen2_audio fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.06701922416687, expected -0.40816906094551086)",
-            basis: runtime::Basis::Measured,
+            reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.06701922416687, expected -0.40816906094551086)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -267,8 +267,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2_audio fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.06701922416687, expected -0.40816906094551086)",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.06701922416687, expected -0.40816906094551086)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -280,8 +280,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2_audio fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.06701922416687, expected -0.40816906094551086)",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.06701922416687, expected -0.40816906094551086)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -293,8 +293,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2_audio fails on webgpu with onnxruntime (measured by gen import --platform webgpu): matches_reference: output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.06701922416687, expected -0.40816906094551086)",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.06701922416687, expected -0.40816906094551086)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {

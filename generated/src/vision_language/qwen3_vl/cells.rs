@@ -20,10 +20,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_vl at q4 fails on cpu (measured by gen import --platform cpu): component vision: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
-                    basis: runtime::Basis::Measured,
-                    stage: Some(runtime::Stage::Export),
+                planned: runtime::Planned::Unsupported {
+                    reason: "qwen3_vl on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): component vision: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -146,8 +145,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_vl at int8 fails on openvino (measured by gen import --platform openvino): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 554 µs (5%); OpenVINOExecutionProvider: 2 nodes (67%), 11607 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_vl.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen3_vl on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 554 µs (5%); OpenVINOExecutionProvider: 2 nodes (67%), 11607 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_vl.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -191,8 +190,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_vl does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 463 of 2048 logits outside abs 0.03982638437937567 + rel 0, 0 of 2 rows with another top token (max abs error 1.657e-1; worst at flat index 1246: got -0.0855102613568306, expected 0.08023222535848618)",
-            basis: runtime::Basis::Measured,
+            reason: "qwen3_vl on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 463 of 2048 logits outside abs 0.03982638437937567 + rel 0, 0 of 2 rows with another top token (max abs error 1.657e-1; worst at flat index 1246: got -0.0855102613568306, expected 0.08023222535848618)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )
@@ -207,8 +206,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_vl fails on webnn with browser (measured by gen import --platform webnn): runs: component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/qwen3_vl.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Measured,
+            reason: "qwen3_vl on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/qwen3_vl.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     )
@@ -217,8 +216,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_vl fails on webnn with browser (measured by gen import --platform webnn): runs: component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/qwen3_vl.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen3_vl on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/qwen3_vl.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -230,8 +229,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_vl fails on webnn with browser (measured by gen import --platform webnn): runs: component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/qwen3_vl.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Measured,
+                    reason: "qwen3_vl on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (80%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/qwen3_vl.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
@@ -245,8 +244,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_vl does not generate on webnn with browser (measured by gen import --platform webnn): step 0 (decoder): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/model/model/language_model/rotary_emb/Slice_4] For dimension (2): the stride (3) must not be greater than the size to slice (2). (page log: 2026-11-26 19:10:19.831454 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [518] name: [Transpose_token_7] supported: [1] | 2026-11-26 19:10:19.831620 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [520] name: [Transpose_token_9] supported: [1] | 2026-11-26 19:10:19.831905 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [529] name: [Transpose_token_22] supported: [1] | 2026-11-26 19:10:19.832080 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [531] name: [/model/model/model/language_model/Reshape_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-26 19:10:19.859780 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 3 number of nodes in the graph: 175 number of nodes supported by WebNN: 171\u{1b}[m)",
-            basis: runtime::Basis::Measured,
+            reason: "qwen3_vl on webnn with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/model/model/language_model/rotary_emb/Slice_4] For dimension (2): the stride (3) must not be greater than the size to slice (2). (page log: 2026-11-26 19:10:19.831454 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [518] name: [Transpose_token_7] supported: [1] | 2026-11-26 19:10:19.831620 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [520] name: [Transpose_token_9] supported: [1] | 2026-11-26 19:10:19.831905 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [529] name: [Transpose_token_22] supported: [1] | 2026-11-26 19:10:19.832080 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [531] name: [/model/model/model/language_model/Reshape_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-26 19:10:19.859780 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 3 number of nodes in the graph: 175 number of nodes supported by WebNN: 171\u{1b}[m)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
     );

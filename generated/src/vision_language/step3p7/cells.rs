@@ -32,8 +32,8 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
-            basis: runtime::Basis::Measured,
+            reason: "step3p7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -76,8 +76,8 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
-            basis: runtime::Basis::Measured,
+            reason: "step3p7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -111,8 +111,8 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
-            basis: runtime::Basis::Measured,
+            reason: "step3p7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -146,8 +146,8 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
-            basis: runtime::Basis::Measured,
+            reason: "step3p7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -170,8 +170,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "step3p7 at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/step3p7/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
-                    basis: runtime::Basis::Measured,
+                    reason: "step3p7 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/step3p7/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
@@ -185,8 +185,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
-            basis: runtime::Basis::Measured,
+            reason: "step3p7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -222,8 +222,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
-            basis: runtime::Basis::Measured,
+            reason: "step3p7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     )
@@ -264,8 +264,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
-            basis: runtime::Basis::Measured,
+            reason: "step3p7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -310,8 +310,8 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
-            basis: runtime::Basis::Measured,
+            reason: "step3p7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
@@ -356,8 +356,8 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
-            basis: runtime::Basis::Measured,
+            reason: "step3p7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );

@@ -10,10 +10,10 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: step3p7 at int8 fails on openvino (measured by gen import --platform openvino): cannot load /root/.cache/hwmatrix/fixtures/step3p7/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
+        "known issue: step3p7 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/step3p7/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, ignore =
-        "known issue: step3p7's decoder with its cache cannot be exported to ONNX (measured by gen import): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not"
+        "known issue: step3p7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not"
     );
 }

@@ -136,8 +136,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "video_llama_3 fails on openvino with onnxruntime (measured by gen import --platform openvino): matches_reference: output last_hidden_state: 5 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 6.131e-4; worst at flat index 36: got 0.02438553236424923, expected 0.024928567931056023)",
-            basis: runtime::Basis::Measured,
+            reason: "video_llama_3 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 5 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 6.131e-4; worst at flat index 36: got 0.02438553236424923, expected 0.024928567931056023)",
+            basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     )
@@ -146,8 +146,8 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "video_llama_3 fails on openvino with onnxruntime (measured by gen import --platform openvino): matches_reference: output last_hidden_state: 5 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 6.131e-4; worst at flat index 36: got 0.02438553236424923, expected 0.024928567931056023)",
-                    basis: runtime::Basis::Measured,
+                    reason: "video_llama_3 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 5 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 6.131e-4; worst at flat index 36: got 0.02438553236424923, expected 0.024928567931056023)",
+                    basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
@@ -191,8 +191,8 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "video_llama_3 does not generate on qnn with onnxruntime (measured by gen import --platform qnn): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 330 of 2048 logits outside abs 0.037600216583187955 + rel 0, 0 of 2 rows with another top token (max abs error 1.361e-1; worst at flat index 2011: got 0.0639038160443306, expected 0.1999695897102356)",
-            basis: runtime::Basis::Measured,
+            reason: "video_llama_3 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 330 of 2048 logits outside abs 0.037600216583187955 + rel 0, 0 of 2 rows with another top token (max abs error 1.361e-1; worst at flat index 2011: got 0.0639038160443306, expected 0.1999695897102356)",
+            basis: runtime::Basis::Evidence,
             stage: None,
         },
     )

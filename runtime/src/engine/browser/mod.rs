@@ -267,7 +267,7 @@ impl BrowserSession {
             return Ok(reply);
         }
         let error = reply.get("error").and_then(Value::as_str).unwrap_or("the harness gave no reply");
-        let kind = if function == "open" { ErrorKind::ModelLoad } else { ErrorKind::RunFailed };
+        let kind = if function == "open" { ErrorKind::ModelLoad } else { ErrorKind::RunFailed }.or_adapter_feature(error);
         let log = last_lines(reply.get("log"), 5);
         Err(CheckError::new(kind, format!("onnxruntime-web ({}) {step}: {error}{log}", self.backend.name())))
     }

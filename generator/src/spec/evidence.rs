@@ -1,0 +1,347 @@
+//! The evidence store, `model-specs/evidence/<model_type>.yaml`: what runs
+//! measured of a model that was not a pass, each outcome with who failed and
+//! its provenance. Specs say what a model is; this says what happened. `gen
+//! import` writes it from one run's records, reviewers read its diffs as they
+//! read snapshots, and the planner plans cells from it: a failure of the model
+//! or the engine is a known issue, one of this machine or of our harness is
+//! not tested here, a format with nothing to act on does not apply.
+//!
+//! Deterministic and quiet: entries sorted by platform, engine and check, and
+//! an entry is rewritten only when what it says changed (status, stage, error)
+//! or it went stale, so a run that measures the same failure again writes
+//! nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use hwmatrix_cell::{Attribution, EngineKind, ErrorKind, Platform, Stage};
+use serde::{Deserialize, Serialize};
+
+use super::{ModelSpec, SpecError, locate_key};
+
+/// The banner every evidence file starts with.
+pub const BANNER: &str = "# Evidence: what runs measured (not a pass), with who failed and its provenance.\n# Written by `gen import`; review a change like a snapshot, never edit it by hand.\n";
+
+/// The fixture pipeline's checks (no platform): the float32 export, and the
+/// generation exporter's decoder with its cache.
+pub const EXPORT: &str = "export";
+pub const GENERATION_EXPORT: &str = "generation_export";
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EvidenceFile {
+    pub model_type: String,
+    pub entries: Vec<Entry>,
+}
+
+/// One check's stored outcome.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    /// None for the fixture pipeline's checks ([`EXPORT`], [`GENERATION_EXPORT`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<Platform>,
+    /// None for the pipeline, and for a precision check measured before entries
+    /// named their engine (it stands for every ONNX engine of the platform).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineKind>,
+    /// The record's check (`runs`, `int8_matches_reference`, `generates`,
+    /// `int4_quantization`) or a pipeline check.
+    pub check: String,
+    pub outcome: EntryOutcome,
+    /// Who failed; every failure names one, a format that does not apply none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<Attribution>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<Stage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<ErrorKind>,
+    /// The whole error, never shortened here (displays may); paths relative
+    /// to the fixture root (`<fixtures>/bert/model.onnx`).
+    pub error: String,
+    pub provenance: Provenance,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EntryOutcome {
+    /// The check failed (a known issue or not tested here: see the attribution).
+    Failed,
+    /// The check has nothing to act on (q4 on a graph with no MatMul weight).
+    DoesNotApply,
+}
+
+/// Where and with what an entry was measured.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    /// The run id (`HWMATRIX_RUN_ID`) of the records it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// UTC, RFC 3339 (the record's time), or the day a legacy entry was written.
+    pub date: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The device or adapter the check found (`QNN HTP emulator (x86_64)`, `SwiftShader ...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// The engine and its settings (`onnxruntime, OpenVINOExecutionProvider`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// The engine library and its version, as the check loaded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<String>,
+    /// The fixture key the check ran (or the export tried) with: a spec, an
+    /// exporter or requirements that changed since make the entry stale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixture_key: Option<String>,
+    /// The runtime (and so the harness) version that measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
+    /// Set on an entry moved from a spec's `imported:` block, written before
+    /// entries carried their run, host and versions: where it came from. Such
+    /// an entry is stale until a run measures the check again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legacy: Option<String>,
+}
+
+impl Entry {
+    /// What the planner makes of it: a known issue of the model (its failure
+    /// or its engine's), or not tested here (this machine's or our harness's).
+    pub fn is_known_issue(&self) -> bool {
+        self.outcome == EntryOutcome::Failed && self.attribution.is_some_and(Attribution::is_known_issue)
+    }
+
+    /// Whether the entry is about `platform` with `engine` (an entry without an
+    /// engine stands for every engine of its platform).
+    pub fn is_for(&self, platform: Platform, engine: EngineKind) -> bool {
+        self.platform == Some(platform) && self.engine.is_none_or(|e| e == engine)
+    }
+
+    /// Why the entry no longer describes today's checkout, if it does not:
+    /// measured before provenance, or with another fixture key (another spec,
+    /// exporter or requirements) than `fixture_key`.
+    pub fn stale(&self, fixture_key: &str) -> Option<String> {
+        if self.provenance.legacy.is_some() {
+            return Some("recorded before evidence carried its run, host and versions".into());
+        }
+        match &self.provenance.fixture_key {
+            Some(key) if key != fixture_key => Some(format!("measured with fixture key {}, today's is {}", short(key), short(fixture_key))),
+            _ => None,
+        }
+    }
+
+    /// The entry as a planned status's reason: its error, who failed, and when.
+    pub fn reason(&self, what: &str) -> String {
+        let who = match (self.outcome, self.attribution) {
+            (EntryOutcome::DoesNotApply, _) => "does not apply".to_string(),
+            (_, Some(attribution)) => format!("failed: {}", attribution.phrase()),
+            (_, None) => "failed".to_string(),
+        };
+        let when = match (&self.provenance.run, &self.provenance.legacy) {
+            (Some(run), _) => format!("run {run} on {}, {}", self.provenance.host.as_deref().unwrap_or("an unnamed host"), self.provenance.date),
+            (None, Some(_)) => format!("recorded {} before evidence carried provenance; stale", self.provenance.date),
+            (None, None) => self.provenance.date.clone(),
+        };
+        format!("{what} {who} (evidence: {when}): {}", self.error)
+    }
+
+    /// The order entries are kept in: by name (a pipeline check first).
+    fn sort_key(&self) -> (&'static str, &'static str, &str) {
+        (self.platform.map_or("", Platform::name), self.engine.map_or("", EngineKind::name), &self.check)
+    }
+
+    /// Whether `other` says the same as this one (all but provenance).
+    pub fn same_outcome(&self, other: &Entry) -> bool {
+        (self.outcome, self.attribution, self.stage, self.error_kind, &self.error) == (other.outcome, other.attribution, other.stage, other.error_kind, &other.error)
+    }
+}
+
+fn short(key: &str) -> &str {
+    &key[..key.len().min(12)]
+}
+
+/// Replaces this machine's absolute paths in an error: the fixture root by
+/// `<fixtures>`, the cache by `<cache>`, the home folder by `~`.
+pub fn relative_paths(error: &str) -> String {
+    let mut text = error.to_string();
+    let cache = hwmatrix_cell::paths::cache_dir();
+    let fixtures = hwmatrix_cell::paths::fixtures_dir();
+    let home = std::env::var("HOME").ok().filter(|h| h.len() > 1);
+    for (path, name) in [(Some(fixtures), "<fixtures>"), (Some(cache), "<cache>"), (home.map(PathBuf::from), "~")] {
+        if let Some(path) = path.and_then(|p| p.to_str().map(str::to_string)).filter(|p| !p.is_empty()) {
+            text = text.replace(&path, name);
+        }
+    }
+    text
+}
+
+/// Every evidence file under `<root>/evidence`, by model type.
+pub fn load_all(root: &Path, errors: &mut Vec<SpecError>) -> BTreeMap<String, (PathBuf, EvidenceFile)> {
+    let dir = root.join("evidence");
+    let mut found = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(&dir) else { return found };
+    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "yaml")).collect();
+    paths.sort();
+    for path in paths {
+        let Some((file, source)) = super::parse_file::<EvidenceFile>(&path, errors) else { continue };
+        validate(&path, &source, &file, errors);
+        if path.file_stem().and_then(|s| s.to_str()) != Some(file.model_type.as_str()) {
+            errors.push(SpecError::new(&path, locate_key(&source, "model_type", 0).unwrap_or((1, 1)), format!("evidence for `{}` in a file named otherwise", file.model_type), format!("an evidence file is named after its model: {}.yaml", file.model_type)));
+            continue;
+        }
+        found.insert(file.model_type.clone(), (path, file));
+    }
+    found
+}
+
+fn validate(path: &Path, source: &str, file: &EvidenceFile, errors: &mut Vec<SpecError>) {
+    let at = (|| locate_key(source, "entries", 0))().unwrap_or((1, 1));
+    let mut seen = std::collections::BTreeSet::new();
+    for entry in &file.entries {
+        let name = format!("{}{}{}", entry.platform.map(|p| format!("{p}/")).unwrap_or_default(), entry.engine.map(|e| format!("{}/", e.name())).unwrap_or_default(), entry.check);
+        let pipeline = entry.check == EXPORT || entry.check == GENERATION_EXPORT;
+        let problem = if pipeline == entry.platform.is_some() {
+            Some((format!("entry {name}: a pipeline check has no platform, and any other has one"), "give `platform:` to a cell's check, none to `export` or `generation_export`"))
+        } else if entry.outcome == EntryOutcome::Failed && entry.attribution.is_none() {
+            Some((format!("entry {name} failed but names no attribution"), "say who failed: model, engine, environment or harness"))
+        } else if entry.error.trim().is_empty() {
+            Some((format!("entry {name} has no error"), "keep the check's whole error"))
+        } else if entry.error.contains("/root/") || entry.error.contains("/home/") {
+            Some((format!("entry {name}'s error names a path of the machine that measured it"), "write paths relative to the fixture root (`<fixtures>/...`): gen import does"))
+        } else if entry.provenance.legacy.is_none() && (entry.provenance.run.is_none() || entry.provenance.host.is_none()) {
+            Some((format!("entry {name} has no run or host"), "evidence comes from a run's records: gen import writes their run id, host, device and versions"))
+        } else if !seen.insert(entry.sort_key()) {
+            Some((format!("entry {name} is there twice"), "keep one entry per check"))
+        } else {
+            None
+        };
+        if let Some((message, help)) = problem {
+            errors.push(SpecError::new(path, at, message, help));
+        }
+    }
+    if !file.entries.windows(2).all(|w| w[0].sort_key() <= w[1].sort_key()) {
+        errors.push(SpecError::new(path, at, "entries are not sorted by platform, engine and check", "let gen import write the file"));
+    }
+}
+
+/// Writes a model's evidence (or removes the file when it has no entry);
+/// true when the file changed.
+pub fn write(root: &Path, mut file: EvidenceFile) -> Result<bool, String> {
+    let path = root.join("evidence").join(format!("{}.yaml", file.model_type));
+    file.entries.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    let old = std::fs::read_to_string(&path).ok();
+    if file.entries.is_empty() {
+        if old.is_some() {
+            std::fs::remove_file(&path).map_err(|e| format!("error: {}: {e}", path.display()))?;
+            return Ok(true);
+        }
+        return Ok(false);
+    }
+    let text = format!("{BANNER}{}", serde_yaml::to_string(&file).map_err(|e| e.to_string())?);
+    if old.as_deref() == Some(text.as_str()) {
+        return Ok(false);
+    }
+    std::fs::create_dir_all(path.parent().expect("a file in a folder")).map_err(|e| format!("error: {e}"))?;
+    let tmp = path.with_extension("yaml.tmp");
+    std::fs::write(&tmp, &text).and_then(|_| std::fs::rename(&tmp, &path)).map_err(|e| format!("error: {}: {e}", path.display()))?;
+    Ok(true)
+}
+
+/// Merges a run's measured outcomes into a model's entries: each measured
+/// check replaces its entry when what it says changed or the old one is stale
+/// (a pass removes it); an entry the run did not measure stays as it was.
+pub fn merge(entries: &mut Vec<Entry>, measured: Vec<(EntryKey, Option<Entry>)>, fixture_key: &str) {
+    for (key, new) in measured {
+        let at = entries.iter().position(|e| e.platform == key.platform && e.check == key.check && (e.engine == key.engine || (e.engine.is_none() && e.provenance.legacy.is_some())));
+        match (at, new) {
+            (Some(i), Some(new)) if entries[i].same_outcome(&new) && entries[i].stale(fixture_key).is_none() => {}
+            (Some(i), Some(new)) => entries[i] = new,
+            (Some(i), None) => {
+                entries.remove(i);
+            }
+            (None, Some(new)) => entries.push(new),
+            (None, None) => {}
+        }
+    }
+    entries.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+}
+
+/// Which check an entry is about.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EntryKey {
+    pub platform: Option<Platform>,
+    pub engine: Option<EngineKind>,
+    pub check: String,
+}
+
+impl Provenance {
+    /// This process's run on this host, now: the provenance of what gen itself
+    /// measures (the fixture pipeline), with the exporter's pinned libraries.
+    pub fn of_pipeline(fixture_key: &str) -> Provenance {
+        Provenance {
+            run: Some(hwmatrix_cell::run::run_id().to_string()),
+            date: hwmatrix_cell::run::now_rfc3339(),
+            host: Some(hwmatrix_cell::run::host()),
+            device: Some("cpu (the exporter's PyTorch)".into()),
+            engine: Some("torch.onnx (legacy, then dynamo), checked by onnxruntime's CPU provider".into()),
+            library: Some(exporter_libraries()),
+            fixture_key: Some(fixture_key.to_string()),
+            runtime: Some(env!("CARGO_PKG_VERSION").to_string()),
+            legacy: None,
+        }
+    }
+}
+
+/// The exporter's pinned libraries (runtime/exporter/requirements.txt), as
+/// `torch==2.13.0, transformers==5.23.0, ...`.
+pub fn exporter_libraries() -> String {
+    let requirements = String::from_utf8_lossy(hwmatrix_cell::fixture_key::EXPORTER_REQUIREMENTS);
+    requirements.lines().map(str::trim).filter(|l| l.contains("==") && !l.starts_with('#')).collect::<Vec<_>>().join(", ")
+}
+
+impl ModelSpec {
+    /// The fixture pipeline's entry for `check` ([`EXPORT`], [`GENERATION_EXPORT`]).
+    pub fn pipeline_entry(&self, check: &str) -> Option<&Entry> {
+        self.evidence.iter().find(|e| e.platform.is_none() && e.check == check)
+    }
+}
+
+/// The fixture pipeline's failure as an entry: the stage its message names
+/// (the worker's protocol: `building the tiny config:`, `running the tiny
+/// model:`, `exporting:`), who failed, and this run's provenance.
+pub fn pipeline_failure(check: &str, error: &str, fixture_key: &str) -> Entry {
+    let stage = Stage::of_pipeline_error(error).unwrap_or(Stage::Export);
+    // The worker pool's own limit (workers.rs) is ours, not the model's.
+    let timed_out = error.contains("timed out after");
+    let attribution = if stage.is_harness() {
+        Attribution::Harness
+    } else if timed_out {
+        Attribution::Environment
+    } else if check == GENERATION_EXPORT && !(error.contains("legacy exporter: ") || error.contains("dynamo exporter: ")) {
+        // The generation exporter's own limits (a cache it cannot flatten): ours.
+        Attribution::Harness
+    } else {
+        Attribution::Model
+    };
+    Entry {
+        platform: None,
+        engine: None,
+        check: check.to_string(),
+        outcome: EntryOutcome::Failed,
+        attribution: Some(attribution),
+        stage: Some(if check == GENERATION_EXPORT && attribution == Attribution::Harness { Stage::Reference } else { stage }),
+        error_kind: Some(if timed_out { ErrorKind::Timeout } else if stage.is_harness() { ErrorKind::FixtureMissing } else { ErrorKind::ExportFailed }),
+        error: relative_paths(error),
+        provenance: Provenance::of_pipeline(fixture_key),
+    }
+}
+
+/// Reads a model's evidence file (empty when it has none).
+pub fn read(root: &Path, model_type: &str) -> Result<EvidenceFile, String> {
+    let path = root.join("evidence").join(format!("{model_type}.yaml"));
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_yaml::from_str(&text).map_err(|e| format!("error: {}: {e}", path.display())),
+        Err(_) => Ok(EvidenceFile { model_type: model_type.to_string(), entries: Vec::new() }),
+    }
+}
