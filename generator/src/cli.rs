@@ -113,6 +113,20 @@ pub enum Command {
         /// folder of *.jsonl, e.g. from another machine) instead of running the cells
         #[arg(long, value_name = "DIR")]
         records: Option<PathBuf>,
+        /// With --platform: re-measure the cells the evidence store holds entries of and
+        /// compare, writing nothing; exit 1 naming each entry the run disagrees with
+        /// (accepting a new status is `gen import --platform P`, a reviewed change)
+        #[arg(long)]
+        verify: bool,
+        /// With --verify: only the cells of slice K of N (`3/8`: each cell falls in one
+        /// slice by its name, so N runs with K = 0..N-1 cover the whole store)
+        #[arg(long, value_name = "K/N", value_parser = crate::measure::parse_slice)]
+        slice: Option<(u32, u32)>,
+        /// The cargo features of the test binary that runs the cells (default: the
+        /// platform's and its engines'); a run that built one binary for several
+        /// platforms (`qnn,openvino`) reuses it
+        #[arg(long, value_name = "F,G")]
+        features: Option<String>,
     },
     /// Say, per platform, whether its cells can run here and exactly what is missing; exit 1 if any selected platform is unusable
     #[command(long_about = DOCTOR_ABOUT)]
@@ -318,14 +332,18 @@ fn workers(jobs: Option<usize>) -> usize {
 fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
     let root = workspace_root();
     let specs_dir = cli.select.specs.clone().unwrap_or_else(|| root.join("model-specs"));
-    if let (Some(Command::Import { check_only: false, records, .. }), false) = (&cli.command, cli.select.platform.is_empty()) {
+    if let (Some(Command::Import { check_only: false, records, verify, slice, features, .. }), false) = (&cli.command, cli.select.platform.is_empty()) {
         // Measure the platforms' cells rather than derive from transformers.
         let specs = spec::load(&specs_dir).map_err(|e| e.to_string())?;
+        let options = crate::measure::Options { records: records.as_deref(), verify: *verify, slice: *slice, features: features.clone() };
         let mut code = 0;
         for platform in &cli.select.platform {
-            code = code.max(crate::measure::run(&root, &specs, *platform, &cli.select.model, records.as_deref(), out, err)?);
+            code = code.max(crate::measure::run(&root, &specs, *platform, &cli.select.model, &options, out, err)?);
         }
         return Ok(code);
+    }
+    if let Some(Command::Import { verify: true, .. } | Command::Import { slice: Some(_), .. }) = &cli.command {
+        return Err("error: --verify and --slice re-measure a platform's stored entries: add --platform P".into());
     }
     if let Some(Command::Import { records: Some(_), .. }) = &cli.command {
         return Err("error: --records imports a run's records for the platforms given with --platform: add --platform P".into());

@@ -137,17 +137,58 @@ fn key(platform: Platform, engine: EngineKind, check: &str) -> EntryKey {
     EntryKey { platform: Some(platform), engine: Some(engine), check: check.to_string() }
 }
 
-/// `records`: a results folder of a run already made (here or on another
-/// machine) to import instead of running the cells.
-pub fn run(
-    root: &Path,
-    specs: &Specs,
-    platform: Platform,
-    models: &[String],
-    records: Option<&Path>,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> Result<i32, String> {
+/// How `gen import --platform` runs.
+#[derive(Default)]
+pub struct Options<'a> {
+    /// A results folder of a run already made (here or on another machine) to
+    /// import instead of running the cells.
+    pub records: Option<&'a Path>,
+    /// Re-measure the cells the store has entries of and compare; write nothing.
+    pub verify: bool,
+    /// Only the cells of slice K of N.
+    pub slice: Option<(u32, u32)>,
+    /// The test binary's cargo features, where not the platform's and its engines'.
+    pub features: Option<String>,
+}
+
+/// `K/N` with K < N.
+pub fn parse_slice(text: &str) -> Result<(u32, u32), String> {
+    let (k, n) = text.split_once('/').ok_or("write the slice as K/N, e.g. 3/8")?;
+    let (k, n): (u32, u32) = (k.trim().parse().map_err(|e| format!("K: {e}"))?, n.trim().parse().map_err(|e| format!("N: {e}"))?);
+    if n == 0 || k >= n {
+        return Err(format!("slice {k}/{n}: K counts from 0 and stays below N"));
+    }
+    Ok((k, n))
+}
+
+/// The slice a cell falls in, of `n`: by a stable hash (FNV-1a) of its name,
+/// so every checkout and run puts it in the same one.
+pub fn slice_of(model_type: &str, platform: Platform, engine: EngineKind, n: u32) -> u32 {
+    let name = format!("{model_type}/{platform}/{}", engine.name());
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    (hash % u64::from(n)) as u32
+}
+
+/// What a verifying run found: the entries its records disagree with.
+fn disagreement(model_type: &str, key: &EntryKey, stored: Option<&Entry>, measured: Option<&Entry>) -> Option<String> {
+    let status = |e: Option<&Entry>| match e {
+        None => "passed".to_string(),
+        Some(e) => match (e.outcome, e.attribution) {
+            (EntryOutcome::DoesNotApply, _) => "does not apply".to_string(),
+            (_, Some(a)) => format!("failed ({})", a.name()),
+            (_, None) => "failed".to_string(),
+        },
+    };
+    let (before, now) = (status(stored), status(measured));
+    let place = format!("{model_type} {}{}{}", key.platform.map(|p| format!("{p}/")).unwrap_or_default(), key.engine.map(|e| format!("{}/", e.name())).unwrap_or_default(), key.check);
+    (before != now).then(|| {
+        let error = measured.map(|e| format!(": {}", crate::report::shorten(&e.error, 300))).unwrap_or_default();
+        format!("{place}: the store says {before}{}, this run measured {now}{error}", stored.map(|e| format!(" (since {})", e.provenance.date)).unwrap_or_default())
+    })
+}
+
+pub fn run(root: &Path, specs: &Specs, platform: Platform, models: &[String], options: &Options, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
+    let records = options.records;
     let selection = Selection { models: models.to_vec(), categories: vec![], platforms: vec![platform] };
     let plan = plan::plan(specs, &selection).map_err(|e| format!("error: {e}"))?;
     let from_store = |planned: &Planned<String>| matches!(planned, Planned::KnownIssue { basis: Basis::Evidence, .. } | Planned::NotTested { .. } | Planned::Unsupported { basis: Basis::Evidence, .. });
@@ -159,8 +200,12 @@ pub fn run(
             let runnable = matches!(cell.planned, Planned::Run) || (exported && from_store(&cell.planned));
             // A cell whose float32 checks are a known issue still generates with another graph.
             let generates = cell.generation.as_ref().is_some_and(|g| matches!(g, Planned::Run) || from_store(g));
-            if runnable || generates {
-                cells.push((model.model, cell.engine.kind()));
+            let kind = cell.engine.kind();
+            // Verifying re-measures what the store holds: cells with an entry, in the slice asked for.
+            let stored = model.model.spec.evidence.iter().any(|e| e.is_for(platform, kind));
+            let in_slice = options.slice.is_none_or(|(k, n)| slice_of(&model.model.spec.model_type, platform, kind, n) == k);
+            if (runnable || generates) && in_slice && (stored || !options.verify) {
+                cells.push((model.model, kind));
             }
         }
     }
@@ -169,6 +214,8 @@ pub fn run(
         .models
         .iter()
         .filter(|m| m.model.spec.export.known_issue.is_none() && m.quantization.as_ref().is_some_and(|q| q.checks.iter().any(|c| matches!(c.planned, Planned::Run) || from_store(&c.planned))))
+        .filter(|m| options.slice.is_none_or(|(k, n)| slice_of(&m.model.spec.model_type, platform, EngineKind::Wgpu, n) == k))
+        .filter(|m| !options.verify || m.model.spec.evidence.iter().any(|e| e.is_for(platform, EngineKind::Wgpu)))
         .map(|m| m.model)
         .collect();
     if cells.is_empty() && quantized.is_empty() {
@@ -181,7 +228,7 @@ pub fn run(
             features.push(f.to_string());
         }
     }
-    let features = features.join(",");
+    let features = options.features.clone().unwrap_or_else(|| features.join(","));
     let (run_id, records) = match records {
         Some(dir) => read_records(dir, platform, err)?,
         None => {
@@ -230,6 +277,8 @@ pub fn run(
         for p in cell_plan.map(|c| c.precision_checks.as_slice()).unwrap_or_default() {
             let check = p.precision.check_name();
             let entry = match (measured.checks.get(check), float32_beside) {
+                // Not run where the float32 checks fail: an import clears them, a verification compares nothing.
+                _ if !float32_passes && options.verify => continue,
                 _ if !float32_passes => None,
                 (Some(record), _) => record.entry(),
                 (None, Some(beside)) => Some(no_record(platform, engine, check, beside)),
@@ -277,6 +326,9 @@ pub fn run(
             measured_checks.entry(model_type.as_str()).or_default().push((key(platform, EngineKind::Wgpu, check.scheme.check_name()), entry));
         }
     }
+    if options.verify {
+        return verify(specs, platform, &run_id, &measured_checks, out, err);
+    }
     // One write per model's evidence file: every check measured, merged into its entries.
     let mut changed = 0;
     for (model_type, checks) in measured_checks {
@@ -293,6 +345,34 @@ pub fn run(
         quantized.len()
     );
     Ok(0)
+}
+
+/// Compares a run's measured checks with the store's entries: 0 when every
+/// one agrees (status and who failed), else 1, naming each disagreement.
+fn verify(specs: &Specs, platform: Platform, run_id: &str, measured: &BTreeMap<&str, Vec<(EntryKey, Option<Entry>)>>, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
+    let (mut compared, mut entries) = (0, 0);
+    let mut disagreements = Vec::new();
+    for (model_type, checks) in measured {
+        let model = specs.model(model_type).expect("a planned model");
+        for (key, now) in checks {
+            let stored = model.spec.evidence.iter().find(|e| e.platform == key.platform && e.check == key.check && (e.engine == key.engine || e.engine.is_none()));
+            compared += 1;
+            entries += usize::from(stored.is_some());
+            disagreements.extend(disagreement(model_type, key, stored, now.as_ref()));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "gen import --platform {platform} --verify (run {run_id}): {compared} checks re-measured, {entries} of them with a stored entry; {} disagree with the store",
+        disagreements.len()
+    );
+    for line in &disagreements {
+        let _ = writeln!(err, "error: {line}");
+    }
+    if !disagreements.is_empty() {
+        let _ = writeln!(err, "  help: a change the run confirms is accepted with `gen import --platform {platform} --model M` and reviewed as a diff of model-specs/evidence/");
+    }
+    Ok(i32::from(!disagreements.is_empty()))
 }
 
 /// Runs the tests under `filters` in a scratch results folder and reads their records.
@@ -362,4 +442,71 @@ fn read_records(dir: &Path, platform: Platform, err: &mut dyn Write) -> Result<(
         }
     }
     Ok((run_id, by_cell))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(platform: Platform, status: Outcome, kind: Option<ErrorKind>, device: &str) -> RecordView {
+        RecordView {
+            run_id: "run-1".into(),
+            time: "2026-11-27T03:00:00Z".into(),
+            host: "h".into(),
+            model: "bert".into(),
+            component: None,
+            platform,
+            engine_kind: EngineKind::Onnxruntime,
+            engine: "onnxruntime".into(),
+            check: "runs".into(),
+            status,
+            basis: Basis::Measured,
+            reason: Some("runs: failed".into()),
+            error_kind: kind,
+            stage: kind.and_then(ErrorKind::stage),
+            device: Some(device.into()),
+            library: None,
+            fixture: Some(FixtureView { cache_key: Some("k".into()) }),
+            runtime_version: "0.1.0".into(),
+        }
+    }
+
+    #[test]
+    fn a_record_becomes_an_entry_that_names_who_failed() {
+        assert!(record(Platform::Qnn, Outcome::Passed, None, "QNN HTP emulator (x86_64)").entry().is_none(), "a pass has no entry");
+        let engine = record(Platform::Openvino, Outcome::Failed, Some(ErrorKind::ModelLoad), "cpu").entry().unwrap();
+        assert_eq!(engine.attribution, Some(Attribution::Engine));
+        assert_eq!((engine.provenance.run.as_deref(), engine.provenance.fixture_key.as_deref()), (Some("run-1"), Some("k")));
+        let cpu = record(Platform::Cpu, Outcome::Failed, Some(ErrorKind::OutOfTolerance), "cpu").entry().unwrap();
+        assert_eq!(cpu.attribution, Some(Attribution::Model), "the reference engine failing torch.onnx's graph");
+        let crash = record(Platform::Qnn, Outcome::Failed, Some(ErrorKind::EngineExited), "QNN HTP emulator (x86_64)").entry().unwrap();
+        assert_eq!(crash.attribution, Some(Attribution::Environment), "an emulator's crash");
+        let f16 = record(Platform::Webgpu, Outcome::Failed, Some(ErrorKind::AdapterFeatureMissing), "SwiftShader").entry().unwrap();
+        assert_eq!((f16.attribution, f16.is_known_issue()), (Some(Attribution::Environment), false));
+        let none = record(Platform::Cpu, Outcome::Failed, Some(ErrorKind::DoesNotApply), "cpu").entry().unwrap();
+        assert_eq!((none.outcome, none.attribution), (EntryOutcome::DoesNotApply, None));
+        // The ledger's own records (cells that did not run) are never measurements.
+        let ledger = RecordView { basis: Basis::Evidence, status: Outcome::KnownIssue, ..record(Platform::Cpu, Outcome::Failed, None, "cpu") };
+        assert!(!ledger.measured());
+    }
+
+    #[test]
+    fn slices_split_the_cells_and_cover_them_all() {
+        assert_eq!(parse_slice("3/8"), Ok((3, 8)));
+        assert!(parse_slice("8/8").is_err() && parse_slice("1").is_err());
+        let names = ["bert", "llama", "vit", "whisper", "t5", "clip", "sam", "gpt2", "roberta", "deit"];
+        let slices: std::collections::BTreeSet<u32> = names.iter().map(|m| slice_of(m, Platform::Qnn, EngineKind::Onnxruntime, 4)).collect();
+        assert!(slices.len() > 1, "names spread over the slices: {slices:?}");
+        assert_eq!(slice_of("bert", Platform::Qnn, EngineKind::Onnxruntime, 4), slice_of("bert", Platform::Qnn, EngineKind::Onnxruntime, 4));
+    }
+
+    #[test]
+    fn a_verification_names_the_entries_it_disagrees_with() {
+        let key = EntryKey { platform: Some(Platform::Qnn), engine: Some(EngineKind::Onnxruntime), check: "runs".into() };
+        let stored = record(Platform::Qnn, Outcome::Failed, Some(ErrorKind::RunFailed), "QNN HTP emulator").entry();
+        let why = disagreement("bert", &key, stored.as_ref(), None).expect("the store says failed, the run passed");
+        assert!(why.contains("bert qnn/onnxruntime/runs: the store says failed (engine)") && why.contains("measured passed"), "{why}");
+        assert_eq!(disagreement("bert", &key, stored.as_ref(), stored.as_ref()), None);
+        assert_eq!(disagreement("bert", &key, None, None), None);
+    }
 }

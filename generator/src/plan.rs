@@ -39,7 +39,7 @@ pub struct CellPlan {
     /// Where the platform computes float32 graphs in a lower precision
     /// (hardware.yaml `float32_computed_in`): that precision, the spec's bound
     /// for it, and why; the float32 checks are judged by that bound.
-    pub float32_computed_in: Option<(Precision, f64, String)>,
+    pub float32_computed_in: Option<(Precision, f64, String, PrecisionTolerance)>,
     /// The `generates` check, for a generating model's cells on engines that run
     /// ONNX graphs: Run, the engine's absence, a person's status for the
     /// platform, or its stored outcome (the evidence store).
@@ -232,7 +232,11 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
             .collect(),
         _ => Vec::new(),
     };
-    let float32_computed_in = specs.hardware.platforms[&name].float32_computed_in.as_ref().map(|c| (c.precision, c.max_error_of_spread, c.reason.clone()));
+    // Judged as that precision is: its elementwise bound and the model's agreement bound for it.
+    let float32_computed_in = specs.hardware.platforms[&name].float32_computed_in.as_ref().map(|c| {
+        let agreement = spec.precision_tolerances.get(&c.precision).cloned().expect("the loader checks every precision has a tolerance");
+        (c.precision, c.max_error_of_spread, c.reason.clone(), agreement)
+    });
     let runs_onnx = matches!(engine, EngineSpec::Onnxruntime { .. } | EngineSpec::Browser { .. });
     let generation = (model.generates() && runs_onnx).then(|| {
         let generation_export = spec.evidence.iter().find(|e| e.platform.is_none() && e.check == evidence::GENERATION_EXPORT);

@@ -281,7 +281,9 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
     // failed record keeps all the evidence there is.
     let mut verdicts = vec![verify_placement(cell, placement, evidence), check_declared(cell, &fixture, shape, &outputs)];
     if check != Check::Runs {
-        verdicts.push(check_reference(cell, &fixture, shape, &outputs, bound, evidence));
+        // The attention mask says which positions users read: padded ones carry values nobody consumes.
+        let mask = inputs.iter().find(|(name, _)| name == "attention_mask").map(|(_, t)| t);
+        verdicts.push(check_reference(cell, &fixture, shape, &outputs, bound, mask, evidence));
     }
     // Latency is taken at the export shape, once per model and precision.
     if matches!(check, Check::MatchesReference | Check::Precision(_)) {
@@ -323,9 +325,12 @@ fn generation_loop(cell: &Cell, evidence: &mut Evidence) -> Result<(), CheckErro
     // One session per graph (an encoder-decoder has three), opened when the loop first runs it.
     let mut sessions: BTreeMap<String, Box<dyn engine::Session>> = BTreeMap::new();
     let mut record = GenerationRecord::default();
+    // Hardware computing float32 in float16 orders tokens only as float16 can; else the tolerance decides.
+    let near_tie = if cell.float32_computed_in.is_some() { crate::generation::NearTie::Float16 } else { crate::generation::NearTie::WithinTolerance };
     let verdict = crate::generation::generate(
         &fixture,
         tolerance,
+        near_tie,
         &mut |graph, inputs| {
             if !sessions.contains_key(graph) {
                 let (file, axes, nodes) = fixture.graph(graph);
@@ -430,8 +435,20 @@ enum Bound {
 }
 
 /// Every reference output within its bound, and informative: a reference
-/// that a constant would match cannot catch a wrong model.
-fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(String, Tensor)], bound: Bound, evidence: &mut Evidence) -> Result<(), CheckError> {
+/// that a constant would match cannot catch a wrong model. Precision variants
+/// and float32 computed in a lower precision are judged on the positions the
+/// attention mask keeps (low-precision arithmetic scatters padded positions
+/// most, and nobody reads them; the record keeps their agreement apart);
+/// float32 checks compare every position.
+fn check_reference(
+    cell: &Cell,
+    fixture: &Fixture,
+    shape: Shape,
+    outputs: &[(String, Tensor)],
+    bound: Bound,
+    mask: Option<&Tensor>,
+    evidence: &mut Evidence,
+) -> Result<(), CheckError> {
     let references = fixture.outputs(shape)?;
     let feature_last = |name: &str| {
         let axes = cell.model.outputs.iter().find(|d| d.name == name).map_or(&[][..], |d| d.axes);
@@ -467,18 +484,36 @@ fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(Str
             .find(|(n, _)| n == name)
             .map(|(_, t)| t)
             .ok_or_else(|| CheckError::new(ErrorKind::OutputMismatch, format!("the model has no output {name} that the reference has")))?;
+        let axes = cell.model.outputs.iter().find(|d| d.name == name).map_or(&[][..], |d| d.axes);
+        let kept = match (bound, mask) {
+            (Bound::Allclose(_), _) | (_, None) => None,
+            (_, Some(mask)) if actual.shape == expected.shape => compare::kept_positions(axes, expected, mask),
+            _ => None,
+        };
+        // The positions judged: those the mask keeps (as [positions, features]), else every one.
+        let selected = kept.as_ref().and_then(|k| Some((compare::select_positions(actual, k, true)?, compare::select_positions(expected, k, true)?)));
+        let (judged_actual, judged_expected, feature_rows) = match &selected {
+            Some((a, e)) => (a, e, true),
+            None => (actual, expected, feature_last(name)),
+        };
+        let padded = kept.as_ref().and_then(|k| {
+            let (a, e) = (compare::select_positions(actual, k, false)?, compare::select_positions(expected, k, false)?);
+            compare::agreement(name, true, &a, &e)
+        });
         // The elementwise rule: float32's allclose; a fraction of this output's
         // own spread where float32 is computed in a lower precision; exact for a
         // precision variant, whose elementwise error is evidence only.
         let tolerance = match bound {
             Bound::Allclose(t) => t,
-            Bound::OfSpread(c) => Tolerance { abs: c.max_error_of_spread * compare::spread(expected, exact).max_from_mean, rel: 0.0 },
+            Bound::OfSpread(c) => Tolerance { abs: c.max_error_of_spread * compare::spread(judged_expected, exact).max_from_mean, rel: 0.0 },
             Bound::Agreement(..) => exact,
         };
-        let dev: Deviation =
-            compare::deviation(actual, expected, tolerance).map_err(|e| CheckError::new(ErrorKind::OutputMismatch, format!("output {name}: {e}")))?;
-        let spread = compare::spread(expected, tolerance);
-        let agreement = compare::agreement(name, feature_last(name), actual, expected);
+        let dev: Deviation = compare::deviation(judged_actual, judged_expected, tolerance)
+            .map_err(|e| CheckError::new(ErrorKind::OutputMismatch, format!("output {name}: {e}")))?;
+        let spread = compare::spread(judged_expected, tolerance);
+        let agreement = compare::agreement(name, feature_rows, judged_actual, judged_expected);
+        let positions = selected.as_ref().map(|(_, e)| format!(" (the {} positions the attention mask keeps, of {})", e.shape[0], kept.as_ref().map_or(0, Vec::len)));
+        let (actual, expected) = (judged_actual, judged_expected);
         let worst = dev.worst.map(|i| Worst { index: i, expected: expected.value(i), got: actual.value(i) });
         let worst_text = |w: &Worst| format!("max abs error {:.3e}; worst at flat index {}: got {}, expected {}", dev.max_abs, w.index, w.got, w.expected);
         match (bound, &worst) {
@@ -486,7 +521,8 @@ fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(Str
                 if let Some(missed) = missed_agreement(agreement.as_ref(), &dev, b) {
                     let evidence = worst.as_ref().map(|w| format!(" ({})", worst_text(w))).unwrap_or_default();
                     out_of_tolerance.push(format!(
-                        "output {name}: {missed} ({}'s bounds, chosen from measurements: precision_tolerances in defaults.yaml or {}){evidence}",
+                        "output {name}{}: {missed} ({}'s bounds, chosen from measurements: precision_tolerances in defaults.yaml or {}){evidence}",
+                        positions.as_deref().unwrap_or(""),
                         precision.name(),
                         cell.model.spec_path
                     ));
@@ -500,16 +536,31 @@ fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(Str
                 t.rel,
                 worst_text(w)
             )),
-            (Bound::OfSpread(c), Some(w)) => out_of_tolerance.push(format!(
-                "output {name}: {} of {} elements outside {} of the output's spread ({:.3e} abs; {}'s bound, because {}; float32_computed_in in model-specs/hardware.yaml) ({})",
-                dev.violations,
-                expected.len(),
-                c.max_error_of_spread,
-                tolerance.abs,
-                c.precision.name(),
-                c.reason,
-                worst_text(w)
-            )),
+            (Bound::OfSpread(c), _) => {
+                let mut missed = Vec::new();
+                if let Some(w) = &worst {
+                    missed.push(format!(
+                        "{} of {} elements outside {} of the output's spread ({:.3e} abs) ({})",
+                        dev.violations,
+                        expected.len(),
+                        c.max_error_of_spread,
+                        tolerance.abs,
+                        worst_text(w)
+                    ));
+                }
+                // Judged as the precision it is computed in is judged: its agreement bound too.
+                missed.extend(missed_agreement(agreement.as_ref(), &dev, c.agreement));
+                if !missed.is_empty() {
+                    out_of_tolerance.push(format!(
+                        "output {name}{}: {} ({}'s bounds, because {}: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or {})",
+                        positions.as_deref().unwrap_or(""),
+                        missed.join("; "),
+                        c.precision.name(),
+                        c.reason,
+                        cell.model.spec_path
+                    ));
+                }
+            }
             (_, None) => {}
         }
         // The float32 checks prove a reference informative (a spread bound below 1 already fails a constant).
@@ -533,6 +584,8 @@ fn check_reference(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(Str
             worst,
             reference: spread,
             agreement,
+            judged_positions: selected.as_ref().map(|(_, e)| e.shape[0]),
+            padded_agreement: padded,
         });
     }
     let record_tolerance = record.tolerance;

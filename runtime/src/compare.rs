@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::{TensorDecl, Tolerance};
-use crate::tensor::Tensor;
+use crate::tensor::{Data, Tensor};
 
 /// How far an output is from its reference.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -153,6 +153,29 @@ pub fn agreement(name: &str, feature_last: bool, actual: &Tensor, expected: &Ten
     })
 }
 
+/// Which positions of an output the attention mask keeps, where the output is
+/// laid out over the mask (`[batch, sequence, ...]` against the mask's
+/// `[batch, sequence]`) and the mask pads some: one flag per position (a row
+/// of the features after). None where the output is not so laid out or
+/// nothing is padded: every position is judged.
+pub fn kept_positions(output_axes: &[&str], output: &Tensor, mask: &Tensor) -> Option<Vec<bool>> {
+    let laid_out = output_axes.len() >= 3 && output_axes[0] == "batch" && output_axes[1] == "sequence";
+    if !laid_out || mask.shape.len() != 2 || output.shape.len() < 3 || output.shape[..2] != mask.shape[..] {
+        return None;
+    }
+    let kept: Vec<bool> = mask.values().iter().map(|v| *v != 0.0).collect();
+    kept.contains(&false).then_some(kept)
+}
+
+/// The positions of a float32 output that `kept` marks `want`, as a
+/// `[positions, features]` tensor (None for another dtype, or none selected).
+pub fn select_positions(tensor: &Tensor, kept: &[bool], want: bool) -> Option<Tensor> {
+    let Data::Float32(values) = &tensor.data else { return None };
+    let width = tensor.len() / kept.len().max(1);
+    let rows: Vec<f32> = values.chunks(width.max(1)).zip(kept).filter(|(_, k)| **k == want).flat_map(|(row, _)| row.iter().copied()).collect();
+    (!rows.is_empty()).then(|| Tensor { shape: vec![rows.len() / width.max(1), width], data: Data::Float32(rows) })
+}
+
 /// The first index of the largest value; NaN never wins, and a row of NaN has none.
 pub(crate) fn argmax(row: &[f64]) -> Option<usize> {
     row.iter().enumerate().filter(|(_, v)| !v.is_nan()).fold(None, |best: Option<(usize, f64)>, (i, &v)| match best {
@@ -209,7 +232,6 @@ pub fn expected_shape(decl: &TensorDecl, sizes: &BTreeMap<String, usize>) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tensor::Data;
     use crate::tensor::DType;
 
     fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
@@ -285,6 +307,20 @@ mod tests {
         assert_eq!(flipped.rows, 1);
         assert!((flipped.cosine_min.unwrap() - 0.5).abs() < 1e-12);
         assert!(feature_axis_last("pred_logits", &["batch", "queries", "classes"]) && !feature_axis_last("feature_maps", &["batch", "channels", "height", "width"]));
+    }
+
+    #[test]
+    fn the_mask_keeps_the_real_tokens_and_sets_the_padded_ones_apart() {
+        // batch 2, sequence 2, hidden 2; the second row's last token is padding.
+        let hidden = f32s(&[2, 2, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+        let mask = Tensor { shape: vec![2, 2], data: Data::Int64(vec![1, 1, 1, 0]) };
+        let kept = kept_positions(&["batch", "sequence", "hidden"], &hidden, &mask).expect("laid out over the mask, with padding");
+        assert_eq!(kept, vec![true, true, true, false]);
+        assert_eq!(select_positions(&hidden, &kept, true).unwrap(), f32s(&[3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]));
+        assert_eq!(select_positions(&hidden, &kept, false).unwrap(), f32s(&[1, 2], &[7.0, 8.0]));
+        let unpadded = Tensor { shape: vec![2, 2], data: Data::Int64(vec![1, 1, 1, 1]) };
+        assert!(kept_positions(&["batch", "sequence", "hidden"], &hidden, &unpadded).is_none(), "nothing padded: every position is judged");
+        assert!(kept_positions(&["batch", "channels", "frames"], &hidden, &mask).is_none(), "not laid out over the mask");
     }
 
     #[test]

@@ -269,6 +269,9 @@ pub struct GenerationRecord {
     pub batch: usize,
     pub prompt_lengths: Vec<usize>,
     pub tolerance: Option<Tolerance>,
+    /// When another top token is excused as a near-tie.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub near_tie: Option<NearTie>,
     /// Each step's figures, in order.
     pub per_step: Vec<StepRecord>,
     /// The first step whose logits left the tolerance or chose another top token.
@@ -301,11 +304,38 @@ pub struct Divergence {
     pub what: String,
 }
 
+/// When the reference's top two tokens are too close for another top token to
+/// count as a divergence.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NearTie {
+    /// Within twice the step's elementwise tolerance (float32 engines).
+    WithinTolerance,
+    /// Within two float16 steps of the top logit (2 × 2⁻¹⁰ × |top|): hardware
+    /// that computes in float16 cannot order tokens closer than that. Fixed:
+    /// a tolerance drawn from the logits' spread (10% of it) excused any
+    /// top-two gap under 20% of the spread.
+    Float16,
+}
+
+/// float16's machine epsilon, 2⁻¹⁰.
+const FLOAT16_EPSILON: f64 = 1.0 / 1024.0;
+
+impl NearTie {
+    fn slack(self, tolerance: Tolerance, top: f64) -> f64 {
+        match self {
+            NearTie::WithinTolerance => 2.0 * (tolerance.abs + tolerance.rel * top.abs()),
+            NearTie::Float16 => 2.0 * FLOAT16_EPSILON * top.abs(),
+        }
+    }
+}
+
 /// Runs the fixture's loop through `run` (one graph on the engine) and judges each
 /// step's last-position logits with `tolerance`. The record keeps what every step measured.
 pub fn generate(
     fixture: &GenerationFixture,
     tolerance: Tolerance,
+    near_tie: NearTie,
     run: &mut dyn FnMut(&str, &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, CheckError>,
     record: &mut GenerationRecord,
 ) -> Result<(), CheckError> {
@@ -314,6 +344,7 @@ pub fn generate(
     record.batch = meta.sequences.len();
     record.prompt_lengths = meta.prompt_lengths.clone();
     record.tolerance = Some(tolerance);
+    record.near_tie = Some(near_tie);
     let static_axes: BTreeMap<String, Vec<String>> = meta.graphs.values().flat_map(|g| g.inputs.iter().map(|i| (i.name.clone(), i.axes.clone()))).collect();
     // The tokens earlier steps fed: the past of a cache of states, which has no length to read.
     let mut tokens_fed = 0;
@@ -326,7 +357,7 @@ pub fn generate(
         let logits = last_position(logits).map_err(|e| CheckError::new(ErrorKind::OutputMismatch, format!("step {step}: {e}")))?;
         let expected = fixture.reference(step)?;
         let dev = compare::deviation(&logits, &expected, tolerance).map_err(|e| CheckError::new(ErrorKind::OutputMismatch, format!("step {step}: logits {e}")))?;
-        let disagreements = top1_disagreements(&logits, &expected, tolerance);
+        let disagreements = top1_disagreements(&logits, &expected, tolerance, near_tie);
         let sizes = inputs
             .iter()
             .filter_map(|(name, t)| static_axes.get(name).map(|axes| axes.iter().zip(&t.shape)))
@@ -391,9 +422,9 @@ fn last_position(logits: &Tensor) -> Result<Tensor, String> {
 }
 
 /// Rows whose top token differs from the reference's, counting only rows where
-/// the reference's top two are further apart than the tolerance allows either
-/// to move (a near-tie is within the tolerance, and the step's logits are judged by it).
-fn top1_disagreements(actual: &Tensor, expected: &Tensor, tolerance: Tolerance) -> usize {
+/// the reference's top two are further apart than `near_tie` allows (a near-tie
+/// is within it, and the step's logits are judged by the tolerance).
+fn top1_disagreements(actual: &Tensor, expected: &Tensor, tolerance: Tolerance, near_tie: NearTie) -> usize {
     let vocab = *expected.shape.last().unwrap_or(&1);
     let (a, e) = (actual.values(), expected.values());
     a.chunks(vocab)
@@ -401,7 +432,7 @@ fn top1_disagreements(actual: &Tensor, expected: &Tensor, tolerance: Tolerance) 
         .filter(|(a_row, e_row)| {
             let (Some(top), got) = (compare::argmax(e_row), compare::argmax(a_row)) else { return false };
             let second = e_row.iter().enumerate().filter(|(i, _)| *i != top).map(|(_, v)| *v).fold(f64::NEG_INFINITY, f64::max);
-            let slack = 2.0 * (tolerance.abs + tolerance.rel * e_row[top].abs());
+            let slack = near_tie.slack(tolerance, e_row[top]);
             got != Some(top) && e_row[top] - second > slack
         })
         .count()
@@ -427,7 +458,16 @@ mod tests {
         let tol = Tolerance { abs: 1e-4, rel: 0.0 };
         let expected = t(vec![2, 3], vec![0.0, 1.0, 0.5, 0.0, 1.0, 0.99995]);
         let swapped = t(vec![2, 3], vec![0.0, 0.5, 1.0, 0.0, 0.99995, 1.0]);
-        assert_eq!(top1_disagreements(&swapped, &expected, tol), 1, "row 0 is a clear disagreement, row 1 a near-tie");
-        assert_eq!(top1_disagreements(&expected, &expected, tol), 0);
+        assert_eq!(top1_disagreements(&swapped, &expected, tol, NearTie::WithinTolerance), 1, "row 0 is a clear disagreement, row 1 a near-tie");
+        assert_eq!(top1_disagreements(&expected, &expected, tol, NearTie::WithinTolerance), 0);
+        // Computed in float16 with a tolerance of 10% of the spread: a gap of 0.1 (of a spread of 1)
+        // was a near-tie by the tolerance; float16 orders tokens 0.1 apart, so it counts.
+        let spread_tol = Tolerance { abs: 0.1, rel: 0.0 };
+        let apart = t(vec![1, 3], vec![0.0, 1.0, 0.9]);
+        let flipped = t(vec![1, 3], vec![0.0, 0.9, 1.0]);
+        assert_eq!(top1_disagreements(&flipped, &apart, spread_tol, NearTie::WithinTolerance), 0);
+        assert_eq!(top1_disagreements(&flipped, &apart, spread_tol, NearTie::Float16), 1);
+        let tied = t(vec![1, 3], vec![0.0, 1.0, 0.999]);
+        assert_eq!(top1_disagreements(&t(vec![1, 3], vec![0.0, 0.999, 1.0]), &tied, spread_tol, NearTie::Float16), 0, "within two float16 steps");
     }
 }

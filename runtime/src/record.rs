@@ -117,6 +117,13 @@ pub struct OutputDeviation {
     /// Cosine per row, relative L2 error and (for logits) top-1 agreement with the reference.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agreement: Option<crate::compare::Agreement>,
+    /// Where the check judged only the positions the attention mask keeps
+    /// (precision variants, float32 computed in a lower precision): how many,
+    /// and the padded positions' agreement, kept apart as evidence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judged_positions: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub padded_agreement: Option<crate::compare::Agreement>,
 }
 
 /// What a quantization check measured: each layer's error against float32

@@ -4,10 +4,12 @@
 //! record it wrote. Needs the bert fixture (`gen fixtures`, which
 //! `tests/run.sh` runs first).
 //!
-//! One test function: the cases point HWMATRIX_RESULTS and HWMATRIX_FIXTURES
-//! at scratch folders, and the environment is the process's.
+//! The cases point HWMATRIX_RESULTS and HWMATRIX_FIXTURES at scratch folders,
+//! and the environment is the process's: the tests take turns
+//! ([`ENVIRONMENT`]).
 
 use std::path::Path;
+use std::sync::Mutex;
 
 use hwmatrix_tests::{Scratch, copy_tree};
 use runtime::{Cell, Tolerance};
@@ -47,13 +49,42 @@ fn failing(check: impl Fn(&Cell) + std::panic::RefUnwindSafe, cell: &'static Cel
     (message, record)
 }
 
-fn set(name: &str, value: &Path) {
-    // SAFETY: this test binary has one test, so no other thread reads the environment.
+/// The environment is the process's: each test holds this while it runs.
+static ENVIRONMENT: Mutex<()> = Mutex::new(());
+
+fn set(name: &str, value: impl AsRef<std::ffi::OsStr>) {
+    // SAFETY: the tests of this binary take turns (ENVIRONMENT), so no other thread reads the environment.
     unsafe { std::env::set_var(name, value) }
+}
+
+/// A check whose own process crashes (engines that have crashed theirs, QNN's
+/// emulator among them, run each check in a child): the parent records the
+/// crash as the check's failure, `engine-exited` with the signal. The child
+/// is this very test, rerun by name, and it aborts.
+mod isolated {
+    #[test]
+    fn runs() {
+        if std::env::var_os("HWMATRIX_ISOLATED_CHECK").is_some() {
+            std::process::abort();
+        }
+        let _turn = super::ENVIRONMENT.lock().unwrap_or_else(|e| e.into_inner());
+        let scratch = hwmatrix_tests::Scratch::new("isolated");
+        let results = scratch.path().join("results");
+        super::set("HWMATRIX_RESULTS", &results);
+        super::set(runtime::isolation::ISOLATE_ALL, "1");
+        let (message, record) = super::failing(runtime::checks::runs, super::BERT, &results);
+        // SAFETY: as `set`.
+        unsafe { std::env::remove_var(runtime::isolation::ISOLATE_ALL) };
+        assert!(message.contains("killed by signal 6 (SIGABRT)"), "{message}");
+        assert_eq!(record["error_kind"], "engine-exited", "{record}");
+        assert_eq!(record["stage"], "run");
+        assert!(record["reason"].as_str().unwrap().contains("the check's own process was killed"), "{record}");
+    }
 }
 
 #[test]
 fn broken_inputs_fail_and_keep_their_evidence() {
+    let _turn = ENVIRONMENT.lock().unwrap_or_else(|e| e.into_inner());
     let scratch = Scratch::new("evidence");
     let results = scratch.path().join("results");
     set("HWMATRIX_RESULTS", &results);
@@ -125,6 +156,51 @@ fn broken_inputs_fail_and_keep_their_evidence() {
         }
         assert!(record["deviation"]["max_abs"].as_f64().unwrap() > 1e-5, "{} really differs from float32: {}", precision.name(), record["deviation"]);
     }
+
+    // Hardware that computes float32 in float16 (QNN's HTP), judged as float16
+    // is: an output scaled by 0.95 stays within 10% of each output's spread
+    // (the elementwise bound alone passed it), but its relative L2 error of
+    // 0.053 is past fp16's bound. The verdict is the runtime's, whatever the
+    // engine: here the CPU provider runs bert against a reference scaled by 0.95.
+    let scaled = scratch.path().join("scaled");
+    copy_tree(&real_fixtures.join("bert"), &scaled.join("bert"));
+    for output in ["last_hidden_state", "pooler_output"] {
+        let path = scaled.join(format!("bert/outputs/{output}.npy"));
+        let reference = runtime::npy::read(&path).unwrap();
+        let values: Vec<u8> = reference.values().iter().flat_map(|v| ((*v * 0.95) as f32).to_le_bytes()).collect();
+        write_npy(&path, "<f4", &reference.shape, &values);
+    }
+    set("HWMATRIX_FIXTURES", &scaled);
+    let fp16 = planned_bound(runtime::Precision::Fp16);
+    let in_float16 = Box::leak(Box::new(
+        Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned).computing_float32_in(runtime::Precision::Fp16, 0.1, "test: float32 computed in float16", fp16),
+    ));
+    let (message, record) = failing(runtime::checks::matches_reference, in_float16, &results);
+    assert!(message.contains("relative L2 error 0.05") && message.contains("above 0.05"), "{message}");
+    assert!(record["deviation"]["computed_in"].as_str().unwrap().starts_with("fp16"), "{record}");
+    for output in record["deviation"]["outputs"].as_array().unwrap() {
+        assert_eq!(output["violations"], 0, "within 10% of the spread, element by element: {output}");
+    }
+
+    // int8 with a wrong scale on one layer: bert's last feed-forward output
+    // dequantized with the scale of a 4-bit grid (max 7) on 8-bit codes (max
+    // 127), 127/7 times too large. The int8 check, with the bound the specs
+    // use, fails on that variant (onnx edits the scale in the exporter's venv).
+    let wrong_scale = scratch.path().join("wrong-scale");
+    copy_tree(&real_fixtures.join("bert"), &wrong_scale.join("bert"));
+    let variant = wrong_scale.join("bert/model.int8.onnx");
+    let edit = std::process::Command::new(runtime::paths::python())
+        .args(["-c", WRONG_SCALE, &variant.display().to_string(), "onnx::MatMul_341_scale", &(127.0 / 7.0).to_string()])
+        .output()
+        .expect("the exporter venv's python (tests/setup.sh)");
+    assert!(edit.status.success(), "{}", String::from_utf8_lossy(&edit.stderr));
+    set("HWMATRIX_FIXTURES", &wrong_scale);
+    let int8 = runtime::Precision::Int8;
+    let (message, record) = failing(|cell| runtime::checks::precision(cell, int8), with_precision_bound(int8, planned_bound(int8)), &results);
+    assert!(message.contains("relative L2 error") && message.contains("int8's bounds"), "{message}");
+    assert_eq!(record["check"], "int8_matches_reference");
+    assert_eq!(record["error_kind"], "out-of-tolerance");
+    set("HWMATRIX_FIXTURES", &real_fixtures);
 
     // bert's variants swapped for another model's (megatron-bert's: the same
     // inputs, outputs and sizes, other weights): with the bounds the specs
@@ -219,6 +295,18 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     let (_, record) = failing(runtime::checks::runs, BERT, &results);
     assert_eq!(record["error_kind"], "fixture-missing");
 }
+
+/// Multiplies one initializer of an ONNX file by a factor: argv[1] the file, [2] the name, [3] the factor.
+const WRONG_SCALE: &str = "
+import sys, numpy, onnx
+from onnx import numpy_helper
+path, name, factor = sys.argv[1], sys.argv[2], float(sys.argv[3])
+model = onnx.load(path)
+found = [i for i in model.graph.initializer if i.name == name]
+assert found, f'{path} has no initializer {name}'
+found[0].CopyFrom(numpy_helper.from_array((numpy_helper.to_array(found[0]) * factor).astype(numpy.float32), name))
+onnx.save(model, path)
+";
 
 /// An int64 .npy of zeros.
 fn write_zeros_i64(path: &Path, shape: &[usize]) {

@@ -129,9 +129,11 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
             let g_planned = self::planned(generation);
             cell_expr = quote!(#cell_expr.with_generation(&super::GENERATION, #g_planned));
         }
-        if let Some((precision, bound, reason)) = &cell.float32_computed_in {
+        if let Some((precision, bound, reason, agreement)) = &cell.float32_computed_in {
             let precision = ident(&format!("{precision:?}"));
-            cell_expr = quote!(#cell_expr.computing_float32_in(runtime::Precision::#precision, #bound, #reason));
+            let PrecisionTolerance { min_cosine, max_rel_l2, min_top1, .. } = agreement;
+            let agreement = quote!(runtime::AgreementBound { min_cosine: #min_cosine, max_rel_l2: #max_rel_l2, min_top1: #min_top1 });
+            cell_expr = quote!(#cell_expr.computing_float32_in(runtime::Precision::#precision, #bound, #reason, #agreement));
         }
         if !cell.fallback_ops.is_empty() {
             let fallback = cell.fallback_ops.iter().map(|(op, reason)| quote!(runtime::AllowedFallback { op: #op, reason: #reason }));

@@ -26,13 +26,26 @@ struct Tally {
     none: usize,
 }
 
+/// The fixture keys a cell's checks ran on today: the float32 fixture's, and
+/// the generation fixture's for the `generates` check (its own graph).
+struct Keys {
+    fixture: Option<String>,
+    generation: Option<String>,
+}
+
+impl Keys {
+    fn of(&self, check: &str) -> Option<&str> {
+        if check == hwmatrix_cell::GENERATES { self.generation.as_deref() } else { self.fixture.as_deref() }
+    }
+}
+
 /// Why the newest records of a cell are stale, if they are.
 /// `planned` gives each check's planned status: a precision check has its own
-/// (`precision_issues`), the cell's float32 checks the cell's.
-fn stale_because(records: &[&Evidence], fixture_key: Option<&str>, planned: &dyn Fn(&str) -> &'static str, runtime_version: &str) -> Option<String> {
+/// (the evidence store's), the cell's float32 checks the cell's.
+fn stale_because(records: &[&Evidence], keys: &Keys, planned: &dyn Fn(&str) -> &'static str, runtime_version: &str) -> Option<String> {
     for e in records {
         let planned = planned(&e.check);
-        if let (Some(now), Some(then)) = (fixture_key, e.fixture_key.as_deref())
+        if let (Some(now), Some(then)) = (keys.of(&e.check), e.fixture_key.as_deref())
             && now != then
         {
             return Some(format!("{} ran on fixture {} (now {}): the spec or exporter changed", e.check, &then[..then.len().min(12)], &now[..now.len().min(12)]));
@@ -60,7 +73,8 @@ pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
     let mut stale = Vec::new();
     for model in &plan.models {
         let spec = &model.model.spec;
-        let key = spec.export.known_issue.is_none().then(|| model.model.fixture_key());
+        let exported = spec.export.known_issue.is_none();
+        let keys = Keys { fixture: exported.then(|| model.model.fixture_key()), generation: model.model.generates().then(|| model.model.generation_fixture_key()) };
         // Each cell's planned status, and its precision checks' own.
         type Checks = Vec<(&'static str, &'static str)>;
         let mut cells: Vec<(String, &str, &str, Checks)> = model
@@ -95,7 +109,7 @@ pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
             // The quantization cell's plan is per scheme; its records are judged on fixture and version only.
             let judged = if engine == "wgpu" { "no-engine" } else { planned };
             let planned_for = |check: &str| precision.iter().find(|(name, _)| *name == check).map_or(judged, |(_, label)| *label);
-            if let Some(why) = stale_because(records, key.as_deref(), &planned_for, runtime_version) {
+            if let Some(why) = stale_because(records, &keys, &planned_for, runtime_version) {
                 tally.stale += 1;
                 stale.push(format!("{} on {platform} ({engine}): {why}", spec.model_type));
             } else if records.iter().any(|e| matches!(e.status.as_str(), "passed" | "failed")) {
@@ -132,14 +146,44 @@ pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
     for (platform, list) in &gaps {
         let _ = writeln!(out, "- {platform}: {}", list.join(", "));
     }
-    let _ = writeln!(out, "\n## Stale evidence ({} cells)\n", stale.len());
+    let _ = writeln!(out, "\n## Stale records ({} cells)\n", stale.len());
     for line in stale.iter().take(200) {
         let _ = writeln!(out, "- {line}");
     }
     if stale.len() > 200 {
         let _ = writeln!(out, "- … and {} more", stale.len() - 200);
     }
+    out.push_str(&evidence_store(plan));
     Ok((out, total.stale))
+}
+
+/// The evidence store's entries per platform (`-` for the fixture pipeline):
+/// by who failed, and how many are stale (made with another fixture key, or
+/// moved from the specs before entries carried provenance).
+fn evidence_store(plan: &Plan) -> String {
+    use crate::spec::evidence::EntryOutcome;
+    use hwmatrix_cell::Attribution;
+    // platform → [model, engine, environment, harness, does not apply, stale, legacy]
+    let mut rows: BTreeMap<&str, [usize; 7]> = BTreeMap::new();
+    for model in &plan.models {
+        let key = model.model.fixture_key();
+        let generation_key = model.model.generation_fixture_key();
+        for entry in &model.model.spec.evidence {
+            let row = rows.entry(entry.platform.map_or("-", |p| p.name())).or_default();
+            match (entry.outcome, entry.attribution) {
+                (EntryOutcome::DoesNotApply, _) | (_, None) => row[4] += 1,
+                (_, Some(a)) => row[Attribution::ALL.iter().position(|x| *x == a).expect("one of ALL")] += 1,
+            }
+            let today = if entry.check == hwmatrix_cell::GENERATES || entry.check == crate::spec::evidence::GENERATION_EXPORT { &generation_key } else { &key };
+            row[5] += usize::from(entry.stale(today).is_some());
+            row[6] += usize::from(entry.provenance.legacy.is_some());
+        }
+    }
+    let mut out = String::from("\n## The evidence store (model-specs/evidence)\n\nWho failed decides the plan: the model's and the engine's failures are known issues; the environment's (a software adapter without a feature, an emulator, our time limit) and our harness's are not tested here.\n\n| platform | model | engine | environment | harness | does not apply | stale | of which legacy |\n|---|---|---|---|---|---|---|---|\n");
+    for (platform, r) in rows {
+        let _ = writeln!(out, "| {platform} | {} | {} | {} | {} | {} | {} | {} |", r[0], r[1], r[2], r[3], r[4], r[5], r[6]);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -175,10 +219,23 @@ mod tests {
         let records = [evidence("matches_reference", "passed"), evidence("int8_matches_reference", "known-issue")];
         let records: Vec<&Evidence> = records.iter().collect();
         let own = |check: &str| if check == "int8_matches_reference" { "known-issue" } else { "run" };
-        assert_eq!(stale_because(&records, None, &own, env!("CARGO_PKG_VERSION")), None);
+        let keys = Keys { fixture: None, generation: None };
+        assert_eq!(stale_because(&records, &keys, &own, env!("CARGO_PKG_VERSION")), None);
         // Judged by the cell's plan instead, the same records would look stale.
         let cell_only = |_: &str| "run";
-        let why = stale_because(&records, None, &cell_only, env!("CARGO_PKG_VERSION")).expect("stale by the cell's plan");
+        let why = stale_because(&records, &keys, &cell_only, env!("CARGO_PKG_VERSION")).expect("stale by the cell's plan");
         assert!(why.contains("int8_matches_reference recorded `known-issue`"), "{why}");
+    }
+
+    #[test]
+    fn a_generates_record_is_judged_by_the_generation_fixture_key() {
+        let mut record = evidence("generates", "passed");
+        record.fixture_key = Some("generation-key".into());
+        let run = |_: &str| "run";
+        let fresh = Keys { fixture: Some("float32-key".into()), generation: Some("generation-key".into()) };
+        assert_eq!(stale_because(&[&record], &fresh, &run, env!("CARGO_PKG_VERSION")), None, "its own fixture's key, not the float32 one's");
+        let rebuilt = Keys { fixture: Some("float32-key".into()), generation: Some("another-key".into()) };
+        let why = stale_because(&[&record], &rebuilt, &run, env!("CARGO_PKG_VERSION")).expect("the generation fixture changed");
+        assert!(why.contains("generates ran on fixture generation-k"), "{why}");
     }
 }

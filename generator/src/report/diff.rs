@@ -109,7 +109,7 @@ fn describe(e: &Evidence) -> String {
 /// A reason shortened to one line a terminal can show.
 fn one_line(text: &str) -> String {
     let line = text.lines().next().unwrap_or_default();
-    if line.chars().count() > 300 { format!("{}...", line.chars().take(300).collect::<String>()) } else { line.to_string() }
+    super::shorten(line, 300)
 }
 
 /// The diff as text; the caller exits non-zero when it has a regression.

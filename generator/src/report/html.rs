@@ -23,6 +23,7 @@ fn color(status: Status) -> &'static str {
         Status::KnownIssue => "#ef6c00",
         Status::NotTested => "#6a1b9a",
         Status::Unsupported => "#757575",
+        Status::Incomplete => "#ffe082",
         Status::Ignored => "#b0bec5",
         Status::NoEvidence => "#eceff1",
     }
@@ -132,7 +133,7 @@ fn table_matrix(out: &mut String, id: &str, rows: &[MatrixRow], platforms: &[Str
 fn cell_span(cell: &Cell) -> String {
     let records: Vec<String> = cell.records.iter().map(|r| format!("{} {} {} (run {}, {}, {})", r.check, r.status, r.record, r.run_id, r.host, r.time)).collect();
     let title = if records.is_empty() { "no record".to_string() } else { records.join("\n") };
-    let reason = cell.reason.as_deref().map(|r| format!("\n{}", r.chars().take(400).collect::<String>())).unwrap_or_default();
+    let reason = cell.reason.as_deref().map(|r| format!("\n{}", super::shorten(r, 400))).unwrap_or_default();
     let flag = cell.disagreement.as_deref().map(|d| format!(" data-disagreement=\"{}\"", esc(d))).unwrap_or_default();
     format!(
         "<span class=\"cell s-{}\" data-status=\"{}\" data-model=\"{}\" data-platform=\"{}\" data-engine=\"{}\"{flag} title=\"{}\">{} {}{}</span>",
@@ -260,7 +261,7 @@ pub fn render(report: &Report) -> String {
     for group in &report.issues {
         let _ = write!(out, "<details><summary>{} ({} cells)</summary><ul>", esc(&group.cause), group.cells.len());
         for c in &group.cells {
-            let _ = write!(out, "<li>{} on {} ({}): {} <small>record {}</small></li>", esc(&c.model), esc(&c.platform), esc(&c.engine), esc(&c.reason.chars().take(400).collect::<String>()), esc(&c.record));
+            let _ = write!(out, "<li>{} on {} ({}): {} <small>record {}</small></li>", esc(&c.model), esc(&c.platform), esc(&c.engine), esc(&super::shorten(&c.reason, 400)), esc(&c.record));
         }
         out.push_str("</ul></details>");
     }

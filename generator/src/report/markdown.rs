@@ -12,13 +12,14 @@ pub fn mark(status: Status) -> &'static str {
         Status::Failed => "✗",
         Status::KnownIssue => "K",
         Status::NotTested => "N",
+        Status::Incomplete => "◐",
         Status::Unsupported => "–",
         Status::Ignored => "○",
         Status::NoEvidence => "·",
     }
 }
 
-pub const LEGEND: &str = "✓ passed, ✗ failed, K known issue, N not tested (our harness could not build or run the tiny PyTorch model: our gap, not the model's), – unsupported, ○ ignored (its platform's feature was off), · no evidence (no record)";
+pub const LEGEND: &str = "✓ passed, ✗ failed, K known issue, N not tested here (our harness's gap or this machine's: a software adapter without a feature, an emulator, our time limit; not the model's), ◐ incomplete (a planned check has no record), – unsupported, ○ ignored (its platform's feature was off), · no evidence (no record)";
 
 /// `✓12 ✗1 K3`: the non-zero counts in a fixed order.
 pub fn counts_text(counts: &Counts) -> String {
@@ -39,7 +40,11 @@ fn support(expected: Option<crate::spec::Support>) -> &'static str {
 pub fn engines_text(cells: &[&Cell]) -> String {
     cells
         .iter()
-        .map(|c| format!("{} {}{}", c.engine, mark(c.status), if c.disagreement.is_some() { " ⚠" } else { "" }))
+        .map(|c| {
+            // A stored status says when it was measured, and whether it still describes the checkout.
+            let stored = c.evidence.as_ref().map_or(String::new(), |e| format!(" ({}{})", e.date.get(..10).unwrap_or(&e.date), if e.stale.is_some() { ", stale" } else { "" }));
+            format!("{} {}{stored}{}", c.engine, mark(c.status), if c.disagreement.is_some() { " ⚠" } else { "" })
+        })
         .collect::<Vec<_>>()
         .join("<br>")
 }
@@ -137,7 +142,7 @@ pub fn render(report: &Report) -> String {
     matrix_table(&mut out, &report.matrices.architecture_platform, &platforms, "architecture", true);
 
     let _ = writeln!(out, "\n## Matrix: model × platform\n");
-    let _ = writeln!(out, "⚠: the measurement contradicts architectures.yaml's expectation.\n");
+    let _ = writeln!(out, "⚠: the measurement contradicts architectures.yaml's expectation. A date in parentheses: the status is stored evidence (model-specs/evidence) measured that day, not this run's; `stale`: measured on another fixture key, or before entries carried provenance.\n");
     let _ = writeln!(out, "| model | {} |", platforms.join(" | "));
     let _ = writeln!(out, "|---|{}", "---|".repeat(platforms.len()));
     let mut by_model: BTreeMap<&str, BTreeMap<&str, Vec<&Cell>>> = BTreeMap::new();
@@ -180,7 +185,7 @@ pub fn render(report: &Report) -> String {
     for group in &report.issues {
         let _ = writeln!(out, "### {} ({} cells)\n", group.cause, group.cells.len());
         for cell in &group.cells {
-            let reason: String = cell.reason.chars().take(300).collect();
+            let reason = super::shorten(&cell.reason, 300);
             let _ = writeln!(out, "- {} on {} ({}): {} [record {}]", cell.model, cell.platform, cell.engine, escape(&reason), cell.record);
         }
         let _ = writeln!(out);

@@ -34,16 +34,21 @@ pub enum Status {
     Passed,
     Failed,
     KnownIssue,
-    /// Our harness could not build or run the tiny PyTorch model: no engine
-    /// was tried. Our gap, counted apart from the model's known issues.
+    /// Not tested here: our harness could not build or run the tiny PyTorch
+    /// model, or this machine lacks what the check needs (a software adapter
+    /// without shader-f16, an emulator, our time limit). Counted apart from
+    /// the model's known issues.
     NotTested,
+    /// Every check that ran passed, but some planned check has no record:
+    /// never a pass (a run of `::runs` alone compared nothing).
+    Incomplete,
     Unsupported,
     Ignored,
     NoEvidence,
 }
 
 impl Status {
-    pub const ALL: [Status; 7] = [Status::Passed, Status::Failed, Status::KnownIssue, Status::NotTested, Status::Unsupported, Status::Ignored, Status::NoEvidence];
+    pub const ALL: [Status; 8] = [Status::Passed, Status::Failed, Status::KnownIssue, Status::NotTested, Status::Incomplete, Status::Unsupported, Status::Ignored, Status::NoEvidence];
 
     pub fn label(self) -> &'static str {
         match self {
@@ -51,6 +56,7 @@ impl Status {
             Status::Failed => "failed",
             Status::KnownIssue => "known-issue",
             Status::NotTested => "not-tested",
+            Status::Incomplete => "incomplete",
             Status::Unsupported => "unsupported",
             Status::Ignored => "ignored",
             Status::NoEvidence => "no-evidence",
@@ -136,7 +142,39 @@ pub struct Cell {
     pub stage: Option<String>,
     /// Where a status that is not a measurement comes from (`seed-expectation`, `spec`...).
     pub basis: Option<String>,
+    /// Where the status comes from: `this run` (its checks ran in the runs
+    /// read), `stored evidence` (an entry of model-specs/evidence, from an
+    /// earlier run: see `evidence`), `spec` (a person's status), `not tried`.
+    pub source: &'static str,
+    /// The evidence store's entry behind a stored status: when, where, and
+    /// whether it still describes today's checkout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<StoredEvidence>,
     pub records: Vec<RecordRef>,
+}
+
+/// An evidence entry as a cell cites it.
+#[derive(Clone, Debug, Serialize)]
+pub struct StoredEvidence {
+    pub check: String,
+    pub date: String,
+    pub run: Option<String>,
+    pub host: Option<String>,
+    pub attribution: Option<String>,
+    /// Why the entry no longer describes today's checkout (another fixture
+    /// key, or recorded before entries carried provenance).
+    pub stale: Option<String>,
+}
+
+/// Shortens text for a display at a word boundary (never mid-word), with `…`;
+/// stored text is never shortened.
+pub fn shorten(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(max_chars).collect();
+    let at_word = cut.rfind(char::is_whitespace).filter(|&i| i > max_chars / 2).map_or(cut.as_str(), |i| &cut[..i]);
+    format!("{}…", at_word.trim_end_matches([',', ';', ':', ' ']))
 }
 
 #[derive(Debug, Serialize)]
@@ -210,6 +248,8 @@ pub struct Performance {
     pub rust_over_python: Option<f64>,
     /// What was running: threads, other checks in flight, test threads.
     pub conditions: String,
+    /// The device or adapter it ran on, as the record found it.
+    pub device: Option<String>,
     pub record: String,
 }
 
@@ -422,7 +462,12 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
         for (platform, engine) in engines {
             let records = by_cell.remove(&(spec.model_type.clone(), platform.clone(), engine.clone())).unwrap_or_default();
             let statuses: Vec<Status> = records.iter().map(|e| Status::of_record(&e.status)).collect();
-            let status = Status::of_checks(&statuses);
+            let mut status = Status::of_checks(&statuses);
+            // A cell passes only when every planned check passed: a missing one leaves it incomplete.
+            let required = required_checks(model_plan, &platform, &engine);
+            if status == Status::Passed && required.iter().any(|check| !records.iter().any(|e| e.check == *check)) {
+                status = Status::Incomplete;
+            }
             let expected = expected_support(specs, &spec.architecture, &platform);
             let first_bad = records.iter().find(|e| Status::of_record(&e.status) == status && status != Status::Passed);
             // A model without a fixture was never tried on any platform: no platform evidence to disagree with.
@@ -436,6 +481,15 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
                 (Some(Support::No), Status::Passed) => Some("expected no, measured pass".to_string()),
                 _ => None,
             };
+            let basis = first_bad.and_then(|e| e.basis.clone());
+            let stored = (basis.as_deref() == Some("evidence")).then(|| stored_evidence(model_plan.model, &platform, &engine)).flatten();
+            let source = match basis.as_deref() {
+                _ if status == Status::NoEvidence => "none",
+                Some("evidence") => "stored evidence",
+                Some("spec") => "spec",
+                Some("not-tried") => "not tried",
+                _ => "this run",
+            };
             cells.push(Cell {
                 model: spec.model_type.clone(),
                 category: spec.category.clone(),
@@ -443,13 +497,15 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
                 platform,
                 engine,
                 status,
+                source,
+                evidence: stored,
                 expected,
                 disagreement,
                 reason: first_bad.and_then(|e| e.body.get("reason").and_then(|r| r.as_str()).map(str::to_string)),
                 basis: match spec.export.stage {
                     Some(stage) if stage.is_harness() => Some(format!("our harness stopped at `{stage}`")),
                     _ if no_fixture => Some("no fixture (the export fails)".into()),
-                    _ => first_bad.and_then(|e| e.basis.clone()),
+                    _ => basis,
                 },
                 error_kind: first_bad.and_then(|e| e.error_kind.clone()),
                 stage: cell_stage(status, first_bad.copied(), &records),
@@ -504,6 +560,44 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
     let precision = precision::precision_evidence(plan, &evidence, if runs.is_empty() { &evidence } else { &every_run });
     let generation = generation::generation_evidence(&evidence);
     Ok(Report { source, summary, platforms, stages, models, matrices, issues: issues(&cells), cells, kernel_checks, precision, generation, engine_disagreements, performance, recommendations })
+}
+
+/// The checks a cell must have passed to pass: the float32 checks, or a wgpu
+/// cell's quantization checks that are planned to run.
+fn required_checks(model: &crate::plan::ModelPlan, platform: &str, engine: &str) -> Vec<&'static str> {
+    if engine == KERNEL_ENGINE {
+        model.quantization.iter().flat_map(|q| q.checks.iter().filter(|c| matches!(c.planned, hwmatrix_cell::Planned::Run)).map(|c| c.scheme.check_name())).collect()
+    } else if model.cells.iter().any(|c| c.platform.name() == platform && c.engine.kind().name() == engine && matches!(c.planned, hwmatrix_cell::Planned::Run)) {
+        hwmatrix_cell::CHECKS.to_vec()
+    } else {
+        Vec::new()
+    }
+}
+
+/// The evidence entry behind a cell's stored status: the cell's own first
+/// failure, else the fixture pipeline's (a model without a fixture).
+fn stored_evidence(model: &crate::spec::LoadedModel, platform: &str, engine: &str) -> Option<StoredEvidence> {
+    use crate::spec::evidence::{EXPORT, GENERATION_EXPORT};
+    let entries = &model.spec.evidence;
+    let own = entries.iter().find(|e| e.platform.is_some_and(|p| p.name() == platform) && e.engine.is_none_or(|k| k.name() == engine) && hwmatrix_cell::CHECKS.contains(&e.check.as_str()));
+    let entry = own.or_else(|| entries.iter().find(|e| e.platform.is_none() && e.check == EXPORT))?;
+    let key = if entry.check == GENERATION_EXPORT || entry.check == hwmatrix_cell::GENERATES { model.generation_fixture_key() } else { model.fixture_key() };
+    Some(StoredEvidence {
+        check: entry.check.clone(),
+        date: entry.provenance.date.clone(),
+        run: entry.provenance.run.clone(),
+        host: entry.provenance.host.clone(),
+        attribution: entry.attribution.map(|a| a.name().to_string()),
+        stale: entry.stale(&key),
+    })
+}
+
+/// A device that stands in for hardware in software (QNN's x86 HTP emulator,
+/// SwiftShader, Mesa's llvmpipe and lavapipe): its timings are facts about
+/// the run, never a platform's speed.
+pub fn simulated(device: &str) -> bool {
+    let device = device.to_ascii_lowercase();
+    ["emulator", "swiftshader", "llvmpipe", "lavapipe", "fallback adapter"].iter().any(|s| device.contains(s))
 }
 
 /// A cell's stage: that of the record that decides its status; a passed cell
@@ -615,6 +709,7 @@ fn performance(evidence: &[Evidence]) -> Vec<Performance> {
                 peak_rss_kb: e.body.pointer("/bench/peak_rss_kb").and_then(|v| v.as_i64()),
                 rust_over_python: e.body.pointer("/bench/python/rust_over_python").and_then(|v| v.as_f64()),
                 conditions: format!("threads {threads}, {in_flight} other checks in flight, {} runs", timing.get("runs").and_then(|v| v.as_u64()).unwrap_or(0)),
+                device: e.body.get("device").and_then(|d| d.as_str()).map(str::to_string),
                 record: e.record.clone(),
             })
         })
@@ -628,12 +723,14 @@ fn median(values: &mut [f64]) -> f64 {
 }
 
 /// Per category, the platform and engine with the lowest median latency over
-/// the models that passed there (a latency counts only where the cell passed).
+/// the models that passed there (a latency counts only where the cell passed,
+/// and never one taken on an emulator or a software adapter).
 fn fastest(cells: &[Cell], performance: &[Performance]) -> Vec<Fastest> {
     let passed: std::collections::BTreeSet<(&str, &str, &str)> =
         cells.iter().filter(|c| c.status == Status::Passed).map(|c| (c.model.as_str(), c.platform.as_str(), c.engine.as_str())).collect();
     let mut latencies: BTreeMap<(String, String, String), BTreeMap<String, f64>> = BTreeMap::new();
-    for p in performance.iter().filter(|p| passed.contains(&(p.model.as_str(), p.platform.as_str(), p.engine.as_str()))) {
+    let on_hardware = |p: &&Performance| !p.device.as_deref().is_some_and(simulated);
+    for p in performance.iter().filter(|p| passed.contains(&(p.model.as_str(), p.platform.as_str(), p.engine.as_str()))).filter(on_hardware) {
         let per_model = latencies.entry((p.category.clone(), p.platform.clone(), p.engine.clone())).or_default();
         // A model's cell has several timed checks; its fastest is what the platform can do.
         let entry = per_model.entry(p.model.clone()).or_insert(f64::INFINITY);
@@ -723,8 +820,25 @@ mod tests {
             error_kind: None,
             stage: stage.map(str::to_string),
             basis: None,
+            source: "this run",
+            evidence: None,
             records: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_display_shortens_at_a_word_and_never_mid_word() {
+        let reason = "matches_reference: output last_hidden_state: 7 of 256 elements outside abs 0.0001";
+        let short = shorten(reason, 40);
+        assert_eq!(short, "matches_reference: output…");
+        assert!(reason.starts_with(short.trim_end_matches('…')));
+        assert_eq!(shorten("short", 40), "short");
+    }
+
+    #[test]
+    fn timings_of_emulators_and_software_adapters_are_kept_apart() {
+        assert!(simulated("QNN HTP emulator (x86_64)") && simulated("SwiftShader Device (Subzero) (vulkan, cpu, no shader-f16)") && simulated("llvmpipe (LLVM 15.0.6, 256 bits)"));
+        assert!(!simulated("NVIDIA H100 80GB HBM3") && !simulated("cpu"));
     }
 
     #[test]

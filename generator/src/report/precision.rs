@@ -61,7 +61,7 @@ impl CheckpointRecord {
     /// rating, as one phrase for both renderings of the report.
     pub fn measured(&self) -> String {
         let measured = match &self.reason {
-            Some(reason) => reason.chars().take(200).collect::<String>(),
+            Some(reason) => super::shorten(reason, 200),
             None => format!(
                 "worst-row cosine {}, relative L2 {}{}",
                 figure(self.worst_cosine),

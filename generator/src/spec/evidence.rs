@@ -345,3 +345,75 @@ pub fn read(root: &Path, model_type: &str) -> Result<EvidenceFile, String> {
         Err(_) => Ok(EvidenceFile { model_type: model_type.to_string(), entries: Vec::new() }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(platform: Option<Platform>, check: &str, error: &str, key: &str) -> Entry {
+        Entry {
+            platform,
+            engine: platform.map(|_| EngineKind::Onnxruntime),
+            check: check.into(),
+            outcome: EntryOutcome::Failed,
+            attribution: Some(Attribution::Engine),
+            stage: Some(Stage::Run),
+            error_kind: Some(ErrorKind::RunFailed),
+            error: error.into(),
+            provenance: Provenance { run: Some("run-1".into()), date: "2026-11-27T03:00:00Z".into(), host: Some("h".into()), fixture_key: Some(key.into()), ..Provenance::default() },
+        }
+    }
+
+    #[test]
+    fn the_same_failure_keeps_its_entry_another_replaces_it_and_a_pass_clears_it() {
+        let key = |check: &str| EntryKey { platform: Some(Platform::Openvino), engine: Some(EngineKind::Onnxruntime), check: check.into() };
+        let old = failure(Some(Platform::Openvino), "runs", "runs: failed", "k1");
+        let mut entries = vec![old.clone()];
+        // Measured again by a later run, the same: nothing churns (the first run's provenance stays).
+        let mut again = old.clone();
+        again.provenance.run = Some("run-2".into());
+        merge(&mut entries, vec![(key("runs"), Some(again.clone()))], "k1");
+        assert_eq!(entries, vec![old.clone()]);
+        // The same failure on another fixture key: the old entry was stale, the new one replaces it.
+        let mut rebuilt = again.clone();
+        rebuilt.provenance.fixture_key = Some("k2".into());
+        assert!(old.stale("k2").is_some());
+        merge(&mut entries, vec![(key("runs"), Some(rebuilt.clone()))], "k2");
+        assert_eq!(entries, vec![rebuilt]);
+        // Each check keeps its own outcome; a pass clears only its own entry.
+        merge(&mut entries, vec![(key("dynamic_shapes"), Some(failure(Some(Platform::Openvino), "dynamic_shapes", "other", "k2"))), (key("runs"), None)], "k2");
+        assert_eq!(entries.iter().map(|e| e.check.as_str()).collect::<Vec<_>>(), ["dynamic_shapes"]);
+    }
+
+    #[test]
+    fn who_failed_decides_known_issue_or_not_tested_here() {
+        let mut entry = failure(Some(Platform::Webgpu), "fp16_matches_reference", "requires f16", "k");
+        assert!(entry.is_known_issue());
+        entry.attribution = Some(Attribution::Environment);
+        assert!(!entry.is_known_issue(), "a software adapter without shader-f16 is this machine's, not the model's");
+        assert!(entry.reason("bert on webgpu").contains("the environment here (not tested here)"));
+        let legacy = Entry { provenance: Provenance { date: "2026-11-20".into(), legacy: Some("moved".into()), ..Provenance::default() }, ..entry };
+        assert!(legacy.stale("k").is_some_and(|why| why.contains("before evidence carried")), "an entry without provenance is always stale");
+    }
+
+    #[test]
+    fn the_pipeline_names_who_failed() {
+        let model = pipeline_failure(EXPORT, "exporting: RuntimeError: legacy exporter: x; dynamo exporter: y", "k");
+        assert_eq!((model.attribution, model.stage), (Some(Attribution::Model), Some(Stage::Export)));
+        let ours = pipeline_failure(EXPORT, "running the tiny model: RuntimeError: shapes", "k");
+        assert_eq!((ours.attribution, ours.stage), (Some(Attribution::Harness), Some(Stage::Reference)));
+        let limit = pipeline_failure(EXPORT, "exporting: timed out after 300 s", "k");
+        assert_eq!(limit.attribution, Some(Attribution::Environment), "our worker's limit is not the model's");
+        let flatten = pipeline_failure(GENERATION_EXPORT, "RuntimeError: cannot flatten the cache", "k");
+        assert_eq!(flatten.attribution, Some(Attribution::Harness));
+        assert_eq!(model.provenance.fixture_key.as_deref(), Some("k"));
+        assert!(model.provenance.run.is_some() && model.provenance.host.is_some() && model.provenance.library.as_deref().is_some_and(|l| l.contains("torch==")));
+    }
+
+    #[test]
+    fn errors_name_paths_relative_to_the_fixture_root() {
+        let fixtures = hwmatrix_cell::paths::fixtures_dir();
+        let error = format!("cannot load {}/bert/model.onnx: bad", fixtures.display());
+        assert_eq!(relative_paths(&error), "cannot load <fixtures>/bert/model.onnx: bad");
+    }
+}

@@ -418,6 +418,11 @@ pub struct ComputedIn {
     /// float32 graphs computed in that precision.
     pub max_error_of_spread: f64,
     pub reason: &'static str,
+    /// That precision's agreement bound (the model's `precision_tolerances`):
+    /// every float output judged as a variant in that precision is judged,
+    /// besides the elementwise bound (an output scaled by 0.91 stays within
+    /// 10% of its spread, not within fp16's relative L2 error).
+    pub agreement: AgreementBound,
 }
 
 impl Cell {
@@ -427,8 +432,8 @@ impl Cell {
         Cell { model, platform, engine, planned, tolerance_override: None, allowed_fallback: &[], precision_checks: &[], float32_computed_in: None, generation: None }
     }
 
-    pub const fn computing_float32_in(mut self, precision: Precision, max_error_of_spread: f64, reason: &'static str) -> Cell {
-        self.float32_computed_in = Some(ComputedIn { precision, max_error_of_spread, reason });
+    pub const fn computing_float32_in(mut self, precision: Precision, max_error_of_spread: f64, reason: &'static str, agreement: AgreementBound) -> Cell {
+        self.float32_computed_in = Some(ComputedIn { precision, max_error_of_spread, reason, agreement });
         self
     }
 

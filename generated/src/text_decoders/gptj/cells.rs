@@ -192,6 +192,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         runtime::Precision::Fp16,
         0.1f64,
         "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
+        runtime::AgreementBound {
+            min_cosine: 0.99f64,
+            max_rel_l2: 0.05f64,
+            min_top1: 0.95f64,
+        },
     );
 /// gptj on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
