@@ -201,11 +201,16 @@ cargo test --locked -p generated --features webgpu,webnn -- "${native_filters[@]
 # The evidence store (model-specs/evidence) re-verified, a slice a run: the stored cells of
 # the slice re-measured with their ignored checks, each check's outcome compared with its
 # entry (passed, failed and who failed); a disagreement fails the run and names the entry
-# (accepting it is `gen import --platform P`, a reviewed diff). The slice follows the commit:
-# eight commits in a row cover every stored cell of the platforms this run has. Each
-# platform runs in the test binary already built for it (--features).
+# (accepting it is `gen import --platform P`, a reviewed diff). The slice follows the
+# commit count, so eight commits in a row cover every stored cell of the platforms this run
+# has (a shallow clone has no count: its commit hash picks the slice). Each platform runs in
+# the test binary already built for it (--features).
 slices=8
-slice=$(( 16#$(git rev-parse --short=8 HEAD 2>/dev/null || echo 0) % slices ))
+if [[ "$(git rev-parse --is-shallow-repository 2>/dev/null)" == false ]]; then
+  slice=$(( $(git rev-list --count HEAD) % slices ))
+else
+  slice=$(( 16#$(git rev-parse --short=8 HEAD 2>/dev/null || echo 0) % slices ))
+fi
 step "the evidence store re-verified: slice $slice of $slices (by the commit) on cpu, openvino, qnn, webgpu and webnn"
 "$gen" import --platform cpu --verify --slice "$slice/$slices" --features torch 2>&1 | tee -a "$log"
 RUST_TEST_THREADS=1 "$gen" import --platform openvino --verify --slice "$slice/$slices" --features qnn,openvino 2>&1 | tee -a "$log"

@@ -68,6 +68,7 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
     set("HWMATRIX_HOST", "host-a");
     runtime::checks::runs(BERT);
     runtime::checks::matches_reference(BERT);
+    runtime::checks::dynamic_shapes(BERT);
     runtime::checks::precision(BERT, runtime::Precision::Int8);
     // llama generates on cpu (its generation fixture): the generation column, not the cell's status.
     runtime::checks::generates(&generated::text_decoders::llama::cells::CPU_ONNX);
@@ -82,10 +83,10 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
     text.push_str(r#"{"run_id":"torn","time":"2026-"#);
     std::fs::write(&host_b, text).unwrap();
     let first = gen_ok(&["results", "--db", db_s, "import", results_s]);
-    assert!(first.contains("6 records added, 0 already there, 1 lines rejected"), "{first}");
+    assert!(first.contains("7 records added, 0 already there, 1 lines rejected"), "{first}");
     assert!(first.contains("host-b.jsonl:3: torn last line"), "{first}");
     let again = gen_ok(&["results", "--db", db_s, "import", results_s]);
-    assert!(again.contains("0 records added, 6 already there"), "importing twice added records:\n{again}");
+    assert!(again.contains("0 records added, 7 already there"), "importing twice added records:\n{again}");
     let runs = gen_ok(&["results", "--db", db_s, "runs"]);
     assert!(runs.contains("host-a,host-b"), "{runs}");
 
@@ -151,6 +152,18 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
     let run = run_gen(&["results", "--db", db_s, "verify", out.join("forged.json").to_str().unwrap()]);
     assert_eq!(run.code, 1, "a forged record passed verify: {}", run.stdout);
     assert!(run.stderr.contains("record 0123456789abcdef is not in"), "{}", run.stderr);
+
+    // A run of `runs` alone compared nothing with a reference: the cell is incomplete, never passed.
+    let runs_only = scratch.path().join("runs-only.jsonl");
+    retimed(&results.join("host-a.jsonl"), &runs_only, "runs-only", |_| 1.0);
+    let kept: Vec<String> = std::fs::read_to_string(&runs_only).unwrap().lines().filter(|l| l.contains(r#""check":"runs""#)).map(str::to_string).collect();
+    std::fs::write(&runs_only, kept.join("\n") + "\n").unwrap();
+    gen_ok(&["results", "--db", db_s, "import", runs_only.to_str().unwrap()]);
+    gen_ok(&["report", "--db", db_s, "--format", "json", "--run", "runs-only", "--out", out.to_str().unwrap()]);
+    let partial: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let bert = cell(&partial, "bert", "cpu", "onnxruntime");
+    assert_eq!(bert["status"], "incomplete", "{bert}");
+    assert_eq!(bert["source"], "this run", "{bert}");
 
     #[cfg(feature = "web")]
     html_in_chromium(&out, db_s);

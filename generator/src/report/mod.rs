@@ -595,7 +595,7 @@ fn stored_evidence(model: &crate::spec::LoadedModel, platform: &str, engine: &st
 /// A device that stands in for hardware in software (QNN's x86 HTP emulator,
 /// SwiftShader, Mesa's llvmpipe and lavapipe): its timings are facts about
 /// the run, never a platform's speed.
-pub fn simulated(device: &str) -> bool {
+pub fn emulated_or_software(device: &str) -> bool {
     let device = device.to_ascii_lowercase();
     ["emulator", "swiftshader", "llvmpipe", "lavapipe", "fallback adapter"].iter().any(|s| device.contains(s))
 }
@@ -729,7 +729,7 @@ fn fastest(cells: &[Cell], performance: &[Performance]) -> Vec<Fastest> {
     let passed: std::collections::BTreeSet<(&str, &str, &str)> =
         cells.iter().filter(|c| c.status == Status::Passed).map(|c| (c.model.as_str(), c.platform.as_str(), c.engine.as_str())).collect();
     let mut latencies: BTreeMap<(String, String, String), BTreeMap<String, f64>> = BTreeMap::new();
-    let on_hardware = |p: &&Performance| !p.device.as_deref().is_some_and(simulated);
+    let on_hardware = |p: &&Performance| !p.device.as_deref().is_some_and(emulated_or_software);
     for p in performance.iter().filter(|p| passed.contains(&(p.model.as_str(), p.platform.as_str(), p.engine.as_str()))).filter(on_hardware) {
         let per_model = latencies.entry((p.category.clone(), p.platform.clone(), p.engine.clone())).or_default();
         // A model's cell has several timed checks; its fastest is what the platform can do.
@@ -837,8 +837,8 @@ mod tests {
 
     #[test]
     fn timings_of_emulators_and_software_adapters_are_kept_apart() {
-        assert!(simulated("QNN HTP emulator (x86_64)") && simulated("SwiftShader Device (Subzero) (vulkan, cpu, no shader-f16)") && simulated("llvmpipe (LLVM 15.0.6, 256 bits)"));
-        assert!(!simulated("NVIDIA H100 80GB HBM3") && !simulated("cpu"));
+        assert!(emulated_or_software("QNN HTP emulator (x86_64)") && emulated_or_software("SwiftShader Device (Subzero) (vulkan, cpu, no shader-f16)") && emulated_or_software("llvmpipe (LLVM 15.0.6, 256 bits)"));
+        assert!(!emulated_or_software("NVIDIA H100 80GB HBM3") && !emulated_or_software("cpu"));
     }
 
     #[test]

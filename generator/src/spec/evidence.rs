@@ -196,7 +196,7 @@ pub fn load_all(root: &Path, errors: &mut Vec<SpecError>) -> BTreeMap<String, (P
 }
 
 fn validate(path: &Path, source: &str, file: &EvidenceFile, errors: &mut Vec<SpecError>) {
-    let at = (|| locate_key(source, "entries", 0))().unwrap_or((1, 1));
+    let at = locate_key(source, "entries", 0).unwrap_or((1, 1));
     let mut seen = std::collections::BTreeSet::new();
     for entry in &file.entries {
         let name = format!("{}{}{}", entry.platform.map(|p| format!("{p}/")).unwrap_or_default(), entry.engine.map(|e| format!("{}/", e.name())).unwrap_or_default(), entry.check);

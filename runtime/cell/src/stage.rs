@@ -68,30 +68,6 @@ impl Stage {
         ];
         PREFIXES.iter().find(|(prefix, _)| message.starts_with(prefix)).map(|(_, stage)| *stage)
     }
-
-    /// The stage of a failure `gen import --platform` measured, from the
-    /// check's error in the runtime's own words (`imported.platform_issues`
-    /// keeps the message, not the error kind). None when no pattern says.
-    pub fn of_measured_error(message: &str) -> Option<Stage> {
-        // (what the runtime's message says, the stage), most specific first.
-        const PATTERNS: [(&str, Stage); 14] = [
-            ("could not trace the model to TorchScript", Stage::Export),
-            ("the exporter could not make", Stage::Export),
-            ("has no matrix-product layer", Stage::Export),
-            ("not every node ran on", Stage::Run),
-            ("opening the model took longer", Stage::Load),
-            ("opening the model", Stage::Load),
-            ("cannot load ", Stage::Load),
-            ("running the model took longer", Stage::Run),
-            ("running the model", Stage::Run),
-            ("run failed", Stage::Run),
-            ("fails running", Stage::Run),
-            ("elements outside", Stage::Mismatch),
-            ("not finite", Stage::Mismatch),
-            ("the spec rates", Stage::Mismatch),
-        ];
-        PATTERNS.iter().find(|(pattern, _)| message.contains(pattern)).map(|(_, stage)| *stage)
-    }
 }
 
 impl fmt::Display for Stage {
@@ -121,10 +97,6 @@ mod tests {
         assert_eq!(Stage::of_pipeline_error("exporting: RuntimeError: legacy exporter: ..."), Some(Stage::Export));
         assert_eq!(Stage::of_pipeline_error("a person's note"), None);
         assert!(Stage::Reference.is_harness() && !Stage::Export.is_harness());
-        assert_eq!(Stage::of_measured_error("matches_reference: output x: 3 of 512 elements outside abs 0.0001 + rel 0.001"), Some(Stage::Mismatch));
-        assert_eq!(Stage::of_measured_error("runs: not every node ran on WebNNExecutionProvider: Gather ×1"), Some(Stage::Run));
-        assert_eq!(Stage::of_measured_error("runs: opening the model took longer than its limit of 120 s"), Some(Stage::Load));
-        assert_eq!(Stage::of_measured_error("a person's words"), None);
         assert_eq!("mismatch".parse::<Stage>(), Ok(Stage::Mismatch));
         assert!("lowered".parse::<Stage>().unwrap_err().contains("config, reference, export"));
     }

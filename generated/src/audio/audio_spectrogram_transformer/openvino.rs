@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: audio-spectrogram-transformer on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 167 µs (2%); OpenVINOExecutionProvider: 2 nodes (67%), 7343 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/audio-spectrogram-transformer.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: audio-spectrogram-transformer on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:23:30Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 52 µs (1%); OpenVINOExecutionProvider: 2 nodes (67%), 4521 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/audio-spectrogram-transformer.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -132,7 +132,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "audioflamingo3_encoder on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 254 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 2.639e-1; worst at flat index 259: got -0.19843345880508423, expected -0.46237707138061523)",
+            reason: "audioflamingo3_encoder on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:23:31Z): output last_hidden_state: 254 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 2.639e-1; worst at flat index 259: got -0.19843345880508423, expected -0.46237707138061523)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "audioflamingo3_encoder on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 254 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 2.639e-1; worst at flat index 259: got -0.19843345880508423, expected -0.46237707138061523)",
+                    reason: "audioflamingo3_encoder on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:23:31Z): output last_hidden_state: 254 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 2.639e-1; worst at flat index 259: got -0.19843345880508423, expected -0.46237707138061523)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -160,7 +160,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "audioflamingo3_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 133 of 512 elements outside 0.1 of the output's spread (2.718e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/audioflamingo3_encoder.yaml) (max abs error 1.932e0; worst at flat index 281: got 0.5361328721046448, expected -1.3957031965255737)",
+            reason: "audioflamingo3_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:17:40Z): output last_hidden_state: 133 of 512 elements outside 0.1 of the output's spread (2.718e-1 abs) (max abs error 1.932e0; worst at flat index 281: got 0.5361328721046448, expected -1.3957031965255737); cosine similarity 0.7202 in its worst row (of 16; mean 0.9430), below 0.99; relative L2 error 0.3368, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/audio/audioflamingo3_encoder.yaml)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -170,7 +170,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "audioflamingo3_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 133 of 512 elements outside 0.1 of the output's spread (2.718e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/audioflamingo3_encoder.yaml) (max abs error 1.932e0; worst at flat index 281: got 0.5361328721046448, expected -1.3957031965255737)",
+                    reason: "audioflamingo3_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:17:40Z): output last_hidden_state: 133 of 512 elements outside 0.1 of the output's spread (2.718e-1 abs) (max abs error 1.932e0; worst at flat index 281: got 0.5361328721046448, expected -1.3957031965255737); cosine similarity 0.7202 in its worst row (of 16; mean 0.9430), below 0.99; relative L2 error 0.3368, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/audio/audioflamingo3_encoder.yaml)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -183,7 +183,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "audioflamingo3_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 133 of 512 elements outside 0.1 of the output's spread (2.718e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/audioflamingo3_encoder.yaml) (max abs error 1.932e0; worst at flat index 281: got 0.5361328721046448, expected -1.3957031965255737)",
+                    reason: "audioflamingo3_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:17:40Z): output last_hidden_state: 133 of 512 elements outside 0.1 of the output's spread (2.718e-1 abs) (max abs error 1.932e0; worst at flat index 281: got 0.5361328721046448, expected -1.3957031965255737); cosine similarity 0.7202 in its worst row (of 16; mean 0.9430), below 0.99; relative L2 error 0.3368, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/audio/audioflamingo3_encoder.yaml)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "data2vec-audio on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 349 µs (2%); OpenVINOExecutionProvider: 13 nodes (52%), 17662 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/data2vec-audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "data2vec-audio on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:23:42Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 264 µs (2%); OpenVINOExecutionProvider: 13 nodes (52%), 11444 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/data2vec-audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -162,7 +162,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "data2vec-audio on qnn with onnxruntime: qdq8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the qdq8 model: ValueError: Unable to get valid quantization scale for input '/model/feature_extractor/conv_layers.6/activation/Mul_1' when quantizing bias 'model.feature_extractor.conv_layers.0.layer_norm.bias6' to int32.",
+                    reason: "data2vec-audio on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:19:09Z): the exporter could not make the qdq8 model: ValueError: Unable to get valid quantization scale for input '/model/feature_extractor/conv_layers.6/activation/Mul_1' when quantizing bias 'model.feature_extractor.conv_layers.0.layer_norm.bias6' to int32.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },

@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: data2vec-audio on qnn with onnxruntime: qdq8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the qdq8 model: ValueError: Unable to get valid quantization scale for input '/model/feature_extractor/conv_layers.6/activation/Mul_1' when quantizing bias 'model.feature_extractor.conv_layers.0.layer_norm.bias6' to int32."
+        "known issue: data2vec-audio on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:19:09Z): the exporter could not make the qdq8 model: ValueError: Unable to get valid quantization scale for input '/model/feature_extractor/conv_layers.6/activation/Mul_1' when quantizing bias 'model.feature_extractor.conv_layers.0.layer_norm.bias6' to int32."
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],

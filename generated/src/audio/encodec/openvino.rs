@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: encodec on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×18 on CPUExecutionProvider, DynamicQuantizeLSTM ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 20 nodes (44%), 2070 µs (9%); OpenVINOExecutionProvider: 25 nodes (56%), 20152 µs (91%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/encodec.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: encodec on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:23:45Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×18 on CPUExecutionProvider, DynamicQuantizeLSTM ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 20 nodes (44%), 1137 µs (10%); OpenVINOExecutionProvider: 25 nodes (56%), 9786 µs (90%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/encodec.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

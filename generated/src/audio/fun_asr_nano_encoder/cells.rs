@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fun_asr_nano_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 285 µs (2%); OpenVINOExecutionProvider: 3 nodes (60%), 16492 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/fun_asr_nano_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "fun_asr_nano_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:23:47Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 77 µs (1%); OpenVINOExecutionProvider: 3 nodes (60%), 11161 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/fun_asr_nano_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -156,7 +156,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "fun_asr_nano_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 136 of 1792 elements outside 0.1 of the output's spread (3.491e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/fun_asr_nano_encoder.yaml) (max abs error 2.106e0; worst at flat index 1763: got 0.3127441704273224, expected -1.7930059432983398)",
+            reason: "fun_asr_nano_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:19:17Z): output last_hidden_state: 136 of 1792 elements outside 0.1 of the output's spread (3.491e-1 abs) (max abs error 2.106e0; worst at flat index 1763: got 0.3127441704273224, expected -1.7930059432983398); cosine similarity 0.5788 in its worst row (of 56; mean 0.9635), below 0.99; relative L2 error 0.2702, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/audio/fun_asr_nano_encoder.yaml)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -166,7 +166,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fun_asr_nano_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 136 of 1792 elements outside 0.1 of the output's spread (3.491e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/fun_asr_nano_encoder.yaml) (max abs error 2.106e0; worst at flat index 1763: got 0.3127441704273224, expected -1.7930059432983398)",
+                    reason: "fun_asr_nano_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:19:17Z): output last_hidden_state: 136 of 1792 elements outside 0.1 of the output's spread (3.491e-1 abs) (max abs error 2.106e0; worst at flat index 1763: got 0.3127441704273224, expected -1.7930059432983398); cosine similarity 0.5788 in its worst row (of 56; mean 0.9635), below 0.99; relative L2 error 0.2702, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/audio/fun_asr_nano_encoder.yaml)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -179,7 +179,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fun_asr_nano_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 136 of 1792 elements outside 0.1 of the output's spread (3.491e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/fun_asr_nano_encoder.yaml) (max abs error 2.106e0; worst at flat index 1763: got 0.3127441704273224, expected -1.7930059432983398)",
+                    reason: "fun_asr_nano_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:19:17Z): output last_hidden_state: 136 of 1792 elements outside 0.1 of the output's spread (3.491e-1 abs) (max abs error 2.106e0; worst at flat index 1763: got 0.3127441704273224, expected -1.7930059432983398); cosine similarity 0.5788 in its worst row (of 56; mean 0.9635), below 0.99; relative L2 error 0.2702, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/audio/fun_asr_nano_encoder.yaml)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

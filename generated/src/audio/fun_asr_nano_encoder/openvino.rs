@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: fun_asr_nano_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 285 µs (2%); OpenVINOExecutionProvider: 3 nodes (60%), 16492 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/fun_asr_nano_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: fun_asr_nano_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:23:47Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 77 µs (1%); OpenVINOExecutionProvider: 3 nodes (60%), 11161 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/fun_asr_nano_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: mimi_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×9 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (47%), 656 µs (4%); OpenVINOExecutionProvider: 10 nodes (53%), 17320 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/mimi_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: mimi_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:23:57Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×9 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (47%), 487 µs (5%); OpenVINOExecutionProvider: 10 nodes (53%), 9358 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/mimi_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

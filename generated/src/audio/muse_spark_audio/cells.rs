@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_spark_audio on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 279 µs (4%); OpenVINOExecutionProvider: 3 nodes (60%), 6877 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/muse_spark_audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "muse_spark_audio on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:00Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 229 µs (4%); OpenVINOExecutionProvider: 3 nodes (60%), 5803 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/muse_spark_audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -160,7 +160,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "nemotron3_diarization_audio on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph.",
+            reason: "nemotron3_diarization_audio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:19:57Z): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph.; nemotron3_diarization_audio on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:19:57Z): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph.; nemotron3_diarization_audio on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:19:58Z): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -170,7 +170,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron3_diarization_audio on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph.",
+                    reason: "nemotron3_diarization_audio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:19:57Z): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph.; nemotron3_diarization_audio on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:19:57Z): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph.; nemotron3_diarization_audio on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:19:58Z): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -183,7 +183,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron3_diarization_audio on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph.",
+                    reason: "nemotron3_diarization_audio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:19:57Z): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph.; nemotron3_diarization_audio on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:19:57Z): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph.; nemotron3_diarization_audio on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:19:58Z): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

@@ -19,12 +19,12 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
 }
-/// nemotron_asr_streaming_encoder on cpu with libtorch, device cpu: known-issue (nemotron_asr_streaming_encoder on cpu with libtorch: runs failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at).
+/// nemotron_asr_streaming_encoder on cpu with libtorch, device cpu: known-issue (nemotron_asr_streaming_encoder on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:55Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; nemotron_asr_streaming_encoder on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:55Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; nemotron_asr_streaming_encoder on cpu with libtorch: runs failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:55Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at).
 ///
 /// Select this cell with `cargo test -p generated audio::nemotron_asr_streaming_encoder::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
         super::super::cells::CPU_TORCH, ignore =
-        "known issue: nemotron_asr_streaming_encoder on cpu with libtorch: runs failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at"
+        "known issue: nemotron_asr_streaming_encoder on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:55Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; nemotron_asr_streaming_encoder on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:55Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; nemotron_asr_streaming_encoder on cpu with libtorch: runs failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:55Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at"
     );
 }

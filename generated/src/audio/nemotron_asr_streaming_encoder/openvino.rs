@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: nemotron_asr_streaming_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (46%), 5861 µs (16%); OpenVINOExecutionProvider: 13 nodes (54%), 30809 µs (84%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron_asr_streaming_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: nemotron_asr_streaming_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:06Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (46%), 4607 µs (16%); OpenVINOExecutionProvider: 13 nodes (54%), 24134 µs (84%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron_asr_streaming_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: parakeet_ctc on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 2449 µs (9%); OpenVINOExecutionProvider: 13 nodes (52%), 24942 µs (91%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/parakeet_ctc.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: parakeet_ctc on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:08Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 1921 µs (12%); OpenVINOExecutionProvider: 13 nodes (52%), 14413 µs (88%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/parakeet_ctc.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

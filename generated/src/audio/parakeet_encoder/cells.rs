@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "parakeet_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (48%), 2708 µs (10%); OpenVINOExecutionProvider: 12 nodes (52%), 24165 µs (90%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/parakeet_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "parakeet_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:10Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (48%), 1981 µs (11%); OpenVINOExecutionProvider: 12 nodes (52%), 16062 µs (89%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/parakeet_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: parakeet_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (48%), 2708 µs (10%); OpenVINOExecutionProvider: 12 nodes (52%), 24165 µs (90%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/parakeet_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: parakeet_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:10Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (48%), 1981 µs (11%); OpenVINOExecutionProvider: 12 nodes (52%), 16062 µs (89%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/parakeet_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: pocket_tts_audio_tokenizer_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 960 µs (5%); OpenVINOExecutionProvider: 13 nodes (52%), 20246 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/pocket_tts_audio_tokenizer_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: pocket_tts_audio_tokenizer_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:14Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 559 µs (4%); OpenVINOExecutionProvider: 13 nodes (52%), 12281 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/pocket_tts_audio_tokenizer_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -35,9 +35,9 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "sew on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state has shape [2, 6, 32], expected [2, 7, 32] (batch=2, last_hidden_state_1=7, hidden=32); also output-mismatch: output last_hidden_state: shape [2, 6, 32] differs from the reference [2, 7, 32]",
+        reason: "sew on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:58Z): output last_hidden_state has shape [2, 6, 32], expected [2, 7, 32] (batch=2, last_hidden_state_1=7, hidden=32); also output-mismatch: output last_hidden_state: shape [2, 6, 32] differs from the reference [2, 7, 32]",
         basis: runtime::Basis::Evidence,
-        stage: None,
+        stage: Some(runtime::Stage::Mismatch),
     },
 );
 /// sew on cuda: run (onnxruntime, CUDAExecutionProvider (device_id=0)).
@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sew on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×14 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14 nodes (48%), 381 µs (2%); OpenVINOExecutionProvider: 15 nodes (52%), 15621 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/sew.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "sew on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:18Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×14 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14 nodes (48%), 273 µs (3%); OpenVINOExecutionProvider: 15 nodes (52%), 9301 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/sew.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -19,12 +19,12 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
 }
-/// sew on cpu with libtorch, device cpu: known-issue (sew on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state has shape [2, 6, 32], expected [2, 7, 32] (batch=2, last_hidden_state_1=7, hidden=32); also output-mismatch: output last_hidden_state: shape [2, 6, 32] differs from the reference [2, 7, 32]).
+/// sew on cpu with libtorch, device cpu: known-issue (sew on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:58Z): output last_hidden_state has shape [2, 6, 32], expected [2, 7, 32] (batch=2, last_hidden_state_1=7, hidden=32); also output-mismatch: output last_hidden_state: shape [2, 6, 32] differs from the reference [2, 7, 32]).
 ///
 /// Select this cell with `cargo test -p generated audio::sew::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
         super::super::cells::CPU_TORCH, ignore =
-        "known issue: sew on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state has shape [2, 6, 32], expected [2, 7, 32] (batch=2, last_hidden_state_1=7, hidden=32); also output-mismatch: output last_hidden_state: shape [2, 6, 32] differs from the reference [2, 7, 32]"
+        "known issue: sew on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:58Z): output last_hidden_state has shape [2, 6, 32], expected [2, 7, 32] (batch=2, last_hidden_state_1=7, hidden=32); also output-mismatch: output last_hidden_state: shape [2, 6, 32] differs from the reference [2, 7, 32]"
     );
 }

@@ -35,7 +35,7 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "sew-d on cpu with libtorch: runs failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'XSoftmax'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:",
+        reason: "sew-d on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:59Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'XSoftmax'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:; sew-d on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:59Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'XSoftmax'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:; sew-d on cpu with libtorch: runs failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:59Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'XSoftmax'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:",
         basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Export),
     },
@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sew-d on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×14 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14 nodes (48%), 441 µs (3%); OpenVINOExecutionProvider: 15 nodes (52%), 15071 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/sew-d.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "sew-d on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:20Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×14 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14 nodes (48%), 274 µs (3%); OpenVINOExecutionProvider: 15 nodes (52%), 7928 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/sew-d.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -166,7 +166,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sew-d on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on QNNExecutionProvider: Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 39 µs (0%); QNNExecutionProvider: 2 nodes (67%), 121615 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/sew-d.yaml only if it may run off QNNExecutionProvider, with the reason; also out-of-tolerance: output last_hidden_state: relative L2 error 0.1300, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/sew-d.yaml) (max abs error 1.874e-2; worst at flat index 27: got 0.13661769032478333, expected 0.15535643696784973)",
+                    reason: "sew-d on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:20:54Z): not every node ran on QNNExecutionProvider: Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 24 µs (0%); QNNExecutionProvider: 2 nodes (67%), 106599 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/sew-d.yaml only if it may run off QNNExecutionProvider, with the reason; also out-of-tolerance: output last_hidden_state: relative L2 error 0.1300, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/sew-d.yaml) (max abs error 1.874e-2; worst at flat index 27: got 0.13661769032478333, expected 0.15535640716552734)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -179,7 +179,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sew-d on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on QNNExecutionProvider: Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 48 µs (0%); QNNExecutionProvider: 2 nodes (67%), 300769 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/sew-d.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    reason: "sew-d on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:20:52Z): not every node ran on QNNExecutionProvider: Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 21 µs (0%); QNNExecutionProvider: 2 nodes (67%), 115304 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/sew-d.yaml only if it may run off QNNExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

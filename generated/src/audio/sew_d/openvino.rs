@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: sew-d on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×14 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14 nodes (48%), 441 µs (3%); OpenVINOExecutionProvider: 15 nodes (52%), 15071 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/sew-d.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: sew-d on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:20Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×14 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14 nodes (48%), 274 µs (3%); OpenVINOExecutionProvider: 15 nodes (52%), 7928 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/sew-d.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

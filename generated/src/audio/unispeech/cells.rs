@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "unispeech on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (47%), 361 µs (3%); OpenVINOExecutionProvider: 9 nodes (53%), 13166 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/unispeech.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "unispeech on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:21Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (47%), 254 µs (3%); OpenVINOExecutionProvider: 9 nodes (53%), 8456 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/unispeech.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: unispeech-sat on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (47%), 377 µs (3%); OpenVINOExecutionProvider: 9 nodes (53%), 12726 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/unispeech-sat.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: unispeech-sat on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:23Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (47%), 253 µs (3%); OpenVINOExecutionProvider: 9 nodes (53%), 7628 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/unispeech-sat.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: univnet on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×41 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (49%), 1967 µs (5%); OpenVINOExecutionProvider: 43 nodes (51%), 39088 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: univnet on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:27Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×41 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (49%), 1344 µs (6%); OpenVINOExecutionProvider: 43 nodes (51%), 22141 µs (94%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/univnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "voxtral_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/voxtral_encoder/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    reason: "voxtral_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:31Z): cannot load <fixtures>/voxtral_encoder/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -156,7 +156,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "voxtral_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 364 of 1024 elements outside 0.1 of the output's spread (2.922e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/voxtral_encoder.yaml) (max abs error 2.930e0; worst at flat index 568: got -1.4414063692092896, expected 1.4888967275619507)",
+            reason: "voxtral_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:21:29Z): output last_hidden_state: 364 of 1024 elements outside 0.1 of the output's spread (2.922e-1 abs) (max abs error 2.930e0; worst at flat index 568: got -1.4414063692092896, expected 1.4888967275619507); cosine similarity 0.0817 in its worst row (of 32; mean 0.8191), below 0.99; relative L2 error 0.5997, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/audio/voxtral_encoder.yaml)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -166,7 +166,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "voxtral_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 364 of 1024 elements outside 0.1 of the output's spread (2.922e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/voxtral_encoder.yaml) (max abs error 2.930e0; worst at flat index 568: got -1.4414063692092896, expected 1.4888967275619507)",
+                    reason: "voxtral_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:21:29Z): output last_hidden_state: 364 of 1024 elements outside 0.1 of the output's spread (2.922e-1 abs) (max abs error 2.930e0; worst at flat index 568: got -1.4414063692092896, expected 1.4888967275619507); cosine similarity 0.0817 in its worst row (of 32; mean 0.8191), below 0.99; relative L2 error 0.5997, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/audio/voxtral_encoder.yaml)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -179,7 +179,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "voxtral_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 364 of 1024 elements outside 0.1 of the output's spread (2.922e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/audio/voxtral_encoder.yaml) (max abs error 2.930e0; worst at flat index 568: got -1.4414063692092896, expected 1.4888967275619507)",
+                    reason: "voxtral_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:21:29Z): output last_hidden_state: 364 of 1024 elements outside 0.1 of the output's spread (2.922e-1 abs) (max abs error 2.930e0; worst at flat index 568: got -1.4414063692092896, expected 1.4888967275619507); cosine similarity 0.0817 in its worst row (of 32; mean 0.8191), below 0.99; relative L2 error 0.5997, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/audio/voxtral_encoder.yaml)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "wav2vec2-bert on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (46%), 307 µs (1%); OpenVINOExecutionProvider: 7 nodes (54%), 22612 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/wav2vec2-bert.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "wav2vec2-bert on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:34Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (46%), 293 µs (2%); OpenVINOExecutionProvider: 7 nodes (54%), 13211 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/wav2vec2-bert.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -162,7 +162,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "wav2vec2-bert on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on QNNExecutionProvider: DequantizeLinear ×4 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, QuantizeLinear ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (73%), 275 µs (0%); QNNExecutionProvider: 3 nodes (27%), 96325 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/wav2vec2-bert.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    reason: "wav2vec2-bert on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:21:42Z): not every node ran on QNNExecutionProvider: DequantizeLinear ×4 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, QuantizeLinear ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (73%), 280 µs (0%); QNNExecutionProvider: 3 nodes (27%), 81752 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/wav2vec2-bert.yaml only if it may run off QNNExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

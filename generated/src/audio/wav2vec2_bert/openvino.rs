@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: wav2vec2-bert on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (46%), 307 µs (1%); OpenVINOExecutionProvider: 7 nodes (54%), 22612 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/wav2vec2-bert.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: wav2vec2-bert on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:34Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (46%), 293 µs (2%); OpenVINOExecutionProvider: 7 nodes (54%), 13211 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/wav2vec2-bert.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

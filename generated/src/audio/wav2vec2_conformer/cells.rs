@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "wav2vec2-conformer on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×13 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 13 nodes (48%), 514 µs (2%); OpenVINOExecutionProvider: 14 nodes (52%), 23915 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/wav2vec2-conformer.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "wav2vec2-conformer on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:36Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×13 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 13 nodes (48%), 253 µs (2%); OpenVINOExecutionProvider: 14 nodes (52%), 15509 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/wav2vec2-conformer.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_cogvideox on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output sample_output: relative L2 error 0.1104, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_cogvideox.yaml) (max abs error 2.871e-2; worst at flat index 3107: got -0.017788566648960114, expected 0.01091756671667099)",
+                    reason: "autoencoder_kl_cogvideox on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:04Z): output sample_output: relative L2 error 0.1104, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_cogvideox.yaml) (max abs error 2.871e-2; worst at flat index 3107: got -0.017788566648960114, expected 0.010918116196990013)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -25,7 +25,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::Unsupported {
-                    reason: "autoencoder_kl_cogvideox on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    reason: "autoencoder_kl_cogvideox on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:03Z): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
                     basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
@@ -145,7 +145,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_cogvideox on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×84 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 86 nodes (50%), 159763 µs (57%); OpenVINOExecutionProvider: 87 nodes (50%), 121847 µs (43%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_cogvideox.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output sample_output: relative L2 error 0.1101, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_cogvideox.yaml) (max abs error 2.848e-2; worst at flat index 3107: got -0.01755783148109913, expected 0.01091756671667099)",
+                    reason: "autoencoder_kl_cogvideox on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:50Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×84 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 86 nodes (50%), 94565 µs (56%); OpenVINOExecutionProvider: 87 nodes (50%), 75469 µs (44%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_cogvideox.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output sample_output: relative L2 error 0.1101, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_cogvideox.yaml) (max abs error 2.848e-2; worst at flat index 3107: got -0.01755783148109913, expected 0.010918116196990013)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

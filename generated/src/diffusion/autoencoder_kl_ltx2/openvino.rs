@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: autoencoder_kl_ltx2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×29 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 29 nodes (49%), 25644 µs (57%); OpenVINOExecutionProvider: 30 nodes (51%), 19031 µs (43%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_ltx2.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: autoencoder_kl_ltx2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:25:20Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×29 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 29 nodes (49%), 23661 µs (27%); OpenVINOExecutionProvider: 30 nodes (51%), 65239 µs (73%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_ltx2.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: autoencoder_kl_ltx2_audio on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×50 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 50 nodes (48%), 1768 µs (6%); OpenVINOExecutionProvider: 55 nodes (52%), 28815 µs (94%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_ltx2_audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: autoencoder_kl_ltx2_audio on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:25:24Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×50 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 50 nodes (48%), 1426 µs (7%); OpenVINOExecutionProvider: 55 nodes (52%), 18661 µs (93%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_ltx2_audio.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

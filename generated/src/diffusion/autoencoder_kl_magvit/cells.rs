@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_magvit on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output sample_output: cosine similarity 0.9460 in its worst row (of 1; mean 0.9460), below 0.98; relative L2 error 0.3279, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_magvit.yaml) (max abs error 4.416e-1; worst at flat index 2695: got -0.33056357502937317, expected 0.1110028624534607)",
+                    reason: "autoencoder_kl_magvit on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:14Z): output sample_output: cosine similarity 0.9460 in its worst row (of 1; mean 0.9460), below 0.98; relative L2 error 0.3279, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_magvit.yaml) (max abs error 4.416e-1; worst at flat index 2695: got -0.33056357502937317, expected 0.11099686473608017)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -25,7 +25,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::Unsupported {
-                    reason: "autoencoder_kl_magvit on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    reason: "autoencoder_kl_magvit on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:13Z): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
                     basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
@@ -145,7 +145,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_magvit on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×119 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 119 nodes (40%), 70795 µs (35%); OpenVINOExecutionProvider: 181 nodes (60%), 132467 µs (65%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_magvit.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output sample_output: cosine similarity 0.9461 in its worst row (of 1; mean 0.9461), below 0.98; relative L2 error 0.3277, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_magvit.yaml) (max abs error 4.416e-1; worst at flat index 2695: got -0.33056363463401794, expected 0.1110028624534607)",
+                    reason: "autoencoder_kl_magvit on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:25:48Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×119 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 119 nodes (40%), 64578 µs (32%); OpenVINOExecutionProvider: 181 nodes (60%), 138887 µs (68%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_magvit.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output sample_output: cosine similarity 0.9461 in its worst row (of 1; mean 0.9461), below 0.98; relative L2 error 0.3277, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_magvit.yaml) (max abs error 4.416e-1; worst at flat index 2695: got -0.33056363463401794, expected 0.11099686473608017)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

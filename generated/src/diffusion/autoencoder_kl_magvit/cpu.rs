@@ -10,11 +10,11 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: autoencoder_kl_magvit on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output sample_output: cosine similarity 0.9460 in its worst row (of 1; mean 0.9460), below 0.98; relative L2 error 0.3279, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_magvit.yaml) (max abs error 4.416e-1; worst at flat index 2695: got -0.33056357502937317, expected 0.1110028624534607)"
+        "known issue: autoencoder_kl_magvit on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:14Z): output sample_output: cosine similarity 0.9460 in its worst row (of 1; mean 0.9460), below 0.98; relative L2 error 0.3279, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_magvit.yaml) (max abs error 4.416e-1; worst at flat index 2695: got -0.33056357502937317, expected 0.11099686473608017)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "unsupported: autoencoder_kl_magvit on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)"
+        "unsupported: autoencoder_kl_magvit on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:13Z): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)"
     );
 }
 /// autoencoder_kl_magvit on cpu with libtorch, device cpu: run.

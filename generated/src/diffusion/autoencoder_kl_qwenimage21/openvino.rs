@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: autoencoder_kl_qwenimage21 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×56 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (50%), 4761 µs (8%); OpenVINOExecutionProvider: 57 nodes (50%), 55219 µs (92%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_qwenimage21.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: autoencoder_kl_qwenimage21 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:25:58Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×56 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (50%), 3380 µs (11%); OpenVINOExecutionProvider: 57 nodes (50%), 26978 µs (89%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_qwenimage21.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -21,7 +21,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::Unsupported {
-                    reason: "autoencoder_tiny on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): component encoder: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    reason: "autoencoder_tiny on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:20Z): component decoder: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
                     basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
@@ -141,7 +141,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_tiny on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): component encoder: not every node ran on OpenVINOExecutionProvider: ConvInteger ×35 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 35 nodes (49%), 1948 µs (11%); OpenVINOExecutionProvider: 36 nodes (51%), 15381 µs (89%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_tiny.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "autoencoder_tiny on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:23Z): component decoder: not every node ran on OpenVINOExecutionProvider: ConvInteger ×35 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 35 nodes (49%), 1561 µs (11%); OpenVINOExecutionProvider: 36 nodes (51%), 13225 µs (89%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_tiny.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

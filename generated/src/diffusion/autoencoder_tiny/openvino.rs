@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: autoencoder_tiny on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): component encoder: not every node ran on OpenVINOExecutionProvider: ConvInteger ×35 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 35 nodes (49%), 1948 µs (11%); OpenVINOExecutionProvider: 36 nodes (51%), 15381 µs (89%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_tiny.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: autoencoder_tiny on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:23Z): component decoder: not every node ran on OpenVINOExecutionProvider: ConvInteger ×35 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 35 nodes (49%), 1561 µs (11%); OpenVINOExecutionProvider: 36 nodes (51%), 13225 µs (89%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_tiny.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

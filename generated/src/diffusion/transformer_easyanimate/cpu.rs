@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: transformer_easyanimate on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (8)"
+        "known issue: transformer_easyanimate on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:24Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (8)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
@@ -18,12 +18,12 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
 }
-/// transformer_easyanimate on cpu with libtorch, device cpu: known-issue (transformer_easyanimate on cpu with libtorch: runs failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method).
+/// transformer_easyanimate on cpu with libtorch, device cpu: known-issue (transformer_easyanimate on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:24Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; transformer_easyanimate on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:24Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; transformer_easyanimate on cpu with libtorch: runs failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:24Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_easyanimate::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
         super::super::cells::CPU_TORCH, ignore =
-        "known issue: transformer_easyanimate on cpu with libtorch: runs failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method"
+        "known issue: transformer_easyanimate on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:24Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; transformer_easyanimate on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:24Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; transformer_easyanimate on cpu with libtorch: runs failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:24Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method"
     );
 }

@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: transformer_flux3 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/transformer_flux3/model.int8.onnx: Load model from <fixtures>/transformer_flux3/model.int8.onnx failed:Node (node_linear_2_MatMul_quant) Op (MatMulInteger) [ShapeInferenceError] Incompatible dimensions for matrix multiplication"
+        "known issue: transformer_flux3 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:24Z): cannot load <fixtures>/transformer_flux3/model.int8.onnx: Load model from <fixtures>/transformer_flux3/model.int8.onnx failed:Node (node_linear_2_MatMul_quant) Op (MatMulInteger) [ShapeInferenceError] Incompatible dimensions for matrix multiplication"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off

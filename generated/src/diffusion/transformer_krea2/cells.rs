@@ -132,7 +132,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_krea2 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: cannot load <fixtures>/transformer_krea2/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'",
+            reason: "transformer_krea2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:49Z): cannot load <fixtures>/transformer_krea2/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'; transformer_krea2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:50Z): cannot load <fixtures>/transformer_krea2/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'; transformer_krea2 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:50Z): cannot load <fixtures>/transformer_krea2/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_krea2 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: cannot load <fixtures>/transformer_krea2/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'",
+                    reason: "transformer_krea2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:49Z): cannot load <fixtures>/transformer_krea2/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'; transformer_krea2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:50Z): cannot load <fixtures>/transformer_krea2/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'; transformer_krea2 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:50Z): cannot load <fixtures>/transformer_krea2/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

@@ -157,7 +157,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "switch_transformers on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 10 of 448 elements outside 0.1 of the output's spread (3.345e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/switch_transformers.yaml) (max abs error 4.617e-1; worst at flat index 273: got 1.1201173067092896, expected 0.6583961844444275)",
+            reason: "switch_transformers on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:23:48Z): output last_hidden_state: 10 of 448 elements outside 0.1 of the output's spread (3.345e-1 abs) (max abs error 4.617e-1; worst at flat index 273: got 1.1201173067092896, expected 0.6583961844444275); cosine similarity 0.9797 in its worst row (of 14; mean 0.9930), below 0.99; relative L2 error 0.1185, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/switch_transformers.yaml)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -167,7 +167,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "switch_transformers on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 10 of 448 elements outside 0.1 of the output's spread (3.345e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/switch_transformers.yaml) (max abs error 4.617e-1; worst at flat index 273: got 1.1201173067092896, expected 0.6583961844444275)",
+                    reason: "switch_transformers on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:23:48Z): output last_hidden_state: 10 of 448 elements outside 0.1 of the output's spread (3.345e-1 abs) (max abs error 4.617e-1; worst at flat index 273: got 1.1201173067092896, expected 0.6583961844444275); cosine similarity 0.9797 in its worst row (of 14; mean 0.9930), below 0.99; relative L2 error 0.1185, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/switch_transformers.yaml)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -180,7 +180,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "switch_transformers on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 10 of 448 elements outside 0.1 of the output's spread (3.345e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/switch_transformers.yaml) (max abs error 4.617e-1; worst at flat index 273: got 1.1201173067092896, expected 0.6583961844444275)",
+                    reason: "switch_transformers on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:23:48Z): output last_hidden_state: 10 of 448 elements outside 0.1 of the output's spread (3.345e-1 abs) (max abs error 4.617e-1; worst at flat index 273: got 1.1201173067092896, expected 0.6583961844444275); cosine similarity 0.9797 in its worst row (of 14; mean 0.9930), below 0.99; relative L2 error 0.1185, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/switch_transformers.yaml)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -195,9 +195,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "switch_transformers on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 79 of 2048 logits outside abs 0.34947700252733827 + rel 0, 0 of 2 rows with another top token (max abs error 6.111e-1; worst at flat index 1144: got 0.3171387016773224, expected -0.2940044105052948)",
+            reason: "switch_transformers on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:23:49Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 79 of 2048 logits outside abs 0.3494770264300314 + rel 0, 0 of 2 rows with another top token (max abs error 6.111e-1; worst at flat index 1144: got 0.3171387016773224, expected -0.29400408267974854)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .computing_float32_in(

@@ -157,7 +157,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "t5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output logits: 163 of 14336 elements outside 0.1 of the output's spread (5.588e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/t5.yaml) (max abs error 1.139e0; worst at flat index 12629: got 0.3354492485523224, expected -0.8030973672866821)",
+            reason: "t5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:23:51Z): output logits: 163 of 14336 elements outside 0.1 of the output's spread (5.588e-1 abs) (max abs error 1.139e0; worst at flat index 12629: got 0.3354492485523224, expected -0.8030973672866821); cosine similarity 0.9445 in its worst row (of 14; mean 0.9864), below 0.99; relative L2 error 0.1642, above 0.05; top-1 agreement 0.9286, below 0.95 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/t5.yaml)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -167,7 +167,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "t5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output logits: 163 of 14336 elements outside 0.1 of the output's spread (5.588e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/t5.yaml) (max abs error 1.139e0; worst at flat index 12629: got 0.3354492485523224, expected -0.8030973672866821)",
+                    reason: "t5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:23:51Z): output logits: 163 of 14336 elements outside 0.1 of the output's spread (5.588e-1 abs) (max abs error 1.139e0; worst at flat index 12629: got 0.3354492485523224, expected -0.8030973672866821); cosine similarity 0.9445 in its worst row (of 14; mean 0.9864), below 0.99; relative L2 error 0.1642, above 0.05; top-1 agreement 0.9286, below 0.95 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/t5.yaml)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -180,7 +180,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "t5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output logits: 163 of 14336 elements outside 0.1 of the output's spread (5.588e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/encoder_decoders/t5.yaml) (max abs error 1.139e0; worst at flat index 12629: got 0.3354492485523224, expected -0.8030973672866821)",
+                    reason: "t5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:23:51Z): output logits: 163 of 14336 elements outside 0.1 of the output's spread (5.588e-1 abs) (max abs error 1.139e0; worst at flat index 12629: got 0.3354492485523224, expected -0.8030973672866821); cosine similarity 0.9445 in its worst row (of 14; mean 0.9864), below 0.99; relative L2 error 0.1642, above 0.05; top-1 agreement 0.9286, below 0.95 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/t5.yaml)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -195,9 +195,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "t5 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 213 of 2048 logits outside abs 0.4210764814242296 + rel 0, 0 of 2 rows with another top token (max abs error 1.207e0; worst at flat index 2046: got 0.9257813096046448, expected -0.2816047966480255)",
+            reason: "t5 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:23:53Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 213 of 2048 logits outside abs 0.421076482980061 + rel 0, 1 of 2 rows with another top token (max abs error 1.207e0; worst at flat index 2046: got 0.9257813096046448, expected -0.281605064868927)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .computing_float32_in(

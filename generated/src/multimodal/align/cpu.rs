@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: align on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits_per_image: cosine similarity 0.7331 in its worst row (of 2; mean 0.8665), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/align.yaml) (max abs error 9.426e-3; worst at flat index 0: got -0.1695011705160141, expected -0.16007481515407562)"
+        "known issue: align on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:58Z): output logits_per_image: cosine similarity 0.7331 in its worst row (of 2; mean 0.8665), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/align.yaml) (max abs error 9.426e-3; worst at flat index 0: got -0.1695011705160141, expected -0.16007474064826965)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: clipseg on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/clipseg/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
+        "known issue: clipseg on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:28:00Z): cannot load <fixtures>/clipseg/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
     );
 }

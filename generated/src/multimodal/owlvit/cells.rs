@@ -21,7 +21,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "owlvit on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits_per_image: relative L2 error 0.6563, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/owlvit.yaml) (max abs error 1.033e0; worst at flat index 2: got -2.5343549251556396, expected -1.5018465518951416); output logits_per_text: cosine similarity -0.8075 in its worst row (of 2; mean 0.0959), below 0.95; relative L2 error 0.6563, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/owlvit.yaml) (max abs error 1.033e0; worst at flat index 1: got -2.5343549251556396, expected -1.5018465518951416)",
+                    reason: "owlvit on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:04Z): output logits_per_image: relative L2 error 0.6563, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/owlvit.yaml) (max abs error 1.033e0; worst at flat index 2: got -2.5343549251556396, expected -1.5018463134765625); output logits_per_text: cosine similarity -0.8075 in its worst row (of 2; mean 0.0959), below 0.95; relative L2 error 0.6563, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/owlvit.yaml) (max abs error 1.033e0; worst at flat index 1: got -2.5343549251556396, expected -1.5018463134765625)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "owlvit on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/owlvit/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    reason: "owlvit on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:28:16Z): cannot load <fixtures>/owlvit/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

@@ -21,7 +21,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "t5gemma2_encoder on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: relative L2 error 0.2858, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/t5gemma2_encoder.yaml) (max abs error 7.120e-1; worst at flat index 14: got -0.5717045664787292, expected 0.1403355449438095)",
+                    reason: "t5gemma2_encoder on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:09Z): output last_hidden_state: relative L2 error 0.2858, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/t5gemma2_encoder.yaml) (max abs error 7.120e-1; worst at flat index 14: got -0.5717045664787292, expected 0.14033517241477966)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -39,7 +39,7 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "t5gemma2_encoder on cpu with libtorch: runs failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at",
+        reason: "t5gemma2_encoder on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:09Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; t5gemma2_encoder on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:09Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; t5gemma2_encoder on cpu with libtorch: runs failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:09Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at",
         basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Export),
     },
@@ -146,7 +146,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "t5gemma2_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/t5gemma2_encoder/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    reason: "t5gemma2_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:28:36Z): cannot load <fixtures>/t5gemma2_encoder/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: videoprism on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (25%), 231 µs (0%); OpenVINOExecutionProvider: 3 nodes (75%), 55037 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/multimodal/videoprism.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: videoprism on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:28:53Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (25%), 175 µs (0%); OpenVINOExecutionProvider: 3 nodes (75%), 255245 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/multimodal/videoprism.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: canary on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (46%), 2547 µs (6%); OpenVINOExecutionProvider: 13 nodes (54%), 40658 µs (94%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/canary.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: canary on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:29:07Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (46%), 2111 µs (4%); OpenVINOExecutionProvider: 13 nodes (54%), 56670 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/canary.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: cohere_asr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (46%), 3748 µs (7%); OpenVINOExecutionProvider: 13 nodes (54%), 49861 µs (93%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/cohere_asr.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: cohere_asr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:29:12Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (46%), 3100 µs (8%); OpenVINOExecutionProvider: 13 nodes (54%), 36853 µs (92%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/cohere_asr.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

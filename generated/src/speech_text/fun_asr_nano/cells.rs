@@ -21,7 +21,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fun_asr_nano on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9441 in its worst row (of 40; mean 0.9772), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/fun_asr_nano.yaml) (max abs error 8.492e-1; worst at flat index 525: got 0.5010923743247986, expected -0.348102867603302)",
+                    reason: "fun_asr_nano on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:13Z): output last_hidden_state: cosine similarity 0.9441 in its worst row (of 40; mean 0.9772), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/fun_asr_nano.yaml) (max abs error 8.492e-1; worst at flat index 525: got 0.5010921359062195, expected -0.34810295701026917)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fun_asr_nano on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 197 µs (1%); OpenVINOExecutionProvider: 7 nodes (64%), 14685 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "fun_asr_nano on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:29:17Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 176 µs (2%); OpenVINOExecutionProvider: 7 nodes (64%), 9035 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: fun_asr_nano on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 197 µs (1%); OpenVINOExecutionProvider: 7 nodes (64%), 14685 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: fun_asr_nano on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:29:17Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 176 µs (2%); OpenVINOExecutionProvider: 7 nodes (64%), 9035 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

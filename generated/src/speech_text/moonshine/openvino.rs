@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: moonshine on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (33%), 98 µs (0%); OpenVINOExecutionProvider: 6 nodes (67%), 45930 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/moonshine.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: moonshine on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:29:47Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (33%), 98 µs (0%); OpenVINOExecutionProvider: 6 nodes (67%), 92419 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/moonshine.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: moonshine_streaming on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 79 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 37008 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/moonshine_streaming.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: moonshine_streaming on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:29:52Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 121 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 24103 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/moonshine_streaming.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_asr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 488 µs (2%); OpenVINOExecutionProvider: 9 nodes (64%), 21869 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/qwen3_asr.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "qwen3_asr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:30:06Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 222 µs (1%); OpenVINOExecutionProvider: 9 nodes (64%), 37970 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/qwen3_asr.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: qwen3_asr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 488 µs (2%); OpenVINOExecutionProvider: 9 nodes (64%), 21869 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/qwen3_asr.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: qwen3_asr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:30:06Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 222 µs (1%); OpenVINOExecutionProvider: 9 nodes (64%), 37970 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/qwen3_asr.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "seamless_m4t on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits: top-1 agreement 0.7500, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/seamless_m4t.yaml) (max abs error 3.046e-3; worst at flat index 2319: got -0.08970861881971359, expected -0.08666278421878815)",
+                    reason: "seamless_m4t on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:18Z): output logits: top-1 agreement 0.7500, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/seamless_m4t.yaml) (max abs error 3.046e-3; worst at flat index 2319: got -0.08970861881971359, expected -0.08666276931762695)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -25,7 +25,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "seamless_m4t on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits: top-1 agreement 0.5000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/seamless_m4t.yaml) (max abs error 4.039e-2; worst at flat index 3973: got -0.05207907781004906, expected -0.09247056394815445)",
+                    reason: "seamless_m4t on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:18Z): output logits: top-1 agreement 0.5000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/seamless_m4t.yaml) (max abs error 4.039e-2; worst at flat index 3973: got -0.05207907781004906, expected -0.09247056394815445)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -146,7 +146,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "seamless_m4t on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (47%), 273 µs (1%); OpenVINOExecutionProvider: 9 nodes (53%), 50413 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/seamless_m4t.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output logits: top-1 agreement 0.7500, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/seamless_m4t.yaml) (max abs error 3.046e-3; worst at flat index 2319: got -0.08970863372087479, expected -0.08666278421878815)",
+                    reason: "seamless_m4t on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:30:13Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (47%), 214 µs (0%); OpenVINOExecutionProvider: 9 nodes (53%), 67689 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/seamless_m4t.yaml only if it may run off OpenVINOExecutionProvider, with the reason; also out-of-tolerance: output logits: top-1 agreement 0.7500, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/seamless_m4t.yaml) (max abs error 3.046e-3; worst at flat index 2319: got -0.08970863372087479, expected -0.08666276931762695)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -18,6 +18,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: aria_text on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 107 of 2048 logits outside abs 0.03950648659579201 + rel 0, 0 of 2 rows with another top token (max abs error 8.383e-2; worst at flat index 1194: got -0.0618286170065403, expected 0.022002635523676872)"
+        "known issue: aria_text on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:24:11Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 107 of 2048 logits outside abs 0.039506480632849166 + rel 0, 1 of 2 rows with another top token (max abs error 8.383e-2; worst at flat index 1194: got -0.0618286170065403, expected 0.02200263924896717)"
     );
 }

@@ -164,7 +164,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "bailing_hybrid on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
+            reason: "bailing_hybrid on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:31:36Z): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.; bailing_hybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:31:43Z): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.; bailing_hybrid on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:31:47Z): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -174,7 +174,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "bailing_hybrid on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    reason: "bailing_hybrid on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:31:36Z): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.; bailing_hybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:31:43Z): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.; bailing_hybrid on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:31:47Z): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -200,7 +200,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "bailing_hybrid on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph.",
+            reason: "bailing_hybrid on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:24:17Z): cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph.; bailing_hybrid on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:24:20Z): cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph.; bailing_hybrid on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:24:24Z): cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -210,7 +210,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "bailing_hybrid on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph.",
+                    reason: "bailing_hybrid on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:24:17Z): cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph.; bailing_hybrid on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:24:20Z): cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph.; bailing_hybrid on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:24:24Z): cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -223,7 +223,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "bailing_hybrid on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph.",
+                    reason: "bailing_hybrid on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:24:17Z): cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph.; bailing_hybrid on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:24:20Z): cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph.; bailing_hybrid on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:24:24Z): cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

@@ -18,6 +18,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: beam on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 721 of 2048 logits outside abs 0.04171580420042176 + rel 0, 1 of 2 rows with another top token (max abs error 3.497e-1; worst at flat index 1651: got -0.2507324516773224, expected 0.09891873598098755)"
+        "known issue: beam on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:24:34Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 721 of 2048 logits outside abs 0.04171580422640915 + rel 0, 1 of 2 rows with another top token (max abs error 3.497e-1; worst at flat index 1651: got -0.2507324516773224, expected 0.09891872107982635)"
     );
 }

@@ -20,6 +20,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: codegen on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 146 of 2048 logits outside abs 0.04433871899705082 + rel 0, 0 of 2 rows with another top token (max abs error 9.244e-2; worst at flat index 1129: got 0.2027588039636612, expected 0.11031483113765717)"
+        "known issue: codegen on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:24:49Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 146 of 2048 logits outside abs 0.044338716019331065 + rel 0, 0 of 2 rows with another top token (max abs error 9.244e-2; worst at flat index 1129: got 0.2027588039636612, expected 0.11031483113765717)"
     );
 }

@@ -18,6 +18,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: flex_olmo on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 277 of 2048 logits outside abs 0.04057556611145401 + rel 0, 0 of 2 rows with another top token (max abs error 1.262e-1; worst at flat index 1390: got 0.3771972954273224, expected 0.2509510815143585)"
+        "known issue: flex_olmo on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:25:50Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 277 of 2048 logits outside abs 0.04057556596080758 + rel 0, 1 of 2 rows with another top token (max abs error 1.262e-1; worst at flat index 1390: got 0.3771972954273224, expected 0.2509511113166809)"
     );
 }

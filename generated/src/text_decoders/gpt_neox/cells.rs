@@ -163,7 +163,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gpt_neox on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.8458 in its worst row (of 8; mean 0.9398), below 0.98; relative L2 error 0.3466, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gpt_neox.yaml) (max abs error 1.299e0; worst at flat index 97: got -0.8756933212280273, expected 0.4237990081310272)",
+                    reason: "gpt_neox on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:26:55Z): output last_hidden_state: cosine similarity 0.8458 in its worst row (of 8; mean 0.9398), below 0.98; relative L2 error 0.3466, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gpt_neox.yaml) (max abs error 1.299e0; worst at flat index 97: got -0.8756933212280273, expected 0.4237988293170929)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -187,9 +187,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gpt_neox on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 209 of 2048 logits outside abs 0.038284314689246916 + rel 0, 0 of 2 rows with another top token (max abs error 1.115e-1; worst at flat index 1522: got 0.1655273586511612, expected 0.2770079970359802)",
+            reason: "gpt_neox on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:26:54Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 209 of 2048 logits outside abs 0.03828431172219098 + rel 0, 0 of 2 rows with another top token (max abs error 1.115e-1; worst at flat index 1522: got 0.1655273586511612, expected 0.2770079970359802)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .computing_float32_in(

@@ -21,7 +21,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gpt_oss on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9176 in its worst row (of 8; mean 0.9740), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gpt_oss.yaml) (max abs error 8.564e-1; worst at flat index 177: got -0.9253745675086975, expected -0.06892573088407516)",
+                    reason: "gpt_oss on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:54Z): output last_hidden_state: cosine similarity 0.9176 in its worst row (of 8; mean 0.9740), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gpt_oss.yaml) (max abs error 8.564e-1; worst at flat index 177: got -0.9253745675086975, expected -0.06892585009336472)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -161,7 +161,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "gpt_oss on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph.",
+            reason: "gpt_oss on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:26:58Z): cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph.; gpt_oss on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:00Z): cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph.; gpt_oss on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:01Z): cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -171,7 +171,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gpt_oss on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph.",
+                    reason: "gpt_oss on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:26:58Z): cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph.; gpt_oss on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:00Z): cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph.; gpt_oss on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:01Z): cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -184,7 +184,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gpt_oss on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph.",
+                    reason: "gpt_oss on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:26:58Z): cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph.; gpt_oss on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:00Z): cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph.; gpt_oss on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:01Z): cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -199,9 +199,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gpt_oss on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 119 of 2048 logits outside abs 0.04165004310918903 + rel 0, 0 of 2 rows with another top token (max abs error 9.636e-2; worst at flat index 1689: got -0.1457519680261612, expected -0.04939499497413635)",
+            reason: "gpt_oss on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:00Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 119 of 2048 logits outside abs 0.04165004313729242 + rel 0, 0 of 2 rows with another top token (max abs error 9.636e-2; worst at flat index 1689: got -0.1457519680261612, expected -0.04939500242471695)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .computing_float32_in(

@@ -20,6 +20,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: gpt-sw3 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 7 of 2048 logits outside abs 0.04760131828141994 + rel 0, 0 of 2 rows with another top token (max abs error 6.488e-2; worst at flat index 1161: got 0.0525817908346653, expected -0.012300468981266022)"
+        "known issue: gpt-sw3 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:03Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 7 of 2048 logits outside abs 0.04760131229625131 + rel 0, 0 of 2 rows with another top token (max abs error 6.488e-2; worst at flat index 1161: got 0.0525817908346653, expected -0.012300476431846619)"
     );
 }

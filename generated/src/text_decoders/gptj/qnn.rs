@@ -20,6 +20,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: gptj on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 69 of 2048 logits outside abs 0.04377300734081473 + rel 0, 0 of 2 rows with another top token (max abs error 7.529e-2; worst at flat index 1730: got -0.0661621168255806, expected -0.1414472758769989)"
+        "known issue: gptj on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:06Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 69 of 2048 logits outside abs 0.04377301329873262 + rel 0, 0 of 2 rows with another top token (max abs error 7.529e-2; worst at flat index 1730: got -0.0661621168255806, expected -0.1414472758769989)"
     );
 }

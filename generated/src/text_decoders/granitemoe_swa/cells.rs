@@ -157,7 +157,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "granitemoe_swa on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph.",
+            reason: "granitemoe_swa on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:18Z): cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph.; granitemoe_swa on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:21Z): cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph.; granitemoe_swa on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:22Z): cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -167,7 +167,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "granitemoe_swa on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph.",
+                    reason: "granitemoe_swa on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:18Z): cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph.; granitemoe_swa on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:21Z): cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph.; granitemoe_swa on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:22Z): cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -180,7 +180,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "granitemoe_swa on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph.",
+                    reason: "granitemoe_swa on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:18Z): cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph.; granitemoe_swa on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:21Z): cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph.; granitemoe_swa on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:22Z): cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -195,9 +195,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "granitemoe_swa on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 203 of 2048 logits outside abs 0.03688641775722772 + rel 0, 0 of 2 rows with another top token (max abs error 8.776e-2; worst at flat index 1826: got 0.1599121242761612, expected 0.07214762270450592)",
+            reason: "granitemoe_swa on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:27:20Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 203 of 2048 logits outside abs 0.03688641178484886 + rel 0, 0 of 2 rows with another top token (max abs error 8.776e-2; worst at flat index 1826: got 0.1599121242761612, expected 0.07214762270450592)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .computing_float32_in(

@@ -170,7 +170,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lfm2_moe on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1360 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1360_1' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX",
+                    reason: "lfm2_moe on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:32:38Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_2 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_2_1' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -196,7 +196,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "lfm2_moe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/lfm2_moe/model.onnx: Failed to compose Qnn graph.",
+            reason: "lfm2_moe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:30:08Z): cannot load <fixtures>/lfm2_moe/model.onnx: Failed to compose Qnn graph.; lfm2_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:30:09Z): cannot load <fixtures>/lfm2_moe/model.onnx: Failed to compose Qnn graph.; lfm2_moe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:30:10Z): cannot load <fixtures>/lfm2_moe/model.onnx: Failed to compose Qnn graph.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -206,7 +206,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lfm2_moe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/lfm2_moe/model.onnx: Failed to compose Qnn graph.",
+                    reason: "lfm2_moe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:30:08Z): cannot load <fixtures>/lfm2_moe/model.onnx: Failed to compose Qnn graph.; lfm2_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:30:09Z): cannot load <fixtures>/lfm2_moe/model.onnx: Failed to compose Qnn graph.; lfm2_moe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:30:10Z): cannot load <fixtures>/lfm2_moe/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -219,7 +219,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lfm2_moe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/lfm2_moe/model.onnx: Failed to compose Qnn graph.",
+                    reason: "lfm2_moe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:30:08Z): cannot load <fixtures>/lfm2_moe/model.onnx: Failed to compose Qnn graph.; lfm2_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:30:09Z): cannot load <fixtures>/lfm2_moe/model.onnx: Failed to compose Qnn graph.; lfm2_moe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:30:10Z): cannot load <fixtures>/lfm2_moe/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

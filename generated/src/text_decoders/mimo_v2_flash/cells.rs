@@ -157,7 +157,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "mimo_v2_flash on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/mimo_v2_flash/model.onnx: Failed to compose Qnn graph.",
+            reason: "mimo_v2_flash on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:30:58Z): cannot load <fixtures>/mimo_v2_flash/model.onnx: Failed to compose Qnn graph.; mimo_v2_flash on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:03Z): cannot load <fixtures>/mimo_v2_flash/model.onnx: Failed to compose Qnn graph.; mimo_v2_flash on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:05Z): cannot load <fixtures>/mimo_v2_flash/model.onnx: Failed to compose Qnn graph.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -167,7 +167,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mimo_v2_flash on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/mimo_v2_flash/model.onnx: Failed to compose Qnn graph.",
+                    reason: "mimo_v2_flash on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:30:58Z): cannot load <fixtures>/mimo_v2_flash/model.onnx: Failed to compose Qnn graph.; mimo_v2_flash on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:03Z): cannot load <fixtures>/mimo_v2_flash/model.onnx: Failed to compose Qnn graph.; mimo_v2_flash on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:05Z): cannot load <fixtures>/mimo_v2_flash/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -180,7 +180,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mimo_v2_flash on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/mimo_v2_flash/model.onnx: Failed to compose Qnn graph.",
+                    reason: "mimo_v2_flash on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:30:58Z): cannot load <fixtures>/mimo_v2_flash/model.onnx: Failed to compose Qnn graph.; mimo_v2_flash on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:03Z): cannot load <fixtures>/mimo_v2_flash/model.onnx: Failed to compose Qnn graph.; mimo_v2_flash on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:05Z): cannot load <fixtures>/mimo_v2_flash/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -195,9 +195,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mimo_v2_flash on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 84 of 2048 logits outside abs 0.03437829705335389 + rel 0, 0 of 2 rows with another top token (max abs error 7.527e-2; worst at flat index 1461: got -0.1579589992761612, expected -0.0826939046382904)",
+            reason: "mimo_v2_flash on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:02Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 84 of 2048 logits outside abs 0.034378294054681645 + rel 0, 0 of 2 rows with another top token (max abs error 7.527e-2; worst at flat index 1461: got -0.1579589992761612, expected -0.08269389718770981)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .computing_float32_in(

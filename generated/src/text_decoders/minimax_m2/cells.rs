@@ -157,7 +157,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "minimax_m2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/minimax_m2/model.onnx: Failed to compose Qnn graph.",
+            reason: "minimax_m2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:19Z): cannot load <fixtures>/minimax_m2/model.onnx: Failed to compose Qnn graph.; minimax_m2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:23Z): cannot load <fixtures>/minimax_m2/model.onnx: Failed to compose Qnn graph.; minimax_m2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:22Z): cannot load <fixtures>/minimax_m2/model.onnx: Failed to compose Qnn graph.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -167,7 +167,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minimax_m2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/minimax_m2/model.onnx: Failed to compose Qnn graph.",
+                    reason: "minimax_m2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:19Z): cannot load <fixtures>/minimax_m2/model.onnx: Failed to compose Qnn graph.; minimax_m2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:23Z): cannot load <fixtures>/minimax_m2/model.onnx: Failed to compose Qnn graph.; minimax_m2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:22Z): cannot load <fixtures>/minimax_m2/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -180,7 +180,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minimax_m2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/minimax_m2/model.onnx: Failed to compose Qnn graph.",
+                    reason: "minimax_m2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:19Z): cannot load <fixtures>/minimax_m2/model.onnx: Failed to compose Qnn graph.; minimax_m2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:23Z): cannot load <fixtures>/minimax_m2/model.onnx: Failed to compose Qnn graph.; minimax_m2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:22Z): cannot load <fixtures>/minimax_m2/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -195,7 +195,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "minimax_m2 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_2894863030618433003_4 node. Name:'QNNExecutionProvider_QNNExecutionProvider_2894863030618433003_4_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004",
+            reason: "minimax_m2 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:20Z): step 0 (decoder): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_2894863030618433003_4 node. Name:'QNNExecutionProvider_QNNExecutionProvider_2894863030618433003_4_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },

@@ -157,7 +157,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "mixtral on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/mixtral/model.onnx: Failed to compose Qnn graph.",
+            reason: "mixtral on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:47Z): cannot load <fixtures>/mixtral/model.onnx: Failed to compose Qnn graph.; mixtral on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:51Z): cannot load <fixtures>/mixtral/model.onnx: Failed to compose Qnn graph.; mixtral on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:52Z): cannot load <fixtures>/mixtral/model.onnx: Failed to compose Qnn graph.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -167,7 +167,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mixtral on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/mixtral/model.onnx: Failed to compose Qnn graph.",
+                    reason: "mixtral on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:47Z): cannot load <fixtures>/mixtral/model.onnx: Failed to compose Qnn graph.; mixtral on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:51Z): cannot load <fixtures>/mixtral/model.onnx: Failed to compose Qnn graph.; mixtral on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:52Z): cannot load <fixtures>/mixtral/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -180,7 +180,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mixtral on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/mixtral/model.onnx: Failed to compose Qnn graph.",
+                    reason: "mixtral on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:47Z): cannot load <fixtures>/mixtral/model.onnx: Failed to compose Qnn graph.; mixtral on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:51Z): cannot load <fixtures>/mixtral/model.onnx: Failed to compose Qnn graph.; mixtral on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:52Z): cannot load <fixtures>/mixtral/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -195,9 +195,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mixtral on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 388 of 2048 logits outside abs 0.03768683435851017 + rel 0, 0 of 2 rows with another top token (max abs error 1.476e-1; worst at flat index 1075: got 0.0429687537252903, expected -0.10467623919248581)",
+            reason: "mixtral on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:31:50Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 388 of 2048 logits outside abs 0.037686831378528046 + rel 0, 1 of 2 rows with another top token (max abs error 1.476e-1; worst at flat index 1075: got 0.0429687537252903, expected -0.1046762466430664)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .computing_float32_in(

@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "convbert on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 111 µs (0%); OpenVINOExecutionProvider: 5 nodes (56%), 24829 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/convbert.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "convbert on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:33:33Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 93 µs (0%); OpenVINOExecutionProvider: 5 nodes (56%), 178339 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/convbert.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -156,7 +156,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "convbert on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node. Name:'QNNExecutionProvider_QNNExecutionProvider_17117203764398475109_1_0' Status Message: QNN graph execute error. Error: QNN_COMMON_ERROR_GENERAL: General error, which has not been identified as any other error type., Code: 1100",
+            reason: "convbert on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:35:24Z): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node. Name:'QNNExecutionProvider_QNNExecutionProvider_17117203764398475109_1_0' Status Message: QNN graph execute error. Error: QNN_COMMON_ERROR_GENERAL: General error, which has not been identified as any other error type., Code: 1100",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
@@ -166,7 +166,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "convbert on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node. Name:'QNNExecutionProvider_QNNExecutionProvider_17117203764398475109_1_0' Status Message: QNN graph execute error. Error: QNN_COMMON_ERROR_GENERAL: General error, which has not been identified as any other error type., Code: 1100",
+                    reason: "convbert on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:35:24Z): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node. Name:'QNNExecutionProvider_QNNExecutionProvider_17117203764398475109_1_0' Status Message: QNN graph execute error. Error: QNN_COMMON_ERROR_GENERAL: General error, which has not been identified as any other error type., Code: 1100",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -179,7 +179,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "convbert on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node. Name:'QNNExecutionProvider_QNNExecutionProvider_17117203764398475109_1_0' Status Message: QNN graph execute error. Error: QNN_COMMON_ERROR_GENERAL: General error, which has not been identified as any other error type., Code: 1100",
+                    reason: "convbert on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:35:24Z): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node. Name:'QNNExecutionProvider_QNNExecutionProvider_17117203764398475109_1_0' Status Message: QNN graph execute error. Error: QNN_COMMON_ERROR_GENERAL: General error, which has not been identified as any other error type., Code: 1100",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

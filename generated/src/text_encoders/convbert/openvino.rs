@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: convbert on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 111 µs (0%); OpenVINOExecutionProvider: 5 nodes (56%), 24829 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/convbert.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: convbert on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:33:33Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 93 µs (0%); OpenVINOExecutionProvider: 5 nodes (56%), 178339 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/convbert.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -152,7 +152,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "esmc on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 190 of 832 elements outside 0.1 of the output's spread (2.898e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_encoders/esmc.yaml) (max abs error 1.365e0; worst at flat index 624: got -1.5283204317092896, expected -0.16370026767253876)",
+            reason: "esmc on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:35:38Z): output last_hidden_state (the 22 positions the attention mask keeps, of 26): 149 of 704 elements outside 0.1 of the output's spread (2.898e-1 abs) (max abs error 1.365e0; worst at flat index 624: got -1.5283204317092896, expected -0.16370026767253876); cosine similarity 0.7934 in its worst row (of 22; mean 0.9534), below 0.99; relative L2 error 0.3049, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/text_encoders/esmc.yaml)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -162,7 +162,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "esmc on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 190 of 832 elements outside 0.1 of the output's spread (2.898e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_encoders/esmc.yaml) (max abs error 1.365e0; worst at flat index 624: got -1.5283204317092896, expected -0.16370026767253876)",
+                    reason: "esmc on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:35:38Z): output last_hidden_state (the 22 positions the attention mask keeps, of 26): 149 of 704 elements outside 0.1 of the output's spread (2.898e-1 abs) (max abs error 1.365e0; worst at flat index 624: got -1.5283204317092896, expected -0.16370026767253876); cosine similarity 0.7934 in its worst row (of 22; mean 0.9534), below 0.99; relative L2 error 0.3049, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/text_encoders/esmc.yaml)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -175,7 +175,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "esmc on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 190 of 832 elements outside 0.1 of the output's spread (2.898e-1 abs; fp16's bound, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do; precision_tolerances in model-specs/models/text_encoders/esmc.yaml) (max abs error 1.365e0; worst at flat index 624: got -1.5283204317092896, expected -0.16370026767253876)",
+                    reason: "esmc on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:35:38Z): output last_hidden_state (the 22 positions the attention mask keeps, of 26): 149 of 704 elements outside 0.1 of the output's spread (2.898e-1 abs) (max abs error 1.365e0; worst at flat index 624: got -1.5283204317092896, expected -0.16370026767253876); cosine similarity 0.7934 in its worst row (of 22; mean 0.9534), below 0.99; relative L2 error 0.3049, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/text_encoders/esmc.yaml)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: mpnet on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/mpnet/model.qdq8.onnx: Failed to compose Qnn graph."
+        "known issue: mpnet on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:36:23Z): cannot load <fixtures>/mpnet/model.qdq8.onnx: Failed to compose Qnn graph."
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],

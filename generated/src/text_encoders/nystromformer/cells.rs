@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nystromformer on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 83 µs (1%); OpenVINOExecutionProvider: 3 nodes (60%), 13372 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/nystromformer.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "nystromformer on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:33:38Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 91 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 26778 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/nystromformer.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

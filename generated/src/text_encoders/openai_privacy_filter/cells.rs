@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "openai_privacy_filter on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9537 in its worst row (of 8; mean 0.9940), below 0.98; relative L2 error 0.1099, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 6.200e-1; worst at flat index 209: got 1.2920345067977905, expected 0.6720842123031616)",
+                    reason: "openai_privacy_filter on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:08:45Z): output last_hidden_state: cosine similarity 0.9537 in its worst row (of 8; mean 0.9940), below 0.98; relative L2 error 0.1099, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 6.200e-1; worst at flat index 209: got 1.2920345067977905, expected 0.6720842719078064)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -25,7 +25,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "openai_privacy_filter on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.8723 in its worst row (of 8; mean 0.9836), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 1.226e0; worst at flat index 130: got -0.2263530194759369, expected 0.9998277425765991)",
+                    reason: "openai_privacy_filter on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:08:46Z): output last_hidden_state: cosine similarity 0.8723 in its worst row (of 8; mean 0.9836), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 1.226e0; worst at flat index 130: got -0.2263530194759369, expected 0.9998278021812439)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -146,7 +146,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "openai_privacy_filter on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9537 in its worst row (of 8; mean 0.9940), below 0.98; relative L2 error 0.1099, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 6.200e-1; worst at flat index 209: got 1.2920342683792114, expected 0.6720842123031616)",
+                    reason: "openai_privacy_filter on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:33:41Z): output last_hidden_state: cosine similarity 0.9537 in its worst row (of 8; mean 0.9940), below 0.98; relative L2 error 0.1099, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 6.199e-1; worst at flat index 209: got 1.2920342683792114, expected 0.6720842719078064)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -164,7 +164,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "openai_privacy_filter on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph.",
+            reason: "openai_privacy_filter on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:36:31Z): cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph.; openai_privacy_filter on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:36:32Z): cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph.; openai_privacy_filter on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:36:33Z): cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -174,7 +174,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "openai_privacy_filter on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph.",
+                    reason: "openai_privacy_filter on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:36:31Z): cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph.; openai_privacy_filter on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:36:32Z): cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph.; openai_privacy_filter on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:36:33Z): cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -187,7 +187,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "openai_privacy_filter on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph.",
+                    reason: "openai_privacy_filter on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:36:31Z): cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph.; openai_privacy_filter on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:36:32Z): cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph.; openai_privacy_filter on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:36:33Z): cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: squeezebert on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 135 µs (1%); OpenVINOExecutionProvider: 13 nodes (52%), 10611 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/squeezebert.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: squeezebert on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:33:46Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 140 µs (1%); OpenVINOExecutionProvider: 13 nodes (52%), 18091 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/squeezebert.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -19,12 +19,12 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
 }
-/// xmod on cpu with libtorch, device cpu: known-issue (xmod on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape '[8, 32]' is invalid for input of size 832).
+/// xmod on cpu with libtorch, device cpu: known-issue (xmod on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:08:48Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape '[8, 32]' is invalid for input of size 832).
 ///
 /// Select this cell with `cargo test -p generated text_encoders::xmod::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
         super::super::cells::CPU_TORCH, ignore =
-        "known issue: xmod on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): dynamic_shapes: libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape '[8, 32]' is invalid for input of size 832"
+        "known issue: xmod on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:08:48Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape '[8, 32]' is invalid for input of size 832"
     );
 }

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: videomae on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 381 µs (6%); OpenVINOExecutionProvider: 2 nodes (67%), 6352 µs (94%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/video/videomae.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: videomae on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:33:51Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 402 µs (2%); OpenVINOExecutionProvider: 2 nodes (67%), 17188 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/video/videomae.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: videoprism_vision_model on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 180 µs (1%); OpenVINOExecutionProvider: 2 nodes (67%), 20952 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/video/videoprism_vision_model.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: videoprism_vision_model on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:33:55Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 210 µs (1%); OpenVINOExecutionProvider: 2 nodes (67%), 24837 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/video/videoprism_vision_model.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -21,7 +21,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vivit on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9349 in its worst row (of 65; mean 0.9990), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/vivit.yaml) (max abs error 8.052e-1; worst at flat index 26: got -0.02576708234846592, expected -0.8309480547904968); output pooler_output: relative L2 error 0.3265, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/vivit.yaml) (max abs error 7.195e-2; worst at flat index 15: got -0.13937056064605713, expected -0.06741954386234283)",
+                    reason: "vivit on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:08:49Z): output last_hidden_state: cosine similarity 0.9349 in its worst row (of 65; mean 0.9990), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/vivit.yaml) (max abs error 8.052e-1; worst at flat index 26: got -0.02576708234846592, expected -0.8309484720230103); output pooler_output: relative L2 error 0.3265, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/vivit.yaml) (max abs error 7.195e-2; worst at flat index 15: got -0.13937056064605713, expected -0.06741949915885925)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vivit on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 734 µs (6%); OpenVINOExecutionProvider: 2 nodes (67%), 10845 µs (94%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/video/vivit.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "vivit on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:33:56Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 741 µs (13%); OpenVINOExecutionProvider: 2 nodes (67%), 4942 µs (87%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/video/vivit.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "vjepa2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 781 µs (6%); OpenVINOExecutionProvider: 2 nodes (67%), 12346 µs (94%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/video/vjepa2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "vjepa2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:33:58Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 743 µs (9%); OpenVINOExecutionProvider: 2 nodes (67%), 7479 µs (91%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/video/vjepa2.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "conditional_detr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/conditional_detr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    reason: "conditional_detr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:34:05Z): cannot load <fixtures>/conditional_detr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -162,7 +162,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "conditional_detr on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.7898 in its worst row (of 12; mean 0.7898), below 0.98; relative L2 error 0.6483, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/conditional_detr.yaml) (max abs error 1.655e0; worst at flat index 332: got 1.540563941001892, expected -0.11413463950157166); output encoder_last_hidden_state: cosine similarity 0.3130 in its worst row (of 4; mean 0.6093), below 0.98; relative L2 error 0.8850, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/conditional_detr.yaml) (max abs error 3.083e0; worst at flat index 39: got -0.06524166464805603, expected 3.018009901046753)",
+                    reason: "conditional_detr on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:37:24Z): output last_hidden_state: cosine similarity 0.7898 in its worst row (of 12; mean 0.7898), below 0.98; relative L2 error 0.6483, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/conditional_detr.yaml) (max abs error 1.655e0; worst at flat index 332: got 1.540563941001892, expected -0.11413460969924927); output encoder_last_hidden_state: cosine similarity 0.3130 in its worst row (of 4; mean 0.6093), below 0.98; relative L2 error 0.8850, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/conditional_detr.yaml) (max abs error 3.083e0; worst at flat index 39: got -0.06524166464805603, expected 3.0180091857910156)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -175,7 +175,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "conditional_detr on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/conditional_detr/model.fp16.onnx: Load model from <fixtures>/conditional_detr/model.fp16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/position_embedding/Cast_output_0_cast_to_fp32_node).",
+                    reason: "conditional_detr on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:37:22Z): cannot load <fixtures>/conditional_detr/model.fp16.onnx: Load model from <fixtures>/conditional_detr/model.fp16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/position_embedding/Cast_output_0_cast_to_fp32_node).",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

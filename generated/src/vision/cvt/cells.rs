@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cvt on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/cvt/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    reason: "cvt on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:34:11Z): cannot load <fixtures>/cvt/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -162,7 +162,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "cvt on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output cls_token_value: cosine similarity 0.7610 in its worst row (of 1; mean 0.7610), below 0.98; relative L2 error 0.7519, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/cvt.yaml) (max abs error 6.278e-2; worst at flat index 25: got 0.05374133214354515, expected -0.009036282077431679)",
+                    reason: "cvt on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:37:40Z): output cls_token_value: cosine similarity 0.7610 in its worst row (of 1; mean 0.7610), below 0.98; relative L2 error 0.7519, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/cvt.yaml) (max abs error 6.278e-2; worst at flat index 25: got 0.05374133214354515, expected -0.009036252275109291)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: cvt on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output cls_token_value: cosine similarity 0.7610 in its worst row (of 1; mean 0.7610), below 0.98; relative L2 error 0.7519, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/cvt.yaml) (max abs error 6.278e-2; worst at flat index 25: got 0.05374133214354515, expected -0.009036282077431679)"
+        "known issue: cvt on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:37:40Z): output cls_token_value: cosine similarity 0.7610 in its worst row (of 1; mean 0.7610), below 0.98; relative L2 error 0.7519, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/cvt.yaml) (max abs error 6.278e-2; worst at flat index 25: got 0.05374133214354515, expected -0.009036252275109291)"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],

@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: data2vec-vision on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.0000 in its worst row (of 5; mean 0.7999), below 0.98 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/data2vec-vision.yaml) (max abs error 2.561e-2; worst at flat index 104: got -0.13840997219085693, expected -0.1640176624059677)"
+        "known issue: data2vec-vision on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:37:47Z): output last_hidden_state: cosine similarity 0.0000 in its worst row (of 5; mean 0.7999), below 0.98 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/data2vec-vision.yaml) (max abs error 2.561e-2; worst at flat index 104: got -0.13840997219085693, expected -0.1640176624059677)"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],

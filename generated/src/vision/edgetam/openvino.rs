@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: edgetam on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-23 before evidence carried provenance; stale): cannot load <fixtures>/edgetam/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
+        "known issue: edgetam on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:34:32Z): cannot load <fixtures>/edgetam/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
     );
 }

@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "efficientloftr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 4092 µs (7%); OpenVINOExecutionProvider: 13 nodes (52%), 57096 µs (93%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/efficientloftr.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "efficientloftr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:34:40Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 3624 µs (7%); OpenVINOExecutionProvider: 13 nodes (52%), 44887 µs (93%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/efficientloftr.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

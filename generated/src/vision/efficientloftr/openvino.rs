@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: efficientloftr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 4092 µs (7%); OpenVINOExecutionProvider: 13 nodes (52%), 57096 µs (93%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/efficientloftr.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: efficientloftr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:34:40Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 3624 µs (7%); OpenVINOExecutionProvider: 13 nodes (52%), 44887 µs (93%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/efficientloftr.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

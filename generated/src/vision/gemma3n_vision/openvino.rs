@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: gemma3n_vision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 28 nodes (49%), 1412 µs (5%); OpenVINOExecutionProvider: 29 nodes (51%), 24705 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/gemma3n_vision.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: gemma3n_vision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:34:48Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 28 nodes (49%), 1079 µs (3%); OpenVINOExecutionProvider: 29 nodes (51%), 30515 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/gemma3n_vision.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

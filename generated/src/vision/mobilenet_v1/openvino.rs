@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: mobilenet_v1 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×27 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 27 nodes (49%), 616 µs (4%); OpenVINOExecutionProvider: 28 nodes (51%), 13218 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilenet_v1.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: mobilenet_v1 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:35:27Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×27 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 27 nodes (49%), 406 µs (6%); OpenVINOExecutionProvider: 28 nodes (51%), 5917 µs (94%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilenet_v1.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

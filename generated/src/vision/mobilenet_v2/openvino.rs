@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: mobilenet_v2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×52 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 52 nodes (50%), 1106 µs (4%); OpenVINOExecutionProvider: 53 nodes (50%), 24561 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilenet_v2.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: mobilenet_v2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:35:30Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×52 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 52 nodes (50%), 641 µs (5%); OpenVINOExecutionProvider: 53 nodes (50%), 11446 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/mobilenet_v2.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

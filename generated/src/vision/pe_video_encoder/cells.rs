@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "pe_video_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 328 µs (1%); OpenVINOExecutionProvider: 4 nodes (57%), 25299 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/pe_video_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "pe_video_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:35:42Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 117 µs (1%); OpenVINOExecutionProvider: 4 nodes (57%), 15197 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/pe_video_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

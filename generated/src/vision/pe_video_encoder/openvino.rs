@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: pe_video_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 328 µs (1%); OpenVINOExecutionProvider: 4 nodes (57%), 25299 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/pe_video_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: pe_video_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:35:42Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 117 µs (1%); OpenVINOExecutionProvider: 4 nodes (57%), 15197 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/pe_video_encoder.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

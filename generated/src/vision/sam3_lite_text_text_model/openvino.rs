@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: sam3_lite_text_text_model on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (47%), 226 µs (3%); OpenVINOExecutionProvider: 9 nodes (53%), 7410 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/sam3_lite_text_text_model.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: sam3_lite_text_text_model on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:36:03Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (47%), 90 µs (3%); OpenVINOExecutionProvider: 9 nodes (53%), 2985 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/sam3_lite_text_text_model.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -21,7 +21,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam_hq_vision_model on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9326 in its worst row (of 1; mean 0.9326), below 0.95; relative L2 error 0.3671, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/sam_hq_vision_model.yaml) (max abs error 1.216e0; worst at flat index 222: got -0.5681862235069275, expected 0.647951602935791)",
+                    reason: "sam_hq_vision_model on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:09:29Z): output last_hidden_state: cosine similarity 0.9326 in its worst row (of 1; mean 0.9326), below 0.95; relative L2 error 0.3671, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/sam_hq_vision_model.yaml) (max abs error 1.216e0; worst at flat index 222: got -0.5681862235069275, expected 0.6479507088661194)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam_hq_vision_model on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): cannot load <fixtures>/sam_hq_vision_model/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    reason: "sam_hq_vision_model on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:36:09Z): cannot load <fixtures>/sam_hq_vision_model/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: cosmos3_omni on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 549 µs (3%); OpenVINOExecutionProvider: 2 nodes (67%), 15808 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/cosmos3_omni.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: cosmos3_omni on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:36:51Z): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 423 µs (3%); OpenVINOExecutionProvider: 2 nodes (67%), 13612 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/cosmos3_omni.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =

@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: exaone4_5 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 494 µs (3%); OpenVINOExecutionProvider: 2 nodes (67%), 15167 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/exaone4_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: exaone4_5 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:37:10Z): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 374 µs (2%); OpenVINOExecutionProvider: 2 nodes (67%), 16644 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/exaone4_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =

@@ -21,7 +21,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output last_hidden_state: cosine similarity 0.9336 in its worst row (of 24; mean 0.9771), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/gemma3n.yaml) (max abs error 8.353e-1; worst at flat index 247: got 1.4890409708023071, expected 0.653764009475708)",
+                    reason: "gemma3n on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:09:49Z): output last_hidden_state: cosine similarity 0.9336 in its worst row (of 24; mean 0.9771), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/gemma3n.yaml) (max abs error 8.353e-1; worst at flat index 247: got 1.4890409708023071, expected 0.6537642478942871)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -146,7 +146,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 29 nodes (48%), 1801 µs (4%); OpenVINOExecutionProvider: 31 nodes (52%), 43102 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/gemma3n.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "gemma3n on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:37:27Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 29 nodes (48%), 1097 µs (2%); OpenVINOExecutionProvider: 31 nodes (52%), 44268 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/gemma3n.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: gemma3n on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 29 nodes (48%), 1801 µs (4%); OpenVINOExecutionProvider: 31 nodes (52%), 43102 µs (96%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/gemma3n.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: gemma3n on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:37:27Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 29 nodes (48%), 1097 µs (2%); OpenVINOExecutionProvider: 31 nodes (52%), 44268 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/gemma3n.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =

@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: glm46v on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 474 µs (3%); OpenVINOExecutionProvider: 3 nodes (60%), 13680 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/glm46v.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: glm46v on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:37:37Z): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 342 µs (5%); OpenVINOExecutionProvider: 3 nodes (60%), 6893 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/glm46v.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =

@@ -21,7 +21,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::Unsupported {
-                    reason: "glm4v_moe on cpu with onnxruntime: q4_matches_reference does not apply (evidence: recorded 2026-11-26 before evidence carried provenance; stale): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    reason: "glm4v_moe on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:09:54Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
                     basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
@@ -139,7 +139,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "glm4v_moe on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
+            reason: "glm4v_moe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:37:52Z): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.; glm4v_moe on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:38:03Z): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.; glm4v_moe on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:38:04Z): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -149,7 +149,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "glm4v_moe on openvino with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    reason: "glm4v_moe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:37:52Z): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.; glm4v_moe on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:38:03Z): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.; glm4v_moe on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:38:04Z): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -164,7 +164,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "glm4v_moe on openvino with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): cannot load <fixtures>/generation/glm4v_moe/decoder.onnx: This is an invalid model. Error: the graph is not acyclic.",
+            reason: "glm4v_moe on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:37:53Z): step 0 (decoder): cannot load <fixtures>/generation/glm4v_moe/decoder.onnx: This is an invalid model. Error: the graph is not acyclic.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },

@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "idefics3 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (33%), 52 µs (0%); OpenVINOExecutionProvider: 6 nodes (67%), 17457 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/idefics3.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "idefics3 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:38:07Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (33%), 41 µs (0%); OpenVINOExecutionProvider: 6 nodes (67%), 13526 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/idefics3.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

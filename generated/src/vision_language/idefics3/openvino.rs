@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: idefics3 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (33%), 52 µs (0%); OpenVINOExecutionProvider: 6 nodes (67%), 17457 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/idefics3.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: idefics3 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:38:07Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (33%), 41 µs (0%); OpenVINOExecutionProvider: 6 nodes (67%), 13526 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/idefics3.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =

@@ -15,19 +15,19 @@ mod onnx {
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: llava_next on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits: top-1 agreement 0.7000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava_next.yaml) (max abs error 1.065e-1; worst at flat index 15244: got -0.22572679817676544, expected -0.3322354555130005)"
+        "known issue: llava_next on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): output logits: top-1 agreement 0.7000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava_next.yaml) (max abs error 1.065e-1; worst at flat index 15244: got -0.22572679817676544, expected -0.33223554491996765)"
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, features = ["cpu"], off =
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
 }
-/// llava_next on cpu with libtorch, device cpu: known-issue (llava_next on cpu with libtorch: runs failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method).
+/// llava_next on cpu with libtorch, device cpu: known-issue (llava_next on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; llava_next on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; llava_next on cpu with libtorch: runs failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method).
 ///
 /// Select this cell with `cargo test -p generated vision_language::llava_next::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
         super::super::cells::CPU_TORCH, ignore =
-        "known issue: llava_next on cpu with libtorch: runs failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method"
+        "known issue: llava_next on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; llava_next on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; llava_next on cpu with libtorch: runs failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method"
     );
 }

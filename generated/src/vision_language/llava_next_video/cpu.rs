@@ -23,12 +23,12 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
 }
-/// llava_next_video on cpu with libtorch, device cpu: known-issue (llava_next_video on cpu with libtorch: runs failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method).
+/// llava_next_video on cpu with libtorch, device cpu: known-issue (llava_next_video on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; llava_next_video on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; llava_next_video on cpu with libtorch: runs failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method).
 ///
 /// Select this cell with `cargo test -p generated vision_language::llava_next_video::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
         super::super::cells::CPU_TORCH, ignore =
-        "known issue: llava_next_video on cpu with libtorch: runs failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): runs: the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method"
+        "known issue: llava_next_video on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; llava_next_video on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; llava_next_video on cpu with libtorch: runs failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method"
     );
 }

@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: paddleocr_vl on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 132 µs (6%); OpenVINOExecutionProvider: 2 nodes (67%), 1983 µs (94%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/paddleocr_vl.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: paddleocr_vl on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:39:11Z): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 111 µs (2%); OpenVINOExecutionProvider: 2 nodes (67%), 5164 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/paddleocr_vl.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =

@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: qwen3_vl on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 554 µs (5%); OpenVINOExecutionProvider: 2 nodes (67%), 11607 µs (95%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_vl.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: qwen3_vl on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:40:26Z): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 416 µs (6%); OpenVINOExecutionProvider: 2 nodes (67%), 6056 µs (94%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_vl.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
