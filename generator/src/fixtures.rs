@@ -114,7 +114,7 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &S
             }
             Err(error) => {
                 std::fs::write(&error_path, format!("{error}\n")).map_err(|e| format!("{}: {e}", error_path.display()))?;
-                summary.failed.push((name, error));
+                summary.failed.push((name, error.to_string()));
             }
         }
     }

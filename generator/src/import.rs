@@ -23,8 +23,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use hwmatrix_cell::Stage;
+
+use crate::spec::evidence::PipelineFailure;
 use crate::spec::{self, DefaultsFile, Imported, LoadedModel, SpecFile};
-use crate::workers::{Pool, Progress};
+use crate::workers::{JobError, Pool, Progress};
 
 pub const MARKER: &str = "# ---- written by `gen import`: everything below this line is derived and rewritten on each import; edit above it ----";
 
@@ -113,14 +116,25 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
     let mut drafts: Vec<Draft> = Vec::new();
     let mut undecided = Vec::new();
     for (model_type, outcome) in derived {
-        let value = outcome.unwrap_or_else(|e| serde_json::json!({"known_issue": format!("deriving: {e}"), "registries": [], "export_class": ""}));
+        // The pipeline's failure is evidence (model-specs/evidence/), not part of the spec:
+        // the job's own (our pool's limit, a dead worker), or the one the worker reports
+        // with the stage it stopped at.
+        let (mut value, mut failure) = match outcome {
+            Ok(value) => (value, None),
+            Err(e) => {
+                let failure = PipelineFailure { error: format!("deriving: {e}"), ..PipelineFailure::of_job(Stage::Reference, &e) };
+                (serde_json::json!({"registries": [], "export_class": ""}), Some(failure))
+            }
+        };
+        if let Some(error) = value.get("known_issue").and_then(Value::as_str) {
+            let stage = value.get("stage").and_then(Value::as_str).map(str::parse::<Stage>).transpose().map_err(|e| format!("error: the worker's answer for {model_type}: {e}"))?;
+            failure = Some(PipelineFailure { stage: stage.unwrap_or(Stage::Reference), timed_out: false, harness_limit: false, error: error.to_string() });
+        }
         // A successful derive always has inputs: without them, deriving failed.
-        let derive_failed = value.get("known_issue").is_some() && value.get("inputs").is_none();
-        // The pipeline's failure is evidence (model-specs/evidence/), not part of the spec.
-        let mut failure = value.get("known_issue").and_then(Value::as_str).map(str::to_string);
-        let mut value = value;
+        let derive_failed = failure.is_some() && value.get("inputs").is_none();
         if let Some(object) = value.as_object_mut() {
             object.remove("known_issue");
+            object.remove("stage");
         }
         let mut imported = to_imported(&value, &version)?;
         let path = existing.get(&model_type).cloned();
@@ -161,7 +175,7 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
         }
         jobs.push((draft.model_type.clone(), crate::fixtures::export_job(&model, &out_dir, &key, &crate::fixtures::Source::TinyRandom)?));
     }
-    let mut failures: BTreeMap<String, String> = BTreeMap::new();
+    let mut failures: BTreeMap<String, JobError> = BTreeMap::new();
     if !jobs.is_empty() {
         let _lock = crate::fixtures::StoreLock::acquire(&options.fixtures, err)?;
         let mut progress = Progress::new("exported", jobs.len(), err, tty);
@@ -214,7 +228,7 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
             }
         }
         if let Some(error) = failures.get(&draft.model_type) {
-            draft.failure = Some(format!("exporting: {error}"));
+            draft.failure = Some(PipelineFailure { error: format!("exporting: {error}"), ..PipelineFailure::of_job(Stage::Export, error) });
         }
         if draft.failure.is_some() {
             known += 1;
@@ -224,7 +238,7 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
         if let Some(model) = draft.loaded(&defaults)? {
             let key = model.fixture_key();
             let mut file = spec::evidence::read(specs_dir, &draft.model_type)?;
-            let measured = draft.failure.as_deref().map(|error| spec::evidence::pipeline_failure(spec::evidence::EXPORT, error, &key));
+            let measured = draft.failure.as_ref().map(|failure| spec::evidence::pipeline_failure(spec::evidence::EXPORT, failure, &key));
             let check = spec::evidence::EntryKey { platform: None, engine: None, check: spec::evidence::EXPORT.into() };
             spec::evidence::merge(&mut file.entries, vec![(check, measured)], &key);
             spec::evidence::write(specs_dir, file)?;
@@ -276,8 +290,8 @@ struct Draft {
     model_type: String,
     curated: String,
     imported: Imported,
-    /// The fixture pipeline's failure (deriving or exporting), in the worker's words.
-    failure: Option<String>,
+    /// The fixture pipeline's failure (deriving or exporting): its stage and the worker's words.
+    failure: Option<PipelineFailure>,
     old_path: Option<PathBuf>,
     path: PathBuf,
 }
@@ -288,7 +302,7 @@ impl Draft {
     fn loaded(&self, defaults: &DefaultsFile) -> Result<Option<LoadedModel>, String> {
         let file = parse_draft(&self.curated, &self.imported, &self.model_type)?;
         // The draft's own pipeline failure, as its evidence entry would hold it (the key is not compared here).
-        let evidence = self.failure.iter().map(|error| spec::evidence::pipeline_failure(spec::evidence::EXPORT, error, "")).collect();
+        let evidence = self.failure.iter().map(|failure| spec::evidence::pipeline_failure(spec::evidence::EXPORT, failure, "")).collect();
         let Ok((spec, sources)) = spec::resolve::resolve(file, defaults, evidence) else { return Ok(None) };
         Ok(Some(LoadedModel { module: String::new(), path: self.path.clone(), display_path: String::new(), sources, imported: Some(self.imported.clone()), spec }))
     }

@@ -23,57 +23,26 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use hwmatrix_cell::{Attribution, Basis, CHECKS, EngineKind, ErrorKind, GENERATES, GENERATION_EXPORT_FAILED, Outcome, Planned, Platform, Stage};
-use serde::Deserialize;
+use hwmatrix_record::Record;
 
 use crate::plan::{self, Selection};
 use crate::spec::evidence::{self, Entry, EntryKey, EntryOutcome, Provenance};
 use crate::spec::{LoadedModel, Specs};
 
-/// A check's record as gen import reads it back: the fields it takes, typed
-/// as the runtime writes them.
-#[derive(Clone, Debug, Deserialize)]
-pub struct RecordView {
-    pub run_id: String,
-    pub time: String,
-    pub host: String,
-    pub model: String,
-    #[serde(default)]
-    pub component: Option<String>,
-    pub platform: Platform,
-    pub engine_kind: EngineKind,
-    pub engine: String,
-    pub check: String,
-    pub status: Outcome,
-    pub basis: Basis,
-    #[serde(default)]
-    pub reason: Option<String>,
-    #[serde(default)]
-    pub error_kind: Option<ErrorKind>,
-    #[serde(default)]
-    pub stage: Option<Stage>,
-    #[serde(default)]
-    pub device: Option<String>,
-    #[serde(default)]
-    pub library: Option<String>,
-    #[serde(default)]
-    pub fixture: Option<FixtureView>,
-    pub runtime_version: String,
+/// A record as gen import reads it: what an evidence entry keeps of it.
+trait AsEntry {
+    fn measured(&self) -> bool;
+    fn entry(&self) -> Option<Entry>;
 }
 
-#[derive(Clone, Debug, Deserialize)]
-pub struct FixtureView {
-    #[serde(default)]
-    pub cache_key: Option<String>,
-}
-
-impl RecordView {
+impl AsEntry for Record {
     /// Whether a check of this run ran it (never the ledger's records of cells not run).
     fn measured(&self) -> bool {
         self.basis == Basis::Measured && matches!(self.status, Outcome::Passed | Outcome::Failed)
     }
 
     /// The record as an evidence entry; None for a pass.
-    pub fn entry(&self) -> Option<Entry> {
+    fn entry(&self) -> Option<Entry> {
         if self.status == Outcome::Passed {
             return None;
         }
@@ -112,7 +81,7 @@ impl RecordView {
 /// that decides it (of a model checked as components, the first failed one).
 #[derive(Default)]
 struct Measured {
-    checks: BTreeMap<String, RecordView>,
+    checks: BTreeMap<String, Record>,
 }
 
 impl Measured {
@@ -124,8 +93,8 @@ impl Measured {
 /// An entry for a check that should have a record and has none (its test
 /// process died first): our harness's gap, with the provenance of the
 /// cell's other records.
-fn no_record(platform: Platform, engine: EngineKind, check: &str, beside: &RecordView) -> Entry {
-    let mut entry = RecordView { check: check.to_string(), status: Outcome::Failed, error_kind: Some(ErrorKind::NoRecord), stage: Some(Stage::Run), reason: Some("no record (the test did not run: its process ended before it could write one)".into()), ..beside.clone() }
+fn no_record(platform: Platform, engine: EngineKind, check: &str, beside: &Record) -> Entry {
+    let mut entry = Record { check: check.to_string(), status: Outcome::Failed, error_kind: Some(ErrorKind::NoRecord), stage: Some(Stage::Run), reason: Some("no record (the test did not run: its process ended before it could write one)".into()), ..beside.clone() }
         .entry()
         .expect("a failure");
     entry.platform = Some(platform);
@@ -297,7 +266,17 @@ pub fn run(root: &Path, specs: &Specs, platform: Platform, models: &[String], op
             // the same on every platform, is the pipeline's entry; the check itself measured nothing.
             if let Some((_, error)) = reason.split_once(GENERATION_EXPORT_FAILED) {
                 let fixture_key = model.generation_fixture_key();
-                changes.push((EntryKey { platform: None, engine: None, check: evidence::GENERATION_EXPORT.into() }, Some(evidence::pipeline_failure(evidence::GENERATION_EXPORT, error, &fixture_key))));
+                // The generation exporter's error file holds its words only (fixtures.rs): where
+                // torch.onnx ran, its exporters name themselves; else the exporter stopped at its
+                // own limit (a cache it cannot flatten), before torch.onnx.
+                let torch_onnx = error.contains("legacy exporter: ") || error.contains("dynamo exporter: ");
+                let failure = evidence::PipelineFailure {
+                    stage: if torch_onnx { Stage::Export } else { Stage::Reference },
+                    timed_out: false,
+                    harness_limit: !torch_onnx,
+                    error: error.to_string(),
+                };
+                changes.push((EntryKey { platform: None, engine: None, check: evidence::GENERATION_EXPORT.into() }, Some(evidence::pipeline_failure(evidence::GENERATION_EXPORT, &failure, &fixture_key))));
             } else if !(record.status == Outcome::Failed && reason.starts_with("no generation fixture")) {
                 let entry = record.entry();
                 generation_failed += usize::from(entry.is_some());
@@ -411,13 +390,13 @@ type Records = BTreeMap<(String, EngineKind), Measured>;
 /// newest in the folder), the newest record per check and component, and
 /// only checks that ran.
 fn read_records(dir: &Path, platform: Platform, err: &mut dyn Write) -> Result<(String, Records), String> {
-    let mut all: Vec<RecordView> = Vec::new();
+    let mut all: Vec<Record> = Vec::new();
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir).map_err(|e| format!("error: {}: {e}", dir.display()))?.flatten().map(|e| e.path()).collect();
     files.sort();
     for file in files.iter().filter(|f| f.extension().is_some_and(|e| e == "jsonl")) {
         let text = std::fs::read_to_string(file).map_err(|e| format!("error: {}: {e}", file.display()))?;
         for (n, line) in text.lines().enumerate() {
-            let record: RecordView = serde_json::from_str(line).map_err(|e| format!("error: {}:{}: not a record this gen reads: {e}", file.display(), n + 1))?;
+            let record: Record = serde_json::from_str(line).map_err(|e| format!("error: {}:{}: not a record this gen reads: {e}", file.display(), n + 1))?;
             if record.platform == platform && record.measured() {
                 all.push(record);
             }
@@ -440,7 +419,7 @@ fn read_records(dir: &Path, platform: Platform, err: &mut dyn Write) -> Result<(
     all.retain(|r| r.run_id == run_id);
     all.sort_by(|a, b| a.time.cmp(&b.time));
     // The newest record per check and component; then per check, a failed component decides.
-    let mut newest: BTreeMap<(String, EngineKind, String, Option<String>), RecordView> = BTreeMap::new();
+    let mut newest: BTreeMap<(String, EngineKind, String, Option<String>), Record> = BTreeMap::new();
     for record in all {
         newest.insert((record.model.clone(), record.engine_kind, record.check.clone(), record.component.clone()), record);
     }
@@ -458,13 +437,14 @@ fn read_records(dir: &Path, platform: Platform, err: &mut dyn Write) -> Result<(
 mod tests {
     use super::*;
 
-    fn record(platform: Platform, status: Outcome, kind: Option<ErrorKind>, device: &str) -> RecordView {
-        RecordView {
+    fn record(platform: Platform, status: Outcome, kind: Option<ErrorKind>, device: &str) -> Record {
+        Record {
             run_id: "run-1".into(),
             time: "2026-11-27T03:00:00Z".into(),
             host: "h".into(),
             model: "bert".into(),
             component: None,
+            category: "text_encoders".into(),
             platform,
             engine_kind: EngineKind::Onnxruntime,
             engine: "onnxruntime".into(),
@@ -476,8 +456,17 @@ mod tests {
             stage: kind.and_then(ErrorKind::stage),
             device: Some(device.into()),
             library: None,
-            fixture: Some(FixtureView { cache_key: Some("k".into()) }),
+            fixture: Some(hwmatrix_record::FixtureRecord { dir: "<fixtures>/bert".into(), source: "tiny-random".into(), cache_key: Some("k".into()) }),
             runtime_version: "0.1.0".into(),
+            providers: None,
+            deviation: None,
+            timing: None,
+            untimed: None,
+            memory: None,
+            generation: None,
+            precision: "float32".into(),
+            quantization: None,
+            bench: None,
         }
     }
 
@@ -496,7 +485,7 @@ mod tests {
         let none = record(Platform::Cpu, Outcome::Failed, Some(ErrorKind::DoesNotApply), "cpu").entry().unwrap();
         assert_eq!((none.outcome, none.attribution), (EntryOutcome::DoesNotApply, None));
         // The ledger's own records (cells that did not run) are never measurements.
-        let ledger = RecordView { basis: Basis::Evidence, status: Outcome::KnownIssue, ..record(Platform::Cpu, Outcome::Failed, None, "cpu") };
+        let ledger = Record { basis: Basis::Evidence, status: Outcome::KnownIssue, ..record(Platform::Cpu, Outcome::Failed, None, "cpu") };
         assert!(!ledger.measured());
     }
 

@@ -28,8 +28,31 @@ pub struct Pool {
     pub log_dir: PathBuf,
 }
 
-/// What one job gave: its answer's `result`, or its one-line error.
-pub type Outcome = Result<Value, String>;
+/// What one job gave: its answer's `result`, or why it gave none.
+pub type Outcome = Result<Value, JobError>;
+
+/// Why a job gave no result. Who failed follows from the variant, never from
+/// the message's words: a timeout is our pool's limit, an error the job's own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobError {
+    /// The job's own error, as the worker reported it.
+    Failed(String),
+    /// The job ran past the pool's limit; its process was killed.
+    TimedOut(Duration),
+    /// The process died during the job (a segfault in a native kernel), or
+    /// could not be talked to.
+    Died(String),
+}
+
+impl std::fmt::Display for JobError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JobError::Failed(error) => f.write_str(error),
+            JobError::TimedOut(limit) => write!(f, "timed out after {} s", limit.as_secs()),
+            JobError::Died(why) => f.write_str(why),
+        }
+    }
+}
 
 struct Worker {
     child: Child,
@@ -63,24 +86,24 @@ impl Worker {
         Ok(Worker { child, stdin, answers })
     }
 
-    fn ask(&mut self, id: usize, job: &Value, timeout: Duration) -> Result<Outcome, String> {
+    fn ask(&mut self, id: usize, job: &Value, timeout: Duration) -> Result<Outcome, JobError> {
         let mut job = job.clone();
         job["id"] = id.into();
-        writeln!(self.stdin, "{job}").map_err(|e| format!("the worker process is gone ({e})"))?;
-        self.stdin.flush().map_err(|e| format!("the worker process is gone ({e})"))?;
+        writeln!(self.stdin, "{job}").map_err(|e| JobError::Died(format!("the worker process is gone ({e})")))?;
+        self.stdin.flush().map_err(|e| JobError::Died(format!("the worker process is gone ({e})")))?;
         match self.answers.recv_timeout(timeout) {
             Ok(line) => {
-                let answer: Value = serde_json::from_str(&line).map_err(|e| format!("unreadable answer from the worker ({e}): {line}"))?;
+                let answer: Value = serde_json::from_str(&line).map_err(|e| JobError::Died(format!("unreadable answer from the worker ({e}): {line}")))?;
                 Ok(if answer["ok"].as_bool() == Some(true) {
                     Ok(answer["result"].clone())
                 } else {
-                    Err(answer["error"].as_str().unwrap_or("the worker gave no error message").to_string())
+                    Err(JobError::Failed(answer["error"].as_str().unwrap_or("the worker gave no error message").to_string()))
                 })
             }
-            Err(RecvTimeoutError::Timeout) => Err(format!("timed out after {} s", timeout.as_secs())),
+            Err(RecvTimeoutError::Timeout) => Err(JobError::TimedOut(timeout)),
             Err(RecvTimeoutError::Disconnected) => {
                 let status = self.child.wait().map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
-                Err(format!("the Python worker died ({status})"))
+                Err(JobError::Died(format!("the Python worker died ({status})")))
             }
         }
     }
@@ -169,6 +192,7 @@ impl<'a> Progress<'a> {
         self.done += 1;
         if let Err(error) = outcome {
             self.failed += 1;
+            let error = error.to_string();
             let first = error.lines().next().unwrap_or("");
             let short: String = first.chars().take(160).collect();
             let _ = writeln!(self.out, "{}{label}: failed ({:.1} s): {short}", if self.tty { "\r\x1b[2K" } else { "" }, took.as_secs_f64());

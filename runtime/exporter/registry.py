@@ -625,7 +625,7 @@ def derive(model_type: str, seed: int = 0, overrides: dict | None = None, layout
         except Exception as error:  # noqa: BLE001
             import export
 
-            return {**found, **decided, "known_issue": f"running the tiny model: {export._error_line(error)}"}
+            return {**found, **decided, "known_issue": f"running the tiny model: {export._error_line(error)}", "stage": "reference"}
     first = None  # the generic shrinking's result when the milder one fails too
     # Generic; then every width kept, with small images; then also the images' own size (a
     # model whose image size is tied to its widths), which makes the slowest tiny models.
@@ -680,7 +680,7 @@ def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool,
     except Exception as error:  # noqa: BLE001
         decided = classify_only(model_type)
         decided.pop("registries")
-        return {**found, **decided, "known_issue": f"building the tiny config: {export._error_line(error)}"}
+        return {**found, **decided, "known_issue": f"building the tiny config: {export._error_line(error)}", "stage": "config"}
     decided = classify(row, config)
     if "undecided" in decided:
         return {**found, **decided}
@@ -709,7 +709,7 @@ def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool,
                         raise
         return {**found, **decided, **io}
     except Exception as error:  # noqa: BLE001
-        return {**found, **decided, "known_issue": f"running the tiny model: {export._error_line(error)}"}
+        return {**found, **decided, "known_issue": f"running the tiny model: {export._error_line(error)}", "stage": "reference"}
 
 
 # The config keys that set the standard deviation of a model's initial weights, and the

@@ -175,7 +175,7 @@ fn execute_part(cell: &Cell, check: Check) -> Result<(), String> {
         library: evidence.library,
         device: evidence.device,
         generation: evidence.generation,
-        precision: check.precision().map_or("float32", Precision::name),
+        precision: check.precision().map_or("float32", Precision::name).to_string(),
         ..blank_record(cell, check.name())
     };
     if let Err(e) = record::append(&record) {
@@ -191,9 +191,9 @@ pub(crate) fn blank_record(cell: &Cell, check: &str) -> Record {
         time: record::now_rfc3339(),
         host: record::host(),
         model: cell.model.model_type.to_string(),
-        component: cell.model.component,
+        component: cell.model.component.map(str::to_string),
         category: cell.model.category.to_string(),
-        platform: cell.platform.platform.to_string(),
+        platform: cell.platform.platform,
         engine_kind: cell.engine.kind(),
         engine: cell.engine.describe(),
         check: check.to_string(),
@@ -210,11 +210,11 @@ pub(crate) fn blank_record(cell: &Cell, check: &str) -> Record {
         fixture: None,
         library: None,
         device: None,
-        precision: "float32",
+        precision: "float32".into(),
         quantization: None,
         bench: None,
         generation: None,
-        runtime_version: env!("CARGO_PKG_VERSION"),
+        runtime_version: env!("CARGO_PKG_VERSION").into(),
     }
 }
 

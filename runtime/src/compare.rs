@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::{TensorDecl, Tolerance};
 use crate::tensor::{Data, Tensor};
+pub use hwmatrix_record::{Agreement, Spread};
 
 /// How far an output is from its reference.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -49,18 +50,6 @@ pub fn deviation(actual: &Tensor, expected: &Tensor, tol: Tolerance) -> Result<D
     Ok(dev)
 }
 
-/// How much a reference varies, measured against the check's own rule: if
-/// the constant tensor holding the reference's mean would pass, the reference
-/// cannot tell a working model from a broken one.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
-pub struct Spread {
-    pub mean: f64,
-    /// The largest |e - mean| over the reference's elements.
-    pub max_from_mean: f64,
-    /// Whether the constant `mean` would pass within the tolerance.
-    pub constant_would_pass: bool,
-}
-
 pub fn spread(expected: &Tensor, tol: Tolerance) -> Spread {
     let values = expected.values();
     let mean = if values.is_empty() { 0.0 } else { values.iter().sum::<f64>() / values.len() as f64 };
@@ -73,27 +62,6 @@ pub fn spread(expected: &Tensor, tol: Tolerance) -> Spread {
     });
     let max_from_mean = values.iter().map(|e| (e - mean).abs()).fold(0.0, f64::max);
     Spread { mean, max_from_mean, constant_would_pass }
-}
-
-/// How a quantized (or any) output agrees with its reference, the way users
-/// accept a quantized model: the direction of each row (see
-/// [`feature_axis_last`]), the error's energy against the reference's, and for
-/// logits whether the top class (the next token) is kept. Max elementwise
-/// error stays in [`Deviation`] as evidence.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
-pub struct Agreement {
-    /// Rows with a nonzero reference (the others have no direction).
-    pub rows: usize,
-    /// The worst and the mean row's cosine similarity with the reference's
-    /// row; None where a row has fewer than 2 elements (a cosine of one
-    /// element is only its sign).
-    pub cosine_min: Option<f64>,
-    pub cosine_mean: Option<f64>,
-    /// ||actual - expected|| / ||expected|| over the whole output.
-    pub rel_l2: f64,
-    /// For logits (an output named `*logits*`): the fraction of rows whose argmax is the reference's.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub top1: Option<f64>,
 }
 
 /// Rows along the last axis where it holds features: `hidden`, `vocab`,

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::compare;
 use crate::engine::onnx::StaticInputs;
@@ -21,6 +21,7 @@ use crate::fixture_key::generation_fixture_key;
 use crate::paths;
 use crate::tensor::{Data, Tensor};
 use crate::{GenerationDecl, ModelDecl, TensorDecl, Tolerance};
+pub use hwmatrix_record::{Divergence, GenerationRecord, NearTie, StepRecord};
 
 /// How a cache's past inputs are named: `past_key_values.<layer>.<name>`.
 pub const CACHE_PREFIX: &str = "past_key_values.";
@@ -258,75 +259,6 @@ impl GenerationFixture {
             .iter()
             .filter_map(|c| c.sequence_axis.and_then(|axis| inputs.iter().find(|(n, _)| *n == c.input).and_then(|(_, t)| t.shape.get(axis).copied())))
             .next()
-    }
-}
-
-/// What the loop measured, step by step; kept in the record, passed or failed.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct GenerationRecord {
-    /// Steps run: the prefill, then one per new token.
-    pub steps: usize,
-    pub batch: usize,
-    pub prompt_lengths: Vec<usize>,
-    pub tolerance: Option<Tolerance>,
-    /// When another top token is excused as a near-tie.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub near_tie: Option<NearTie>,
-    /// Each step's figures, in order.
-    pub per_step: Vec<StepRecord>,
-    /// The first step whose logits left the tolerance or chose another top token.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub first_divergence: Option<Divergence>,
-    /// How many steps' top tokens agree with PyTorch's in every row.
-    pub top1_agreeing_steps: usize,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct StepRecord {
-    pub step: usize,
-    /// The past length the step attended over (0 at the prefill).
-    pub past_length: usize,
-    pub max_abs: f64,
-    pub max_rel: f64,
-    pub violations: usize,
-    /// Rows whose top token differs from PyTorch's where PyTorch's is not a near-tie.
-    pub top1_disagreements: usize,
-    /// The sizes of the step's named input axes (batch, sequence, total_sequence,
-    /// past_sequence): the free-dimension overrides with which engines that build
-    /// static graphs (WebNN, QNN's HTP) built this step's graph.
-    pub sizes: std::collections::BTreeMap<String, usize>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct Divergence {
-    pub step: usize,
-    pub output: String,
-    pub what: String,
-}
-
-/// When the reference's top two tokens are too close for another top token to
-/// count as a divergence.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum NearTie {
-    /// Within twice the step's elementwise tolerance (float32 engines).
-    WithinTolerance,
-    /// Within two float16 steps of the top logit (2 × 2⁻¹⁰ × |top|): hardware
-    /// that computes in float16 cannot order tokens closer than that. Fixed:
-    /// a tolerance drawn from the logits' spread (10% of it) excused any
-    /// top-two gap under 20% of the spread.
-    Float16,
-}
-
-/// float16's machine epsilon, 2⁻¹⁰.
-const FLOAT16_EPSILON: f64 = 1.0 / 1024.0;
-
-impl NearTie {
-    fn slack(self, tolerance: Tolerance, top: f64) -> f64 {
-        match self {
-            NearTie::WithinTolerance => 2.0 * (tolerance.abs + tolerance.rel * top.abs()),
-            NearTie::Float16 => 2.0 * FLOAT16_EPSILON * top.abs(),
-        }
     }
 }
 

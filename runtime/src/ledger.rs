@@ -74,7 +74,7 @@ pub fn record_cells_not_run(cells: &[&Cell], feature_on: impl Fn(&Cell) -> bool)
                 basis,
                 reason: Some(reason),
                 stage,
-                precision: check.precision().map_or("float32", crate::Precision::name),
+                precision: check.precision().map_or("float32", crate::Precision::name).to_string(),
                 ..blank_record(cell, check.name())
             };
             record::append(&record).map_err(|e| format!("{}::{}: cannot write its record: {e}", cell.id(), check.name()))?;
@@ -118,11 +118,11 @@ pub fn assert_recorded(written: usize) {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let found = text
         .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter_map(|line| serde_json::from_str::<Record>(line).ok())
         .filter(|r| {
-            r["run_id"] == record::run_id()
-                && matches!(r["status"].as_str(), Some("ignored" | "unsupported" | "known-issue" | "not-tested"))
-                && r["reason"].as_str().is_some_and(|s| !s.is_empty())
+            r.run_id == record::run_id()
+                && matches!(r.status, Outcome::Ignored | Outcome::Unsupported | Outcome::KnownIssue | Outcome::NotTested)
+                && r.reason.as_deref().is_some_and(|s| !s.is_empty())
         })
         .count();
     assert!(found >= written, "{} holds {found} records of cells not run for run {}, but {written} were written", path.display(), record::run_id());

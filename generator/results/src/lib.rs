@@ -26,7 +26,8 @@ use rusqlite::Connection;
 pub const DEFAULT_FILE: &str = "hwmatrix.sqlite";
 
 /// Bumped when the schema changes; an older file is refused with what to do.
-const SCHEMA_VERSION: i64 = 1;
+/// 2: bodies are read by hwmatrix-record's types (version 1 took any JSON object).
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -1,7 +1,7 @@
 //! What reports read: the latest record of each check, and the runs.
 
+use hwmatrix_record::{Basis, ErrorKind, Outcome, Record};
 use rusqlite::{Row, params};
-use serde_json::Value;
 
 use crate::Database;
 
@@ -19,17 +19,17 @@ pub struct Evidence {
     pub engine_kind: String,
     pub check: String,
     pub precision: String,
-    pub status: String,
-    pub basis: Option<String>,
-    pub error_kind: Option<String>,
+    pub status: Outcome,
+    pub basis: Basis,
+    pub error_kind: Option<ErrorKind>,
     pub median_ms: Option<f64>,
     pub fixture_key: Option<String>,
     pub runtime_version: Option<String>,
-    /// The whole record.
-    pub body: Value,
+    /// The whole record, read by its own types.
+    pub body: Box<Record>,
     /// A model checked as its components: this check's record of each
     /// component, (component, status), the cited record among them.
-    pub components: Vec<(String, String)>,
+    pub components: Vec<(String, Outcome)>,
 }
 
 /// One run: the records of one test process (or of `HWMATRIX_RUN_ID`).
@@ -42,31 +42,41 @@ pub struct Run {
     pub records: u64,
 }
 
-const COLUMNS: &str = "substr(digest, 1, 16), run_id, time, host, model, category, platform, engine_kind, check_name, precision,
-    status, basis, error_kind, median_ms, fixture_key, runtime_version, body";
+const COLUMNS: &str = "substr(digest, 1, 16), body";
 
 fn evidence(row: &Row) -> rusqlite::Result<Evidence> {
-    let body: String = row.get(16)?;
-    Ok(Evidence {
-        record: row.get(0)?,
-        run_id: row.get(1)?,
-        time: row.get(2)?,
-        host: row.get(3)?,
-        model: row.get(4)?,
-        category: row.get(5)?,
-        platform: row.get(6)?,
-        engine_kind: row.get(7)?,
-        check: row.get(8)?,
-        precision: row.get(9)?,
-        status: row.get(10)?,
-        basis: row.get(11)?,
-        error_kind: row.get(12)?,
-        median_ms: row.get(13)?,
-        fixture_key: row.get(14)?,
-        runtime_version: row.get(15)?,
-        body: serde_json::from_str(&body).unwrap_or(Value::Null),
-        components: Vec::new(),
-    })
+    let text: String = row.get(1)?;
+    // Every body was read by the same types when it was imported; one that no
+    // longer reads is a database from another gen (see SCHEMA_VERSION).
+    let body: Record = serde_json::from_str(&text)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(e)))?;
+    Ok(Evidence::of(row.get(0)?, body))
+}
+
+impl Evidence {
+    /// A record as reports cite it, named `record` (16 hex digits of its digest).
+    pub fn of(record: String, body: Record) -> Evidence {
+        Evidence {
+            record,
+            run_id: body.run_id.clone(),
+            time: body.time.clone(),
+            host: body.host.clone(),
+            model: body.model.clone(),
+            category: body.category.clone(),
+            platform: body.platform.name().to_string(),
+            engine_kind: body.engine_kind.name().to_string(),
+            check: body.check.clone(),
+            precision: body.precision.clone(),
+            status: body.status,
+            basis: body.basis,
+            error_kind: body.error_kind,
+            median_ms: body.timing.as_ref().map(|t| t.median_ms),
+            fixture_key: body.fixture.as_ref().and_then(|f| f.cache_key.clone()),
+            runtime_version: Some(body.runtime_version.clone()),
+            body: Box::new(body),
+            components: Vec::new(),
+        }
+    }
 }
 
 /// One check of a model checked as its components has a record per
@@ -84,15 +94,15 @@ fn fold_components(latest: Vec<Evidence>) -> Vec<Evidence> {
         while rows.peek().is_some_and(|next| key(next) == key(&group[0])) {
             group.extend(rows.next());
         }
-        let component_of = |e: &Evidence| e.body.get("component").and_then(Value::as_str).map(str::to_string);
+        let component_of = |e: &Evidence| e.body.component.clone();
         let (parts, whole): (Vec<Evidence>, Vec<Evidence>) = group.into_iter().partition(|e| component_of(e).is_some());
         let newest_part = parts.iter().map(|e| e.time.clone()).max();
         match whole.into_iter().next() {
             Some(whole) if newest_part.as_ref().is_none_or(|t| whole.time > *t) => folded.push(whole),
             _ => {
-                let components: Vec<(String, String)> = parts.iter().map(|e| (component_of(e).unwrap_or_default(), e.status.clone())).collect();
+                let components: Vec<(String, Outcome)> = parts.iter().map(|e| (component_of(e).unwrap_or_default(), e.status)).collect();
                 let median_ms = parts.iter().map(|e| e.median_ms).sum::<Option<f64>>();
-                let cited = parts.iter().position(|e| e.status != "passed").unwrap_or(0);
+                let cited = parts.iter().position(|e| e.status != Outcome::Passed).unwrap_or(0);
                 let Some(cited) = parts.into_iter().nth(cited) else { continue };
                 folded.push(Evidence { components, median_ms, ..cited });
             }

@@ -28,7 +28,7 @@ const NOISE_FLOOR_MS: f64 = 0.05;
 fn latencies(evidence: Vec<Evidence>) -> BTreeMap<(String, String, String, String), f64> {
     evidence
         .into_iter()
-        .filter(|e| e.status == "passed")
+        .filter(|e| e.status == hwmatrix_record::Outcome::Passed)
         .filter_map(|e| Some(((e.model, e.platform, e.engine_kind, format!("{} {}", e.check, e.precision)), e.median_ms?)))
         .collect()
 }

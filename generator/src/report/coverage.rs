@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use hwmatrix_cell::Planned;
+use hwmatrix_record::{Basis, Outcome};
 use hwmatrix_results::{Database, Evidence};
 
 use crate::plan::Plan;
@@ -53,10 +54,10 @@ fn stale_because(records: &[&Evidence], keys: &Keys, planned: &dyn Fn(&str) -> &
         if e.runtime_version.as_deref().is_some_and(|v| v != runtime_version) {
             return Some(format!("{} was written by runtime {} (now {runtime_version})", e.check, e.runtime_version.as_deref().unwrap_or("?")));
         }
-        let recorded_run = matches!(e.status.as_str(), "passed" | "failed");
-        let recorded_not_run = matches!(e.status.as_str(), "known-issue" | "unsupported" | "not-tested");
-        if (planned == "run" && recorded_not_run) || (planned != "run" && planned != "no-engine" && recorded_run && e.basis.as_deref() == Some("measured")) {
-            return Some(format!("{} recorded `{}`, the plan now says `{planned}`", e.check, e.status));
+        let recorded_run = matches!(e.status, Outcome::Passed | Outcome::Failed);
+        let recorded_not_run = matches!(e.status, Outcome::KnownIssue | Outcome::Unsupported | Outcome::NotTested);
+        if (planned == "run" && recorded_not_run) || (planned != "run" && planned != "no-engine" && recorded_run && e.basis == Basis::Measured) {
+            return Some(format!("{} recorded `{}`, the plan now says `{planned}`", e.check, e.status.name()));
         }
     }
     None
@@ -112,7 +113,7 @@ pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
             if let Some(why) = stale_because(records, &keys, &planned_for, runtime_version) {
                 tally.stale += 1;
                 stale.push(format!("{} on {platform} ({engine}): {why}", spec.model_type));
-            } else if records.iter().any(|e| matches!(e.status.as_str(), "passed" | "failed")) {
+            } else if records.iter().any(|e| matches!(e.status, Outcome::Passed | Outcome::Failed)) {
                 tally.measured += 1;
             } else {
                 tally.not_run += 1;
@@ -191,26 +192,12 @@ mod tests {
     use super::*;
 
     fn evidence(check: &str, status: &str) -> Evidence {
-        Evidence {
-            record: "r".into(),
-            run_id: "run".into(),
-            time: "t".into(),
-            host: "h".into(),
-            model: "dac".into(),
-            category: "audio".into(),
-            platform: "cpu".into(),
-            engine_kind: "onnxruntime".into(),
-            check: check.into(),
-            precision: "float32".into(),
-            status: status.into(),
-            basis: Some("measured".into()),
-            error_kind: None,
-            median_ms: None,
-            fixture_key: None,
-            runtime_version: Some(env!("CARGO_PKG_VERSION").into()),
-            body: serde_json::Value::Null,
-            components: Vec::new(),
-        }
+        let record = serde_json::json!({
+            "run_id": "run", "time": "t", "host": "h", "model": "dac", "category": "audio", "platform": "cpu",
+            "engine_kind": "onnxruntime", "engine": "onnxruntime, CPUExecutionProvider", "check": check, "status": status,
+            "basis": "measured", "precision": "float32", "runtime_version": env!("CARGO_PKG_VERSION"),
+        });
+        Evidence::of("r".into(), serde_json::from_value(record).unwrap())
     }
 
     #[test]

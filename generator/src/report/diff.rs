@@ -90,7 +90,7 @@ pub fn diff(db: &Database, before: &str, after: &str) -> Result<Diff, String> {
     for (key, after) in b {
         let Some(before) = a.remove(&key) else { continue };
         diff.in_both += 1;
-        if let Some(change) = classify(&before.status, &after.status) {
+        if let Some(change) = classify(before.status.name(), after.status.name()) {
             diff.changed.push(Changed { key, change, before, after });
         }
     }
@@ -101,9 +101,9 @@ pub fn diff(db: &Database, before: &str, after: &str) -> Result<Diff, String> {
 
 /// One record as the diff shows it: status, stage and reason, and where it was measured.
 fn describe(e: &Evidence) -> String {
-    let stage = e.body.get("stage").and_then(|s| s.as_str()).map(|s| format!(" at {s}")).unwrap_or_default();
-    let reason = e.body.get("reason").and_then(|r| r.as_str()).map(|r| format!(": {}", one_line(r))).unwrap_or_default();
-    format!("{}{stage} (record {}, host {}, {}){reason}", e.status, e.record, e.host, e.time)
+    let stage = e.body.stage.map(|s| format!(" at {}", s.name())).unwrap_or_default();
+    let reason = e.body.reason.as_deref().map(|r| format!(": {}", one_line(r))).unwrap_or_default();
+    format!("{}{stage} (record {}, host {}, {}){reason}", e.status.name(), e.record, e.host, e.time)
 }
 
 /// A reason shortened to one line a terminal can show.

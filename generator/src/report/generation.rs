@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 
 use hwmatrix_results::Evidence;
 use serde::Serialize;
-use serde_json::Value;
 
 use super::{Counts, Status};
 
@@ -43,7 +42,7 @@ pub fn generation_evidence(evidence: &[Evidence]) -> GenerationEvidence {
     let mut engines: BTreeMap<(String, String), GenerationEngine> = BTreeMap::new();
     let mut models: BTreeMap<String, BTreeMap<String, Status>> = BTreeMap::new();
     for e in evidence.iter().filter(|e| e.check == hwmatrix_cell::GENERATES) {
-        let status = Status::of_record(&e.status);
+        let status = Status::of_record(e.status);
         let row = engines.entry((e.platform.clone(), e.engine_kind.clone())).or_insert_with(|| GenerationEngine {
             platform: e.platform.clone(),
             engine: e.engine_kind.clone(),
@@ -52,7 +51,7 @@ pub fn generation_evidence(evidence: &[Evidence]) -> GenerationEvidence {
             diverged_decoding: 0,
         });
         row.counts.add(status);
-        match e.body.pointer("/generation/first_divergence/step").and_then(Value::as_u64) {
+        match e.body.generation.as_ref().and_then(|g| g.first_divergence.as_ref()).map(|d| d.step) {
             Some(0) => row.diverged_at_prefill += 1,
             Some(_) => row.diverged_decoding += 1,
             None => {}

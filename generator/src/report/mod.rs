@@ -18,6 +18,7 @@ pub mod precision;
 
 use std::collections::BTreeMap;
 
+use hwmatrix_record::{Basis, Outcome, Record, Throughput};
 use hwmatrix_results::{Database, Evidence};
 use serde::Serialize;
 
@@ -63,14 +64,14 @@ impl Status {
         }
     }
 
-    fn of_record(status: &str) -> Status {
+    fn of_record(status: Outcome) -> Status {
         match status {
-            "passed" => Status::Passed,
-            "failed" => Status::Failed,
-            "known-issue" => Status::KnownIssue,
-            "not-tested" => Status::NotTested,
-            "unsupported" => Status::Unsupported,
-            _ => Status::Ignored,
+            Outcome::Passed => Status::Passed,
+            Outcome::Failed => Status::Failed,
+            Outcome::KnownIssue => Status::KnownIssue,
+            Outcome::NotTested => Status::NotTested,
+            Outcome::Unsupported => Status::Unsupported,
+            Outcome::Ignored => Status::Ignored,
         }
     }
 
@@ -241,9 +242,9 @@ pub struct Performance {
     pub median_ms: f64,
     pub p90_ms: Option<f64>,
     /// Inferences per second at each batch size (bench records).
-    pub throughput: Option<serde_json::Value>,
+    pub throughput: Option<Vec<Throughput>>,
     pub rss_growth_kb: Option<i64>,
-    pub peak_rss_kb: Option<i64>,
+    pub peak_rss_kb: Option<u64>,
     /// Bench records: Rust's median over Python onnxruntime's on the same fixture and threads.
     pub rust_over_python: Option<f64>,
     /// What was running: threads, other checks in flight, test threads.
@@ -461,7 +462,7 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
         }
         for (platform, engine) in engines {
             let records = by_cell.remove(&(spec.model_type.clone(), platform.clone(), engine.clone())).unwrap_or_default();
-            let statuses: Vec<Status> = records.iter().map(|e| Status::of_record(&e.status)).collect();
+            let statuses: Vec<Status> = records.iter().map(|e| Status::of_record(e.status)).collect();
             let mut status = Status::of_checks(&statuses);
             // A cell passes only when every planned check passed: a missing one leaves it incomplete.
             let required = required_checks(model_plan, &platform, &engine);
@@ -469,26 +470,26 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
                 status = Status::Incomplete;
             }
             let expected = expected_support(specs, &spec.architecture, &platform);
-            let first_bad = records.iter().find(|e| Status::of_record(&e.status) == status && status != Status::Passed);
+            let first_bad = records.iter().find(|e| Status::of_record(e.status) == status && status != Status::Passed);
             // A model without a fixture was never tried on any platform: no platform evidence to disagree with.
             let no_fixture = spec.export.known_issue.is_some();
             let disagreement = match (expected, status) {
                 _ if no_fixture => None,
                 (Some(Support::Yes), Status::Failed) => Some("expected yes, measured failure".to_string()),
-                (Some(Support::Yes), Status::KnownIssue) if first_bad.is_some_and(|e| matches!(e.basis.as_deref(), Some("measured" | "evidence"))) => {
+                (Some(Support::Yes), Status::KnownIssue) if first_bad.is_some_and(|e| matches!(e.basis, Basis::Measured | Basis::Evidence)) => {
                     Some("expected yes, measured failure (known issue)".to_string())
                 }
                 (Some(Support::No), Status::Passed) => Some("expected no, measured pass".to_string()),
                 _ => None,
             };
-            let basis = first_bad.and_then(|e| e.basis.clone());
-            let stored = (basis.as_deref() == Some("evidence")).then(|| stored_evidence(model_plan.model, &platform, &engine)).flatten();
-            let source = match basis.as_deref() {
+            let basis = first_bad.map(|e| e.basis);
+            let stored = (basis == Some(Basis::Evidence)).then(|| stored_evidence(model_plan.model, &platform, &engine)).flatten();
+            let source = match basis {
                 _ if status == Status::NoEvidence => "none",
-                Some("evidence") => "stored evidence",
-                Some("spec") => "spec",
-                Some("not-tried") => "not tried",
-                _ => "this run",
+                Some(Basis::Evidence) => "stored evidence",
+                Some(Basis::Spec) => "spec",
+                Some(Basis::NotTried) => "not tried",
+                Some(Basis::Measured) | None => "this run",
             };
             cells.push(Cell {
                 model: spec.model_type.clone(),
@@ -501,13 +502,13 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
                 evidence: stored,
                 expected,
                 disagreement,
-                reason: first_bad.and_then(|e| e.body.get("reason").and_then(|r| r.as_str()).map(str::to_string)),
+                reason: first_bad.and_then(|e| e.body.reason.clone()),
                 basis: match spec.export.stage {
                     Some(stage) if stage.is_harness() => Some(format!("our harness stopped at `{stage}`")),
                     _ if no_fixture => Some("no fixture (the export fails)".into()),
-                    _ => basis,
+                    _ => basis.map(|b| b.name().to_string()),
                 },
-                error_kind: first_bad.and_then(|e| e.error_kind.clone()),
+                error_kind: first_bad.and_then(|e| e.error_kind).map(|k| k.name().to_string()),
                 stage: cell_stage(status, first_bad.copied(), &records),
                 records: records.iter().map(|e| record_ref(e)).collect(),
             });
@@ -603,7 +604,7 @@ pub fn emulated_or_software(device: &str) -> bool {
 /// A cell's stage: that of the record that decides its status; a passed cell
 /// is at `fallback` if one of its checks passed with a declared fallback.
 fn cell_stage(status: Status, first_bad: Option<&Evidence>, records: &[&Evidence]) -> Option<String> {
-    let stage_of = |e: &Evidence| e.body.get("stage").and_then(|s| s.as_str()).map(str::to_string);
+    let stage_of = |e: &Evidence| e.body.stage.map(|s| s.name().to_string());
     match (status, first_bad) {
         (Status::Passed, _) => Some(if records.iter().any(|e| stage_of(e).as_deref() == Some("fallback")) { "fallback" } else { "pass" }.to_string()),
         (_, Some(e)) => stage_of(e),
@@ -622,7 +623,7 @@ fn record_ref(e: &Evidence) -> RecordRef {
         record: e.record.clone(),
         check: e.check.clone(),
         precision: e.precision.clone(),
-        status: e.status.clone(),
+        status: e.status.name().to_string(),
         run_id: e.run_id.clone(),
         host: e.host.clone(),
         time: e.time.clone(),
@@ -632,17 +633,17 @@ fn record_ref(e: &Evidence) -> RecordRef {
 fn platform_summary(platform: &str, cells: &[Cell], evidence: &[Evidence]) -> PlatformSummary {
     let mut counts = Counts::default();
     cells.iter().filter(|c| c.platform == platform).for_each(|c| counts.add(c.status));
-    let measured = evidence.iter().filter(|e| e.platform == platform && e.engine_kind != KERNEL_ENGINE && matches!(e.status.as_str(), "passed" | "failed"));
+    let measured = evidence.iter().filter(|e| e.platform == platform && e.engine_kind != KERNEL_ENGINE && matches!(e.status, Outcome::Passed | Outcome::Failed));
     let mut hosts: Vec<String> = measured.clone().map(|e| e.host.clone()).collect();
     hosts.sort();
     hosts.dedup();
-    let field = |name: &str| -> Vec<String> {
-        let mut values: Vec<String> = measured.clone().filter_map(|e| e.body.get(name).and_then(|l| l.as_str()).map(str::to_string)).collect();
+    let field = |of: fn(&Record) -> &Option<String>| -> Vec<String> {
+        let mut values: Vec<String> = measured.clone().filter_map(|e| of(&e.body).clone()).collect();
         values.sort();
         values.dedup();
         values
     };
-    let (libraries, devices) = (field("library"), field("device"));
+    let (libraries, devices) = (field(|r| &r.library), field(|r| &r.device));
     PlatformSummary { platform: platform.to_string(), tested: !hosts.is_empty(), hosts, libraries, devices, counts }
 }
 
@@ -690,26 +691,25 @@ fn issues(cells: &[Cell]) -> Vec<IssueGroup> {
 fn performance(evidence: &[Evidence]) -> Vec<Performance> {
     evidence
         .iter()
-        .filter(|e| e.status == "passed" && e.precision == "float32" && e.engine_kind != KERNEL_ENGINE)
+        .filter(|e| e.status == Outcome::Passed && e.precision == "float32" && e.engine_kind != KERNEL_ENGINE)
         .filter_map(|e| {
-            let timing = e.body.get("timing")?;
-            let median_ms = timing.get("median_ms")?.as_f64()?;
-            let threads = timing.get("threads").map(|t| t.to_string()).unwrap_or_default();
-            let in_flight = timing.get("other_checks_in_flight").and_then(|v| v.as_u64()).unwrap_or(0);
+            let timing = e.body.timing.as_ref()?;
+            let bench = e.body.bench.as_ref();
+            let threads = serde_json::to_string(&timing.threads).unwrap_or_default();
             Some(Performance {
                 model: e.model.clone(),
                 category: e.category.clone(),
                 platform: e.platform.clone(),
                 engine: e.engine_kind.clone(),
                 check: e.check.clone(),
-                median_ms,
-                p90_ms: e.body.pointer("/bench/latency/p90_ms").and_then(|v| v.as_f64()),
-                throughput: e.body.pointer("/bench/throughput").cloned(),
-                rss_growth_kb: e.body.pointer("/memory/rss_growth_kb_session_open").and_then(|v| v.as_i64()),
-                peak_rss_kb: e.body.pointer("/bench/peak_rss_kb").and_then(|v| v.as_i64()),
-                rust_over_python: e.body.pointer("/bench/python/rust_over_python").and_then(|v| v.as_f64()),
-                conditions: format!("threads {threads}, {in_flight} other checks in flight, {} runs", timing.get("runs").and_then(|v| v.as_u64()).unwrap_or(0)),
-                device: e.body.get("device").and_then(|d| d.as_str()).map(str::to_string),
+                median_ms: timing.median_ms,
+                p90_ms: bench.map(|b| b.latency.p90_ms),
+                throughput: bench.map(|b| b.throughput.clone()),
+                rss_growth_kb: e.body.memory.as_ref().and_then(|m| m.rss_growth_kb_session_open),
+                peak_rss_kb: bench.and_then(|b| b.peak_rss_kb),
+                rust_over_python: bench.and_then(|b| b.python.as_ref()).map(|p| p.rust_over_python),
+                conditions: format!("threads {threads}, {} other checks in flight, {} runs", timing.other_checks_in_flight, timing.runs),
+                device: e.body.device.clone(),
                 record: e.record.clone(),
             })
         })
@@ -795,7 +795,7 @@ mod tests {
 
     #[test]
     fn a_not_tested_record_makes_a_not_tested_cell_counted_apart_from_known_issues() {
-        assert_eq!(Status::of_record("not-tested"), Status::NotTested);
+        assert_eq!(Status::of_record(Outcome::NotTested), Status::NotTested);
         assert_eq!(Status::of_checks(&[Status::NotTested, Status::NotTested, Status::NotTested]), Status::NotTested);
         // A failed check still says more than our gap; a known issue never absorbs it.
         assert_eq!(Status::of_checks(&[Status::Failed, Status::NotTested]), Status::Failed);

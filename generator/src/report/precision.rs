@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use hwmatrix_results::Evidence;
 use serde::Serialize;
-use serde_json::Value;
+use hwmatrix_record::Agreement;
 
 use super::{Counts, KERNEL_ENGINE, Status, median};
 use crate::plan::Plan;
@@ -85,15 +85,15 @@ const WHAT: &str = "Each precision check runs the fixture's variant in that form
 
 /// The fixture source of a record made on a real checkpoint.
 fn checkpoint_of(e: &Evidence) -> Option<String> {
-    e.body.pointer("/fixture/source").and_then(Value::as_str).filter(|s| s.starts_with("checkpoint:")).map(str::to_string)
+    e.body.fixture.as_ref().map(|f| f.source.clone()).filter(|s| s.starts_with("checkpoint:"))
 }
 
 /// A record's worst figures over its outputs: (lowest worst-row cosine, highest relative L2, lowest top-1).
 fn worst_agreement(e: &Evidence) -> (Option<f64>, Option<f64>, Option<f64>) {
-    let outputs = e.body.pointer("/deviation/outputs").and_then(Value::as_array).cloned().unwrap_or_default();
-    let figure = |name: &str| outputs.iter().filter_map(|o| o.pointer(&format!("/agreement/{name}")).and_then(Value::as_f64)).collect::<Vec<f64>>();
+    let agreements: Vec<Agreement> = e.body.deviation.iter().flat_map(|d| &d.outputs).filter_map(|o| o.agreement).collect();
+    let figure = |of: fn(&Agreement) -> Option<f64>| agreements.iter().filter_map(of).collect::<Vec<f64>>();
     let lowest = |v: Vec<f64>| v.into_iter().reduce(f64::min);
-    (lowest(figure("cosine_min")), figure("rel_l2").into_iter().reduce(f64::max), lowest(figure("top1")))
+    (lowest(figure(|a| a.cosine_min)), figure(|a| Some(a.rel_l2)).into_iter().reduce(f64::max), lowest(figure(|a| a.top1)))
 }
 
 /// The spec's `web_quantization` rating of the scheme a format is an instance of, on a web platform.
@@ -124,7 +124,7 @@ pub fn precision_evidence(plan: &Plan, evidence: &[Evidence], checkpoint_evidenc
     let mut checkpoints = Vec::new();
     for e in evidence.iter().filter(is_precision_check) {
         let weights = if checkpoint_of(e).is_some() { "checkpoint" } else { "tiny random" };
-        let status = Status::of_record(&e.status);
+        let status = Status::of_record(e.status);
         let (cosine, rel_l2, _) = worst_agreement(e);
         let group = groups.entry((e.platform.clone(), e.engine_kind.clone(), e.precision.clone(), weights.to_string())).or_default();
         group.0.add(status);
@@ -134,7 +134,7 @@ pub fn precision_evidence(plan: &Plan, evidence: &[Evidence], checkpoint_evidenc
         }
     }
     for e in checkpoint_evidence.iter().filter(is_precision_check) {
-        let status = Status::of_record(&e.status);
+        let status = Status::of_record(e.status);
         let (cosine, rel_l2, top1) = worst_agreement(e);
         if let Some(checkpoint) = checkpoint_of(e) {
             checkpoints.push(CheckpointRecord {
@@ -147,7 +147,7 @@ pub fn precision_evidence(plan: &Plan, evidence: &[Evidence], checkpoint_evidenc
                 worst_cosine: cosine,
                 rel_l2,
                 top1,
-                reason: e.body.get("reason").and_then(Value::as_str).filter(|_| cosine.is_none()).map(str::to_string),
+                reason: e.body.reason.clone().filter(|_| cosine.is_none()),
                 rating: rating(plan, &e.model, &e.platform, &e.precision),
                 record: e.record.clone(),
             });

@@ -307,32 +307,59 @@ impl ModelSpec {
     }
 }
 
-/// The fixture pipeline's failure as an entry: the stage its message names
-/// (the worker's protocol: `building the tiny config:`, `running the tiny
-/// model:`, `exporting:`), who failed, and this run's provenance.
-pub fn pipeline_failure(check: &str, error: &str, fixture_key: &str) -> Entry {
-    let stage = Stage::of_pipeline_error(error).unwrap_or(Stage::Export);
-    // The worker pool's own limit (workers.rs) is ours, not the model's.
-    let timed_out = error.contains("timed out after");
-    let attribution = if stage.is_harness() {
-        Attribution::Harness
-    } else if timed_out {
-        Attribution::Environment
-    } else if check == GENERATION_EXPORT && !(error.contains("legacy exporter: ") || error.contains("dynamo exporter: ")) {
-        // The generation exporter's own limits (a cache it cannot flatten): ours.
-        Attribution::Harness
-    } else {
-        Attribution::Model
-    };
+/// How the fixture pipeline failed, as values its parts report: the stage
+/// the worker says it stopped at, and whether our pool's limit stopped it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PipelineFailure {
+    pub stage: Stage,
+    /// Our worker pool's time limit killed the job (workers.rs): the environment's, not the model's.
+    pub timed_out: bool,
+    /// The generation exporter's own limit (a cache it cannot flatten), not torch.onnx's.
+    pub harness_limit: bool,
+    /// The whole error, in the worker's words.
+    pub error: String,
+}
+
+impl PipelineFailure {
+    /// A job of the worker pool that failed at `stage`.
+    pub fn of_job(stage: Stage, error: &crate::workers::JobError) -> PipelineFailure {
+        let timed_out = matches!(error, crate::workers::JobError::TimedOut(_));
+        PipelineFailure { stage, timed_out, harness_limit: false, error: error.to_string() }
+    }
+
+    /// Who failed: our harness before any exporter ran (config, reference)
+    /// or at its own limits, the environment at our time limit, else the
+    /// model with torch.onnx.
+    pub fn attribution(&self) -> Attribution {
+        if self.stage.is_harness() || self.harness_limit {
+            Attribution::Harness
+        } else if self.timed_out {
+            Attribution::Environment
+        } else {
+            Attribution::Model
+        }
+    }
+}
+
+/// The fixture pipeline's failure as an entry: its stage, who failed, and
+/// this run's provenance.
+pub fn pipeline_failure(check: &str, failure: &PipelineFailure, fixture_key: &str) -> Entry {
+    let attribution = failure.attribution();
     Entry {
         platform: None,
         engine: None,
         check: check.to_string(),
         outcome: EntryOutcome::Failed,
         attribution: Some(attribution),
-        stage: Some(if check == GENERATION_EXPORT && attribution == Attribution::Harness { Stage::Reference } else { stage }),
-        error_kind: Some(if timed_out { ErrorKind::Timeout } else if stage.is_harness() { ErrorKind::FixtureMissing } else { ErrorKind::ExportFailed }),
-        error: relative_paths(error),
+        stage: Some(failure.stage),
+        error_kind: Some(if failure.timed_out {
+            ErrorKind::Timeout
+        } else if attribution == Attribution::Harness {
+            ErrorKind::FixtureMissing
+        } else {
+            ErrorKind::ExportFailed
+        }),
+        error: relative_paths(&failure.error),
         provenance: Provenance::of_pipeline(fixture_key),
     }
 }
@@ -398,14 +425,20 @@ mod tests {
 
     #[test]
     fn the_pipeline_names_who_failed() {
-        let model = pipeline_failure(EXPORT, "exporting: RuntimeError: legacy exporter: x; dynamo exporter: y", "k");
-        assert_eq!((model.attribution, model.stage), (Some(Attribution::Model), Some(Stage::Export)));
-        let ours = pipeline_failure(EXPORT, "running the tiny model: RuntimeError: shapes", "k");
+        use crate::workers::JobError;
+        let failed = |stage, error: &str| PipelineFailure::of_job(stage, &JobError::Failed(error.into()));
+        let model = pipeline_failure(EXPORT, &failed(Stage::Export, "RuntimeError: legacy exporter: x; dynamo exporter: y"), "k");
+        assert_eq!((model.attribution, model.stage, model.error_kind), (Some(Attribution::Model), Some(Stage::Export), Some(ErrorKind::ExportFailed)));
+        // The words do not decide: a message that merely mentions a time limit is still the model's.
+        let words = pipeline_failure(EXPORT, &failed(Stage::Export, "RuntimeError: timed out after 300 s"), "k");
+        assert_eq!(words.attribution, Some(Attribution::Model));
+        let ours = pipeline_failure(EXPORT, &failed(Stage::Reference, "running the tiny model: RuntimeError: shapes"), "k");
         assert_eq!((ours.attribution, ours.stage), (Some(Attribution::Harness), Some(Stage::Reference)));
-        let limit = pipeline_failure(EXPORT, "exporting: timed out after 300 s", "k");
-        assert_eq!(limit.attribution, Some(Attribution::Environment), "our worker's limit is not the model's");
-        let flatten = pipeline_failure(GENERATION_EXPORT, "RuntimeError: cannot flatten the cache", "k");
-        assert_eq!(flatten.attribution, Some(Attribution::Harness));
+        let limit = pipeline_failure(EXPORT, &PipelineFailure::of_job(Stage::Export, &JobError::TimedOut(std::time::Duration::from_secs(300))), "k");
+        assert_eq!((limit.attribution, limit.error_kind), (Some(Attribution::Environment), Some(ErrorKind::Timeout)), "our worker's limit is not the model's");
+        assert_eq!(limit.error, "timed out after 300 s");
+        let flatten = PipelineFailure { harness_limit: true, ..failed(Stage::Reference, "RuntimeError: cannot flatten the cache") };
+        assert_eq!(pipeline_failure(GENERATION_EXPORT, &flatten, "k").attribution, Some(Attribution::Harness));
         assert_eq!(model.provenance.fixture_key.as_deref(), Some("k"));
         assert!(model.provenance.run.is_some() && model.provenance.host.is_some() && model.provenance.library.as_deref().is_some_and(|l| l.contains("torch==")));
     }

@@ -82,7 +82,7 @@ pub struct TensorDecl {
 }
 
 /// `|actual - expected| <= abs + rel * |expected|` elementwise (numpy's allclose rule).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Tolerance {
     pub abs: f64,
     pub rel: f64,
@@ -383,7 +383,7 @@ pub struct PrecisionCheck {
 /// rows whose top class is the reference's. Max elementwise error is recorded
 /// as evidence, not judged: quantization error scales with a layer's range,
 /// so no elementwise rule separates a good quantized model from a broken one.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgreementBound {
     pub min_cosine: f64,
     pub max_rel_l2: f64,

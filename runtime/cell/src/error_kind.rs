@@ -60,6 +60,36 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    pub const ALL: [ErrorKind; 22] = [ErrorKind::PlatformAbsent, ErrorKind::EngineNotBuilt, ErrorKind::LibraryMissing, ErrorKind::ProviderRegistration, ErrorKind::ProviderFallback, ErrorKind::ProviderUnverified, ErrorKind::FixtureMissing, ErrorKind::FixtureStale, ErrorKind::FixtureInvalid, ErrorKind::ExportFailed, ErrorKind::ModelLoad, ErrorKind::RunFailed, ErrorKind::OutputMismatch, ErrorKind::NonFinite, ErrorKind::OutOfTolerance, ErrorKind::ReferenceNotInformative, ErrorKind::Timeout, ErrorKind::EngineExited, ErrorKind::RecordWrite, ErrorKind::AdapterFeatureMissing, ErrorKind::NoRecord, ErrorKind::DoesNotApply];
+
+    /// The name records and the store carry (serde's, kebab-case).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::PlatformAbsent => "platform-absent",
+            ErrorKind::EngineNotBuilt => "engine-not-built",
+            ErrorKind::LibraryMissing => "library-missing",
+            ErrorKind::ProviderRegistration => "provider-registration",
+            ErrorKind::ProviderFallback => "provider-fallback",
+            ErrorKind::ProviderUnverified => "provider-unverified",
+            ErrorKind::FixtureMissing => "fixture-missing",
+            ErrorKind::FixtureStale => "fixture-stale",
+            ErrorKind::FixtureInvalid => "fixture-invalid",
+            ErrorKind::ExportFailed => "export-failed",
+            ErrorKind::ModelLoad => "model-load",
+            ErrorKind::RunFailed => "run-failed",
+            ErrorKind::OutputMismatch => "output-mismatch",
+            ErrorKind::NonFinite => "non-finite",
+            ErrorKind::OutOfTolerance => "out-of-tolerance",
+            ErrorKind::ReferenceNotInformative => "reference-not-informative",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::EngineExited => "engine-exited",
+            ErrorKind::RecordWrite => "record-write",
+            ErrorKind::AdapterFeatureMissing => "adapter-feature-missing",
+            ErrorKind::NoRecord => "no-record",
+            ErrorKind::DoesNotApply => "does-not-apply",
+        }
+    }
+
     /// The stage a check that failed this way stopped at; None where it never
     /// reached the model (the platform, library, fixture or record is the
     /// problem: the set-up's, which says nothing about the model).

@@ -107,3 +107,19 @@ pub enum Outcome {
     /// (its `stage`), so no engine was ever tried. Our gap, not the model's.
     NotTested,
 }
+
+impl Outcome {
+    pub const ALL: [Outcome; 6] = [Outcome::Passed, Outcome::Failed, Outcome::Ignored, Outcome::Unsupported, Outcome::KnownIssue, Outcome::NotTested];
+
+    /// The name records carry (serde's, kebab-case).
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed => "failed",
+            Outcome::Ignored => "ignored",
+            Outcome::Unsupported => "unsupported",
+            Outcome::KnownIssue => "known-issue",
+            Outcome::NotTested => "not-tested",
+        }
+    }
+}

@@ -55,19 +55,6 @@ impl Stage {
     pub fn is_harness(self) -> bool {
         matches!(self, Stage::Config | Stage::Reference)
     }
-
-    /// The stage a `gen import` failure message names by its prefix, as
-    /// registry.py and gen import write them ("building the tiny config: ...",
-    /// "running the tiny model: ...", "exporting: ...").
-    pub fn of_pipeline_error(message: &str) -> Option<Stage> {
-        const PREFIXES: [(&str, Stage); 4] = [
-            ("building the tiny config:", Stage::Config),
-            ("running the tiny model:", Stage::Reference),
-            ("deriving:", Stage::Reference),
-            ("exporting:", Stage::Export),
-        ];
-        PREFIXES.iter().find(|(prefix, _)| message.starts_with(prefix)).map(|(_, stage)| *stage)
-    }
 }
 
 impl fmt::Display for Stage {
@@ -91,11 +78,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pipeline_errors_name_their_stage() {
-        assert_eq!(Stage::of_pipeline_error("building the tiny config: StrictDataclassClassValidationError: x"), Some(Stage::Config));
-        assert_eq!(Stage::of_pipeline_error("running the tiny model: RuntimeError: stride should not be zero"), Some(Stage::Reference));
-        assert_eq!(Stage::of_pipeline_error("exporting: RuntimeError: legacy exporter: ..."), Some(Stage::Export));
-        assert_eq!(Stage::of_pipeline_error("a person's note"), None);
+    fn stages_parse_by_name_and_say_whose_they_are() {
         assert!(Stage::Reference.is_harness() && !Stage::Export.is_harness());
         assert_eq!("mismatch".parse::<Stage>(), Ok(Stage::Mismatch));
         assert!("lowered".parse::<Stage>().unwrap_err().contains("config, reference, export"));

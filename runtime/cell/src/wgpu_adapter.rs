@@ -3,10 +3,10 @@
 //! lookup for both, so they never disagree. The report is plain data that
 //! records carry.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What the adapter is, as its records and `gen doctor` state it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AdapterReport {
     pub name: String,
     /// `vulkan` or `gl`.
@@ -20,7 +20,7 @@ pub struct AdapterReport {
     pub max_buffer_size: u64,
     pub max_compute_workgroup_size_x: u32,
     pub max_compute_invocations_per_workgroup: u32,
-    pub wgpu_version: &'static str,
+    pub wgpu_version: String,
 }
 
 impl AdapterReport {
@@ -69,7 +69,7 @@ fn describe(adapter: wgpu::Adapter) -> (wgpu::Adapter, AdapterReport) {
         max_buffer_size: limits.max_buffer_size,
         max_compute_workgroup_size_x: limits.max_compute_workgroup_size_x,
         max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
-        wgpu_version: "30",
+        wgpu_version: "30".into(),
     };
     (adapter, report)
 }

@@ -15,6 +15,8 @@ use crate::placement::{self, OpPlacement};
 use crate::tensor::Tensor;
 use std::path::Path;
 
+pub use hwmatrix_record::Threads;
+
 use crate::{BrowserBackend, Cell, Engine, Precision};
 
 /// How a session is opened: profiled (to see where operators ran) or plain
@@ -23,13 +25,6 @@ use crate::{BrowserBackend, Cell, Engine, Precision};
 pub enum Mode {
     Profiled,
     Timed,
-}
-
-/// The engine settings a timing was taken under, for records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Threads {
-    pub intra_op: usize,
-    pub inter_op: usize,
 }
 
 /// A loaded model, ready to run on the cell's platform.

@@ -86,9 +86,9 @@ pub(crate) fn blank_record(cell: &QuantizationCell, scheme: QuantScheme) -> Reco
         time: record::now_rfc3339(),
         host: record::host(),
         model: cell.model.model_type.to_string(),
-        component: cell.model.component,
+        component: cell.model.component.map(str::to_string),
         category: cell.model.category.to_string(),
-        platform: cell.platform.platform.to_string(),
+        platform: cell.platform.platform,
         engine_kind: EngineKind::Wgpu,
         engine: "wgpu".to_string(),
         check: scheme.check_name().to_string(),
@@ -105,11 +105,11 @@ pub(crate) fn blank_record(cell: &QuantizationCell, scheme: QuantScheme) -> Reco
         fixture: None,
         library: None,
         device: None,
-        precision: scheme.name(),
+        precision: scheme.name().into(),
         quantization: None,
         bench: None,
         generation: None,
-        runtime_version: env!("CARGO_PKG_VERSION"),
+        runtime_version: env!("CARGO_PKG_VERSION").into(),
     }
 }
 

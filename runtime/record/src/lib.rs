@@ -1,0 +1,146 @@
+//! The result record: one JSON line per check of a cell, run or not, and
+//! every part of it. The runtime writes it, `gen results import` validates
+//! it, and report, coverage, import and bench read its fields, all through
+//! these types: what a record holds is defined once. Stages and error kinds
+//! are enum values carried in the record, never recovered from its text.
+
+mod bench;
+mod deviation;
+mod generation;
+mod placement;
+mod quantization;
+
+use serde::{Deserialize, Serialize};
+
+pub use bench::{Bench, GenerationBench, GenerationPython, Latency, Python, Throughput};
+pub use deviation::{Agreement, DeviationRecord, OutputDeviation, Spread, Worst};
+pub use generation::{Divergence, GenerationRecord, NearTie, StepRecord};
+pub use hwmatrix_cell::{Basis, EngineKind, ErrorKind, Outcome, Platform, Stage};
+pub use placement::{Fallback, ProviderEvidence, ProviderShare};
+pub use quantization::{LayerQuantization, QuantizationRecord};
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Record {
+    pub run_id: String,
+    /// UTC, RFC 3339.
+    pub time: String,
+    pub host: String,
+    pub model: String,
+    /// The component of the model this record checked (`vision`), where the
+    /// model is checked as its components; a cell passes when all of them do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub component: Option<String>,
+    pub category: String,
+    pub platform: Platform,
+    /// The engine (`onnxruntime`, `libtorch`...): with model and platform, the cell.
+    pub engine_kind: EngineKind,
+    /// The engine and its settings, e.g. `onnxruntime, CUDAExecutionProvider`.
+    pub engine: String,
+    pub check: String,
+    pub status: Outcome,
+    /// `measured` for checks that ran; otherwise where the status comes from.
+    pub basis: Basis,
+    pub reason: Option<String>,
+    pub error_kind: Option<ErrorKind>,
+    /// How far the cell got (`pass`, `fallback`, `mismatch`, `run`, `load`,
+    /// `export`, or the harness's own `config` and `reference`); None where
+    /// the check never reached the model (platform or feature absent).
+    pub stage: Option<Stage>,
+    /// Where the operators ran, from the engine's own account.
+    pub providers: Option<ProviderEvidence>,
+    /// The comparison with the reference, per output.
+    pub deviation: Option<DeviationRecord>,
+    pub timing: Option<Timing>,
+    /// Why no latency was taken where the check would take one (a software
+    /// adapter standing in for a GPU).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub untimed: Option<String>,
+    pub memory: Option<Memory>,
+    pub fixture: Option<FixtureRecord>,
+    pub library: Option<String>,
+    /// The hardware the check found (presence's account): a device, or an
+    /// emulator standing in for one (`QNN HTP emulator (x86_64)`), whose
+    /// evidence reports keep apart from a device's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// The `generates` check's steps: each step's error, and where it first diverged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation: Option<GenerationRecord>,
+    /// The precision of the model the check ran: `float32`, or a variant's
+    /// (`int8`); a quantization check's scheme (`int4_mixed`).
+    pub precision: String,
+    /// A quantization check's measurements (webgpu cells).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quantization: Option<QuantizationRecord>,
+    /// A benchmark's measurements (`gen bench`): p90, throughput per batch, peak memory, Python's figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bench: Option<Bench>,
+    pub runtime_version: String,
+}
+
+/// A latency and the conditions it was taken under. Test timings are
+/// indications; `gen bench` is where latency is measured properly.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Timing {
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub runs: usize,
+    pub warmup_runs: usize,
+    /// Always false: timed sessions are opened without ORT's profiler.
+    pub profiling: bool,
+    pub threads: Threads,
+    /// Other checks of this test process that were in progress during the
+    /// timed runs (timed sections themselves never overlap; see `checks`).
+    pub other_checks_in_flight: usize,
+    /// `RUST_TEST_THREADS`, when set.
+    pub test_threads: Option<String>,
+    /// What else ran on the machine's cores, where the caller says so
+    /// (`HWMATRIX_BESIDE`: tests/run.sh runs some test processes at once).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beside: Option<String>,
+}
+
+/// Memory that belongs to this check, named for what it is. The true peak of
+/// one cell needs one cell per process, which is the benchmark's job.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Memory {
+    /// ORT's CPU arena: bytes held and peak bytes in use during the profiled run (from its profile).
+    pub arena_held_bytes: Option<u64>,
+    pub arena_in_use_peak_bytes: Option<u64>,
+    /// Growth of the process's resident set from before the timed session was
+    /// created to after its runs, with the session open (memory freed by
+    /// earlier checks may be reused, so this can understate).
+    pub rss_growth_kb_session_open: Option<i64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FixtureRecord {
+    pub dir: String,
+    pub source: String,
+    pub cache_key: Option<String>,
+}
+
+/// The engine settings a timing was taken under, for records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Threads {
+    pub intra_op: usize,
+    pub inter_op: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reports and the database name statuses and kinds by `name()`; it must be
+    /// what the record itself carries.
+    #[test]
+    fn names_are_the_serialised_names() {
+        for outcome in Outcome::ALL {
+            assert_eq!(serde_json::to_value(outcome).unwrap(), outcome.name());
+        }
+        for kind in ErrorKind::ALL {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.name());
+        }
+    }
+}
