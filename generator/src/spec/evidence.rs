@@ -119,16 +119,25 @@ impl Entry {
     }
 
     /// Why the entry no longer describes today's checkout, if it does not:
-    /// measured before provenance, or with another fixture key (another spec,
-    /// exporter or requirements) than `fixture_key`.
+    /// measured before provenance, with another fixture key than
+    /// `fixture_key` (another spec, exporter source or exporter requirements:
+    /// the key digests them all, so the exporter's version is in it), or
+    /// with another version of the engine library than this checkout pins.
     pub fn stale(&self, fixture_key: &str) -> Option<String> {
         if self.provenance.legacy.is_some() {
             return Some("recorded before evidence carried its run, host and versions".into());
         }
-        match &self.provenance.fixture_key {
-            Some(key) if key != fixture_key => Some(format!("measured with fixture key {}, today's is {}", short(key), short(fixture_key))),
-            _ => None,
+        if let Some(key) = self.provenance.fixture_key.as_deref().filter(|key| *key != fixture_key) {
+            return Some(format!("measured with fixture key {}, today's is {}", short(key), short(fixture_key)));
         }
+        let library = self.provenance.library.as_deref()?;
+        if self.platform.is_none() {
+            let today = exporter_libraries();
+            return (library != today).then(|| format!("exported with {library}, today's exporter pins {today}"));
+        }
+        let (package, then) = library_version(library)?;
+        let now = pinned_version(package)?;
+        (then != now).then(|| format!("measured with {package} {then}, this checkout pins {now}"))
     }
 
     /// The entry as a planned status's reason: its error, who failed, and when.
@@ -293,6 +302,40 @@ impl Provenance {
     }
 }
 
+/// The engine library a record's `library` names, and its version:
+/// `onnxruntime (<cache>/venv/.../libonnxruntime.so.1.31.1 ...)`,
+/// `libtorch 2.13.0+cu130 (...)`, `onnxruntime-web 1.30.0 (...)`. None for
+/// a library this checkout does not pin (wgpu's, a system library).
+fn library_version(library: &str) -> Option<(&'static str, String)> {
+    let version = |text: &str| -> String { text.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect::<String>().trim_end_matches('.').to_string() };
+    let found = if let Some(rest) = library.strip_prefix("onnxruntime-web ") {
+        ("onnxruntime-web", version(rest))
+    } else if let Some(rest) = library.strip_prefix("libtorch ") {
+        ("torch", version(rest))
+    } else if let Some((_, rest)) = library.split_once("libonnxruntime.so.") {
+        // The OpenVINO provider build ships its own libonnxruntime (requirements-openvino.txt).
+        (if library.contains("venv-openvino") { "onnxruntime-openvino" } else { "onnxruntime" }, version(rest))
+    } else {
+        return None;
+    };
+    (!found.1.is_empty()).then_some(found)
+}
+
+/// The version this checkout pins of an engine library: the exporter's
+/// requirements (onnxruntime, torch, onnxruntime-openvino) or the browser
+/// harness's npm packages (onnxruntime-web).
+fn pinned_version(package: &str) -> Option<String> {
+    const REQUIREMENTS: [&str; 2] = [include_str!("../../../runtime/exporter/requirements.txt"), include_str!("../../../runtime/exporter/requirements-openvino.txt")];
+    const PACKAGE_JSON: &str = include_str!("../../../runtime/web/package.json");
+    let pin = format!("{package}==");
+    let from_requirements = REQUIREMENTS.iter().flat_map(|text| text.lines()).find_map(|line| line.trim().strip_prefix(pin.as_str()).map(|v| v.trim().to_string()));
+    from_requirements.or_else(|| {
+        let key = format!("\"{package}\":");
+        let rest = PACKAGE_JSON.split_once(key.as_str())?.1;
+        Some(rest.split('"').nth(1)?.trim_start_matches(['^', '~']).to_string())
+    })
+}
+
 /// The exporter's pinned libraries (runtime/exporter/requirements.txt), as
 /// `torch==2.13.0, transformers==5.23.0, ...`.
 pub fn exporter_libraries() -> String {
@@ -410,6 +453,32 @@ mod tests {
         // Each check keeps its own outcome; a pass clears only its own entry.
         merge(&mut entries, vec![(key("dynamic_shapes"), Some(failure(Some(Platform::Openvino), "dynamic_shapes", "other", "k2"))), (key("runs"), None)], "k2");
         assert_eq!(entries.iter().map(|e| e.check.as_str()).collect::<Vec<_>>(), ["dynamic_shapes"]);
+    }
+
+    #[test]
+    fn an_entry_measured_with_another_engine_library_is_stale() {
+        let with = |library: &str| {
+            let mut entry = failure(Some(Platform::Cpu), "runs", "failed", "k");
+            entry.provenance.library = Some(library.into());
+            entry
+        };
+        let pinned = pinned_version("onnxruntime").expect("requirements.txt pins onnxruntime");
+        let today = with(&format!("onnxruntime (<cache>/venv/lib/python3.11/site-packages/onnxruntime/capi/libonnxruntime.so.{pinned})"));
+        assert_eq!(today.stale("k"), None);
+        let older = with("onnxruntime (<cache>/venv/lib/python3.11/site-packages/onnxruntime/capi/libonnxruntime.so.1.20.0 with the QNNExecutionProvider plugin x)");
+        assert!(older.stale("k").is_some_and(|why| why.contains("onnxruntime 1.20.0") && why.contains(&pinned)), "{:?}", older.stale("k"));
+        // OpenVINO's provider build is its own package and pin.
+        let openvino = pinned_version("onnxruntime-openvino").expect("requirements-openvino.txt pins it");
+        assert_eq!(with(&format!("onnxruntime (<cache>/venv-openvino/lib/libonnxruntime.so.{openvino})")).stale("k"), None);
+        assert!(with("libtorch 1.0.0+cpu (x)").stale("k").is_some_and(|why| why.contains("torch 1.0.0")));
+        assert!(with("onnxruntime-web 0.1.0 (ort.webgpu.min.mjs, webgpu) in Chromium").stale("k").is_some());
+        assert_eq!(with("wgpu 30").stale("k"), None, "a library this checkout does not pin says nothing");
+        // The pipeline's entries are compared with the exporter's pins.
+        let mut export = failure(None, EXPORT, "failed", "k");
+        export.provenance.library = Some(exporter_libraries());
+        assert_eq!(export.stale("k"), None);
+        export.provenance.library = Some("torch==1.0.0".into());
+        assert!(export.stale("k").is_some());
     }
 
     #[test]

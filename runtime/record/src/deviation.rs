@@ -22,7 +22,9 @@ pub struct DeviationRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub computed_in: Option<String>,
     /// The largest absolute and relative errors over all outputs.
+    #[serde(deserialize_with = "crate::float::nan_if_null")]
     pub max_abs: f64,
+    #[serde(deserialize_with = "crate::float::nan_if_null")]
     pub max_rel: f64,
     pub outputs: Vec<OutputDeviation>,
 }
@@ -35,7 +37,9 @@ pub struct OutputDeviation {
     pub tolerance: Option<Tolerance>,
     pub elements: usize,
     pub violations: usize,
+    #[serde(deserialize_with = "crate::float::nan_if_null")]
     pub max_abs: f64,
+    #[serde(deserialize_with = "crate::float::nan_if_null")]
     pub max_rel: f64,
     /// The element furthest outside the tolerance, if any is.
     pub worst: Option<Worst>,
@@ -56,7 +60,9 @@ pub struct OutputDeviation {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Worst {
     pub index: usize,
+    #[serde(deserialize_with = "crate::float::nan_if_null")]
     pub expected: f64,
+    #[serde(deserialize_with = "crate::float::nan_if_null")]
     pub got: f64,
 }
 
@@ -65,8 +71,10 @@ pub struct Worst {
 /// cannot tell a working model from a broken one.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
+    #[serde(deserialize_with = "crate::float::nan_if_null")]
     pub mean: f64,
     /// The largest |e - mean| over the reference's elements.
+    #[serde(deserialize_with = "crate::float::nan_if_null")]
     pub max_from_mean: f64,
     /// Whether the constant `mean` would pass within the tolerance.
     pub constant_would_pass: bool,
@@ -87,6 +95,7 @@ pub struct Agreement {
     pub cosine_min: Option<f64>,
     pub cosine_mean: Option<f64>,
     /// ||actual - expected|| / ||expected|| over the whole output.
+    #[serde(deserialize_with = "crate::float::nan_if_null")]
     pub rel_l2: f64,
     /// For logits (an output named `*logits*`): the fraction of rows whose argmax is the reference's.
     #[serde(skip_serializing_if = "Option::is_none")]

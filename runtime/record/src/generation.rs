@@ -31,7 +31,9 @@ pub struct StepRecord {
     pub step: usize,
     /// The past length the step attended over (0 at the prefill).
     pub past_length: usize,
+    #[serde(deserialize_with = "crate::float::nan_if_null")]
     pub max_abs: f64,
+    #[serde(deserialize_with = "crate::float::nan_if_null")]
     pub max_rel: f64,
     pub violations: usize,
     /// Rows whose top token differs from PyTorch's where PyTorch's is not a near-tie.

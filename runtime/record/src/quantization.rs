@@ -27,6 +27,7 @@ pub struct QuantizationRecord {
     pub measured_rating: Option<Rating>,
     pub expected_rating: Option<Rating>,
     /// The mean relative errors the expected rating stands for, (above, up to).
+    #[serde(default, deserialize_with = "crate::float::open_band")]
     pub expected_band: Option<(f64, f64)>,
 }
 
@@ -43,6 +44,8 @@ pub struct LayerQuantization {
     pub relative_error: Option<f64>,
     /// The kernel's largest distance from the CPU's product of the same quantized weights, and the
     /// float32 rounding bound it must stay within.
+    #[serde(deserialize_with = "crate::float::nan_if_null")]
     pub kernel_max_abs_difference: f64,
+    #[serde(deserialize_with = "crate::float::nan_if_null")]
     pub kernel_bound: f64,
 }
