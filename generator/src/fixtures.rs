@@ -58,7 +58,12 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &S
         let model = model_plan.model;
         let name = &model.spec.model_type;
         if model.spec.export.known_issue.is_some() {
-            summary.skipped_known_issue += 1;
+            // The ONNX export failed: libtorch's cells may still run, on a fixture built without it.
+            match torchscript_only_job(model_plan, &root.join(name), source)? {
+                Some(job) if !cached(&root.join(name), &model.fixture_key(), FixtureKind::TorchScriptOnly) => jobs.push((name.clone(), job)),
+                Some(_) => summary.cached += 1,
+                None => summary.skipped_known_issue += 1,
+            }
             continue;
         }
         let mut key = model.fixture_key();
@@ -68,7 +73,7 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &S
             key = format!("checkpoint:{}:{key}", dir.display());
         }
         let out_dir = root.join(name);
-        if cached_key(&out_dir).as_deref() == Some(key.as_str()) {
+        if cached(&out_dir, &key, FixtureKind::Whole) {
             summary.cached += 1;
             continue;
         }
@@ -88,7 +93,7 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &S
         }
         let out_dir = generation_root.join(&model.spec.model_type);
         let key = model.generation_fixture_key();
-        if cached_key(&out_dir).as_deref() == Some(key.as_str()) {
+        if cached(&out_dir, &key, FixtureKind::Whole) {
             summary.cached += 1;
             continue;
         }
@@ -156,9 +161,44 @@ pub fn generation_job(model: &LoadedModel, kind: &str, out_dir: &Path, key: &str
 /// A job may take this long (the dynamo exporter on a large tiny model takes ~30 s here).
 pub const EXPORT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(240);
 
-pub fn cached_key(out_dir: &Path) -> Option<String> {
-    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out_dir.join("meta.json")).ok()?).ok()?;
-    meta.get("cache_key")?.as_str().map(str::to_string)
+/// Which fixture a model gets: the whole one (its ONNX graph, the precision
+/// variants, the TorchScript trace), or, where its ONNX export failed,
+/// libtorch's alone (runtime/exporter/torchscript.py: `onnx.error` in meta.json).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FixtureKind {
+    Whole,
+    TorchScriptOnly,
+}
+
+/// Whether `out_dir` holds a fixture of this kind built under `key`: a
+/// libtorch-only fixture is never taken for a whole one (nor the reverse).
+pub fn cached(out_dir: &Path, key: &str, kind: FixtureKind) -> bool {
+    let Some(meta) = std::fs::read_to_string(out_dir.join("meta.json")).ok().and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok()) else {
+        return false;
+    };
+    let without_onnx = meta.get("onnx").is_some();
+    meta.get("cache_key").and_then(|k| k.as_str()) == Some(key) && without_onnx == (kind == FixtureKind::TorchScriptOnly)
+}
+
+/// The libtorch-only fixture's job of a model whose ONNX export failed, where
+/// the plan runs its libtorch cells on a tiny random model: the export job
+/// without its ONNX step, with the exporters' failure.
+pub fn torchscript_only_job(model_plan: &crate::plan::ModelPlan, out_dir: &Path, source: &Source) -> Result<Option<serde_json::Value>, String> {
+    let model = model_plan.model;
+    let Some(entry) = model.spec.pipeline_entry(crate::spec::evidence::EXPORT) else { return Ok(None) };
+    let runs_libtorch = model_plan.cells.iter().any(|c| c.engine.kind() == hwmatrix_cell::EngineKind::Libtorch && matches!(c.planned, hwmatrix_cell::Planned::Run));
+    if !runs_libtorch || !matches!(source, Source::TinyRandom) {
+        return Ok(None);
+    }
+    Ok(Some(torchscript_job(model, out_dir, &entry.error)?))
+}
+
+/// The job that builds libtorch's fixture alone (torchscript.py), `onnx_error` being why there is no ONNX graph.
+pub fn torchscript_job(model: &LoadedModel, out_dir: &Path, onnx_error: &str) -> Result<serde_json::Value, String> {
+    let mut job = export_job(model, out_dir, &model.fixture_key(), &Source::TinyRandom)?;
+    job["kind"] = "torchscript".into();
+    job["job"]["onnx_error"] = onnx_error.into();
+    Ok(job)
 }
 
 /// The fixture store, held by one gen at a time: an exclusive lock on

@@ -170,7 +170,7 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
         }
         let key = model.fixture_key();
         let out_dir = options.fixtures.join(&draft.model_type);
-        if crate::fixtures::cached_key(&out_dir).as_deref() == Some(key.as_str()) {
+        if crate::fixtures::cached(&out_dir, &key, crate::fixtures::FixtureKind::Whole) {
             continue;
         }
         jobs.push((draft.model_type.clone(), crate::fixtures::export_job(&model, &out_dir, &key, &crate::fixtures::Source::TinyRandom)?));
@@ -190,6 +190,23 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
                     failures.insert(model_type, e);
                 }
             }
+        }
+    }
+
+    // 3b. Where the ONNX export failed, the TorchScript trace libtorch runs, tried all the
+    // same (torchscript.py): its fixture, or its own failure.
+    let mut jobs = Vec::new();
+    for draft in drafts.iter().filter(|d| failures.contains_key(&d.model_type)) {
+        let Some(model) = draft.loaded(&defaults)? else { continue };
+        let onnx_error = format!("exporting: {}", failures[&draft.model_type]);
+        jobs.push((draft.model_type.clone(), crate::fixtures::torchscript_job(&model, &options.fixtures.join(&draft.model_type), &onnx_error)?));
+    }
+    let mut traced: BTreeMap<String, Result<(), JobError>> = BTreeMap::new();
+    if !jobs.is_empty() {
+        let _lock = crate::fixtures::StoreLock::acquire(&options.fixtures, err)?;
+        let mut progress = Progress::new("traced (TorchScript without ONNX)", jobs.len(), err, tty);
+        for (model_type, outcome) in pool.run(jobs, &mut progress)? {
+            traced.insert(model_type, outcome.map(|_| ()));
         }
     }
 
@@ -239,8 +256,13 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
             let key = model.fixture_key();
             let mut file = spec::evidence::read(specs_dir, &draft.model_type)?;
             let measured = draft.failure.as_ref().map(|failure| spec::evidence::pipeline_failure(spec::evidence::EXPORT, failure, &key));
-            let check = spec::evidence::EntryKey { platform: None, engine: None, check: spec::evidence::EXPORT.into() };
-            spec::evidence::merge(&mut file.entries, vec![(check, measured)], &key);
+            // The trace's own outcome where it was tried; none where the ONNX export passed or the pipeline stopped before it.
+            let trace = match traced.get(&draft.model_type) {
+                Some(Err(e)) => Some(spec::evidence::pipeline_failure(spec::evidence::TORCHSCRIPT_EXPORT, &PipelineFailure::of_job(Stage::Export, e), &key)),
+                _ => None,
+            };
+            let check = |name: &str| spec::evidence::EntryKey { platform: None, engine: None, check: name.into() };
+            spec::evidence::merge(&mut file.entries, vec![(check(spec::evidence::EXPORT), measured), (check(spec::evidence::TORCHSCRIPT_EXPORT), trace)], &key);
             spec::evidence::write(specs_dir, file)?;
         }
         let text = format!("{}{MARKER}\n{}", draft.curated, imported_yaml(&draft.imported)?);

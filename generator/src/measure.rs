@@ -164,7 +164,7 @@ pub fn run(root: &Path, specs: &Specs, platform: Platform, models: &[String], op
     let mut cells = Vec::new();
     for model in &plan.models {
         for cell in &model.cells {
-            let exported = model.model.spec.export.known_issue.is_none();
+            let exported = model.model.spec.has_fixture(cell.engine.kind());
             let runnable = matches!(cell.planned, Planned::Run) || (exported && from_store(&cell.planned));
             // A cell whose float32 checks are a known issue still generates with another graph.
             let generates = cell.generation.as_ref().is_some_and(|g| matches!(g, Planned::Run) || from_store(g));
@@ -221,8 +221,10 @@ pub fn run(root: &Path, specs: &Specs, platform: Platform, models: &[String], op
         // cell's others have one did not run (its process died): our harness's gap.
         // A model without a fixture (its export failed) ran its float32 checks only to fail on
         // the missing fixture: the pipeline's entry says it all, so they are neither imported
-        // nor compared (its cell is measured for its `generates` check only).
-        let exported = model.spec.export.known_issue.is_none();
+        // nor compared (its cell is measured for its `generates` check only). Its libtorch
+        // cells have a fixture of their own where the ONNX export's failure was measured and
+        // the TorchScript trace passed (fixtures.rs, `torchscript_only_job`).
+        let exported = model.spec.has_fixture(engine);
         let float32_beside = CHECKS.iter().filter(|_| exported).find_map(|c| measured.checks.get(*c));
         if let Some(beside) = float32_beside {
             for check in CHECKS {

@@ -9,6 +9,8 @@ given by --answers (stdout, which torch and transformers also print to, goes to 
     {"id": 8, "kind": "derive", "model_type": "x", ...}  -> {"id": 8, "ok": true, "result": {...imported}}
         (optional: "tiny_config_overrides": {..}, "inputs": [..] with "shapes": [..], a spec's curated fields)
     {"id": 9, "kind": "export", "job": {...}}      -> {"id": 9, "ok": true, "result": null}
+    {"id": 9, "kind": "torchscript", "job": {...}} -> the same, without the ONNX step, for a model
+        whose ONNX export failed ("onnx_error" in the job): libtorch's fixture (torchscript.py)
     {"id": 9, "kind": "generation", "job": {...}}  -> the same, for a generation fixture (generation.py)
     {"id": 9, "kind": "cache", "job": {...}}       -> {"id": 9, "ok": true, "result": [{layers, tensors}, ...]}
         (the cache that fixture would hold, as the spec's `cache:` declares it: gen import's)
@@ -66,6 +68,7 @@ def main() -> int:
     import export
     import generation
     import registry
+    import torchscript
     from transformers.utils import logging
 
     logging.set_verbosity_error()
@@ -95,6 +98,9 @@ def main() -> int:
                 result = None
             elif job["kind"] == "export":
                 export.export(job["job"])
+                result = None
+            elif job["kind"] == "torchscript":
+                torchscript.export_without_onnx(job["job"])
                 result = None
             elif job["kind"] == "generation":
                 generation.export(job["job"])

@@ -18,7 +18,7 @@ pub mod precision;
 
 use std::collections::BTreeMap;
 
-use hwmatrix_record::{Basis, Outcome, Record, Throughput};
+use hwmatrix_record::{Basis, EngineKind, Outcome, Record, Throughput};
 use hwmatrix_results::{Database, Evidence};
 use serde::Serialize;
 
@@ -472,7 +472,7 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
             let expected = expected_support(specs, &spec.architecture, &platform);
             let first_bad = records.iter().find(|e| Status::of_record(e.status) == status && status != Status::Passed);
             // A model without a fixture was never tried on any platform: no platform evidence to disagree with.
-            let no_fixture = spec.export.known_issue.is_some();
+            let no_fixture = !spec.has_fixture(if engine == EngineKind::Libtorch.name() { EngineKind::Libtorch } else { EngineKind::Onnxruntime });
             let disagreement = match (expected, status) {
                 _ if no_fixture => None,
                 (Some(Support::Yes), Status::Failed) => Some("expected yes, measured failure".to_string()),

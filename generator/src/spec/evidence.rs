@@ -22,10 +22,14 @@ use super::{ModelSpec, SpecError, locate_key};
 /// The banner every evidence file starts with.
 pub const BANNER: &str = "# Evidence: what runs measured (not a pass), with who failed and its provenance.\n# Written by `gen import`; review a change like a snapshot, never edit it by hand.\n";
 
-/// The fixture pipeline's checks (no platform): the float32 export, and the
-/// generation exporter's decoder with its cache.
+/// The fixture pipeline's checks (no platform): the float32 export, the
+/// TorchScript trace of a model whose ONNX export failed (libtorch's own
+/// fixture, runtime/exporter/torchscript.py), and the generation exporter's
+/// decoder with its cache.
 pub const EXPORT: &str = "export";
+pub const TORCHSCRIPT_EXPORT: &str = "torchscript_export";
 pub const GENERATION_EXPORT: &str = "generation_export";
+pub const PIPELINE_CHECKS: [&str; 3] = [EXPORT, TORCHSCRIPT_EXPORT, GENERATION_EXPORT];
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -182,7 +186,25 @@ pub fn relative_paths(error: &str) -> String {
             text = text.replace(&path, name);
         }
     }
-    text
+    without_scratch_pids(&text)
+}
+
+/// The exporter's scratch folder is `<model>.partial-<pid>` (export.py): the
+/// process id differs from run to run, so stored errors say `.partial-<pid>`
+/// and the same failure measured again rewrites nothing.
+fn without_scratch_pids(text: &str) -> String {
+    const MARK: &str = ".partial-";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(MARK) {
+        let after = &rest[at + MARK.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        out.push_str(&rest[..at + MARK.len()]);
+        out.push_str(if digits > 0 { "<pid>" } else { "" });
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Every evidence file under `<root>/evidence`, by model type.
@@ -209,9 +231,9 @@ fn validate(path: &Path, source: &str, file: &EvidenceFile, errors: &mut Vec<Spe
     let mut seen = std::collections::BTreeSet::new();
     for entry in &file.entries {
         let name = format!("{}{}{}", entry.platform.map(|p| format!("{p}/")).unwrap_or_default(), entry.engine.map(|e| format!("{}/", e.name())).unwrap_or_default(), entry.check);
-        let pipeline = entry.check == EXPORT || entry.check == GENERATION_EXPORT;
+        let pipeline = PIPELINE_CHECKS.contains(&entry.check.as_str());
         let problem = if pipeline == entry.platform.is_some() {
-            Some((format!("entry {name}: a pipeline check has no platform, and any other has one"), "give `platform:` to a cell's check, none to `export` or `generation_export`"))
+            Some((format!("entry {name}: a pipeline check has no platform, and any other has one"), "give `platform:` to a cell's check, none to `export`, `torchscript_export` or `generation_export`"))
         } else if entry.outcome == EntryOutcome::Failed && entry.attribution.is_none() {
             Some((format!("entry {name} failed but names no attribution"), "say who failed: model, engine, environment or harness"))
         } else if entry.error.trim().is_empty() {
@@ -347,6 +369,21 @@ impl ModelSpec {
     /// The fixture pipeline's entry for `check` ([`EXPORT`], [`GENERATION_EXPORT`]).
     pub fn pipeline_entry(&self, check: &str) -> Option<&Entry> {
         self.evidence.iter().find(|e| e.platform.is_none() && e.check == check)
+    }
+
+    /// Whether the engine's cells have a fixture to run on: the model's, where
+    /// its export passed; libtorch's own, where a run measured the ONNX
+    /// export failing (not our harness stopping before it) and the TorchScript
+    /// trace passed (fixtures.rs, `torchscript_only_job`).
+    pub fn has_fixture(&self, engine: EngineKind) -> bool {
+        self.export.known_issue.is_none() || (engine == EngineKind::Libtorch && self.traced_without_onnx())
+    }
+
+    /// A run measured the ONNX export failing, after our harness built and ran
+    /// the tiny model, and no trace failure is stored: libtorch's cells run on
+    /// a fixture of their own.
+    pub fn traced_without_onnx(&self) -> bool {
+        self.export.known_issue_measured && !self.export.stage.is_some_and(Stage::is_harness) && self.pipeline_entry(TORCHSCRIPT_EXPORT).is_none()
     }
 }
 
@@ -517,5 +554,7 @@ mod tests {
         let fixtures = hwmatrix_cell::paths::fixtures_dir();
         let error = format!("cannot load {}/bert/model.onnx: bad", fixtures.display());
         assert_eq!(relative_paths(&error), "cannot load <fixtures>/bert/model.onnx: bad");
+        let scratch = format!("Load model from {}/aria.partial-4661/model.onnx failed", fixtures.display());
+        assert_eq!(relative_paths(&scratch), "Load model from <fixtures>/aria.partial-<pid>/model.onnx failed");
     }
 }

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pe_audio_video_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/pe_audio_video_encoder.yaml",
-    spec_digest: "ef08ae9c33c00f76dc1f5d44ff7c644ce709b078aee142031ab3a3807510ab38",
+    spec_digest: "4a10d76e37d1d81f57c7321544efaf4dcb24f77251af6c4c1087437089c25d76",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",
@@ -52,6 +52,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         },
         runtime::TensorDecl {
             name: "pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "audio_model_output_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "audio_model_output_last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "audio_model_output_pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "video_model_output_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "video_model_output_pooler_output",
             dtype: runtime::DType::Float32,
             axes: &["batch", "hidden"],
         },

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "consisid_transformer_3d",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/consisid_transformer_3d.yaml",
-    spec_digest: "0372ea3f80425f8042420cf93a4030731f73eed92d46dca57f69d4100cedd141",
+    spec_digest: "265e9e5b6f1cc946aeea10dc37f0e7c224e55cd87418ff0c1b2308bf3e3f73a7",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",
@@ -49,13 +49,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             axes: &["batch", "id_dim"],
         },
     ],
-    outputs: &[
-        runtime::TensorDecl {
-            name: "sample",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
-        },
-    ],
+    outputs: &[],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

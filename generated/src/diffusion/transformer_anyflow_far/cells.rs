@@ -6,7 +6,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -16,7 +16,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -29,7 +29,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -41,14 +41,15 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// transformer_anyflow_far on cpu: not-tested (libtorch, device cpu).
+/// transformer_anyflow_far on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes transformer_anyflow_far's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
-        stage: runtime::Stage::Export,
+    runtime::Planned::KnownIssue {
+        reason: "transformer_anyflow_far's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): RuntimeError: torch.jit.trace: RuntimeError: unordered_map::at",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// transformer_anyflow_far on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
@@ -57,7 +58,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -67,7 +68,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -80,7 +81,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -92,14 +93,15 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// transformer_anyflow_far on cuda: not-tested (libtorch, device cuda).
+/// transformer_anyflow_far on cuda: known-issue (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes transformer_anyflow_far's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
-        stage: runtime::Stage::Export,
+    runtime::Planned::KnownIssue {
+        reason: "transformer_anyflow_far's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): RuntimeError: torch.jit.trace: RuntimeError: unordered_map::at",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// transformer_anyflow_far on rocm: known-issue (onnxruntime, MIGraphXExecutionProvider).
@@ -108,7 +110,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -118,7 +120,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -130,14 +132,15 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// transformer_anyflow_far on rocm: not-tested (libtorch, device cuda).
+/// transformer_anyflow_far on rocm: known-issue (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes transformer_anyflow_far's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
-        stage: runtime::Stage::Export,
+    runtime::Planned::KnownIssue {
+        reason: "transformer_anyflow_far's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): RuntimeError: torch.jit.trace: RuntimeError: unordered_map::at",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// transformer_anyflow_far on mps: known-issue (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
@@ -146,7 +149,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -156,7 +159,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -168,14 +171,15 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// transformer_anyflow_far on mps: not-tested (libtorch, device mps).
+/// transformer_anyflow_far on mps: known-issue (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes transformer_anyflow_far's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
-        stage: runtime::Stage::Export,
+    runtime::Planned::KnownIssue {
+        reason: "transformer_anyflow_far's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): RuntimeError: torch.jit.trace: RuntimeError: unordered_map::at",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// transformer_anyflow_far on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
@@ -184,7 +188,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -194,7 +198,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -212,7 +216,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -222,7 +226,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -235,7 +239,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -263,7 +267,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -273,7 +277,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -286,7 +290,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -304,7 +308,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -314,7 +318,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -327,7 +331,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -340,7 +344,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -358,7 +362,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -368,7 +372,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -381,7 +385,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -394,7 +398,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_minimax_h3",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_minimax_h3.yaml",
-    spec_digest: "a6a3eb5c4c13f3300f6751dd3a6cee9b66d376ee71124d952903fd9216ef8266",
+    spec_digest: "6223a8a2936dcf3fcaaea08d347b36454b8e6b0ed2273d9ebaa8949b64bd0252",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_sana_wm",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_sana_wm.yaml",
-    spec_digest: "90f3943cc6e0c9f9009f97728f4d97ae0302f89a878ff043ccaa9815d4aa22d1",
+    spec_digest: "665b2099d43886bb3d54ab2ac1756cc56ad6a625edee8344befbfba0347cc054",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",
@@ -54,13 +54,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             axes: &["batch", "plucker_channels", "frames", "height", "width"],
         },
     ],
-    outputs: &[
-        runtime::TensorDecl {
-            name: "sample",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
-        },
-    ],
+    outputs: &[],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

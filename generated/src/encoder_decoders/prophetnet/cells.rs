@@ -32,7 +32,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
+            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -76,7 +76,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
+            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -111,7 +111,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
+            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -146,7 +146,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
+            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -181,7 +181,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
+            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -226,7 +226,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
+            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -273,7 +273,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
+            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -319,7 +319,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
+            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -365,7 +365,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
+            reason: "prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },

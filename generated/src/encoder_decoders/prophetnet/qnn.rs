@@ -18,6 +18,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)"
+        "known issue: prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)"
     );
 }

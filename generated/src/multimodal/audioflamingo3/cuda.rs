@@ -20,7 +20,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::CUDA_ONNX, ignore =
-        "not tested here: audioflamingo3's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'"
+        "not tested here: audioflamingo3's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'AudioFlamingo3CausalLMOutputWithPast' object has no attribute 'last_hidden_state'"
     );
 }
 /// audioflamingo3 on cuda with libtorch, device cuda: run.

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "grounding-dino",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/grounding-dino.yaml",
-    spec_digest: "e3bb4cc6542f2a7f1702f6bed74ae35cdaeb354c482dcf940d9c4bdfe274350e",
+    spec_digest: "ed36b07ea7d9f990c7be0172d116ea33776a2b8f4a395342c523e4f5afdf9461",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

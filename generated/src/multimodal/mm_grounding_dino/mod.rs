@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mm-grounding-dino",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/mm-grounding-dino.yaml",
-    spec_digest: "7a260f515b40bcc68b1bf83d1776ea56adb73a1bb6430b513c0a7d8b58080469",
+    spec_digest: "54aac96439eb537be7505a5197b3d540e54946e514bd465a17441f7d4974c4d1",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pe_audio_video",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/pe_audio_video.yaml",
-    spec_digest: "9b1eaaca32d7980ec3e1edcfbd8425579482bdf612bb2919899d20e3715f6ee9",
+    spec_digest: "f1e6b7dd1982c03f44819b3f3a0c8770cf90042eb3159ccbfdfabb877fb084d6",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -92,6 +92,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         },
         runtime::TensorDecl {
             name: "video_plus_text_embeds",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "text_outputs_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "audio_outputs_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "audio_outputs_last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "audio_outputs_pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "video_outputs_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "frames", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "video_outputs_pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "audio_video_outputs_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "audio_video_outputs_last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "audio_video_outputs_pooler_output",
             dtype: runtime::DType::Float32,
             axes: &["batch", "hidden"],
         },

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "siglip2",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/siglip2.yaml",
-    spec_digest: "d5e416ea2d90ea5c6631b00e6e931dee4489887ec9b1387866e11dea941a238c",
+    spec_digest: "6babcb7424d4d44883e811cf04e4b45ddf7a651a6fe0bc8bf3b836dcf06ead42",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -57,6 +57,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         },
         runtime::TensorDecl {
             name: "image_embeds",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "text_model_output_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "text_model_output_pooler_output",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "vision_model_output_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "vision_model_output_last_hidden_state_1", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "vision_model_output_pooler_output",
             dtype: runtime::DType::Float32,
             axes: &["batch", "hidden"],
         },

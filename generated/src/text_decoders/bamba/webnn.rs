@@ -20,6 +20,6 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBNN_BROWSER, ignore =
-        "not tested here: bamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers."
+        "not tested here: bamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers."
     );
 }

@@ -20,6 +20,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "not tested here: bert-generation's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten"
+        "not tested here: bert-generation's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)"
     );
 }

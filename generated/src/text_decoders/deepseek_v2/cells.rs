@@ -6,7 +6,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+            reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -16,7 +16,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -29,7 +29,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -44,20 +44,17 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
+            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
-/// deepseek_v2 on cpu: not-tested (libtorch, device cpu).
+/// deepseek_v2 on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes deepseek_v2's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// deepseek_v2 on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
@@ -65,7 +62,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+            reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -75,7 +72,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -88,7 +85,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -103,20 +100,17 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
+            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
-/// deepseek_v2 on cuda: not-tested (libtorch, device cuda).
+/// deepseek_v2 on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes deepseek_v2's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// deepseek_v2 on rocm: known-issue (onnxruntime, MIGraphXExecutionProvider).
 pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
@@ -124,7 +118,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+            reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -134,7 +128,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -149,20 +143,17 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
+            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
-/// deepseek_v2 on rocm: not-tested (libtorch, device cuda).
+/// deepseek_v2 on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes deepseek_v2's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// deepseek_v2 on mps: known-issue (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
 pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
@@ -170,7 +161,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+            reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -180,7 +171,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -195,20 +186,17 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
+            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
-/// deepseek_v2 on mps: not-tested (libtorch, device mps).
+/// deepseek_v2 on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes deepseek_v2's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// deepseek_v2 on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
@@ -216,7 +204,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+            reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -226,7 +214,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -241,7 +229,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
+            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -252,7 +240,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+            reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -262,7 +250,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -275,7 +263,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -290,7 +278,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
+            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -311,7 +299,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+            reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -321,7 +309,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -334,7 +322,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -349,7 +337,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
+            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -360,7 +348,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+            reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -370,7 +358,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -383,7 +371,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -396,7 +384,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -411,7 +399,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
+            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -422,7 +410,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+            reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -432,7 +420,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -445,7 +433,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -458,7 +446,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -473,7 +461,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
+            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -487,7 +475,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::KnownIssue {
-                reason: "deepseek_v2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                reason: "deepseek_v2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -496,7 +484,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::KnownIssue {
-                reason: "deepseek_v2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                reason: "deepseek_v2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -505,7 +493,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::KnownIssue {
-                reason: "deepseek_v2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                reason: "deepseek_v2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -514,7 +502,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::KnownIssue {
-                reason: "deepseek_v2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                reason: "deepseek_v2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -523,7 +511,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::KnownIssue {
-                reason: "deepseek_v2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                reason: "deepseek_v2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },

@@ -6,7 +6,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+            reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -16,7 +16,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -29,7 +29,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -43,21 +43,17 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2037 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 1.737e-01)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
+        runtime::Planned::NotTested {
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            stage: runtime::Stage::Reference,
         },
     );
-/// deepseek_v4 on cpu: not-tested (libtorch, device cpu).
+/// deepseek_v4 on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes deepseek_v4's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// deepseek_v4 on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
@@ -65,7 +61,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+            reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -75,7 +71,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -88,7 +84,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -102,21 +98,17 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2037 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 1.737e-01)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
+        runtime::Planned::NotTested {
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            stage: runtime::Stage::Reference,
         },
     );
-/// deepseek_v4 on cuda: not-tested (libtorch, device cuda).
+/// deepseek_v4 on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes deepseek_v4's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// deepseek_v4 on rocm: known-issue (onnxruntime, MIGraphXExecutionProvider).
 pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
@@ -124,7 +116,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+            reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -134,7 +126,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -148,21 +140,17 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2037 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 1.737e-01)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
+        runtime::Planned::NotTested {
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            stage: runtime::Stage::Reference,
         },
     );
-/// deepseek_v4 on rocm: not-tested (libtorch, device cuda).
+/// deepseek_v4 on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes deepseek_v4's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// deepseek_v4 on mps: known-issue (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
 pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
@@ -170,7 +158,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+            reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -180,7 +168,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -194,21 +182,17 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2037 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 1.737e-01)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
+        runtime::Planned::NotTested {
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            stage: runtime::Stage::Reference,
         },
     );
-/// deepseek_v4 on mps: not-tested (libtorch, device mps).
+/// deepseek_v4 on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes deepseek_v4's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// deepseek_v4 on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
@@ -216,7 +200,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+            reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -226,7 +210,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -240,10 +224,9 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2037 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 1.737e-01)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
+        runtime::Planned::NotTested {
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            stage: runtime::Stage::Reference,
         },
     );
 /// deepseek_v4 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
@@ -252,7 +235,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+            reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -262,7 +245,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -275,7 +258,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -289,10 +272,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2037 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 1.737e-01)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
+        runtime::Planned::NotTested {
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            stage: runtime::Stage::Reference,
         },
     )
     .computing_float32_in(
@@ -311,7 +293,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+            reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -321,7 +303,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -334,7 +316,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -348,10 +330,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2037 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 1.737e-01)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
+        runtime::Planned::NotTested {
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            stage: runtime::Stage::Reference,
         },
     );
 /// deepseek_v4 on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
@@ -360,7 +341,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+            reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -370,7 +351,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -383,7 +364,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -396,7 +377,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -410,10 +391,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2037 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 1.737e-01)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
+        runtime::Planned::NotTested {
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            stage: runtime::Stage::Reference,
         },
     );
 /// deepseek_v4 on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -422,7 +402,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+            reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -432,7 +412,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -445,7 +425,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -458,7 +438,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-22 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                    reason: "deepseek_v4's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -472,10 +452,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2037 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 1.737e-01)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
+        runtime::Planned::NotTested {
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            stage: runtime::Stage::Reference,
         },
     );
 /// deepseek_v4 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
@@ -487,7 +466,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::KnownIssue {
-                reason: "deepseek_v4 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                reason: "deepseek_v4 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -496,7 +475,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::KnownIssue {
-                reason: "deepseek_v4 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                reason: "deepseek_v4 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -505,7 +484,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::KnownIssue {
-                reason: "deepseek_v4 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                reason: "deepseek_v4 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -514,7 +493,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::KnownIssue {
-                reason: "deepseek_v4 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                reason: "deepseek_v4 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -523,7 +502,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::KnownIssue {
-                reason: "deepseek_v4 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
+                reason: "deepseek_v4 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },

@@ -50,27 +50,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "d051c2bb3a1e719672f48996138070920369fce644bc6facc5f6f510cf9f2fdf",
-    cache: &[
-        runtime::TensorDecl {
-            name: "past_key_values.0.key",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "", "past_sequence", ""],
-        },
-        runtime::TensorDecl {
-            name: "past_key_values.0.value",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "", "past_sequence", ""],
-        },
-        runtime::TensorDecl {
-            name: "past_key_values.1.key",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "", "past_sequence", ""],
-        },
-        runtime::TensorDecl {
-            name: "past_key_values.1.value",
-            dtype: runtime::DType::Float32,
-            axes: &["batch", "", "past_sequence", ""],
-        },
-    ],
+    spec_digest: "10ebb554c577f8d2074f7f35885ac89f378aa4af5a262ad4b99a198dac819d2e",
+    cache: &[],
 };

@@ -32,7 +32,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -76,7 +76,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -111,7 +111,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -146,7 +146,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -181,7 +181,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -230,7 +230,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -277,7 +277,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -323,7 +323,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -369,7 +369,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
+            reason: "helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },

@@ -15,6 +15,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, ignore =
-        "known issue: helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)"
+        "known issue: helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)"
     );
 }

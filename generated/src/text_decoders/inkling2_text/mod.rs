@@ -50,8 +50,28 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "e0cf8b24d5b8876a5c6fceb6b42429ae573bb41a9bf9e3bd007ade6c534f30f8",
+    spec_digest: "6b9b9a21786864f8d372449008a2bd635836de6c483eec6936b88705f8835a08",
     cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state.1",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state.2",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state.3",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
         runtime::TensorDecl {
             name: "past_key_values.0.key",
             dtype: runtime::DType::Float32,
@@ -61,6 +81,26 @@ pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
             name: "past_key_values.0.value",
             dtype: runtime::DType::Float32,
             axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.conv_state.1",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.conv_state.2",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.conv_state.3",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
         },
         runtime::TensorDecl {
             name: "past_key_values.1.key",

@@ -35,10 +35,9 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "inkling_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. Name:'/model/model/layers.0/self_attn/k_sconv/Add' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 4 by 6; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
+        runtime::Planned::NotTested {
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            stage: runtime::Stage::Reference,
         },
     );
 /// inkling_text on cpu: run (libtorch, device cpu).
@@ -79,10 +78,9 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "inkling_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. Name:'/model/model/layers.0/self_attn/k_sconv/Add' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 4 by 6; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
+        runtime::Planned::NotTested {
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            stage: runtime::Stage::Reference,
         },
     );
 /// inkling_text on cuda: run (libtorch, device cuda).
@@ -114,10 +112,9 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "inkling_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. Name:'/model/model/layers.0/self_attn/k_sconv/Add' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 4 by 6; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
+        runtime::Planned::NotTested {
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            stage: runtime::Stage::Reference,
         },
     );
 /// inkling_text on rocm: run (libtorch, device cuda).
@@ -149,10 +146,9 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "inkling_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. Name:'/model/model/layers.0/self_attn/k_sconv/Add' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 4 by 6; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
+        runtime::Planned::NotTested {
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            stage: runtime::Stage::Reference,
         },
     );
 /// inkling_text on mps: run (libtorch, device mps).
@@ -188,10 +184,9 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "inkling_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. Name:'/model/model/layers.0/self_attn/k_sconv/Add' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 4 by 6; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
+        runtime::Planned::NotTested {
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            stage: runtime::Stage::Reference,
         },
     );
 /// inkling_text on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
@@ -237,10 +232,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "inkling_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. Name:'/model/model/layers.0/self_attn/k_sconv/Add' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 4 by 6; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
+        runtime::Planned::NotTested {
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            stage: runtime::Stage::Reference,
         },
     )
     .computing_float32_in(
@@ -293,10 +287,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "inkling_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. Name:'/model/model/layers.0/self_attn/k_sconv/Add' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 4 by 6; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
+        runtime::Planned::NotTested {
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            stage: runtime::Stage::Reference,
         },
     );
 /// inkling_text on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -339,10 +332,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "inkling_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. Name:'/model/model/layers.0/self_attn/k_sconv/Add' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 4 by 6; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
+        runtime::Planned::NotTested {
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            stage: runtime::Stage::Reference,
         },
     );
 /// inkling_text on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -385,10 +377,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "inkling_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. Name:'/model/model/layers.0/self_attn/k_sconv/Add' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:583 void onnxruntime::BroadcastIterator::Append(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 4 by 6; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
+        runtime::Planned::NotTested {
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            stage: runtime::Stage::Reference,
         },
     );
 /// inkling_text on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -22,7 +22,7 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
+        "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared"
     );
 }
 /// lfm2_moe on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (lfm2_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)).
@@ -47,7 +47,7 @@ mod native {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
+        "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared"
     );
 }
 /// lfm2_moe's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -50,8 +50,18 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "b643befdf902cd9db48799337a35bf80c70744425fe7158ae58c58cfe8544a81",
+    spec_digest: "0aef992bccc0e74a90c8e51aad3f02afca3bb699b324bda2c3592ccc5c77e9b7",
     cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.recurrent_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "", ""],
+        },
         runtime::TensorDecl {
             name: "past_key_values.1.key",
             dtype: runtime::DType::Float32,

@@ -50,8 +50,18 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "9960f341a718b494690b3a912763f6ab3c0a4b3f6ed4ba383d5510d518c8c52c",
+    spec_digest: "32d469d5cc5a66b427de08bf79cd39c5690c3b1dc8ccc0e0420f30ea2428bbcd",
     cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.recurrent_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "", ""],
+        },
         runtime::TensorDecl {
             name: "past_key_values.1.indexer_keys",
             dtype: runtime::DType::Float32,

@@ -6,7 +6,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -16,7 +16,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -29,7 +29,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -44,18 +44,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
-/// recurrent_gemma on cpu: not-tested (libtorch, device cpu).
+/// recurrent_gemma on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes recurrent_gemma's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-        stage: runtime::Stage::Export,
+    runtime::Planned::KnownIssue {
+        reason: "recurrent_gemma's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): RuntimeError: torch.jit.trace: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// recurrent_gemma on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
@@ -64,7 +65,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -74,7 +75,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -87,7 +88,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -102,18 +103,19 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
-/// recurrent_gemma on cuda: not-tested (libtorch, device cuda).
+/// recurrent_gemma on cuda: known-issue (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes recurrent_gemma's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-        stage: runtime::Stage::Export,
+    runtime::Planned::KnownIssue {
+        reason: "recurrent_gemma's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): RuntimeError: torch.jit.trace: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// recurrent_gemma on rocm: known-issue (onnxruntime, MIGraphXExecutionProvider).
@@ -122,7 +124,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -132,7 +134,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -147,18 +149,19 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
-/// recurrent_gemma on rocm: not-tested (libtorch, device cuda).
+/// recurrent_gemma on rocm: known-issue (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes recurrent_gemma's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-        stage: runtime::Stage::Export,
+    runtime::Planned::KnownIssue {
+        reason: "recurrent_gemma's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): RuntimeError: torch.jit.trace: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// recurrent_gemma on mps: known-issue (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
@@ -167,7 +170,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -177,7 +180,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -192,18 +195,19 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
-/// recurrent_gemma on mps: not-tested (libtorch, device mps).
+/// recurrent_gemma on mps: known-issue (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes recurrent_gemma's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
-        stage: runtime::Stage::Export,
+    runtime::Planned::KnownIssue {
+        reason: "recurrent_gemma's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): RuntimeError: torch.jit.trace: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// recurrent_gemma on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
@@ -212,7 +216,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -222,7 +226,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -237,7 +241,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -247,7 +251,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -257,7 +261,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -270,7 +274,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -285,7 +289,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     )
@@ -305,7 +309,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -315,7 +319,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -328,7 +332,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -343,7 +347,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -353,7 +357,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -363,7 +367,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -376,7 +380,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -389,7 +393,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -404,7 +408,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -414,7 +418,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+            reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -424,7 +428,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -437,7 +441,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -450,7 +454,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                    reason: "recurrent_gemma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -465,7 +469,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'CausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -478,7 +482,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::KnownIssue {
-                reason: "recurrent_gemma has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                reason: "recurrent_gemma has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -487,7 +491,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::KnownIssue {
-                reason: "recurrent_gemma has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                reason: "recurrent_gemma has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -496,7 +500,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::KnownIssue {
-                reason: "recurrent_gemma has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                reason: "recurrent_gemma has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -505,7 +509,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::KnownIssue {
-                reason: "recurrent_gemma has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                reason: "recurrent_gemma has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -514,7 +518,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::KnownIssue {
-                reason: "recurrent_gemma has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUME",
+                reason: "recurrent_gemma has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_61' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 318 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 8.833e-01)",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },

@@ -6,7 +6,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+            reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -16,7 +16,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -29,7 +29,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -44,19 +44,16 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'RwkvCausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
-/// rwkv on cpu: not-tested (libtorch, device cpu).
+/// rwkv on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes rwkv's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// rwkv on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
@@ -64,7 +61,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+            reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -74,7 +71,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -87,7 +84,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -102,19 +99,16 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'RwkvCausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
-/// rwkv on cuda: not-tested (libtorch, device cuda).
+/// rwkv on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes rwkv's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// rwkv on rocm: known-issue (onnxruntime, MIGraphXExecutionProvider).
 pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
@@ -122,7 +116,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+            reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -132,7 +126,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -147,19 +141,16 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'RwkvCausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
-/// rwkv on rocm: not-tested (libtorch, device cuda).
+/// rwkv on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes rwkv's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// rwkv on mps: known-issue (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
 pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
@@ -167,7 +158,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+            reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -177,7 +168,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -192,19 +183,16 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'RwkvCausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
-/// rwkv on mps: not-tested (libtorch, device mps).
+/// rwkv on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes rwkv's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// rwkv on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
@@ -212,7 +200,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+            reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -222,7 +210,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -237,7 +225,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'RwkvCausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -247,7 +235,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+            reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -257,7 +245,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -270,7 +258,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -285,7 +273,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'RwkvCausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     )
@@ -305,7 +293,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+            reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -315,7 +303,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -328,7 +316,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -343,7 +331,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'RwkvCausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -353,7 +341,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+            reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -363,7 +351,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -376,7 +364,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -389,7 +377,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -404,7 +392,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'RwkvCausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -414,7 +402,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+            reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -424,7 +412,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -437,7 +425,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -450,7 +438,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                    reason: "rwkv's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -465,7 +453,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'RwkvCausalLMOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -478,7 +466,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::KnownIssue {
-                reason: "rwkv has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                reason: "rwkv has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -487,7 +475,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::KnownIssue {
-                reason: "rwkv has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                reason: "rwkv has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -496,7 +484,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::KnownIssue {
-                reason: "rwkv has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                reason: "rwkv has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -505,7 +493,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::KnownIssue {
-                reason: "rwkv has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                reason: "rwkv has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -514,7 +502,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::KnownIssue {
-                reason: "rwkv has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo exporter: RuntimeError: onnxruntime fails on shape 2: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running ScatterElements node. Name:'node_select_scatter' Status Message: Indices vs updates dimensions differs at position=0 1 vs 2; dynamo on shape",
+                reason: "rwkv has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_62' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 2: 320 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.444e+00)",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },

@@ -32,7 +32,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -75,7 +75,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -109,7 +109,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -143,7 +143,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -177,7 +177,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -225,7 +225,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     )
@@ -283,7 +283,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -344,7 +344,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -405,7 +405,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );

@@ -22,7 +22,7 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, ignore =
-        "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'"
+        "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)"
     );
 }
 /// xlnet on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 214 µs (16%); WebGpuExecutionProvider: 86 nodes (64%), 1126 µs (84%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason).
@@ -47,7 +47,7 @@ mod native {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'XLNetLMHeadModelOutput' object has no attribute 'past_key_values'"
+        "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)"
     );
 }
 /// xlnet's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

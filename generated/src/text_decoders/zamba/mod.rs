@@ -50,12 +50,32 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "80fb7a98f168e56f7405a136912ff7cfd4df912d72b7ace6d49a7cf585c59c2a",
+    spec_digest: "b5cee89d293b13786c4e65715d97b5ddb9207f9f9bd3e6200adac7466769b8c4",
     cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.recurrent_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
         runtime::TensorDecl {
             name: "past_key_values.1.key",
             dtype: runtime::DType::Float32,
             axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.recurrent_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "", ""],
         },
         runtime::TensorDecl {
             name: "past_key_values.1.value",
@@ -63,9 +83,19 @@ pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
             axes: &["batch", "", "past_sequence", ""],
         },
         runtime::TensorDecl {
+            name: "past_key_values.2.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
             name: "past_key_values.2.key",
             dtype: runtime::DType::Float32,
             axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.2.recurrent_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "", ""],
         },
         runtime::TensorDecl {
             name: "past_key_values.2.value",

@@ -50,12 +50,22 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "77949553bd89679cb7134637024d0d43c8085d8d3b954c37557a8d32565d7009",
+    spec_digest: "326650e09d5bd8fc1d78ce60419b7ea071e4f71f71ebb35537b751548ea29d70",
     cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
         runtime::TensorDecl {
             name: "past_key_values.0.key",
             dtype: runtime::DType::Float32,
             axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.recurrent_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", ""],
         },
         runtime::TensorDecl {
             name: "past_key_values.0.value",
@@ -63,9 +73,19 @@ pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
             axes: &["batch", "", "past_sequence", ""],
         },
         runtime::TensorDecl {
+            name: "past_key_values.1.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
             name: "past_key_values.1.key",
             dtype: runtime::DType::Float32,
             axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.recurrent_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", ""],
         },
         runtime::TensorDecl {
             name: "past_key_values.1.value",

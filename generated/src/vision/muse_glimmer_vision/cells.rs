@@ -6,7 +6,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+            reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -16,7 +16,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -29,7 +29,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -41,15 +41,12 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// muse_glimmer_vision on cpu: not-tested (libtorch, device cpu).
+/// muse_glimmer_vision on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes muse_glimmer_vision's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// muse_glimmer_vision on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
@@ -57,7 +54,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+            reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -67,7 +64,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -80,7 +77,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -92,15 +89,12 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// muse_glimmer_vision on cuda: not-tested (libtorch, device cuda).
+/// muse_glimmer_vision on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes muse_glimmer_vision's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// muse_glimmer_vision on rocm: known-issue (onnxruntime, MIGraphXExecutionProvider).
 pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
@@ -108,7 +102,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+            reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -118,7 +112,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -130,15 +124,12 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// muse_glimmer_vision on rocm: not-tested (libtorch, device cuda).
+/// muse_glimmer_vision on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes muse_glimmer_vision's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// muse_glimmer_vision on mps: known-issue (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
 pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
@@ -146,7 +137,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+            reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -156,7 +147,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -168,15 +159,12 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// muse_glimmer_vision on mps: not-tested (libtorch, device mps).
+/// muse_glimmer_vision on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes muse_glimmer_vision's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// muse_glimmer_vision on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
@@ -184,7 +172,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+            reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -194,7 +182,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -212,7 +200,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+            reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -222,7 +210,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -235,7 +223,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -263,7 +251,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+            reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -273,7 +261,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -286,7 +274,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -304,7 +292,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+            reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -314,7 +302,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -327,7 +315,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -340,7 +328,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -358,7 +346,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+            reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -368,7 +356,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -381,7 +369,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -394,7 +382,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                    reason: "muse_glimmer_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -415,7 +403,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::KnownIssue {
-                reason: "muse_glimmer_vision has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                reason: "muse_glimmer_vision has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -424,7 +412,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::KnownIssue {
-                reason: "muse_glimmer_vision has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                reason: "muse_glimmer_vision has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -433,7 +421,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::KnownIssue {
-                reason: "muse_glimmer_vision has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                reason: "muse_glimmer_vision has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -442,7 +430,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::KnownIssue {
-                reason: "muse_glimmer_vision has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                reason: "muse_glimmer_vision has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -451,7 +439,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::KnownIssue {
-                reason: "muse_glimmer_vision has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
+                reason: "muse_glimmer_vision has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam3_tracker_video",
     category: "vision",
     spec_path: "model-specs/models/vision/sam3_tracker_video.yaml",
-    spec_digest: "e8c1a54b3fc6531c8caa342180d625504a3c125cdb142384bce595fc0236573d",
+    spec_digest: "ad94959ca43fc6d500f7175b3b1983718f350c14c6fb1d61ea44216a8cd5d38b",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam3_video",
     category: "vision",
     spec_path: "model-specs/models/vision/sam3_video.yaml",
-    spec_digest: "ba657a9bcad6d35cb2f81152dc575b1238cc05cb19699d0741522a97d3a13142",
+    spec_digest: "8c80e3235cb2797074cfa191d320bd2ecee11c4b7976395d7cbefdd7be385ec2",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam_hq",
     category: "vision",
     spec_path: "model-specs/models/vision/sam_hq.yaml",
-    spec_digest: "dd2a7c924008a82dd794b59c7183da5b39cb6e5f0e30be6c0b8bb25863e5f627",
+    spec_digest: "eee96b45a6316f64063e39706e7a997c5b1b31fde2a473028d91960aeeefa72a",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

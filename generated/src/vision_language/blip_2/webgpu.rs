@@ -25,7 +25,7 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, ignore =
-        "not tested here: blip-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'"
+        "not tested here: blip-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'"
     );
 }
 /// blip-2 on webgpu with onnxruntime, WebGpuExecutionProvider: run.
@@ -53,7 +53,7 @@ mod native {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "not tested here: blip-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'"
+        "not tested here: blip-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'"
     );
 }
 /// blip-2's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -36,7 +36,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -79,7 +79,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -113,7 +113,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -147,7 +147,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -181,7 +181,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -217,7 +217,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
             stage: runtime::Stage::Reference,
         },
     )
@@ -263,7 +263,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -308,7 +308,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -369,7 +369,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
+            reason: "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'",
             stage: runtime::Stage::Reference,
         },
     );

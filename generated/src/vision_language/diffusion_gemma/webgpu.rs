@@ -25,7 +25,7 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, ignore =
-        "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
+        "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
     );
 }
 /// diffusion_gemma on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (diffusion_gemma on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)).
@@ -50,7 +50,7 @@ mod native {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
+        "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
     );
 }
 /// diffusion_gemma's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -20,6 +20,6 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBNN_BROWSER, ignore =
-        "not tested here: florence2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: generate() called the model 0 times for 8 new tokens"
+        "not tested here: florence2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: generate() called the model 0 times for 8 new tokens"
     );
 }

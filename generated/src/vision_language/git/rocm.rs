@@ -15,7 +15,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::ROCM_ONNX, ignore =
-        "not tested here: git's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: You must specify exactly one of input_ids or inputs_embeds"
+        "not tested here: git's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: You must specify exactly one of input_ids or inputs_embeds"
     );
 }
 /// git on rocm with libtorch, device cuda: run.

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glm5_next",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/glm5_next.yaml",
-    spec_digest: "80c446853990f4e21cfa606c7a40c6b6b02e24d21be825d027afbf42414a7184",
+    spec_digest: "57a89b0e1f04ea36cbf27c403c36cf2978b95df23c8fef13833245c66118c9ae",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -60,8 +60,18 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "9af48c262e4a80f925ae8c5c321b72d35d6572357e3f84151a53a408d349c90c",
+    spec_digest: "9301f1b0d8b479a82b0438d3c73602e2a641d0a6228496f30fa3f1c48790cc6a",
     cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.recurrent_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "", ""],
+        },
         runtime::TensorDecl {
             name: "past_key_values.1.indexer_keys",
             dtype: runtime::DType::Float32,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glm_ocr",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/glm_ocr.yaml",
-    spec_digest: "08887af92ab1343ca929308aaf39f89ae392a86cf696dbb13b6e5a162b09c54b",
+    spec_digest: "82516e133d6c66d1157f35f4c64b510c25f955ff927f5da0cadbbf7c266c3fb4",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -65,7 +65,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "5031a18849578ee7e02b110e4dae2619a9cc199e8c61b5e06a81f00137137905",
+    spec_digest: "cc96a0cb4aec1061f4df8bf7547d9f07ea99c2e38e5a8f2cc6c5d7acb40085b0",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

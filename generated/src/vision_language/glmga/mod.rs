@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glmga",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/glmga.yaml",
-    spec_digest: "5e6b09ebf3bf651bea3b2cca369b3624583d9bb8f7577789b6fd3b56052cc3a9",
+    spec_digest: "47148be12dac08dc5b99d4470938b8132855daaa702937b9bb7a2087bbb2b7df",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -65,7 +65,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "30f1183cd16860c1a4908ac50bd846b51739ef91bf01f62f22fb7cc394fbd0a2",
+    spec_digest: "191018e1e22afd8be8f7661b6475fe7f3630ceee473dad4c994f00e563fd1fe4",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

@@ -18,7 +18,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "not tested here: granite4_vision's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten"
+        "not tested here: granite4_vision's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)"
     );
 }
 /// granite4_vision on cpu with libtorch, device cpu: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for granite4_vision (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: ValueError: sequence 18 must exceed the 36 image tokens this config needs).

@@ -22,7 +22,7 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, ignore =
-        "not tested here: granite4_vision's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten"
+        "not tested here: granite4_vision's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)"
     );
 }
 /// granite4_vision on webgpu with onnxruntime, WebGpuExecutionProvider: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for granite4_vision (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: ValueError: sequence 18 must exceed the 36 image tokens this config needs).
@@ -47,7 +47,7 @@ mod native {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "not tested here: granite4_vision's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: the model's cache is a NoneType, not a layered cache (DynamicCache) this exporter can flatten"
+        "not tested here: granite4_vision's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)"
     );
 }
 /// granite4_vision's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

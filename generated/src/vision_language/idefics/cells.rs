@@ -32,7 +32,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
+            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -75,7 +75,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
+            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -109,7 +109,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
+            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -143,7 +143,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
+            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -181,7 +181,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
+            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -217,7 +217,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
+            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
             stage: runtime::Stage::Reference,
         },
     )
@@ -263,7 +263,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
+            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -308,7 +308,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
+            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -353,7 +353,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
+            reason: "not tested here: idefics's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: Exactly 1 of pixel_values, image_encoder_embeddings or perceiver_embeddings has to be not-None.",
             stage: runtime::Stage::Reference,
         },
     );

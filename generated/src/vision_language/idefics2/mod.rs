@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "idefics2",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/idefics2.yaml",
-    spec_digest: "57ee2f04de627ebc0b654a64450417149fadb26c2046c63833ec7670baab3279",
+    spec_digest: "6acb042076bde74423eb42035353f119e05c06a8b20414bb929f203342a7cdf0",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -60,7 +60,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "4f9875c493a516e9a7b7e9494dadaf814b6db54ae2e5f19891f6f80d5278ea40",
+    spec_digest: "f7b27c65ca0f22e189594b83f30a22c86b0acc507aa9bae07fae2e1d20a16f74",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

@@ -65,8 +65,28 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "53ef7ed67db7f8728b9fde72edfa3d5e5f639235210fb4b4efcf9e5575e9d7f0",
+    spec_digest: "b56f002fc209fea22a5602495ae12de28cfa1e55b60d5740104eef6e9b5913cd",
     cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state.1",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state.2",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state.3",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
         runtime::TensorDecl {
             name: "past_key_values.0.key",
             dtype: runtime::DType::Float32,
@@ -76,6 +96,26 @@ pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
             name: "past_key_values.0.value",
             dtype: runtime::DType::Float32,
             axes: &["batch", "", "past_sequence", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.conv_state.1",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.conv_state.2",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.1.conv_state.3",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
         },
         runtime::TensorDecl {
             name: "past_key_values.1.key",

@@ -20,7 +20,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "not tested here: instructblip's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: InstructBlipForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'"
+        "not tested here: instructblip's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): TypeError: InstructBlipForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'"
     );
 }
 /// instructblip on cpu with libtorch, device cpu: run.

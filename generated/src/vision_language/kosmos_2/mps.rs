@@ -15,7 +15,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::MPS_ONNX, ignore =
-        "not tested here: kosmos-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ValueError: You have to specify pixel_values"
+        "not tested here: kosmos-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: You have to specify pixel_values"
     );
 }
 /// kosmos-2 on mps with libtorch, device mps: run.

@@ -65,8 +65,13 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "2738b5958ce23079331c1b4cbfa54b426f7479321a676612d462ea26850bab7d",
+    spec_digest: "85af571867f5ed0f81e005f111316c9436f8956a7cd46c2b4f76cb2fa2d5accd",
     cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
         runtime::TensorDecl {
             name: "past_key_values.1.key",
             dtype: runtime::DType::Float32,

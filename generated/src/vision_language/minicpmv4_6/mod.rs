@@ -60,8 +60,18 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "30dc84096e112d62a7f36f9b8c6cd280129844daf7b2ecb4d980ccfa1d7cec45",
+    spec_digest: "834fdc0c006ae29744ad949cac9fd59add430016ae58dcaf3821d30811783c28",
     cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.recurrent_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "", ""],
+        },
         runtime::TensorDecl {
             name: "past_key_values.1.key",
             dtype: runtime::DType::Float32,

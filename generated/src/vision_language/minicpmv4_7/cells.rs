@@ -6,7 +6,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+            reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -16,7 +16,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -29,7 +29,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -41,23 +41,13 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
-        },
-    );
-/// minicpmv4_7 on cpu: not-tested (libtorch, device cpu).
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
+/// minicpmv4_7 on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes minicpmv4_7's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// minicpmv4_7 on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
@@ -65,7 +55,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+            reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -75,7 +65,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -88,7 +78,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -100,23 +90,13 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
-        },
-    );
-/// minicpmv4_7 on cuda: not-tested (libtorch, device cuda).
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
+/// minicpmv4_7 on cuda: run (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes minicpmv4_7's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// minicpmv4_7 on rocm: known-issue (onnxruntime, MIGraphXExecutionProvider).
 pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
@@ -124,7 +104,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+            reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -134,7 +114,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -146,23 +126,13 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
-        },
-    );
-/// minicpmv4_7 on rocm: not-tested (libtorch, device cuda).
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
+/// minicpmv4_7 on rocm: run (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes minicpmv4_7's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// minicpmv4_7 on mps: known-issue (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
 pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
@@ -170,7 +140,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+            reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -180,7 +150,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -192,23 +162,13 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
-        },
-    );
-/// minicpmv4_7 on mps: not-tested (libtorch, device mps).
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
+/// minicpmv4_7 on mps: run (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes minicpmv4_7's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
-        stage: runtime::Stage::Export,
-    },
+    runtime::Planned::Run,
 );
 /// minicpmv4_7 on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
@@ -216,7 +176,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+            reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -226,7 +186,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -238,21 +198,14 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// minicpmv4_7 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+            reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -262,7 +215,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -275,7 +228,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -287,14 +240,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
-        },
-    )
+    .with_generation(&super::GENERATION, runtime::Planned::Run)
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,
@@ -311,7 +257,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+            reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -321,7 +267,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -334,7 +280,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -346,21 +292,14 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// minicpmv4_7 on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+            reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -370,7 +309,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -383,7 +322,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -396,7 +335,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -408,21 +347,14 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// minicpmv4_7 on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+            reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -432,7 +364,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -445,7 +377,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -458,7 +390,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -470,14 +402,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Export),
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// minicpmv4_7 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,
@@ -487,7 +412,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::KnownIssue {
-                reason: "minicpmv4_7 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                reason: "minicpmv4_7 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -496,7 +421,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::KnownIssue {
-                reason: "minicpmv4_7 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                reason: "minicpmv4_7 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -505,7 +430,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::KnownIssue {
-                reason: "minicpmv4_7 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                reason: "minicpmv4_7 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -514,7 +439,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::KnownIssue {
-                reason: "minicpmv4_7 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                reason: "minicpmv4_7 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -523,7 +448,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::KnownIssue {
-                reason: "minicpmv4_7 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo on shape 2 exporter: TorchExportError: Failed to expor",
+                reason: "minicpmv4_7 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },

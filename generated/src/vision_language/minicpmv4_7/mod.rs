@@ -65,8 +65,18 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "df4b886f575573747cbce6792c99d17b089a94713aab64c2c4ee10ad31b04557",
+    spec_digest: "913a1e4f61eccebfffb85c0450f18c3f7578ccb8b6affc789867595868ad7e7c",
     cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.recurrent_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "", ""],
+        },
         runtime::TensorDecl {
             name: "past_key_values.1.key",
             dtype: runtime::DType::Float32,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minimax_m3_vl",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/minimax_m3_vl.yaml",
-    spec_digest: "7a18fa60c1b69be07ca8cc2db9dbfe13fff726bf3eada0a646a7f1b447d089d6",
+    spec_digest: "55df084c9ca84601072abb1b1003495bb384e4d3627111faffeaa479a64923f3",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -65,7 +65,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "04a086b1da535f47acf6edc756729c24f7dcab4a7ee45b75f62ad9df5860d973",
+    spec_digest: "32bfc5d6b729b4fddd3ff9c55f27a50687da59a74016f76f9f6e44ff1dbb0de2",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

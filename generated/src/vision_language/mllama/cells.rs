@@ -32,7 +32,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -76,7 +76,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -111,7 +111,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -146,7 +146,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -189,7 +189,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -226,7 +226,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -273,7 +273,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -319,7 +319,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -365,7 +365,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "mllama's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },

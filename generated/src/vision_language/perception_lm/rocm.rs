@@ -14,7 +14,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::ROCM_ONNX, ignore =
-        "not tested here: perception_lm's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: 'NoneType' object is not subscriptable"
+        "not tested here: perception_lm's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): TypeError: 'NoneType' object is not subscriptable"
     );
 }
 /// perception_lm on rocm with libtorch, device cuda: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for perception_lm (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: TypeError: 'NoneType' object is not subscriptable).

@@ -18,6 +18,6 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBNN_BROWSER, ignore =
-        "not tested here: perception_lm's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): TypeError: 'NoneType' object is not subscriptable"
+        "not tested here: perception_lm's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): TypeError: 'NoneType' object is not subscriptable"
     );
 }

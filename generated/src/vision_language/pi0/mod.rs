@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pi0",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/pi0.yaml",
-    spec_digest: "c3f2383e1be46d36e05608e0c3bb6087ea7bef2bfdedf88cbe862bcaed78b42b",
+    spec_digest: "8719c80c20b4e87bc28a776a086af8c4b55b8777984f7f57ffeb295f2f50b3c0",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {
@@ -33,6 +33,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "7873538e66913b2ea601eb5ebd6c30b0512d31a476cfa11cda9e08c9c5dd8263",
+    spec_digest: "797243a4be2f344e6269f6d82ed51d7ca428eab5dc85a8c6f978ec0bc088771c",
     cache: &[],
 };

@@ -6,7 +6,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+            reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -16,7 +16,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -29,7 +29,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -44,19 +44,20 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression ((u0//2)) > 0 (unhinted: ((u0//2)) > 0).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
-/// qwen4_exp on cpu: not-tested (libtorch, device cpu).
+/// qwen4_exp on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes qwen4_exp's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
-        stage: runtime::Stage::Export,
+    runtime::Planned::KnownIssue {
+        reason: "qwen4_exp's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): RuntimeError: torch.jit.trace: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// qwen4_exp on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
@@ -65,7 +66,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+            reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -75,7 +76,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -88,7 +89,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -103,19 +104,20 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression ((u0//2)) > 0 (unhinted: ((u0//2)) > 0).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
-/// qwen4_exp on cuda: not-tested (libtorch, device cuda).
+/// qwen4_exp on cuda: known-issue (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes qwen4_exp's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
-        stage: runtime::Stage::Export,
+    runtime::Planned::KnownIssue {
+        reason: "qwen4_exp's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): RuntimeError: torch.jit.trace: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// qwen4_exp on rocm: known-issue (onnxruntime, MIGraphXExecutionProvider).
@@ -124,7 +126,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+            reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -134,7 +136,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -149,19 +151,20 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression ((u0//2)) > 0 (unhinted: ((u0//2)) > 0).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
-/// qwen4_exp on rocm: not-tested (libtorch, device cuda).
+/// qwen4_exp on rocm: known-issue (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes qwen4_exp's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
-        stage: runtime::Stage::Export,
+    runtime::Planned::KnownIssue {
+        reason: "qwen4_exp's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): RuntimeError: torch.jit.trace: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// qwen4_exp on mps: known-issue (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
@@ -170,7 +173,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+            reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -180,7 +183,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -195,19 +198,20 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression ((u0//2)) > 0 (unhinted: ((u0//2)) > 0).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
-/// qwen4_exp on mps: not-tested (libtorch, device mps).
+/// qwen4_exp on mps: known-issue (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes qwen4_exp's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
-        stage: runtime::Stage::Export,
+    runtime::Planned::KnownIssue {
+        reason: "qwen4_exp's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): RuntimeError: torch.jit.trace: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// qwen4_exp on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
@@ -216,7 +220,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+            reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -226,7 +230,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -241,7 +245,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression ((u0//2)) > 0 (unhinted: ((u0//2)) > 0).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -252,7 +256,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+            reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -262,7 +266,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -275,7 +279,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -290,7 +294,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression ((u0//2)) > 0 (unhinted: ((u0//2)) > 0).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -311,7 +315,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+            reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -321,7 +325,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -334,7 +338,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -349,7 +353,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression ((u0//2)) > 0 (unhinted: ((u0//2)) > 0).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -360,7 +364,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+            reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -370,7 +374,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -383,7 +387,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -396,7 +400,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -411,7 +415,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression ((u0//2)) > 0 (unhinted: ((u0//2)) > 0).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -422,7 +426,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+            reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -432,7 +436,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -445,7 +449,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -458,7 +462,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                    reason: "qwen4_exp's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -473,7 +477,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression ((u0//2)) > 0 (unhinted: ((u0//2)) > 0).  (Size-like symbols: u0))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -487,7 +491,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::KnownIssue {
-                reason: "qwen4_exp has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                reason: "qwen4_exp has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -496,7 +500,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::KnownIssue {
-                reason: "qwen4_exp has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                reason: "qwen4_exp has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -505,7 +509,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::KnownIssue {
-                reason: "qwen4_exp has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                reason: "qwen4_exp has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -514,7 +518,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::KnownIssue {
-                reason: "qwen4_exp has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                reason: "qwen4_exp has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -523,7 +527,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::KnownIssue {
-                reason: "qwen4_exp has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7,",
+                reason: "qwen4_exp has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::scatter but it isn't a special case.  Argument types: Tensor, int, Tensor, bool,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },

@@ -65,8 +65,18 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "aa62ca3a57189fcc1b312476d8bc3dc56646a055f303c6bc973cda34da8a8e12",
+    spec_digest: "c6689c2bbb376cdf1b75aee1a02a469173f75723c418914de0dbe6fcec163014",
     cache: &[
+        runtime::TensorDecl {
+            name: "past_key_values.0.conv_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", ""],
+        },
+        runtime::TensorDecl {
+            name: "past_key_values.0.recurrent_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "", "", ""],
+        },
         runtime::TensorDecl {
             name: "past_key_values.1.indexer_keys",
             dtype: runtime::DType::Float32,

@@ -15,7 +15,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::ROCM_ONNX, ignore =
-        "known issue: step3p7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not"
+        "known issue: step3p7's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/model/model/language_model/layers.1/mlp/experts/Split' Status Message: Invalid value in 'split'. Split size 1 exceeds the remaining size of the selected axis, 0.; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))"
     );
 }
 /// step3p7 on rocm with libtorch, device cuda: run.

@@ -22,7 +22,7 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, ignore =
-        "not tested here: t5gemma2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: Expected size for first two dimensions of batch2 tensor to be: [8, 6] but got: [8, 1]."
+        "not tested here: t5gemma2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: Expected size for first two dimensions of batch2 tensor to be: [8, 6] but got: [8, 1]."
     );
 }
 /// t5gemma2 on webgpu with onnxruntime, WebGpuExecutionProvider: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config').
@@ -47,7 +47,7 @@ mod native {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "not tested here: t5gemma2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): RuntimeError: Expected size for first two dimensions of batch2 tensor to be: [8, 6] but got: [8, 1]."
+        "not tested here: t5gemma2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: Expected size for first two dimensions of batch2 tensor to be: [8, 6] but got: [8, 1]."
     );
 }
 /// t5gemma2's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

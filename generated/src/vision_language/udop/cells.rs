@@ -6,7 +6,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+            reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -16,7 +16,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -29,7 +29,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -44,18 +44,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'",
+            reason: "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'",
             stage: runtime::Stage::Reference,
         },
     );
-/// udop on cpu: not-tested (libtorch, device cpu).
+/// udop on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes udop's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
-        stage: runtime::Stage::Export,
+    runtime::Planned::KnownIssue {
+        reason: "udop's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): RuntimeError: torch.jit.trace: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// udop on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
@@ -64,7 +65,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+            reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -74,7 +75,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -87,7 +88,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -102,18 +103,19 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'",
+            reason: "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'",
             stage: runtime::Stage::Reference,
         },
     );
-/// udop on cuda: not-tested (libtorch, device cuda).
+/// udop on cuda: known-issue (libtorch, device cuda).
 pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes udop's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
-        stage: runtime::Stage::Export,
+    runtime::Planned::KnownIssue {
+        reason: "udop's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): RuntimeError: torch.jit.trace: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// udop on rocm: known-issue (onnxruntime, MIGraphXExecutionProvider).
@@ -122,7 +124,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+            reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -132,7 +134,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -147,18 +149,19 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'",
+            reason: "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'",
             stage: runtime::Stage::Reference,
         },
     );
-/// udop on rocm: not-tested (libtorch, device cuda).
+/// udop on rocm: known-issue (libtorch, device cuda).
 pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes udop's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
-        stage: runtime::Stage::Export,
+    runtime::Planned::KnownIssue {
+        reason: "udop's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): RuntimeError: torch.jit.trace: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// udop on mps: known-issue (onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL)).
@@ -167,7 +170,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+            reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -177,7 +180,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -192,18 +195,19 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'",
+            reason: "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'",
             stage: runtime::Stage::Reference,
         },
     );
-/// udop on mps: not-tested (libtorch, device mps).
+/// udop on mps: known-issue (libtorch, device mps).
 pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
-    runtime::Planned::NotTested {
-        reason: "not tested here: hwmatrix's exporter makes udop's TorchScript only after its ONNX export passes, and that export failed (our harness's gap, not a fact about the model or libtorch): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
-        stage: runtime::Stage::Export,
+    runtime::Planned::KnownIssue {
+        reason: "udop's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): RuntimeError: torch.jit.trace: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Export),
     },
 );
 /// udop on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
@@ -212,7 +216,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+            reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -222,7 +226,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -237,7 +241,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'",
+            reason: "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -247,7 +251,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+            reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -257,7 +261,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -270,7 +274,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -285,7 +289,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'",
+            reason: "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'",
             stage: runtime::Stage::Reference,
         },
     )
@@ -305,7 +309,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+            reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -315,7 +319,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -328,7 +332,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -343,7 +347,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'",
+            reason: "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -353,7 +357,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+            reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -363,7 +367,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -376,7 +380,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -389,7 +393,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -404,7 +408,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'",
+            reason: "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -414,7 +418,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+            reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -424,7 +428,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -437,7 +441,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -450,7 +454,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: recorded 2026-11-23 before evidence carried provenance; stale): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                    reason: "udop's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -465,7 +469,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'",
+            reason: "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -478,7 +482,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::KnownIssue {
-                reason: "udop has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                reason: "udop has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -487,7 +491,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::KnownIssue {
-                reason: "udop has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                reason: "udop has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -496,7 +500,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::KnownIssue {
-                reason: "udop has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                reason: "udop has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -505,7 +509,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::KnownIssue {
-                reason: "udop has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                reason: "udop has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -514,7 +518,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::KnownIssue {
-                reason: "udop has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero numbe",
+                reason: "udop has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug to PyTorch. We don't have an op for aten::full_like but it isn't a special case.  Argument types: Tensor, bool, NoneType, NoneType, NoneType, bool, NoneType,; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.)",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
