@@ -193,9 +193,10 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
             // its fixture is built without the ONNX step (torchscript.py), unless tracing failed too.
             match (spec.export.known_issue_measured, spec.pipeline_entry(evidence::TORCHSCRIPT_EXPORT)) {
                 (true, Some(entry)) => from_evidence(&format!("{}'s TorchScript trace", spec.model_type), &[entry]).expect("one entry"),
+                // Its own fixture: its checks' stored outcomes decide, as any cell's.
                 (true, None) => {
                     debug_assert!(spec.traced_without_onnx(), "harness gaps are planned above");
-                    run()
+                    from_evidence(&what, &entries(&CHECKS)).unwrap_or_else(run)
                 }
                 (false, _) => Planned::NotTested {
                     reason: format!(

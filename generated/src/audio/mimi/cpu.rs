@@ -17,12 +17,12 @@ mod onnx {
         "known issue: mimi's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(128*(((u14 + u15 + u16 + u17 + (((u12 + u13 + (((u0 + u1 + u6 + u7 + 1426)//4)) - 15)//8)) - 5)//2)) + 128, 0) (unhinted: Eq(64*s33*((((u14 + u15 + u16 + u17 + (((u12 + u13 + (((s69 + u0 + u1 + u6 + u7 - 14)//4)) - 15)//8)) - 5)//2)) + 1), 0)).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(64*(((u14 + u15 + u16 + u17 + (((u12 + u13 + (((u0 + u1 + u6 + u7 + 946)//4)) - 15)//8)) - 5)//2)) + 64, 0) (unhinted: Eq(64*s33*((((u14 + u15 + u16 + u17 + (((u12 + u13 + (((s69 + u0 + u1 + u6 + u7 - 14)//4)) - 15)//8)) - 5)//2)) + 1), 0)).  (Size-like symbols: none))"
     );
 }
-/// mimi on cpu with libtorch, device cpu: run.
+/// mimi on cpu with libtorch, device cpu: known-issue (mimi on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:18:54Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1).
 ///
 /// Select this cell with `cargo test -p generated audio::mimi::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
+        super::super::cells::CPU_TORCH, ignore =
+        "known issue: mimi on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:18:54Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1"
     );
 }

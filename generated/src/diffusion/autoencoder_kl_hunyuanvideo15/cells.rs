@@ -41,12 +41,16 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// autoencoder_kl_hunyuanvideo15 on cpu: run (libtorch, device cpu).
+/// autoencoder_kl_hunyuanvideo15 on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "autoencoder_kl_hunyuanvideo15 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:18:56Z): output sample_output: 3055 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-1; worst at flat index 2270: got -0.33448585867881775, expected -0.6089345812797546)",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// autoencoder_kl_hunyuanvideo15 on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(

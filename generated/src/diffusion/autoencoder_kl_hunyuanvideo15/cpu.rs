@@ -17,12 +17,12 @@ mod onnx {
         "known issue: autoencoder_kl_hunyuanvideo15's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 2: 6912 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error nan); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_241' Status Message: indices element out of data bounds, idx=48 must be within the inclusive range [-48,47]; dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 2: 6912 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error nan)"
     );
 }
-/// autoencoder_kl_hunyuanvideo15 on cpu with libtorch, device cpu: run.
+/// autoencoder_kl_hunyuanvideo15 on cpu with libtorch, device cpu: known-issue (autoencoder_kl_hunyuanvideo15 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:18:56Z): output sample_output: 3055 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-1; worst at flat index 2270: got -0.33448585867881775, expected -0.6089345812797546)).
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_hunyuanvideo15::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
+        super::super::cells::CPU_TORCH, ignore =
+        "known issue: autoencoder_kl_hunyuanvideo15 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:18:56Z): output sample_output: 3055 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-1; worst at flat index 2270: got -0.33448585867881775, expected -0.6089345812797546)"
     );
 }

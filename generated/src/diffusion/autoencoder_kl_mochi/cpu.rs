@@ -17,12 +17,12 @@ mod onnx {
         "known issue: autoencoder_kl_mochi's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Split node. Name:'/model/encoder/block_in/resnets.0/norm1/Split' Status Message: Invalid value in 'split'. Split size 8 exceeds the remaining size of the selected axis, 7.; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TraceError: symbolically traced variables cannot be used as inputs to control flow); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TraceError: symbolically traced variables cannot be used as inputs to control flow)"
     );
 }
-/// autoencoder_kl_mochi on cpu with libtorch, device cpu: run.
+/// autoencoder_kl_mochi on cpu with libtorch, device cpu: known-issue (autoencoder_kl_mochi on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:18:57Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: Expected 1 elements in a list but found 2).
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_mochi::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
+        super::super::cells::CPU_TORCH, ignore =
+        "known issue: autoencoder_kl_mochi on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:18:57Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: Expected 1 elements in a list but found 2"
     );
 }

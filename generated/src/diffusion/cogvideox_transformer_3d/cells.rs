@@ -41,12 +41,16 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// cogvideox_transformer_3d on cpu: run (libtorch, device cpu).
+/// cogvideox_transformer_3d on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "cogvideox_transformer_3d on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:18:58Z): output sample: 512 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.609e0; worst at flat index 395: got -0.09656989574432373, expected 1.5126397609710693); cogvideox_transformer_3d on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:18:59Z): output sample: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.769e0; worst at flat index 139: got -0.3114510178565979, expected 1.45784330368042)",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// cogvideox_transformer_3d on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(

@@ -17,12 +17,12 @@ mod onnx {
         "known issue: cogvideox_transformer_3d's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.769e+00); dynamo on shape 2 exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Constant model.__dict__['_modules']['patch_embed'].lifted_tensor_0 is mutated in the forward method. Pls register it as buffer); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Constant model.__dict__['_modules']['patch_embed'].lifted_tensor_0 is mutated in the forward method. Pls register it as buffer)"
     );
 }
-/// cogvideox_transformer_3d on cpu with libtorch, device cpu: run.
+/// cogvideox_transformer_3d on cpu with libtorch, device cpu: known-issue (cogvideox_transformer_3d on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:18:58Z): output sample: 512 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.609e0; worst at flat index 395: got -0.09656989574432373, expected 1.5126397609710693); cogvideox_transformer_3d on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:18:59Z): output sample: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.769e0; worst at flat index 139: got -0.3114510178565979, expected 1.45784330368042)).
 ///
 /// Select this cell with `cargo test -p generated diffusion::cogvideox_transformer_3d::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
+        super::super::cells::CPU_TORCH, ignore =
+        "known issue: cogvideox_transformer_3d on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:18:58Z): output sample: 512 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.609e0; worst at flat index 395: got -0.09656989574432373, expected 1.5126397609710693); cogvideox_transformer_3d on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:18:59Z): output sample: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.769e0; worst at flat index 139: got -0.3114510178565979, expected 1.45784330368042)"
     );
 }

@@ -17,12 +17,12 @@ mod onnx {
         "known issue: transformer_chroma's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Concat node. Name:'node_cat_4' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 0 has mismatched dimensions of 2 and 1; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Concat node. Name:'node_cat_4' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 0 has mismatched dimensions of 1 and 2"
     );
 }
-/// transformer_chroma on cpu with libtorch, device cpu: run.
+/// transformer_chroma on cpu with libtorch, device cpu: known-issue (transformer_chroma on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:18:59Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: Sizes of tensors must match except in dimension 1. Expected size 2 but got size 1 for tensor number 1 in the list.).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_chroma::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
+        super::super::cells::CPU_TORCH, ignore =
+        "known issue: transformer_chroma on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:18:59Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: Sizes of tensors must match except in dimension 1. Expected size 2 but got size 1 for tensor number 1 in the list."
     );
 }

@@ -17,12 +17,12 @@ mod onnx {
         "known issue: transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)"
     );
 }
-/// transformer_lumina2 on cpu with libtorch, device cpu: run.
+/// transformer_lumina2 on cpu with libtorch, device cpu: known-issue (transformer_lumina2 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:01Z): output sample has shape [1, 4, 16, 16], expected [2, 4, 16, 16] (batch=2, sample_1=4, sample_2=16, sample_3=16); also output-mismatch: output sample: shape [1, 4, 16, 16] differs from the reference [2, 4, 16, 16]).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_lumina2::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
+        super::super::cells::CPU_TORCH, ignore =
+        "known issue: transformer_lumina2 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:01Z): output sample has shape [1, 4, 16, 16], expected [2, 4, 16, 16] (batch=2, sample_1=4, sample_2=16, sample_3=16); also output-mismatch: output sample: shape [1, 4, 16, 16] differs from the reference [2, 4, 16, 16]"
     );
 }

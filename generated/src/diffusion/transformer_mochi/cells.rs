@@ -41,12 +41,16 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// transformer_mochi on cpu: run (libtorch, device cpu).
+/// transformer_mochi on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "transformer_mochi on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:01Z): output sample: 2041 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 7.652e-1; worst at flat index 2412: got -0.8156825304031372, expected -1.580838918685913)",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// transformer_mochi on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(

@@ -17,12 +17,12 @@ mod onnx {
         "known issue: transformer_mochi's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 2: 2041 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 7.652e-01); dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_2' Status Message: indices element out of data bounds, idx=1 must be within the inclusive range [-1,0]; dynamo exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Reshape node. Name:'node_view_17' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:91 onnxruntime::ReshapeHelper::ReshapeHelper(const onnxruntime::TensorShape&, onnxruntime::TensorShapeVector&, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,128,2,4,2}, requested shape:{1,128,2,8}"
     );
 }
-/// transformer_mochi on cpu with libtorch, device cpu: run.
+/// transformer_mochi on cpu with libtorch, device cpu: known-issue (transformer_mochi on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:01Z): output sample: 2041 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 7.652e-1; worst at flat index 2412: got -0.8156825304031372, expected -1.580838918685913)).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_mochi::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
+        super::super::cells::CPU_TORCH, ignore =
+        "known issue: transformer_mochi on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:01Z): output sample: 2041 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 7.652e-1; worst at flat index 2412: got -0.8156825304031372, expected -1.580838918685913)"
     );
 }

@@ -17,12 +17,12 @@ mod onnx {
         "known issue: transformer_z_image's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexFloat is an unexpected tensor scalar type; dynamo on shape 2 exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.index', overload='Tensor')>. Failure message: No decompositions registered for the complex-valued input); dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.index', overload='Tensor')>. Failure message: No decompositions registered for the complex-valued input)"
     );
 }
-/// transformer_z_image on cpu with libtorch, device cpu: run.
+/// transformer_z_image on cpu with libtorch, device cpu: known-issue (transformer_z_image on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:02Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: split_with_sizes expects split_sizes to sum exactly to 96 (input tensor's size at dimension 0), but got split_sizes=[64]).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_z_image::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
+        super::super::cells::CPU_TORCH, ignore =
+        "known issue: transformer_z_image on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:02Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: split_with_sizes expects split_sizes to sum exactly to 96 (input tensor's size at dimension 0), but got split_sizes=[64]"
     );
 }

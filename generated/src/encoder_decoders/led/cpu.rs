@@ -21,12 +21,12 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
 }
-/// led on cpu with libtorch, device cpu: run.
+/// led on cpu with libtorch, device cpu: known-issue (led on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:03Z): output encoder_last_hidden_state: 8 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.771e-4; worst at flat index 647: got -0.019443772733211517, expected -0.019243808463215828)).
 ///
 /// Select this cell with `cargo test -p generated encoder_decoders::led::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
+        super::super::cells::CPU_TORCH, ignore =
+        "known issue: led on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:03Z): output encoder_last_hidden_state: 8 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.771e-4; worst at flat index 647: got -0.019443772733211517, expected -0.019243808463215828)"
     );
 }

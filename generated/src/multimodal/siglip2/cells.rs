@@ -41,12 +41,16 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// siglip2 on cpu: run (libtorch, device cpu).
+/// siglip2 on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "siglip2 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:07Z): output image_embeds has a non-finite value at flat index 32; also out-of-tolerance: output image_embeds: 32 of 64 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 32: got NaN, expected 0.2010577768087387); output vision_model_output_last_hidden_state: 512 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 512: got NaN, expected 0.1550402045249939); output vision_model_output_pooler_output: 32 of 64 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 32: got NaN, expected 0.7439566850662231)",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// siglip2 on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(

@@ -17,12 +17,12 @@ mod onnx {
         "known issue: siglip2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bilinear2d_aa' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression u0 > 0 (unhinted: u0 > 0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression u0 > 0 (unhinted: u0 > 0).  (Size-like symbols: none))"
     );
 }
-/// siglip2 on cpu with libtorch, device cpu: run.
+/// siglip2 on cpu with libtorch, device cpu: known-issue (siglip2 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:07Z): output image_embeds has a non-finite value at flat index 32; also out-of-tolerance: output image_embeds: 32 of 64 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 32: got NaN, expected 0.2010577768087387); output vision_model_output_last_hidden_state: 512 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 512: got NaN, expected 0.1550402045249939); output vision_model_output_pooler_output: 32 of 64 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 32: got NaN, expected 0.7439566850662231)).
 ///
 /// Select this cell with `cargo test -p generated multimodal::siglip2::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
+        super::super::cells::CPU_TORCH, ignore =
+        "known issue: siglip2 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:07Z): output image_embeds has a non-finite value at flat index 32; also out-of-tolerance: output image_embeds: 32 of 64 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 32: got NaN, expected 0.2010577768087387); output vision_model_output_last_hidden_state: 512 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 512: got NaN, expected 0.1550402045249939); output vision_model_output_pooler_output: 32 of 64 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 32: got NaN, expected 0.7439566850662231)"
     );
 }

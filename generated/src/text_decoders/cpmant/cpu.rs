@@ -21,12 +21,12 @@ mod onnx {
         "known issue: cpmant's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '119 defined in (%119 : Int(*, 1, *, strides=[47, 47, 1], requires_grad=0, device=cpu) = onnx::Unsqueeze(%context, %118), scope: generation.CachedDecoder::/transformers.models.cpmant.modeling_cpmant.CpmAntForCausalLM::model/transformers.models.cpmant.modeling_cpmant.CpmAntModel::cpmant # <cache>/venv/lib/python3.11/site-packages/transformers/models/cpmant/modeling_cpmant.py:561:0; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Reshape node. Name:'node_view_3' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:91 onnxruntime::ReshapeHelper::ReshapeHelper(const onnxruntime::TensorShape&, onnxruntime::TensorShapeVector&, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,47}, requested shape:{2,1,38}"
     );
 }
-/// cpmant on cpu with libtorch, device cpu: run.
+/// cpmant on cpu with libtorch, device cpu: known-issue (cpmant on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:20Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape '[2, 45, 1]' is invalid for input of size 80).
 ///
 /// Select this cell with `cargo test -p generated text_decoders::cpmant::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
+        super::super::cells::CPU_TORCH, ignore =
+        "known issue: cpmant on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:20Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape '[2, 45, 1]' is invalid for input of size 80"
     );
 }

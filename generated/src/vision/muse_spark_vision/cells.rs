@@ -41,12 +41,16 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// muse_spark_vision on cpu: run (libtorch, device cpu).
+/// muse_spark_vision on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "muse_spark_vision on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:44Z): output last_hidden_state has shape [1, 32], expected [2, 32] (images=2, hidden=32); also output-mismatch: output last_hidden_state: shape [1, 32] differs from the reference [2, 32]",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// muse_spark_vision on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(

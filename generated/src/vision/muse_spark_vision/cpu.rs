@@ -17,12 +17,12 @@ mod onnx {
         "known issue: muse_spark_vision's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime gives output last_hidden_state shape [1, 32] on shape 2, the reference has [2, 32]; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not extract specialized integer from data-dependent expression u1 (unhinted: u1).  (Size-like symbols: none))"
     );
 }
-/// muse_spark_vision on cpu with libtorch, device cpu: run.
+/// muse_spark_vision on cpu with libtorch, device cpu: known-issue (muse_spark_vision on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:44Z): output last_hidden_state has shape [1, 32], expected [2, 32] (images=2, hidden=32); also output-mismatch: output last_hidden_state: shape [1, 32] differs from the reference [2, 32]).
 ///
 /// Select this cell with `cargo test -p generated vision::muse_spark_vision::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
+        super::super::cells::CPU_TORCH, ignore =
+        "known issue: muse_spark_vision on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:44Z): output last_hidden_state has shape [1, 32], expected [2, 32] (images=2, hidden=32); also output-mismatch: output last_hidden_state: shape [1, 32] differs from the reference [2, 32]"
     );
 }

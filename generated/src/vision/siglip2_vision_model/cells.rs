@@ -41,12 +41,16 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// siglip2_vision_model on cpu: run (libtorch, device cpu).
+/// siglip2_vision_model on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "siglip2_vision_model on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:48Z): output last_hidden_state: 32 of 64 elements outside abs 0.0001 + rel 0.001 (max abs error 5.001e0; worst at flat index 34: got 3.6841015815734863, expected -1.3165040016174316); output pooler_output: 32 of 64 elements outside abs 0.0001 + rel 0.001 (max abs error 1.649e0; worst at flat index 61: got 1.2097022533416748, expected -0.4391132891178131)",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Mismatch),
+    },
 );
 /// siglip2_vision_model on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(

@@ -17,12 +17,12 @@ mod onnx {
         "known issue: siglip2_vision_model's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bilinear2d_aa' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression u0 > 0 (unhinted: u0 > 0).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression u0 > 0 (unhinted: u0 > 0).  (Size-like symbols: none))"
     );
 }
-/// siglip2_vision_model on cpu with libtorch, device cpu: run.
+/// siglip2_vision_model on cpu with libtorch, device cpu: known-issue (siglip2_vision_model on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:48Z): output last_hidden_state: 32 of 64 elements outside abs 0.0001 + rel 0.001 (max abs error 5.001e0; worst at flat index 34: got 3.6841015815734863, expected -1.3165040016174316); output pooler_output: 32 of 64 elements outside abs 0.0001 + rel 0.001 (max abs error 1.649e0; worst at flat index 61: got 1.2097022533416748, expected -0.4391132891178131)).
 ///
 /// Select this cell with `cargo test -p generated vision::siglip2_vision_model::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
+        super::super::cells::CPU_TORCH, ignore =
+        "known issue: siglip2_vision_model on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:48Z): output last_hidden_state: 32 of 64 elements outside abs 0.0001 + rel 0.001 (max abs error 5.001e0; worst at flat index 34: got 3.6841015815734863, expected -1.3165040016174316); output pooler_output: 32 of 64 elements outside abs 0.0001 + rel 0.001 (max abs error 1.649e0; worst at flat index 61: got 1.2097022533416748, expected -0.4391132891178131)"
     );
 }

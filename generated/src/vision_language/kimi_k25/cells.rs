@@ -42,12 +42,16 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// kimi_k25 on cpu: run (libtorch, device cpu).
+/// kimi_k25 on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "kimi_k25 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:20:01Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: The size of tensor a (32) must match the size of tensor b (16) at non-singleton dimension 0",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Run),
+    },
 );
 /// kimi_k25 on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
