@@ -156,7 +156,7 @@ HWMATRIX_BESIDE="the qnn cells' test process (tests/run.sh), on the same 2 cores
 # (no CPU fallback), one static-shape graph per input shape; each check in a
 # process of its own (the emulator has crashed its process). Every text,
 # vision and audio architecture, the categories `gen import --platform qnn`
-# has measured (the other categories' cells have no qnn evidence yet, README).
+# has measured (the other categories' cells have no qnn evidence yet: docs/platforms.md).
 step "the qnn cells of every text, vision and audio architecture (Qualcomm's HTP emulator, provider verified from the session profile)"
 qnn_filters=()
 for module_dir in generated/src/{text_encoders,text_decoders,encoder_decoders,vision,audio}/*/; do
@@ -172,7 +172,7 @@ join_background "the openvino cells"
 # adapter, at about 10 s a model on two cores (minutes for SAM-sized ones):
 # all 304 would take over an hour, so `gen import --platform webgpu` (and
 # webnn) measures the others, recording each failure as a known issue
-# (README, "The web platforms").
+# (docs/platforms.md, "The web platforms").
 # Quantization is measured on every model: wgpu's kernels take the fixture's
 # own weight matrices, so no browser is involved and the whole set takes a
 # minute or two on lavapipe.

@@ -8,7 +8,7 @@
 //! indexed columns serve queries, the body serves everything a report shows.
 //!
 //! SQLite (rusqlite's bundled build) rather than DuckDB: both were built here
-//! on 2 cores (the figures are in the README); the report reads a few
+//! on 2 cores (docs/measurements.md, "Why SQLite"); the report reads a few
 //! thousand latest rows, not analytics over millions, so DuckDB's columnar
 //! engine buys nothing for its far longer C++ build.
 
