@@ -13,7 +13,8 @@ use hwmatrix_cell::Platform;
 use crate::plan::{self, Selection};
 use crate::{fixtures, list, render, spec, write};
 
-const ABOUT: &str = "Renders hwmatrix's test cells (model × platform) from model-specs/ into the generated crate.";
+const ABOUT: &str =
+    "Renders hwmatrix's test cells (model × platform) from model-specs/ into the generated crate.";
 
 const LONG_ABOUT: &str = "\
 Renders hwmatrix's test cells (model × platform) from model-specs/ into the
@@ -233,7 +234,8 @@ fn parse_platform(name: &str) -> Result<Platform, String> {
 /// The checkout gen runs in (the nearest ancestor of the current folder with
 /// model-specs/hardware.yaml), else the one it was built in.
 pub fn workspace_root() -> PathBuf {
-    hwmatrix_cell::paths::checkout_root().unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/..")))
+    hwmatrix_cell::paths::checkout_root()
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/..")))
 }
 
 pub fn run<I, T>(args: I, out: &mut dyn Write, err: &mut dyn Write) -> i32
@@ -246,7 +248,11 @@ where
         Err(e) => {
             let code = e.exit_code();
             let text = e.render().ansi().to_string();
-            let _ = if code == 0 { write!(out, "{text}") } else { write!(err, "{text}") };
+            let _ = if code == 0 {
+                write!(out, "{text}")
+            } else {
+                write!(err, "{text}")
+            };
             return code;
         }
     };
@@ -330,48 +336,127 @@ usable, 1 when one is not: `gen doctor --platform cpu --platform openvino`
 checks a CI runner before its tests.";
 
 fn workers(jobs: Option<usize>) -> usize {
-    jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+    jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    })
 }
 
 fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
     let root = workspace_root();
-    let specs_dir = cli.select.specs.clone().unwrap_or_else(|| root.join("model-specs"));
-    if let (Some(Command::Import { check_only: false, records, verify, slice, features, .. }), false) = (&cli.command, cli.select.platform.is_empty()) {
+    let specs_dir = cli
+        .select
+        .specs
+        .clone()
+        .unwrap_or_else(|| root.join("model-specs"));
+    if let (
+        Some(Command::Import {
+            check_only: false,
+            records,
+            verify,
+            slice,
+            features,
+            ..
+        }),
+        false,
+    ) = (&cli.command, cli.select.platform.is_empty())
+    {
         // Measure the platforms' cells rather than derive from transformers.
         let specs = spec::load(&specs_dir).map_err(|e| e.to_string())?;
-        let options = crate::measure::Options { records: records.as_deref(), verify: *verify, slice: *slice, features: features.clone() };
+        let options = crate::measure::Options {
+            records: records.as_deref(),
+            verify: *verify,
+            slice: *slice,
+            features: features.clone(),
+        };
         let mut code = 0;
         for platform in &cli.select.platform {
-            code = code.max(crate::measure::run(&root, &specs, *platform, &cli.select.model, &options, out, err)?);
+            code = code.max(crate::measure::run(
+                &root,
+                &specs,
+                *platform,
+                &cli.select.model,
+                &options,
+                out,
+                err,
+            )?);
         }
         return Ok(code);
     }
-    if let Some(Command::Import { verify: true, .. } | Command::Import { slice: Some(_), .. }) = &cli.command {
-        return Err("error: --verify and --slice re-measure a platform's stored entries: add --platform P".into());
+    if let Some(Command::Import { verify: true, .. } | Command::Import { slice: Some(_), .. }) =
+        &cli.command
+    {
+        return Err(
+            "error: --verify and --slice re-measure a platform's stored entries: add --platform P"
+                .into(),
+        );
     }
-    if let Some(Command::Import { records: Some(_), .. }) = &cli.command {
+    if let Some(Command::Import {
+        records: Some(_), ..
+    }) = &cli.command
+    {
         return Err("error: --records imports a run's records for the platforms given with --platform: add --platform P".into());
     }
-    if let Some(Command::Import { check_only, fixtures, python, jobs, .. }) = &cli.command {
+    if let Some(Command::Import {
+        check_only,
+        fixtures,
+        python,
+        jobs,
+        ..
+    }) = &cli.command
+    {
         let options = crate::import::Options {
             python: python.clone().unwrap_or_else(hwmatrix_cell::paths::python),
-            fixtures: fixtures.clone().unwrap_or_else(hwmatrix_cell::paths::fixtures_dir),
+            fixtures: fixtures
+                .clone()
+                .unwrap_or_else(hwmatrix_cell::paths::fixtures_dir),
             workers: workers(*jobs),
             only: cli.select.model.clone(),
             check: *check_only,
         };
         return crate::import::run(&specs_dir, &options, out, err);
     }
-    if let Some(Command::Bench { runs, warmup, batch, engine, no_python }) = &cli.command {
-        let args = crate::evidence::BenchArgs { runs: *runs, warmup: *warmup, batch, engine, no_python: *no_python };
+    if let Some(Command::Bench {
+        runs,
+        warmup,
+        batch,
+        engine,
+        no_python,
+    }) = &cli.command
+    {
+        let args = crate::evidence::BenchArgs {
+            runs: *runs,
+            warmup: *warmup,
+            batch,
+            engine,
+            no_python: *no_python,
+        };
         return crate::evidence::bench(&root, &cli.select, &args, out, err);
     }
     if let Some(Command::Results { command, db }) = &cli.command {
         return crate::evidence::results(command, db.as_deref(), out, err);
     }
     let specs = spec::load(&specs_dir).map_err(|e| e.to_string())?;
-    if let Some(Command::Report { db, format, out: dir, run, compare, diff, threshold }) = &cli.command {
-        let args = crate::evidence::ReportArgs { db: db.as_deref(), formats: format, out: dir.as_deref(), runs: run, compare, diff, threshold: *threshold };
+    if let Some(Command::Report {
+        db,
+        format,
+        out: dir,
+        run,
+        compare,
+        diff,
+        threshold,
+    }) = &cli.command
+    {
+        let args = crate::evidence::ReportArgs {
+            db: db.as_deref(),
+            formats: format,
+            out: dir.as_deref(),
+            runs: run,
+            compare,
+            diff,
+            threshold: *threshold,
+        };
         return crate::evidence::report(&specs, &args, out, err);
     }
     if let Some(Command::Coverage { db }) = &cli.command {
@@ -381,17 +466,45 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
         return crate::ci::run(&specs, &root, *check_only, out);
     }
     if let Some(Command::Doctor) = &cli.command {
-        let platforms = if cli.select.platform.is_empty() { Platform::ALL.to_vec() } else { cli.select.platform.clone() };
-        let diagnoses: Vec<_> = platforms.into_iter().map(|p| crate::doctor::diagnose(&specs, p)).collect();
-        return Ok(if crate::doctor::report(&diagnoses, out) { 0 } else { 1 });
+        let platforms = if cli.select.platform.is_empty() {
+            Platform::ALL.to_vec()
+        } else {
+            cli.select.platform.clone()
+        };
+        let diagnoses: Vec<_> = platforms
+            .into_iter()
+            .map(|p| crate::doctor::diagnose(&specs, p))
+            .collect();
+        return Ok(if crate::doctor::report(&diagnoses, out) {
+            0
+        } else {
+            1
+        });
     }
     if let Some(Command::Show { model_type }) = &cli.command {
-        let model = specs.model(model_type).ok_or_else(|| format!("error: no spec has model_type `{model_type}`\n  help: `gen list` lists them"))?;
-        let _ = writeln!(out, "# {}: resolved from {}", model_type, model.display_path);
+        let model = specs.model(model_type).ok_or_else(|| {
+            format!("error: no spec has model_type `{model_type}`\n  help: `gen list` lists them")
+        })?;
+        let _ = writeln!(
+            out,
+            "# {}: resolved from {}",
+            model_type, model.display_path
+        );
         for (field, source) in &model.sources {
-            let _ = writeln!(out, "#   {field}: {}", serde_json::to_value(source).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default());
+            let _ = writeln!(
+                out,
+                "#   {field}: {}",
+                serde_json::to_value(source)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default()
+            );
         }
-        let _ = write!(out, "{}", serde_yaml::to_string(&model.spec).map_err(|e| e.to_string())?);
+        let _ = write!(
+            out,
+            "{}",
+            serde_yaml::to_string(&model.spec).map_err(|e| e.to_string())?
+        );
         return Ok(0);
     }
     let selection = Selection {
@@ -406,9 +519,26 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
             let _ = write!(out, "{}", list::render(&plan));
             Ok(0)
         }
-        Some(Command::Import { .. } | Command::Show { .. } | Command::Doctor | Command::Results { .. } | Command::Report { .. } | Command::Bench { .. } | Command::Ci { .. } | Command::Coverage { .. }) => unreachable!("handled above"),
-        Some(Command::Fixtures { fixtures: dir, python, jobs, checkpoint, retry_generation }) => {
-            let dir = dir.clone().unwrap_or_else(hwmatrix_cell::paths::fixtures_dir);
+        Some(
+            Command::Import { .. }
+            | Command::Show { .. }
+            | Command::Doctor
+            | Command::Results { .. }
+            | Command::Report { .. }
+            | Command::Bench { .. }
+            | Command::Ci { .. }
+            | Command::Coverage { .. },
+        ) => unreachable!("handled above"),
+        Some(Command::Fixtures {
+            fixtures: dir,
+            python,
+            jobs,
+            checkpoint,
+            retry_generation,
+        }) => {
+            let dir = dir
+                .clone()
+                .unwrap_or_else(hwmatrix_cell::paths::fixtures_dir);
             let python = python.clone().unwrap_or_else(hwmatrix_cell::paths::python);
             let started = Instant::now();
             let source = match checkpoint {
@@ -417,11 +547,24 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
                     return Err("error: --checkpoint builds one model's fixture\n  help: add --model <model_type> (the checkpoint's architecture)".into());
                 }
                 Some(path) if !path.join("config.json").is_file() => {
-                    return Err(format!("error: {} has no config.json\n  help: pass the folder of a saved pretrained model (config.json and weights)", path.display()));
+                    return Err(format!(
+                        "error: {} has no config.json\n  help: pass the folder of a saved pretrained model (config.json and weights)",
+                        path.display()
+                    ));
                 }
-                Some(path) => fixtures::Source::Checkpoint(std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?),
+                Some(path) => fixtures::Source::Checkpoint(
+                    std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?,
+                ),
             };
-            let summary = fixtures::build(&plan, &dir, &python, workers(*jobs), &source, *retry_generation, err)?;
+            let summary = fixtures::build(
+                &plan,
+                &dir,
+                &python,
+                workers(*jobs),
+                &source,
+                *retry_generation,
+                err,
+            )?;
             let _ = writeln!(
                 out,
                 "fixtures in {}: {} built, {} cached, {} known issues skipped, {} failed ({:.1} s)",
@@ -447,7 +590,8 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
         }
         None => {
             // What every file is rendered from, whatever the selection.
-            let full = plan::plan(&specs, &Selection::default()).map_err(|e| format!("error: {e}"))?;
+            let full =
+                plan::plan(&specs, &Selection::default()).map_err(|e| format!("error: {e}"))?;
             generate(cli, &full, &plan, selection.is_empty(), &root, out)
         }
     }
@@ -455,7 +599,14 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
 
 /// Renders every file from `full`, and writes or checks those `selected`
 /// covers; stale files count only when `everything` is selected.
-fn generate(cli: &Cli, full: &plan::Plan, selected: &plan::Plan, everything: bool, root: &Path, out: &mut dyn Write) -> Result<i32, String> {
+fn generate(
+    cli: &Cli,
+    full: &plan::Plan,
+    selected: &plan::Plan,
+    everything: bool,
+    root: &Path,
+    out: &mut dyn Write,
+) -> Result<i32, String> {
     let out_dir = cli.out.clone().unwrap_or_else(|| root.join("generated"));
     if !out_dir.join("Cargo.toml").is_file() {
         return Err(format!(
@@ -467,16 +618,29 @@ fn generate(cli: &Cli, full: &plan::Plan, selected: &plan::Plan, everything: boo
     if !everything {
         let wanted = render::selected_paths(selected);
         files.retain(|path, _| wanted.contains(path));
-        debug_assert_eq!(files.len(), wanted.len(), "render renders every selected file");
+        debug_assert_eq!(
+            files.len(),
+            wanted.len(),
+            "render renders every selected file"
+        );
     }
     let changes = write::diff(&out_dir, &files, everything)?;
     let cells: usize = selected.models.iter().map(|m| m.cells.len()).sum();
     if cli.check {
         if changes.is_clean() {
-            let _ = writeln!(out, "{}: up to date ({} files, {cells} cells)", out_dir.display(), files.len());
+            let _ = writeln!(
+                out,
+                "{}: up to date ({} files, {cells} cells)",
+                out_dir.display(),
+                files.len()
+            );
             return Ok(0);
         }
-        for (label, paths) in [("drifted", &changes.drifted), ("missing", &changes.missing), ("stale", &changes.stale)] {
+        for (label, paths) in [
+            ("drifted", &changes.drifted),
+            ("missing", &changes.missing),
+            ("stale", &changes.stale),
+        ] {
             for p in paths {
                 let _ = writeln!(out, "{label}: {}", out_dir.join(p).display());
             }
@@ -492,7 +656,11 @@ fn generate(cli: &Cli, full: &plan::Plan, selected: &plan::Plan, everything: boo
         return Ok(1);
     }
     if changes.is_clean() {
-        let _ = writeln!(out, "nothing to do: {} files already up to date ({cells} cells)", files.len());
+        let _ = writeln!(
+            out,
+            "nothing to do: {} files already up to date ({cells} cells)",
+            files.len()
+        );
         return Ok(0);
     }
     write::apply(&out_dir, &files, &changes)?;

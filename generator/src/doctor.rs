@@ -56,19 +56,27 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
             continue;
         }
         let probe = match engine {
-            EngineSpec::Onnxruntime { provider, .. } => onnxruntime(*provider).and_then(|mut lines| {
-                // The native WebGPU plugin needs a Vulkan adapter, not the browser the platform's probe looks for.
-                if *provider == ExecutionProvider::WebGpu {
-                    match presence::native_webgpu() {
-                        Availability::Present(what) => lines.push(what),
-                        Availability::Absent(why) => return Err(why),
+            EngineSpec::Onnxruntime { provider, .. } => {
+                onnxruntime(*provider).and_then(|mut lines| {
+                    // The native WebGPU plugin needs a Vulkan adapter, not the browser the platform's probe looks for.
+                    if *provider == ExecutionProvider::WebGpu {
+                        match presence::native_webgpu() {
+                            Availability::Present(what) => lines.push(what),
+                            Availability::Absent(why) => return Err(why),
+                        }
                     }
-                }
-                Ok(lines)
-            }),
+                    Ok(lines)
+                })
+            }
             EngineSpec::Libtorch { device } => libtorch(platform, device),
-            EngineSpec::Browser { backend, device_type } => browser(*backend, device_type.as_deref()),
-            other => Err(format!("engine {} has no doctor probe yet", other.kind().name())),
+            EngineSpec::Browser {
+                backend,
+                device_type,
+            } => browser(*backend, device_type.as_deref()),
+            other => Err(format!(
+                "engine {} has no doctor probe yet",
+                other.kind().name()
+            )),
         };
         match probe {
             Ok(lines) => found.extend(lines.into_iter().map(|l| format!("{name}: {l}"))),
@@ -93,15 +101,27 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
     // The runtime finds the platform's own ONNX Runtime library
     // (presence::onnxruntime_library); libtorch is linked at build time from
     // the venv's torch (LIBTORCH_USE_PYTORCH=1 with its python first on PATH).
-    let command = format!("cargo test -p generated --features {} ::{}::", features.join(","), platform.name());
-    Diagnosis { platform, found, missing, command }
+    let command = format!(
+        "cargo test -p generated --features {} ::{}::",
+        features.join(","),
+        platform.name()
+    );
+    Diagnosis {
+        platform,
+        found,
+        missing,
+        command,
+    }
 }
 
 /// What was found of the library a provider loads, or what is missing.
 fn onnxruntime(provider: ExecutionProvider) -> Result<Vec<String>, String> {
     let library = presence::onnxruntime_library(provider)?;
     if !library.is_file() {
-        return Err(format!("ONNX Runtime library {} does not exist (ORT_DYLIB_PATH?)", library.display()));
+        return Err(format!(
+            "ONNX Runtime library {} does not exist (ORT_DYLIB_PATH?)",
+            library.display()
+        ));
     }
     let version = presence::onnxruntime_version(&library).unwrap_or("unknown version");
     let mut lines = vec![format!("onnxruntime {version}: {}", library.display())];
@@ -118,7 +138,11 @@ fn onnxruntime(provider: ExecutionProvider) -> Result<Vec<String>, String> {
         }
         lines.push(format!("{}: {}", provider.ort_name(), beside.display()));
     } else if let Some(plugin) = presence::plugin_library(provider) {
-        lines.push(format!("{} (plugin, registered into that build): {}", provider.ort_name(), plugin?.display()));
+        lines.push(format!(
+            "{} (plugin, registered into that build): {}",
+            provider.ort_name(),
+            plugin?.display()
+        ));
     } else if provider == ExecutionProvider::CoreMl && !cfg!(target_os = "macos") {
         return Err("CoreMLExecutionProvider exists only in macOS builds of ONNX Runtime".into());
     }
@@ -131,8 +155,17 @@ fn onnxruntime(provider: ExecutionProvider) -> Result<Vec<String>, String> {
 fn browser(backend: BrowserBackend, device_type: Option<&str>) -> Result<Vec<String>, String> {
     let chromium = presence::browser_executable(backend)?;
     let ort = presence::onnxruntime_web_dist()?;
-    let device = device_type.map(|d| format!(", deviceType {d}")).unwrap_or_default();
-    Ok(vec![format!("Chromium {} ({}{device})", chromium.display(), backend.name()), format!("onnxruntime-web {}", ort.display())])
+    let device = device_type
+        .map(|d| format!(", deviceType {d}"))
+        .unwrap_or_default();
+    Ok(vec![
+        format!(
+            "Chromium {} ({}{device})",
+            chromium.display(),
+            backend.name()
+        ),
+        format!("onnxruntime-web {}", ort.display()),
+    ])
 }
 
 /// What was found of libtorch (the exporter venv's torch, which the torch
@@ -144,15 +177,29 @@ fn libtorch(platform: Platform, device: &str) -> Result<Vec<String>, String> {
     let hip = presence::libtorch_is_hip(&dir);
     match platform {
         Platform::Cuda if !dir.join("libtorch_cuda.so").is_file() || hip => {
-            return Err(format!("the venv's torch {version} is not a CUDA build (no libtorch_cuda.so in {}): cuda cells need torch built for CUDA", dir.display()));
+            return Err(format!(
+                "the venv's torch {version} is not a CUDA build (no libtorch_cuda.so in {}): cuda cells need torch built for CUDA",
+                dir.display()
+            ));
         }
         Platform::Rocm if !hip => {
-            return Err(format!("the venv's torch {version} is not a ROCm build (no libamdhip64.so in {}): rocm cells need torch built for ROCm", dir.display()));
+            return Err(format!(
+                "the venv's torch {version} is not a ROCm build (no libamdhip64.so in {}): rocm cells need torch built for ROCm",
+                dir.display()
+            ));
         }
-        Platform::Mps if !cfg!(target_os = "macos") => return Err(format!("torch has MPS only on macOS; the venv's torch {version} is a {} build", std::env::consts::OS)),
+        Platform::Mps if !cfg!(target_os = "macos") => {
+            return Err(format!(
+                "torch has MPS only on macOS; the venv's torch {version} is a {} build",
+                std::env::consts::OS
+            ));
+        }
         _ => {}
     }
-    Ok(vec![format!("libtorch {version} (device {device}): {}", dir.display())])
+    Ok(vec![format!(
+        "libtorch {version} (device {device}): {}",
+        dir.display()
+    )])
 }
 
 /// Writes the report; returns whether every diagnosed platform is usable.
@@ -168,7 +215,21 @@ pub fn report(diagnoses: &[Diagnosis], out: &mut dyn Write) -> bool {
         }
         let _ = writeln!(out, "  run      {}", d.command);
     }
-    let usable: Vec<&str> = diagnoses.iter().filter(|d| d.usable()).map(|d| d.platform.name()).collect();
-    let _ = writeln!(out, "\n{} of {} platforms usable here: {}", usable.len(), diagnoses.len(), if usable.is_empty() { "none".into() } else { usable.join(", ") });
+    let usable: Vec<&str> = diagnoses
+        .iter()
+        .filter(|d| d.usable())
+        .map(|d| d.platform.name())
+        .collect();
+    let _ = writeln!(
+        out,
+        "\n{} of {} platforms usable here: {}",
+        usable.len(),
+        diagnoses.len(),
+        if usable.is_empty() {
+            "none".into()
+        } else {
+            usable.join(", ")
+        }
+    );
     usable.len() == diagnoses.len()
 }

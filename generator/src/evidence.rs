@@ -69,31 +69,50 @@ pub fn database_path(db: Option<&Path>) -> Result<PathBuf, String> {
 fn existing_database(db: Option<&Path>) -> Result<Database, String> {
     let path = database_path(db)?;
     if !path.is_file() {
-        return Err(format!("error: no results database at {}\n  help: `gen results import` loads the records (results/*.jsonl) first", path.display()));
+        return Err(format!(
+            "error: no results database at {}\n  help: `gen results import` loads the records (results/*.jsonl) first",
+            path.display()
+        ));
     }
     Database::open(&path)
 }
 
 /// The *.jsonl files named, or in the folders named (sorted: imports are deterministic).
 fn record_files(files: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    let roots = if files.is_empty() { vec![hwmatrix_cell::paths::results_dir()?] } else { files.to_vec() };
+    let roots = if files.is_empty() {
+        vec![hwmatrix_cell::paths::results_dir()?]
+    } else {
+        files.to_vec()
+    };
     let mut found = Vec::new();
     for root in roots {
         if root.is_dir() {
-            let entries = std::fs::read_dir(&root).map_err(|e| format!("{}: {e}", root.display()))?;
-            let mut inside: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "jsonl")).collect();
+            let entries =
+                std::fs::read_dir(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+            let mut inside: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+                .collect();
             inside.sort();
             found.extend(inside);
         } else if root.is_file() {
             found.push(root);
         } else {
-            return Err(format!("error: {} does not exist\n  help: name record files (*.jsonl) or folders of them", root.display()));
+            return Err(format!(
+                "error: {} does not exist\n  help: name record files (*.jsonl) or folders of them",
+                root.display()
+            ));
         }
     }
     Ok(found)
 }
 
-pub fn results(command: &ResultsCommand, db: Option<&Path>, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
+pub fn results(
+    command: &ResultsCommand,
+    db: Option<&Path>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32, String> {
     let mut database = Database::open(&database_path(db)?)?;
     match command {
         ResultsCommand::Import { files } => {
@@ -107,10 +126,21 @@ pub fn results(command: &ResultsCommand, db: Option<&Path>, out: &mut dyn Write,
                 let summary = database.import_file(file)?;
                 // The first few, then how many more: a file of bad lines must not flood the terminal.
                 for bad in summary.rejected.iter().take(REJECTED_SHOWN) {
-                    let _ = writeln!(err, "warning: {}:{}: {} (skipped; the rest of the file imports)", file.display(), bad.line, bad.why);
+                    let _ = writeln!(
+                        err,
+                        "warning: {}:{}: {} (skipped; the rest of the file imports)",
+                        file.display(),
+                        bad.line,
+                        bad.why
+                    );
                 }
                 if summary.rejected.len() > REJECTED_SHOWN {
-                    let _ = writeln!(err, "warning: {}: {} more lines rejected", file.display(), summary.rejected.len() - REJECTED_SHOWN);
+                    let _ = writeln!(
+                        err,
+                        "warning: {}: {} more lines rejected",
+                        file.display(),
+                        summary.rejected.len() - REJECTED_SHOWN
+                    );
                 }
                 let _ = writeln!(
                     err,
@@ -138,19 +168,39 @@ pub fn results(command: &ResultsCommand, db: Option<&Path>, out: &mut dyn Write,
         }
         ResultsCommand::Runs => {
             for run in database.runs()? {
-                let _ = writeln!(out, "{}\t{}\t{}\t{}\t{} records", run.run_id, run.hosts.join(","), run.first, run.last, run.records);
+                let _ = writeln!(
+                    out,
+                    "{}\t{}\t{}\t{}\t{} records",
+                    run.run_id,
+                    run.hosts.join(","),
+                    run.first,
+                    run.last,
+                    run.records
+                );
             }
             Ok(0)
         }
         ResultsCommand::Verify { report } => {
-            let text = std::fs::read_to_string(report).map_err(|e| format!("{}: {e}", report.display()))?;
-            let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", report.display()))?;
+            let text = std::fs::read_to_string(report)
+                .map_err(|e| format!("{}: {e}", report.display()))?;
+            let json: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| format!("{}: not JSON: {e}", report.display()))?;
             let (checked, missing) = report::verify(&json, &database)?;
             for m in &missing {
                 let _ = writeln!(err, "error: {m}");
             }
-            let _ = writeln!(out, "{}: {checked} records named by passed cells, {} missing from {}", report.display(), missing.len(), database.path().display());
-            Ok(if missing.is_empty() && checked > 0 { 0 } else { 1 })
+            let _ = writeln!(
+                out,
+                "{}: {checked} records named by passed cells, {} missing from {}",
+                report.display(),
+                missing.len(),
+                database.path().display()
+            );
+            Ok(if missing.is_empty() && checked > 0 {
+                0
+            } else {
+                1
+            })
         }
     }
 }
@@ -165,12 +215,24 @@ pub struct ReportArgs<'a> {
     pub threshold: f64,
 }
 
-pub fn report(specs: &Specs, args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
+pub fn report(
+    specs: &Specs,
+    args: &ReportArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32, String> {
     let db = existing_database(args.db)?;
     if let [before, after] = args.compare {
         let rows = report::compare::compare(&db, before, after, args.threshold)?;
-        let _ = write!(out, "{}", report::compare::render(&rows, before, after, args.threshold));
-        let regressions = rows.iter().filter(|r| r.change == Some(report::compare::Change::Regression)).count();
+        let _ = write!(
+            out,
+            "{}",
+            report::compare::render(&rows, before, after, args.threshold)
+        );
+        let regressions = rows
+            .iter()
+            .filter(|r| r.change == Some(report::compare::Change::Regression))
+            .count();
         return Ok(if regressions > 0 { 1 } else { 0 });
     }
     if let [before, after] = args.diff {
@@ -181,7 +243,11 @@ pub fn report(specs: &Specs, args: &ReportArgs, out: &mut dyn Write, err: &mut d
     let started = Instant::now();
     let plan = plan::plan(specs, &Selection::default()).map_err(|e| format!("error: {e}"))?;
     let built = report::build(&plan, &db, args.runs)?;
-    let formats = if args.formats.is_empty() { &[Format::Markdown][..] } else { args.formats };
+    let formats = if args.formats.is_empty() {
+        &[Format::Markdown][..]
+    } else {
+        args.formats
+    };
     for format in formats {
         let text = match format {
             Format::Markdown => report::markdown(&built),
@@ -192,7 +258,9 @@ pub fn report(specs: &Specs, args: &ReportArgs, out: &mut dyn Write, err: &mut d
             None if formats.len() == 1 => {
                 let _ = write!(out, "{text}");
             }
-            None => return Err("error: several --format need --out DIR (one file per format)".into()),
+            None => {
+                return Err("error: several --format need --out DIR (one file per format)".into());
+            }
             Some(dir) => {
                 let file = dir.join(format!("report.{}", format.extension()));
                 crate::write::write_atomically(&file, text.as_bytes())?;
@@ -241,12 +309,21 @@ pub struct BenchArgs<'a> {
 }
 
 /// `gen bench`: builds hwmatrix-bench with the platform's feature and runs it.
-pub fn bench(root: &Path, select: &crate::cli::SelectArgs, args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
+pub fn bench(
+    root: &Path,
+    select: &crate::cli::SelectArgs,
+    args: &BenchArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32, String> {
     let (Some(model), Some(platform)) = (select.model.first(), select.platform.first()) else {
         return Err("error: gen bench needs --model and --platform (one cell)\n  help: gen bench --model bert --platform cpu".into());
     };
     if select.model.len() > 1 || select.platform.len() > 1 || !select.category.is_empty() {
-        return Err("error: gen bench measures one cell: one --model and one --platform, no --category".into());
+        return Err(
+            "error: gen bench measures one cell: one --model and one --platform, no --category"
+                .into(),
+        );
     }
     let mut features: Vec<String> = Vec::new();
     if platform.name() != "cpu" {
@@ -255,17 +332,43 @@ pub fn bench(root: &Path, select: &crate::cli::SelectArgs, args: &BenchArgs, out
     if args.engine == "libtorch" {
         features.push("torch".into());
     }
-    let mut command = std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    command.current_dir(root).args(["run", "--quiet", "--release", "-p", "hwmatrix-bench"]);
+    let mut command =
+        std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command
+        .current_dir(root)
+        .args(["run", "--quiet", "--release", "-p", "hwmatrix-bench"]);
     if !features.is_empty() {
         command.args(["--features", &features.join(",")]);
     }
-    command.args(["--", "--model", model, "--platform", platform.name(), "--engine", args.engine]);
-    command.args(["--runs", &args.runs.to_string(), "--warmup", &args.warmup.to_string(), "--batch", args.batch]);
+    command.args([
+        "--",
+        "--model",
+        model,
+        "--platform",
+        platform.name(),
+        "--engine",
+        args.engine,
+    ]);
+    command.args([
+        "--runs",
+        &args.runs.to_string(),
+        "--warmup",
+        &args.warmup.to_string(),
+        "--batch",
+        args.batch,
+    ]);
     if args.no_python {
         command.arg("--no-python");
     }
-    let _ = writeln!(err, "building and running hwmatrix-bench (release{})", if features.is_empty() { String::new() } else { format!(", features {}", features.join(",")) });
+    let _ = writeln!(
+        err,
+        "building and running hwmatrix-bench (release{})",
+        if features.is_empty() {
+            String::new()
+        } else {
+            format!(", features {}", features.join(","))
+        }
+    );
     let output = command.output().map_err(|e| format!("error: cannot run cargo for hwmatrix-bench: {e}\n  help: gen bench runs from a checkout with cargo on PATH"))?;
     let _ = out.write_all(&output.stdout);
     let _ = err.write_all(&output.stderr);

@@ -40,7 +40,15 @@ pub enum Source {
 /// `<root>/<model_type>.error.txt` with the real error.
 /// `retry_generation`: also export the models whose generation exporter failed before
 /// (`imported.generation_export`), to see whether a change to it fixed them.
-pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &Source, retry_generation: bool, log: &mut dyn Write) -> Result<Summary, String> {
+pub fn build(
+    plan: &Plan,
+    root: &Path,
+    python: &Path,
+    workers: usize,
+    source: &Source,
+    retry_generation: bool,
+    log: &mut dyn Write,
+) -> Result<Summary, String> {
     let script = crate::workers::worker_script();
     if !script.is_file() {
         return Err(format!("no exporter at {}", script.display()));
@@ -60,7 +68,15 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &S
         if model.spec.export.known_issue.is_some() {
             // The ONNX export failed: libtorch's cells may still run, on a fixture built without it.
             match torchscript_only_job(model_plan, &root.join(name), source)? {
-                Some(job) if !cached(&root.join(name), &model.fixture_key(), FixtureKind::TorchScriptOnly) => jobs.push((name.clone(), job)),
+                Some(job)
+                    if !cached(
+                        &root.join(name),
+                        &model.fixture_key(),
+                        FixtureKind::TorchScriptOnly,
+                    ) =>
+                {
+                    jobs.push((name.clone(), job))
+                }
                 Some(_) => summary.cached += 1,
                 None => summary.skipped_known_issue += 1,
             }
@@ -82,12 +98,21 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &S
     // Generation fixtures: tiny random models only (a checkpoint's generation is not built yet).
     let generation_root = hwmatrix_cell::paths::generation_fixtures(root);
     let mut generation_names = std::collections::BTreeSet::new();
-    for model_plan in plan.models.iter().filter(|m| matches!(source, Source::TinyRandom) && m.model.generates()) {
+    for model_plan in plan
+        .models
+        .iter()
+        .filter(|m| matches!(source, Source::TinyRandom) && m.model.generates())
+    {
         let model = model_plan.model;
         // A measured failure of the generation exporter (`imported.generation_export`) is the
         // spec's known issue, skipped like a float32 export's: its checks say why, and
         // `gen import --platform cpu` records a fixture built after a fix (`--retry-generation`).
-        if model.spec.pipeline_entry(crate::spec::evidence::GENERATION_EXPORT).is_some() && !retry_generation {
+        if model
+            .spec
+            .pipeline_entry(crate::spec::evidence::GENERATION_EXPORT)
+            .is_some()
+            && !retry_generation
+        {
             summary.skipped_known_issue += 1;
             continue;
         }
@@ -104,11 +129,19 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &S
     if jobs.is_empty() {
         return Ok(summary);
     }
-    let pool = Pool { python: python.to_path_buf(), workers, timeout: EXPORT_TIMEOUT, log_dir: root.join(".logs") };
+    let pool = Pool {
+        python: python.to_path_buf(),
+        workers,
+        timeout: EXPORT_TIMEOUT,
+        log_dir: root.join(".logs"),
+    };
     let tty = Progress::stderr_is_terminal();
     let mut progress = Progress::new("exported", jobs.len(), log, tty);
     for (name, outcome) in pool.run(jobs, &mut progress)? {
-        let error_path = match name.strip_suffix(" (generation)").filter(|_| generation_names.contains(&name)) {
+        let error_path = match name
+            .strip_suffix(" (generation)")
+            .filter(|_| generation_names.contains(&name))
+        {
             Some(model) => hwmatrix_cell::paths::export_error_file(&generation_root, model),
             None => hwmatrix_cell::paths::export_error_file(root, &name),
         };
@@ -118,7 +151,8 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &S
                 summary.built += 1;
             }
             Err(error) => {
-                std::fs::write(&error_path, format!("{error}\n")).map_err(|e| format!("{}: {e}", error_path.display()))?;
+                std::fs::write(&error_path, format!("{error}\n"))
+                    .map_err(|e| format!("{}: {e}", error_path.display()))?;
                 summary.failed.push((name, error.to_string()));
             }
         }
@@ -127,8 +161,14 @@ pub fn build(plan: &Plan, root: &Path, python: &Path, workers: usize, source: &S
 }
 
 /// One export job for the worker: the spec exactly as its digest was taken.
-pub fn export_job(model: &LoadedModel, out_dir: &Path, key: &str, source: &Source) -> Result<serde_json::Value, String> {
-    let spec: serde_json::Value = serde_json::from_slice(&model.exporter_json()).map_err(|e| e.to_string())?;
+pub fn export_job(
+    model: &LoadedModel,
+    out_dir: &Path,
+    key: &str,
+    source: &Source,
+) -> Result<serde_json::Value, String> {
+    let spec: serde_json::Value =
+        serde_json::from_slice(&model.exporter_json()).map_err(|e| e.to_string())?;
     let checkpoint = match source {
         Source::TinyRandom => serde_json::Value::Null,
         Source::Checkpoint(dir) => serde_json::Value::String(dir.display().to_string()),
@@ -149,10 +189,16 @@ pub fn export_job(model: &LoadedModel, out_dir: &Path, key: &str, source: &Sourc
 /// A worker's job on a generating model (`kind`: `generation` builds its fixture in
 /// `out_dir`, `cache` only reads its cache for gen import): the spec as the
 /// generation exporter receives it, with the declared cache.
-pub fn generation_job(model: &LoadedModel, kind: &str, out_dir: &Path, key: &str) -> Result<serde_json::Value, String> {
+pub fn generation_job(
+    model: &LoadedModel,
+    kind: &str,
+    out_dir: &Path,
+    key: &str,
+) -> Result<serde_json::Value, String> {
     let mut job = export_job(model, out_dir, key, &Source::TinyRandom)?;
     job["kind"] = kind.into();
-    job["job"]["spec"] = serde_json::from_slice(&model.generation_json()).map_err(|e| e.to_string())?;
+    job["job"]["spec"] =
+        serde_json::from_slice(&model.generation_json()).map_err(|e| e.to_string())?;
     // Decoder-only or encoder-decoder: not part of the exporter's spec view (nor of the key).
     job["job"]["task"] = model.spec.task.clone().into();
     Ok(job)
@@ -173,20 +219,33 @@ pub enum FixtureKind {
 /// Whether `out_dir` holds a fixture of this kind built under `key`: a
 /// libtorch-only fixture is never taken for a whole one (nor the reverse).
 pub fn cached(out_dir: &Path, key: &str, kind: FixtureKind) -> bool {
-    let Some(meta) = std::fs::read_to_string(out_dir.join("meta.json")).ok().and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok()) else {
+    let Some(meta) = std::fs::read_to_string(out_dir.join("meta.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+    else {
         return false;
     };
     let without_onnx = meta.get("onnx").is_some();
-    meta.get("cache_key").and_then(|k| k.as_str()) == Some(key) && without_onnx == (kind == FixtureKind::TorchScriptOnly)
+    meta.get("cache_key").and_then(|k| k.as_str()) == Some(key)
+        && without_onnx == (kind == FixtureKind::TorchScriptOnly)
 }
 
 /// The libtorch-only fixture's job of a model whose ONNX export failed, where
 /// the plan runs its libtorch cells on a tiny random model: the export job
 /// without its ONNX step, with the exporters' failure.
-pub fn torchscript_only_job(model_plan: &crate::plan::ModelPlan, out_dir: &Path, source: &Source) -> Result<Option<serde_json::Value>, String> {
+pub fn torchscript_only_job(
+    model_plan: &crate::plan::ModelPlan,
+    out_dir: &Path,
+    source: &Source,
+) -> Result<Option<serde_json::Value>, String> {
     let model = model_plan.model;
-    let Some(entry) = model.spec.pipeline_entry(crate::spec::evidence::EXPORT) else { return Ok(None) };
-    let runs_libtorch = model_plan.cells.iter().any(|c| c.engine.kind() == hwmatrix_cell::EngineKind::Libtorch && matches!(c.planned, hwmatrix_cell::Planned::Run));
+    let Some(entry) = model.spec.pipeline_entry(crate::spec::evidence::EXPORT) else {
+        return Ok(None);
+    };
+    let runs_libtorch = model_plan.cells.iter().any(|c| {
+        c.engine.kind() == hwmatrix_cell::EngineKind::Libtorch
+            && matches!(c.planned, hwmatrix_cell::Planned::Run)
+    });
     if !runs_libtorch || !matches!(source, Source::TinyRandom) {
         return Ok(None);
     }
@@ -194,7 +253,11 @@ pub fn torchscript_only_job(model_plan: &crate::plan::ModelPlan, out_dir: &Path,
 }
 
 /// The job that builds libtorch's fixture alone (torchscript.py), `onnx_error` being why there is no ONNX graph.
-pub fn torchscript_job(model: &LoadedModel, out_dir: &Path, onnx_error: &str) -> Result<serde_json::Value, String> {
+pub fn torchscript_job(
+    model: &LoadedModel,
+    out_dir: &Path,
+    onnx_error: &str,
+) -> Result<serde_json::Value, String> {
     let mut job = export_job(model, out_dir, &model.fixture_key(), &Source::TinyRandom)?;
     job["kind"] = "torchscript".into();
     job["job"]["onnx_error"] = onnx_error.into();
@@ -213,7 +276,8 @@ pub struct StoreLock {
 
 impl StoreLock {
     pub fn acquire(root: &Path, log: &mut dyn Write) -> Result<StoreLock, String> {
-        std::fs::create_dir_all(root).map_err(|e| format!("cannot create the fixture root {}: {e}", root.display()))?;
+        std::fs::create_dir_all(root)
+            .map_err(|e| format!("cannot create the fixture root {}: {e}", root.display()))?;
         let path = root.join(".lock");
         let mut file = std::fs::OpenOptions::new()
             .create(true)
@@ -226,13 +290,28 @@ impl StoreLock {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
                 let holder = std::fs::read_to_string(&path).unwrap_or_default();
-                let _ = writeln!(log, "waiting: another gen ({}) is building fixtures in {}", holder.trim(), root.display());
-                file.lock().map_err(|e| format!("{}: cannot lock the fixture store: {e}", path.display()))?;
+                let _ = writeln!(
+                    log,
+                    "waiting: another gen ({}) is building fixtures in {}",
+                    holder.trim(),
+                    root.display()
+                );
+                file.lock().map_err(|e| {
+                    format!("{}: cannot lock the fixture store: {e}", path.display())
+                })?;
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(format!("{}: cannot lock the fixture store: {e}", path.display())),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(format!(
+                    "{}: cannot lock the fixture store: {e}",
+                    path.display()
+                ));
+            }
         }
         use std::io::Seek;
-        let _ = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| write!(file, "pid {}", std::process::id()));
+        let _ = file
+            .set_len(0)
+            .and_then(|_| file.rewind())
+            .and_then(|_| write!(file, "pid {}", std::process::id()));
         remove_partial_exports(root)?;
         let generation = hwmatrix_cell::paths::generation_fixtures(root);
         if generation.is_dir() {
@@ -248,7 +327,12 @@ fn remove_partial_exports(root: &Path) -> Result<(), String> {
     let entries = std::fs::read_dir(root).map_err(|e| format!("{}: {e}", root.display()))?;
     for entry in entries.flatten() {
         if entry.file_name().to_string_lossy().contains(".partial") {
-            std::fs::remove_dir_all(entry.path()).map_err(|e| format!("cannot remove the leftover partial export {}: {e}", entry.path().display()))?;
+            std::fs::remove_dir_all(entry.path()).map_err(|e| {
+                format!(
+                    "cannot remove the leftover partial export {}: {e}",
+                    entry.path().display()
+                )
+            })?;
         }
     }
     Ok(())

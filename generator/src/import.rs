@@ -50,31 +50,63 @@ pub struct Options {
     pub check: bool,
 }
 
-pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
+pub fn run(
+    specs_dir: &Path,
+    options: &Options,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32, String> {
     let started = Instant::now();
-    let pool = Pool { python: options.python.clone(), workers: options.workers, timeout: Duration::from_secs(300), log_dir: options.fixtures.join(".logs") };
+    let pool = Pool {
+        python: options.python.clone(),
+        workers: options.workers,
+        timeout: Duration::from_secs(300),
+        log_dir: options.fixtures.join(".logs"),
+    };
     let tty = Progress::stderr_is_terminal();
-    let listed = pool.run(vec![("registries".into(), serde_json::json!({"kind": "list"}))], &mut Progress::new("listed", 1, &mut std::io::sink(), false))?;
-    let listed = listed.into_iter().next().expect("one job").1.map_err(|e| format!("error: cannot read transformers' registries: {e}"))?;
+    let listed = pool.run(
+        vec![("registries".into(), serde_json::json!({"kind": "list"}))],
+        &mut Progress::new("listed", 1, &mut std::io::sink(), false),
+    )?;
+    let listed = listed
+        .into_iter()
+        .next()
+        .expect("one job")
+        .1
+        .map_err(|e| format!("error: cannot read transformers' registries: {e}"))?;
     let version = listed["transformers"].as_str().unwrap_or("?").to_string();
     let rows: Vec<Value> = listed["rows"].as_array().cloned().unwrap_or_default();
 
     let exclusions_path = specs_dir.join(EXCLUSIONS);
     let exclusions: ExclusionsFile = serde_yaml::from_str(
-        &std::fs::read_to_string(&exclusions_path).map_err(|e| format!("error: {}: {e}", exclusions_path.display()))?,
+        &std::fs::read_to_string(&exclusions_path)
+            .map_err(|e| format!("error: {}: {e}", exclusions_path.display()))?,
     )
     .map_err(|e| format!("error: {}: {e}", exclusions_path.display()))?;
-    let registered: BTreeSet<&str> = rows.iter().filter_map(|r| r["model_type"].as_str()).collect();
+    let registered: BTreeSet<&str> = rows
+        .iter()
+        .filter_map(|r| r["model_type"].as_str())
+        .collect();
     for (model_type, reason) in &exclusions.exclusions {
         if reason.trim().is_empty() {
-            return Err(format!("error: {}: the exclusion of `{model_type}` has no reason\n  help: say why it is left out", exclusions_path.display()));
+            return Err(format!(
+                "error: {}: the exclusion of `{model_type}` has no reason\n  help: say why it is left out",
+                exclusions_path.display()
+            ));
         }
         if !registered.contains(model_type.as_str()) {
-            let _ = writeln!(err, "warning: {} excludes `{model_type}`, which transformers {version} does not register", exclusions_path.display());
+            let _ = writeln!(
+                err,
+                "warning: {} excludes `{model_type}`, which transformers {version} does not register",
+                exclusions_path.display()
+            );
         }
     }
-    let defaults: DefaultsFile = serde_yaml::from_str(&std::fs::read_to_string(specs_dir.join("defaults.yaml")).map_err(|e| format!("error: defaults.yaml: {e}"))?)
-        .map_err(|e| format!("error: defaults.yaml: {e}"))?;
+    let defaults: DefaultsFile = serde_yaml::from_str(
+        &std::fs::read_to_string(specs_dir.join("defaults.yaml"))
+            .map_err(|e| format!("error: defaults.yaml: {e}"))?,
+    )
+    .map_err(|e| format!("error: defaults.yaml: {e}"))?;
     let existing = existing_specs(&specs_dir.join("models"))?;
 
     let selected: Vec<String> = registered
@@ -85,7 +117,9 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
         .collect();
     for wanted in &options.only {
         if !registered.contains(wanted.as_str()) {
-            return Err(format!("error: transformers {version} has no model_type `{wanted}` in its base-model registry"));
+            return Err(format!(
+                "error: transformers {version} has no model_type `{wanted}` in its base-model registry"
+            ));
         }
     }
 
@@ -101,7 +135,8 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
     for m in &selected {
         let mut job = serde_json::json!({"kind": "derive", "model_type": m});
         if let Some(path) = existing.get(m) {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
             for (key, value) in curated_derive_fields(&text, path)? {
                 job[key] = value;
             }
@@ -122,13 +157,29 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
         let (mut value, mut failure) = match outcome {
             Ok(value) => (value, None),
             Err(e) => {
-                let failure = PipelineFailure { error: format!("deriving: {e}"), ..PipelineFailure::of_job(Stage::Reference, &e) };
-                (serde_json::json!({"registries": [], "export_class": ""}), Some(failure))
+                let failure = PipelineFailure {
+                    error: format!("deriving: {e}"),
+                    ..PipelineFailure::of_job(Stage::Reference, &e)
+                };
+                (
+                    serde_json::json!({"registries": [], "export_class": ""}),
+                    Some(failure),
+                )
             }
         };
         if let Some(error) = value.get("known_issue").and_then(Value::as_str) {
-            let stage = value.get("stage").and_then(Value::as_str).map(str::parse::<Stage>).transpose().map_err(|e| format!("error: the worker's answer for {model_type}: {e}"))?;
-            failure = Some(PipelineFailure { stage: stage.unwrap_or(Stage::Reference), timed_out: false, harness_limit: false, error: error.to_string() });
+            let stage = value
+                .get("stage")
+                .and_then(Value::as_str)
+                .map(str::parse::<Stage>)
+                .transpose()
+                .map_err(|e| format!("error: the worker's answer for {model_type}: {e}"))?;
+            failure = Some(PipelineFailure {
+                stage: stage.unwrap_or(Stage::Reference),
+                timed_out: false,
+                harness_limit: false,
+                error: error.to_string(),
+            });
         }
         // A successful derive always has inputs: without them, deriving failed.
         let derive_failed = failure.is_some() && value.get("inputs").is_none();
@@ -140,31 +191,51 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
         let path = existing.get(&model_type).cloned();
         let curated = match (&path, texts.get(model_type.as_str())) {
             (Some(_), Some(text)) => curated_part(text),
-            _ => format!("# {model_type}: imported by `gen import`. Curated fields go here, above the line.\nmodel_type: {model_type}\n"),
+            _ => format!(
+                "# {model_type}: imported by `gen import`. Curated fields go here, above the line.\nmodel_type: {model_type}\n"
+            ),
         };
         let file: SpecFile = parse_draft(&curated, &imported, &model_type)?;
         // Deriving failed, but a person wrote every field it derives: the
         // fixture pipeline judges the curated spec instead (its own error, if
         // any, becomes the known issue below).
-        let curated_io = file.inputs.is_some() && file.outputs.is_some() && file.shapes.is_some() && !file.tiny_config.is_empty();
+        let curated_io = file.inputs.is_some()
+            && file.outputs.is_some()
+            && file.shapes.is_some()
+            && !file.tiny_config.is_empty();
         if curated_io && derive_failed {
             failure = None;
         }
         let category = file.category.clone().or_else(|| imported.category.clone());
         let Some(category) = category else {
-            undecided.push((model_type.clone(), imported.undecided.clone().unwrap_or_default()));
+            undecided.push((
+                model_type.clone(),
+                imported.undecided.clone().unwrap_or_default(),
+            ));
             continue;
         };
         omit_defaults(&mut imported, &file, &defaults);
-        let target = specs_dir.join("models").join(&category).join(format!("{model_type}.yaml"));
-        drafts.push(Draft { model_type, curated, imported, failure, old_path: path, path: target });
+        let target = specs_dir
+            .join("models")
+            .join(&category)
+            .join(format!("{model_type}.yaml"));
+        drafts.push(Draft {
+            model_type,
+            curated,
+            imported,
+            failure,
+            old_path: path,
+            path: target,
+        });
     }
 
     // 3. Each architecture through the fixture pipeline once: export, then
     // onnxruntime against PyTorch. Cached fixtures are not rebuilt.
     let mut jobs = Vec::new();
     for draft in &drafts {
-        let Some(model) = draft.loaded(&defaults)? else { continue };
+        let Some(model) = draft.loaded(&defaults)? else {
+            continue;
+        };
         if model.spec.export.known_issue.is_some() {
             continue;
         }
@@ -173,14 +244,23 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
         if crate::fixtures::cached(&out_dir, &key, crate::fixtures::FixtureKind::Whole) {
             continue;
         }
-        jobs.push((draft.model_type.clone(), crate::fixtures::export_job(&model, &out_dir, &key, &crate::fixtures::Source::TinyRandom)?));
+        jobs.push((
+            draft.model_type.clone(),
+            crate::fixtures::export_job(
+                &model,
+                &out_dir,
+                &key,
+                &crate::fixtures::Source::TinyRandom,
+            )?,
+        ));
     }
     let mut failures: BTreeMap<String, JobError> = BTreeMap::new();
     if !jobs.is_empty() {
         let _lock = crate::fixtures::StoreLock::acquire(&options.fixtures, err)?;
         let mut progress = Progress::new("exported", jobs.len(), err, tty);
         for (model_type, outcome) in pool.run(jobs, &mut progress)? {
-            let error_path = hwmatrix_cell::paths::export_error_file(&options.fixtures, &model_type);
+            let error_path =
+                hwmatrix_cell::paths::export_error_file(&options.fixtures, &model_type);
             match outcome {
                 Ok(_) => {
                     let _ = std::fs::remove_file(&error_path);
@@ -196,10 +276,22 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
     // 3b. Where the ONNX export failed, the TorchScript trace libtorch runs, tried all the
     // same (torchscript.py): its fixture, or its own failure.
     let mut jobs = Vec::new();
-    for draft in drafts.iter().filter(|d| failures.contains_key(&d.model_type)) {
-        let Some(model) = draft.loaded(&defaults)? else { continue };
+    for draft in drafts
+        .iter()
+        .filter(|d| failures.contains_key(&d.model_type))
+    {
+        let Some(model) = draft.loaded(&defaults)? else {
+            continue;
+        };
         let onnx_error = format!("exporting: {}", failures[&draft.model_type]);
-        jobs.push((draft.model_type.clone(), crate::fixtures::torchscript_job(&model, &options.fixtures.join(&draft.model_type), &onnx_error)?));
+        jobs.push((
+            draft.model_type.clone(),
+            crate::fixtures::torchscript_job(
+                &model,
+                &options.fixtures.join(&draft.model_type),
+                &onnx_error,
+            )?,
+        ));
     }
     let mut traced: BTreeMap<String, Result<(), JobError>> = BTreeMap::new();
     if !jobs.is_empty() {
@@ -214,17 +306,26 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
     // (a float32 export's known issue does not stop it: generation has its own exporter).
     let mut jobs = Vec::new();
     for draft in &drafts {
-        let Some(model) = draft.loaded(&defaults)? else { continue };
+        let Some(model) = draft.loaded(&defaults)? else {
+            continue;
+        };
         if model.generates() {
-            let out_dir = hwmatrix_cell::paths::generation_fixtures(&options.fixtures).join(&draft.model_type);
-            jobs.push((draft.model_type.clone(), crate::fixtures::generation_job(&model, "cache", &out_dir, "")?));
+            let out_dir = hwmatrix_cell::paths::generation_fixtures(&options.fixtures)
+                .join(&draft.model_type);
+            jobs.push((
+                draft.model_type.clone(),
+                crate::fixtures::generation_job(&model, "cache", &out_dir, "")?,
+            ));
         }
     }
     let mut caches_unread = 0;
     if !jobs.is_empty() {
         let mut progress = Progress::new("caches read", jobs.len(), err, tty);
         for (model_type, outcome) in pool.run(jobs, &mut progress)? {
-            let draft = drafts.iter_mut().find(|d| d.model_type == model_type).expect("a job per draft");
+            let draft = drafts
+                .iter_mut()
+                .find(|d| d.model_type == model_type)
+                .expect("a job per draft");
             // Unread (a cache this exporter cannot flatten, a model generate() cannot run): the
             // generation exporter fails the same way, and its error becomes `generation_export`.
             draft.imported.cache = outcome.ok().and_then(|v| serde_json::from_value(v).ok());
@@ -245,7 +346,10 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
             }
         }
         if let Some(error) = failures.get(&draft.model_type) {
-            draft.failure = Some(PipelineFailure { error: format!("exporting: {error}"), ..PipelineFailure::of_job(Stage::Export, error) });
+            draft.failure = Some(PipelineFailure {
+                error: format!("exporting: {error}"),
+                ..PipelineFailure::of_job(Stage::Export, error)
+            });
         }
         if draft.failure.is_some() {
             known += 1;
@@ -255,19 +359,41 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
         if let Some(model) = draft.loaded(&defaults)? {
             let key = model.fixture_key();
             let mut file = spec::evidence::read(specs_dir, &draft.model_type)?;
-            let measured = draft.failure.as_ref().map(|failure| spec::evidence::pipeline_failure(spec::evidence::EXPORT, failure, &key));
+            let measured = draft.failure.as_ref().map(|failure| {
+                spec::evidence::pipeline_failure(spec::evidence::EXPORT, failure, &key)
+            });
             // The trace's own outcome where it was tried; none where the ONNX export passed or the pipeline stopped before it.
             let trace = match traced.get(&draft.model_type) {
-                Some(Err(e)) => Some(spec::evidence::pipeline_failure(spec::evidence::TORCHSCRIPT_EXPORT, &PipelineFailure::of_job(Stage::Export, e), &key)),
+                Some(Err(e)) => Some(spec::evidence::pipeline_failure(
+                    spec::evidence::TORCHSCRIPT_EXPORT,
+                    &PipelineFailure::of_job(Stage::Export, e),
+                    &key,
+                )),
                 _ => None,
             };
-            let check = |name: &str| spec::evidence::EntryKey { platform: None, engine: None, check: name.into() };
-            spec::evidence::merge(&mut file.entries, vec![(check(spec::evidence::EXPORT), measured), (check(spec::evidence::TORCHSCRIPT_EXPORT), trace)], &key);
+            let check = |name: &str| spec::evidence::EntryKey {
+                platform: None,
+                engine: None,
+                check: name.into(),
+            };
+            spec::evidence::merge(
+                &mut file.entries,
+                vec![
+                    (check(spec::evidence::EXPORT), measured),
+                    (check(spec::evidence::TORCHSCRIPT_EXPORT), trace),
+                ],
+                &key,
+            );
             spec::evidence::write(specs_dir, file)?;
         }
-        let text = format!("{}{MARKER}\n{}", draft.curated, imported_yaml(&draft.imported)?);
+        let text = format!(
+            "{}{MARKER}\n{}",
+            draft.curated,
+            imported_yaml(&draft.imported)?
+        );
         let same_place = draft.old_path.as_deref() == Some(draft.path.as_path());
-        if same_place && std::fs::read_to_string(&draft.path).ok().as_deref() == Some(text.as_str()) {
+        if same_place && std::fs::read_to_string(&draft.path).ok().as_deref() == Some(text.as_str())
+        {
             unchanged += 1;
             continue;
         }
@@ -277,7 +403,18 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
         crate::write::write_atomically(&draft.path, text.as_bytes())?;
         if let Some(old) = draft.old_path.filter(|old| old != &draft.path) {
             std::fs::remove_file(&old).map_err(|e| format!("{}: {e}", old.display()))?;
-            let _ = writeln!(out, "moved {} to {} (its category is now {})", old.display(), draft.path.display(), draft.path.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("?"));
+            let _ = writeln!(
+                out,
+                "moved {} to {} (its category is now {})",
+                old.display(),
+                draft.path.display(),
+                draft
+                    .path
+                    .parent()
+                    .and_then(|p| p.file_name())
+                    .and_then(|n| n.to_str())
+                    .unwrap_or("?")
+            );
         }
         written += 1;
     }
@@ -305,7 +442,11 @@ pub fn run(specs_dir: &Path, options: &Options, out: &mut dyn Write, err: &mut d
             path.file_stem().and_then(|s| s.to_str()).unwrap_or("?")
         );
     }
-    Ok(if undecided.is_empty() && changed_meanwhile.is_empty() { 0 } else { 1 })
+    Ok(if undecided.is_empty() && changed_meanwhile.is_empty() {
+        0
+    } else {
+        1
+    })
 }
 
 struct Draft {
@@ -324,22 +465,43 @@ impl Draft {
     fn loaded(&self, defaults: &DefaultsFile) -> Result<Option<LoadedModel>, String> {
         let file = parse_draft(&self.curated, &self.imported, &self.model_type)?;
         // The draft's own pipeline failure, as its evidence entry would hold it (the key is not compared here).
-        let evidence = self.failure.iter().map(|failure| spec::evidence::pipeline_failure(spec::evidence::EXPORT, failure, "")).collect();
-        let Ok((spec, sources)) = spec::resolve::resolve(file, defaults, evidence) else { return Ok(None) };
-        Ok(Some(LoadedModel { module: String::new(), path: self.path.clone(), display_path: String::new(), sources, imported: Some(self.imported.clone()), spec }))
+        let evidence = self
+            .failure
+            .iter()
+            .map(|failure| spec::evidence::pipeline_failure(spec::evidence::EXPORT, failure, ""))
+            .collect();
+        let Ok((spec, sources)) = spec::resolve::resolve(file, defaults, evidence) else {
+            return Ok(None);
+        };
+        Ok(Some(LoadedModel {
+            module: String::new(),
+            path: self.path.clone(),
+            display_path: String::new(),
+            sources,
+            imported: Some(self.imported.clone()),
+            spec,
+        }))
     }
 }
 
 /// model_type → its spec file, for every file under models/.
 pub(crate) fn existing_specs(models: &Path) -> Result<BTreeMap<String, PathBuf>, String> {
     let mut found = BTreeMap::new();
-    let Ok(categories) = std::fs::read_dir(models) else { return Ok(found) };
+    let Ok(categories) = std::fs::read_dir(models) else {
+        return Ok(found);
+    };
     for category in categories.flatten() {
-        let Ok(files) = std::fs::read_dir(category.path()) else { continue };
+        let Ok(files) = std::fs::read_dir(category.path()) else {
+            continue;
+        };
         for file in files.flatten() {
             let path = file.path();
             if path.extension().is_some_and(|e| e == "yaml") {
-                let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+                let stem = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .unwrap_or_default()
+                    .to_string();
                 found.insert(stem, path);
             }
         }
@@ -363,14 +525,27 @@ pub fn curated_part(text: &str) -> String {
 /// fits: LayoutLM's boxes, an AST spectrogram), and `components`. The derive then measures
 /// the outputs, and each component's inputs and outputs.
 fn curated_derive_fields(text: &str, path: &Path) -> Result<Vec<(&'static str, Value)>, String> {
-    let curated: serde_yaml::Value =
-        serde_yaml::from_str(&curated_part(text)).map_err(|e| format!("error: {}: the curated part does not parse: {e}", path.display()))?;
+    let curated: serde_yaml::Value = serde_yaml::from_str(&curated_part(text)).map_err(|e| {
+        format!(
+            "error: {}: the curated part does not parse: {e}",
+            path.display()
+        )
+    })?;
     let mut fields = Vec::new();
     let layout = curated.get("inputs").is_some() && curated.get("shapes").is_some();
     // `components` too: the derive measures each one's tensors on the whole model's run.
-    for (key, wanted) in [("tiny_config_overrides", true), ("inputs", layout), ("shapes", layout), ("components", true)] {
+    for (key, wanted) in [
+        ("tiny_config_overrides", true),
+        ("inputs", layout),
+        ("shapes", layout),
+        ("components", true),
+    ] {
         if let (true, Some(v)) = (wanted, curated.get(key)) {
-            fields.push((key, serde_json::to_value(v).map_err(|e| format!("error: {}: {key}: {e}", path.display()))?));
+            fields.push((
+                key,
+                serde_json::to_value(v)
+                    .map_err(|e| format!("error: {}: {key}: {e}", path.display()))?,
+            ));
         }
     }
     Ok(fields)
@@ -378,7 +553,9 @@ fn curated_derive_fields(text: &str, path: &Path) -> Result<Vec<(&'static str, V
 
 fn parse_draft(curated: &str, imported: &Imported, model_type: &str) -> Result<SpecFile, String> {
     let text = format!("{curated}{}", imported_yaml(imported)?);
-    serde_yaml::from_str(&text).map_err(|e| format!("error: the spec of {model_type} does not parse with its imported block: {e}"))
+    serde_yaml::from_str(&text).map_err(|e| {
+        format!("error: the spec of {model_type} does not parse with its imported block: {e}")
+    })
 }
 
 pub(crate) fn imported_yaml(imported: &Imported) -> Result<String, String> {
@@ -399,13 +576,18 @@ fn to_imported(value: &Value, version: &str) -> Result<Imported, String> {
         value["tiny_config"] = serde_json::json!({});
     }
     let yaml: serde_yaml::Value = serde_yaml::to_value(&value).map_err(|e| e.to_string())?;
-    serde_yaml::from_value(yaml).map_err(|e| format!("error: the importer's answer does not fit the imported block: {e}: {value}"))
+    serde_yaml::from_value(yaml).map_err(|e| {
+        format!("error: the importer's answer does not fit the imported block: {e}: {value}")
+    })
 }
 
 /// A spec states only what differs: imported inputs, outputs and shapes equal
 /// to defaults.yaml's are left out of the block.
 fn omit_defaults(imported: &mut Imported, file: &SpecFile, defaults: &DefaultsFile) {
-    let architecture = file.architecture.as_ref().or(imported.architecture.as_ref());
+    let architecture = file
+        .architecture
+        .as_ref()
+        .or(imported.architecture.as_ref());
     if let Some(io) = architecture.and_then(|a| defaults.io.get(a)) {
         if imported.inputs.as_ref() == Some(&io.inputs) {
             imported.inputs = None;
@@ -425,20 +607,46 @@ fn omit_defaults(imported: &mut Imported, file: &SpecFile, defaults: &DefaultsFi
 /// `gen import --check`: every spec's effective category, architecture type
 /// and task against what the registries decide now. A curated field may
 /// differ (a person decided); an imported one may not (the import is stale).
-fn check(pool: &Pool, selected: &[String], existing: &BTreeMap<String, PathBuf>, defaults: &DefaultsFile, out: &mut dyn Write, tty: bool) -> Result<i32, String> {
-    let jobs = selected.iter().filter(|m| existing.contains_key(*m)).map(|m| (m.clone(), serde_json::json!({"kind": "classify", "model_type": m}))).collect();
+fn check(
+    pool: &Pool,
+    selected: &[String],
+    existing: &BTreeMap<String, PathBuf>,
+    defaults: &DefaultsFile,
+    out: &mut dyn Write,
+    tty: bool,
+) -> Result<i32, String> {
+    let jobs = selected
+        .iter()
+        .filter(|m| existing.contains_key(*m))
+        .map(|m| {
+            (
+                m.clone(),
+                serde_json::json!({"kind": "classify", "model_type": m}),
+            )
+        })
+        .collect();
     let mut sink = std::io::sink();
     let mut progress = Progress::new("classified", selected.len(), &mut sink, tty);
     let mut problems = Vec::new();
     let mut curated_differs = 0;
     let mut checked = 0;
-    let without_spec: Vec<&String> = selected.iter().filter(|m| !existing.contains_key(*m)).collect();
+    let without_spec: Vec<&String> = selected
+        .iter()
+        .filter(|m| !existing.contains_key(*m))
+        .collect();
     for (model_type, outcome) in pool.run(jobs, &mut progress)? {
         let derived = outcome.map_err(|e| format!("error: classifying {model_type}: {e}"))?;
-        let Some(path) = existing.get(&model_type) else { continue };
+        let Some(path) = existing.get(&model_type) else {
+            continue;
+        };
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let file: SpecFile = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        let curated = (file.category.clone(), file.architecture.clone(), file.task.clone());
+        let file: SpecFile =
+            serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let curated = (
+            file.category.clone(),
+            file.architecture.clone(),
+            file.task.clone(),
+        );
         // <specs>/models/<category>/<model_type>.yaml: the model's evidence decides whether it stopped before export.
         let root = path.ancestors().nth(3).unwrap_or(Path::new("."));
         let evidence = spec::evidence::read(root, &model_type)?.entries;
@@ -448,8 +656,18 @@ fn check(pool: &Pool, selected: &[String], existing: &BTreeMap<String, PathBuf>,
         };
         checked += 1;
         for (field, have, curated, want) in [
-            ("category", &spec.category, &curated.0, derived.get("category")),
-            ("architecture", &spec.architecture, &curated.1, derived.get("architecture")),
+            (
+                "category",
+                &spec.category,
+                &curated.0,
+                derived.get("category"),
+            ),
+            (
+                "architecture",
+                &spec.architecture,
+                &curated.1,
+                derived.get("architecture"),
+            ),
             ("task", &spec.task, &curated.2, derived.get("task")),
         ] {
             let want = want.and_then(Value::as_str);
@@ -458,7 +676,12 @@ fn check(pool: &Pool, selected: &[String], existing: &BTreeMap<String, PathBuf>,
             }
             if curated.is_some() && sources.get(field) == Some(&spec::resolve::Source::Curated) {
                 curated_differs += 1;
-                let _ = writeln!(out, "note: {} sets {field} `{have}` by hand; the registries say `{}`", path.display(), want.unwrap_or("?"));
+                let _ = writeln!(
+                    out,
+                    "note: {} sets {field} `{have}` by hand; the registries say `{}`",
+                    path.display(),
+                    want.unwrap_or("?")
+                );
             } else {
                 problems.push(format!("{}: imported {field} `{have}`, but the registries now say `{}` (run `gen import --model {model_type}`)", path.display(), want.unwrap_or("?")));
             }

@@ -1,4 +1,8 @@
 fn main() {
-    let code = generator::cli::run(std::env::args_os(), &mut std::io::stdout(), &mut std::io::stderr());
+    let code = generator::cli::run(
+        std::env::args_os(),
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    );
     std::process::exit(code);
 }

@@ -26,7 +26,11 @@ const KEYWORDS_SYN_ACCEPTS: [&str; 5] = ["gen", "macro_rules", "raw", "safe", "u
 pub fn module_name(model_type: &str) -> Result<String, String> {
     check_model_type(model_type)?;
     let name = model_type.replace(['-', '.'], "_");
-    let name = if is_keyword(&name) { format!("{name}_") } else { name };
+    let name = if is_keyword(&name) {
+        format!("{name}_")
+    } else {
+        name
+    };
     // The rule always yields an identifier; syn has the last word before any code names it.
     syn::parse_str::<syn::Ident>(&name).map_err(|e| format!("model_type `{model_type}` gives the module name `{name}`, which is not a Rust identifier ({e})"))?;
     Ok(name)
@@ -58,8 +62,24 @@ mod tests {
     #[test]
     fn keywords_get_a_trailing_underscore() {
         // strict, reserved, reserved since 2024, weak
-        for keyword in ["type", "mod", "async", "box", "yield", "try", "gen", "union", "raw", "safe", "macro_rules"] {
-            assert_eq!(module_name(keyword).unwrap(), format!("{keyword}_"), "{keyword}");
+        for keyword in [
+            "type",
+            "mod",
+            "async",
+            "box",
+            "yield",
+            "try",
+            "gen",
+            "union",
+            "raw",
+            "safe",
+            "macro_rules",
+        ] {
+            assert_eq!(
+                module_name(keyword).unwrap(),
+                format!("{keyword}_"),
+                "{keyword}"
+            );
         }
         assert_eq!(module_name("type-2").unwrap(), "type_2");
         assert_eq!(module_name("types").unwrap(), "types");
@@ -67,7 +87,17 @@ mod tests {
 
     #[test]
     fn disallowed_model_types_are_errors() {
-        for bad in ["", "Bert", "2bert", "-bert", "a/b", "../evil", "a..b", "bert roberta", "bért"] {
+        for bad in [
+            "",
+            "Bert",
+            "2bert",
+            "-bert",
+            "a/b",
+            "../evil",
+            "a..b",
+            "bert roberta",
+            "bért",
+        ] {
             assert!(module_name(bad).is_err(), "{bad:?}");
         }
     }

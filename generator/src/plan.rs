@@ -7,7 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use hwmatrix_cell::{Basis, CHECKS, EngineKind, GENERATES, Planned, Platform, Precision, Stage};
 
 use crate::spec::evidence::{self, Entry, EntryOutcome};
-use crate::spec::{EngineSpec, LoadedModel, OverrideStatus, PrecisionTolerance, QuantFormat, Quality, Specs, ToleranceSpec};
+use crate::spec::{
+    EngineSpec, LoadedModel, OverrideStatus, PrecisionTolerance, Quality, QuantFormat, Specs,
+    ToleranceSpec,
+};
 
 /// What the user asked for; an empty list means "all".
 #[derive(Clone, Debug, Default)]
@@ -85,7 +88,10 @@ pub struct QuantizationCheckPlan {
 
 /// The platform's least tolerance where it is wider than the model's own in
 /// either part (each part the larger of the two); None where the model's serves.
-fn platform_tolerance(platform: &Option<ToleranceSpec>, model: &ToleranceSpec) -> Option<ToleranceSpec> {
+fn platform_tolerance(
+    platform: &Option<ToleranceSpec>,
+    model: &ToleranceSpec,
+) -> Option<ToleranceSpec> {
     let least = platform.as_ref()?;
     (least.abs > model.abs || least.rel > model.rel).then(|| ToleranceSpec {
         abs: least.abs.max(model.abs),
@@ -104,7 +110,13 @@ pub struct PlatformPlan {
 impl PlatformPlan {
     /// Why an engine's cells cannot run in this runtime, if they cannot.
     pub fn no_engine(&self, engine: &EngineSpec) -> Option<String> {
-        (!engine.kind().is_built()).then(|| format!("{}'s {} engine (hardware.yaml) is not built into the runtime yet", self.platform, engine.kind().name()))
+        (!engine.kind().is_built()).then(|| {
+            format!(
+                "{}'s {} engine (hardware.yaml) is not built into the runtime yet",
+                self.platform,
+                engine.kind().name()
+            )
+        })
     }
 }
 
@@ -118,39 +130,75 @@ pub struct Plan<'a> {
 pub fn plan<'a>(specs: &'a Specs, selection: &Selection) -> Result<Plan<'a>, String> {
     for model in &selection.models {
         if specs.model(model).is_none() {
-            let known: Vec<&str> = specs.models.iter().map(|m| m.spec.model_type.as_str()).collect();
-            return Err(format!("no spec for model `{model}`; known models: {}", known.join(", ")));
+            let known: Vec<&str> = specs
+                .models
+                .iter()
+                .map(|m| m.spec.model_type.as_str())
+                .collect();
+            return Err(format!(
+                "no spec for model `{model}`; known models: {}",
+                known.join(", ")
+            ));
         }
     }
     for category in &selection.categories {
         if !specs.categories.categories.contains_key(category) {
-            let known: Vec<&str> = specs.categories.categories.keys().map(String::as_str).collect();
-            return Err(format!("unknown category `{category}`; categories: {}", known.join(", ")));
+            let known: Vec<&str> = specs
+                .categories
+                .categories
+                .keys()
+                .map(String::as_str)
+                .collect();
+            return Err(format!(
+                "unknown category `{category}`; categories: {}",
+                known.join(", ")
+            ));
         }
     }
-    let chosen: BTreeSet<Platform> =
-        if selection.platforms.is_empty() { Platform::ALL.into_iter().collect() } else { selection.platforms.iter().copied().collect() };
-    let platforms: Vec<PlatformPlan> = chosen.into_iter().map(|p| plan_platform(specs, p)).collect();
+    let chosen: BTreeSet<Platform> = if selection.platforms.is_empty() {
+        Platform::ALL.into_iter().collect()
+    } else {
+        selection.platforms.iter().copied().collect()
+    };
+    let platforms: Vec<PlatformPlan> = chosen
+        .into_iter()
+        .map(|p| plan_platform(specs, p))
+        .collect();
     let models = specs
         .models
         .iter()
         .filter(|m| selection.models.is_empty() || selection.models.contains(&m.spec.model_type))
-        .filter(|m| selection.categories.is_empty() || selection.categories.contains(&m.spec.category))
+        .filter(|m| {
+            selection.categories.is_empty() || selection.categories.contains(&m.spec.category)
+        })
         .map(|model| ModelPlan {
             model,
-            cells: platforms.iter().flat_map(|p| p.engines.iter().map(move |e| plan_cell(specs, model, p, e))).collect(),
-            quantization: platforms.iter().any(|p| p.platform == specs.quantization.platform).then(|| plan_quantization(specs, model)),
+            cells: platforms
+                .iter()
+                .flat_map(|p| p.engines.iter().map(move |e| plan_cell(specs, model, p, e)))
+                .collect(),
+            quantization: platforms
+                .iter()
+                .any(|p| p.platform == specs.quantization.platform)
+                .then(|| plan_quantization(specs, model)),
         })
         .collect::<Vec<_>>();
     if models.is_empty() {
         return Err("the selection matches no model".into());
     }
-    Ok(Plan { specs, models, platforms })
+    Ok(Plan {
+        specs,
+        models,
+        platforms,
+    })
 }
 
 pub fn plan_platform(specs: &Specs, platform: Platform) -> PlatformPlan {
     // The loader guarantees every platform lists at least one engine.
-    PlatformPlan { platform, engines: specs.hardware.platforms[&platform].engines.clone() }
+    PlatformPlan {
+        platform,
+        engines: specs.hardware.platforms[&platform].engines.clone(),
+    }
 }
 
 /// A check's planned status from its evidence entries (None: no entry, it runs):
@@ -159,23 +207,49 @@ pub fn plan_platform(specs: &Specs, platform: Platform) -> PlatformPlan {
 /// apply. `what` names the checks (`bert on openvino with onnxruntime`).
 fn from_evidence(what: &str, entries: &[&Entry]) -> Option<Planned<String>> {
     let first = entries.first()?;
-    let reason = entries.iter().map(|e| e.reason(&format!("{what}: {}", e.check))).collect::<Vec<_>>().join("; ");
-    Some(if let Some(issue) = entries.iter().find(|e| e.is_known_issue()) {
-        Planned::KnownIssue { reason, basis: Basis::Evidence, stage: issue.stage.or(first.stage) }
-    } else if let Some(gap) = entries.iter().find(|e| e.outcome == EntryOutcome::Failed) {
-        Planned::NotTested { reason: format!("not tested here: {reason}"), stage: gap.stage.unwrap_or(Stage::Run) }
-    } else {
-        Planned::Unsupported { reason, basis: Basis::Evidence }
-    })
+    let reason = entries
+        .iter()
+        .map(|e| e.reason(&format!("{what}: {}", e.check)))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some(
+        if let Some(issue) = entries.iter().find(|e| e.is_known_issue()) {
+            Planned::KnownIssue {
+                reason,
+                basis: Basis::Evidence,
+                stage: issue.stage.or(first.stage),
+            }
+        } else if let Some(gap) = entries.iter().find(|e| e.outcome == EntryOutcome::Failed) {
+            Planned::NotTested {
+                reason: format!("not tested here: {reason}"),
+                stage: gap.stage.unwrap_or(Stage::Run),
+            }
+        } else {
+            Planned::Unsupported {
+                reason,
+                basis: Basis::Evidence,
+            }
+        },
+    )
 }
 
-fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine: &EngineSpec) -> CellPlan {
+fn plan_cell(
+    specs: &Specs,
+    model: &LoadedModel,
+    platform: &PlatformPlan,
+    engine: &EngineSpec,
+) -> CellPlan {
     let spec = &model.spec;
     let name = platform.platform;
     let over = spec.platforms.get(&name);
     let kind = engine.kind();
     let what = format!("{} on {name} with {}", spec.model_type, kind.name());
-    let entries = |checks: &[&str]| -> Vec<&Entry> { spec.evidence.iter().filter(|e| e.is_for(name, kind) && checks.contains(&e.check.as_str())).collect() };
+    let entries = |checks: &[&str]| -> Vec<&Entry> {
+        spec.evidence
+            .iter()
+            .filter(|e| e.is_for(name, kind) && checks.contains(&e.check.as_str()))
+            .collect()
+    };
     let run = || match platform.no_engine(engine) {
         None => Planned::Run,
         Some(reason) => Planned::NoEngine { reason },
@@ -191,32 +265,63 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
         } else if kind == EngineKind::Libtorch {
             // libtorch runs the TorchScript trace, which torch.onnx failing says nothing about:
             // its fixture is built without the ONNX step (torchscript.py), unless tracing failed too.
-            let trace_failed = spec.pipeline_entry(evidence::TORCHSCRIPT_EXPORT).filter(|_| spec.export.known_issue_measured);
+            let trace_failed = spec
+                .pipeline_entry(evidence::TORCHSCRIPT_EXPORT)
+                .filter(|_| spec.export.known_issue_measured);
             if spec.traced_without_onnx() {
                 // Its own fixture: its checks' stored outcomes decide, as any cell's.
                 from_evidence(&what, &entries(&CHECKS)).unwrap_or_else(run)
             } else if let Some(entry) = trace_failed {
-                from_evidence(&format!("{}'s TorchScript trace", spec.model_type), &[entry]).expect("one entry")
+                from_evidence(
+                    &format!("{}'s TorchScript trace", spec.model_type),
+                    &[entry],
+                )
+                .expect("one entry")
             } else {
                 let why = if spec.export.known_issue_measured {
                     "it is checked as its components, and libtorch's own fixture (runtime/exporter/torchscript.py) is built for whole models only"
                 } else {
                     "it is a known issue written in its spec, so no export ran, and its TorchScript trace is built only where a run measured that failure (gen import)"
                 };
-                Planned::NotTested { reason: format!("not tested here: {}'s ONNX export failed and {why} (our harness's gap): {error}", spec.model_type), stage: Stage::Export }
+                Planned::NotTested {
+                    reason: format!(
+                        "not tested here: {}'s ONNX export failed and {why} (our harness's gap): {error}",
+                        spec.model_type
+                    ),
+                    stage: Stage::Export,
+                }
             }
         } else if spec.export.known_issue_measured {
-            let entry = spec.evidence.iter().find(|e| e.platform.is_none() && e.check == evidence::EXPORT).expect("a measured export issue is an entry");
-            from_evidence(&format!("{}'s fixture pipeline", spec.model_type), &[entry]).expect("one entry")
+            let entry = spec
+                .evidence
+                .iter()
+                .find(|e| e.platform.is_none() && e.check == evidence::EXPORT)
+                .expect("a measured export issue is an entry");
+            from_evidence(&format!("{}'s fixture pipeline", spec.model_type), &[entry])
+                .expect("one entry")
         } else {
-            Planned::KnownIssue { reason: format!("{} cannot be exported to ONNX yet: {error}", spec.model_type), basis: Basis::Spec, stage: spec.export.stage }
+            Planned::KnownIssue {
+                reason: format!(
+                    "{} cannot be exported to ONNX yet: {error}",
+                    spec.model_type
+                ),
+                basis: Basis::Spec,
+                stage: spec.export.stage,
+            }
         }
     } else if let Some(o) = over.filter(|o| o.status.is_some()) {
         let reason = o.reason.clone().unwrap_or_default();
         match o.status.expect("filtered") {
             OverrideStatus::Run => run(),
-            OverrideStatus::Unsupported => Planned::Unsupported { reason, basis: Basis::Spec },
-            OverrideStatus::KnownIssue => Planned::KnownIssue { reason, basis: Basis::Spec, stage: None },
+            OverrideStatus::Unsupported => Planned::Unsupported {
+                reason,
+                basis: Basis::Spec,
+            },
+            OverrideStatus::KnownIssue => Planned::KnownIssue {
+                reason,
+                basis: Basis::Spec,
+                stage: None,
+            },
         }
     } else if let Some(planned) = from_evidence(&what, &entries(&CHECKS)) {
         planned
@@ -226,35 +331,77 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
     // Every engine that runs the ONNX graph runs its variants (the browser's
     // onnxruntime-web too); libtorch runs TorchScript and wgpu runs kernels.
     let precision_checks = match engine {
-        EngineSpec::Onnxruntime { .. } | EngineSpec::Browser { .. } => specs.hardware.platforms[&name]
+        EngineSpec::Onnxruntime { .. } | EngineSpec::Browser { .. } => specs.hardware.platforms
+            [&name]
             .precision_checks
             .iter()
             .map(|&precision| {
-                let planned = match (&planned, from_evidence(&what, &entries(&[precision.check_name()]))) {
+                let planned = match (
+                    &planned,
+                    from_evidence(&what, &entries(&[precision.check_name()])),
+                ) {
                     (Planned::Run, Some(stored)) => stored,
                     (other, _) => other.clone(),
                 };
-                let tolerance = spec.precision_tolerances.get(&precision).cloned().expect("the loader checks every precision check has a tolerance");
-                PrecisionPlan { precision, planned, tolerance }
+                let tolerance = spec
+                    .precision_tolerances
+                    .get(&precision)
+                    .cloned()
+                    .expect("the loader checks every precision check has a tolerance");
+                PrecisionPlan {
+                    precision,
+                    planned,
+                    tolerance,
+                }
             })
             .collect(),
         _ => Vec::new(),
     };
     // Judged as that precision is: its elementwise bound and the model's agreement bound for it.
-    let float32_computed_in = specs.hardware.platforms[&name].float32_computed_in.as_ref().map(|c| {
-        let agreement = spec.precision_tolerances.get(&c.precision).cloned().expect("the loader checks every precision has a tolerance");
-        (c.precision, c.max_error_of_spread, c.reason.clone(), agreement)
-    });
-    let runs_onnx = matches!(engine, EngineSpec::Onnxruntime { .. } | EngineSpec::Browser { .. });
+    let float32_computed_in = specs.hardware.platforms[&name]
+        .float32_computed_in
+        .as_ref()
+        .map(|c| {
+            let agreement = spec
+                .precision_tolerances
+                .get(&c.precision)
+                .cloned()
+                .expect("the loader checks every precision has a tolerance");
+            (
+                c.precision,
+                c.max_error_of_spread,
+                c.reason.clone(),
+                agreement,
+            )
+        });
+    let runs_onnx = matches!(
+        engine,
+        EngineSpec::Onnxruntime { .. } | EngineSpec::Browser { .. }
+    );
     let generation = (model.generates() && runs_onnx).then(|| {
-        let generation_export = spec.evidence.iter().find(|e| e.platform.is_none() && e.check == evidence::GENERATION_EXPORT);
+        let generation_export = spec
+            .evidence
+            .iter()
+            .find(|e| e.platform.is_none() && e.check == evidence::GENERATION_EXPORT);
         match over.and_then(|o| o.status.map(|s| (s, o.reason.clone().unwrap_or_default()))) {
             _ if platform.no_engine(engine).is_some() => run(),
-            _ if generation_export.is_some() => {
-                from_evidence(&format!("{}'s decoder with its cache (the generation exporter)", spec.model_type), &[generation_export.expect("checked")]).expect("one entry")
-            }
-            Some((OverrideStatus::Unsupported, reason)) => Planned::Unsupported { reason, basis: Basis::Spec },
-            Some((OverrideStatus::KnownIssue, reason)) => Planned::KnownIssue { reason, basis: Basis::Spec, stage: None },
+            _ if generation_export.is_some() => from_evidence(
+                &format!(
+                    "{}'s decoder with its cache (the generation exporter)",
+                    spec.model_type
+                ),
+                &[generation_export.expect("checked")],
+            )
+            .expect("one entry"),
+            Some((OverrideStatus::Unsupported, reason)) => Planned::Unsupported {
+                reason,
+                basis: Basis::Spec,
+            },
+            Some((OverrideStatus::KnownIssue, reason)) => Planned::KnownIssue {
+                reason,
+                basis: Basis::Spec,
+                stage: None,
+            },
             _ => from_evidence(&what, &entries(&[GENERATES])).unwrap_or(Planned::Run),
         }
     });
@@ -265,7 +412,9 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
         precision_checks,
         float32_computed_in,
         planned,
-        tolerance_override: over.and_then(|o| o.tolerance.clone()).or_else(|| platform_tolerance(&specs.hardware.platforms[&name].tolerance, &spec.tolerance)),
+        tolerance_override: over.and_then(|o| o.tolerance.clone()).or_else(|| {
+            platform_tolerance(&specs.hardware.platforms[&name].tolerance, &spec.tolerance)
+        }),
         fallback_ops: over.map(|o| o.fallback_ops.clone()).unwrap_or_default(),
     }
 }
@@ -274,10 +423,17 @@ fn plan_cell(specs: &Specs, model: &LoadedModel, platform: &PlatformPlan, engine
 /// `platform`, with the harness's error; None when the pipeline got further.
 fn harness_gap(spec: &crate::spec::ModelSpec, platform: Platform) -> Option<Planned<String>> {
     let stage = spec.export.stage.filter(|s| s.is_harness())?;
-    let step = if stage == Stage::Config { "build the tiny config" } else { "build and run the tiny PyTorch model" };
+    let step = if stage == Stage::Config {
+        "build the tiny config"
+    } else {
+        "build and run the tiny PyTorch model"
+    };
     let error = spec.export.known_issue.as_deref().unwrap_or_default();
     Some(Planned::NotTested {
-        reason: format!("not tested: hwmatrix's harness could not {step} for {} (stage `{stage}`, our gap, not a fact about the model or {platform}): {error}", spec.model_type),
+        reason: format!(
+            "not tested: hwmatrix's harness could not {step} for {} (stage `{stage}`, our gap, not a fact about the model or {platform}): {error}",
+            spec.model_type
+        ),
         stage,
     })
 }
@@ -291,14 +447,42 @@ fn plan_quantization(specs: &Specs, model: &LoadedModel) -> QuantizationPlan {
             let planned = if let Some(not_tested) = harness_gap(spec, platform) {
                 not_tested
             } else if let Some(error) = &spec.export.known_issue {
-                Planned::KnownIssue { reason: format!("{} has no fixture to take weights from: {error}", spec.model_type), basis: if spec.export.known_issue_measured { Basis::Evidence } else { Basis::Spec }, stage: spec.export.stage }
-            } else if let Some(stored) = from_evidence(&format!("{} on {platform} with wgpu", spec.model_type), &spec.evidence.iter().filter(|e| e.is_for(platform, EngineKind::Wgpu) && e.check == scheme.check_name()).collect::<Vec<_>>()) {
+                Planned::KnownIssue {
+                    reason: format!(
+                        "{} has no fixture to take weights from: {error}",
+                        spec.model_type
+                    ),
+                    basis: if spec.export.known_issue_measured {
+                        Basis::Evidence
+                    } else {
+                        Basis::Spec
+                    },
+                    stage: spec.export.stage,
+                }
+            } else if let Some(stored) = from_evidence(
+                &format!("{} on {platform} with wgpu", spec.model_type),
+                &spec
+                    .evidence
+                    .iter()
+                    .filter(|e| {
+                        e.is_for(platform, EngineKind::Wgpu) && e.check == scheme.check_name()
+                    })
+                    .collect::<Vec<_>>(),
+            ) {
                 stored
             } else {
                 Planned::Run
             };
-            let expected = spec.web_quantization.as_ref().and_then(|w| w.webgpu.as_ref()).and_then(|r| r.get(&scheme).copied());
-            QuantizationCheckPlan { scheme, planned, expected }
+            let expected = spec
+                .web_quantization
+                .as_ref()
+                .and_then(|w| w.webgpu.as_ref())
+                .and_then(|r| r.get(&scheme).copied());
+            QuantizationCheckPlan {
+                scheme,
+                planned,
+                expected,
+            }
         })
         .collect();
     QuantizationPlan { platform, checks }
@@ -309,15 +493,26 @@ mod tests {
     use super::*;
 
     fn tolerance(abs: f64, rel: f64) -> ToleranceSpec {
-        ToleranceSpec { abs, rel, reason: Some("measured".into()) }
+        ToleranceSpec {
+            abs,
+            rel,
+            reason: Some("measured".into()),
+        }
     }
 
     #[test]
     fn a_platform_tolerance_widens_only_what_is_tighter_than_it() {
         let platform = Some(tolerance(1e-3, 1e-3));
-        let widened = platform_tolerance(&platform, &tolerance(1e-4, 1e-2)).expect("abs is tighter than the platform's");
-        assert_eq!((widened.abs, widened.rel, widened.reason.as_deref()), (1e-3, 1e-2, Some("measured")));
-        assert!(platform_tolerance(&platform, &tolerance(1e-2, 1e-2)).is_none(), "the model's own is wider in both parts");
+        let widened = platform_tolerance(&platform, &tolerance(1e-4, 1e-2))
+            .expect("abs is tighter than the platform's");
+        assert_eq!(
+            (widened.abs, widened.rel, widened.reason.as_deref()),
+            (1e-3, 1e-2, Some("measured"))
+        );
+        assert!(
+            platform_tolerance(&platform, &tolerance(1e-2, 1e-2)).is_none(),
+            "the model's own is wider in both parts"
+        );
         assert!(platform_tolerance(&None, &tolerance(1e-4, 1e-3)).is_none());
     }
 }

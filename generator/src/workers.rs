@@ -62,7 +62,11 @@ struct Worker {
 
 impl Worker {
     fn start(python: &Path, log: &Path) -> Result<Worker, String> {
-        let stderr = std::fs::OpenOptions::new().create(true).append(true).open(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|e| format!("{}: {e}", log.display()))?;
         let mut child = Command::new(python)
             .arg(worker_script())
             .arg("--serve")
@@ -83,26 +87,44 @@ impl Worker {
                 }
             }
         });
-        Ok(Worker { child, stdin, answers })
+        Ok(Worker {
+            child,
+            stdin,
+            answers,
+        })
     }
 
     fn ask(&mut self, id: usize, job: &Value, timeout: Duration) -> Result<Outcome, JobError> {
         let mut job = job.clone();
         job["id"] = id.into();
-        writeln!(self.stdin, "{job}").map_err(|e| JobError::Died(format!("the worker process is gone ({e})")))?;
-        self.stdin.flush().map_err(|e| JobError::Died(format!("the worker process is gone ({e})")))?;
+        writeln!(self.stdin, "{job}")
+            .map_err(|e| JobError::Died(format!("the worker process is gone ({e})")))?;
+        self.stdin
+            .flush()
+            .map_err(|e| JobError::Died(format!("the worker process is gone ({e})")))?;
         match self.answers.recv_timeout(timeout) {
             Ok(line) => {
-                let answer: Value = serde_json::from_str(&line).map_err(|e| JobError::Died(format!("unreadable answer from the worker ({e}): {line}")))?;
+                let answer: Value = serde_json::from_str(&line).map_err(|e| {
+                    JobError::Died(format!("unreadable answer from the worker ({e}): {line}"))
+                })?;
                 Ok(if answer["ok"].as_bool() == Some(true) {
                     Ok(answer["result"].clone())
                 } else {
-                    Err(JobError::Failed(answer["error"].as_str().unwrap_or("the worker gave no error message").to_string()))
+                    Err(JobError::Failed(
+                        answer["error"]
+                            .as_str()
+                            .unwrap_or("the worker gave no error message")
+                            .to_string(),
+                    ))
                 })
             }
             Err(RecvTimeoutError::Timeout) => Err(JobError::TimedOut(timeout)),
             Err(RecvTimeoutError::Disconnected) => {
-                let status = self.child.wait().map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+                let status = self
+                    .child
+                    .wait()
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|e| e.to_string());
                 Err(JobError::Died(format!("the Python worker died ({status})")))
             }
         }
@@ -119,11 +141,20 @@ impl Drop for Worker {
 impl Pool {
     /// Runs every job (label, JSON job) and returns the outcomes in job order.
     /// `progress` is told of each finished job.
-    pub fn run(&self, jobs: Vec<(String, Value)>, progress: &mut Progress) -> Result<Vec<(String, Outcome)>, String> {
-        std::fs::create_dir_all(&self.log_dir).map_err(|e| format!("cannot create {}: {e}", self.log_dir.display()))?;
+    pub fn run(
+        &self,
+        jobs: Vec<(String, Value)>,
+        progress: &mut Progress,
+    ) -> Result<Vec<(String, Outcome)>, String> {
+        std::fs::create_dir_all(&self.log_dir)
+            .map_err(|e| format!("cannot create {}: {e}", self.log_dir.display()))?;
         let total = jobs.len();
-        let queue: Arc<Mutex<VecDeque<(usize, String, Value)>>> =
-            Arc::new(Mutex::new(jobs.into_iter().enumerate().map(|(i, (label, job))| (i, label, job)).collect()));
+        let queue: Arc<Mutex<VecDeque<(usize, String, Value)>>> = Arc::new(Mutex::new(
+            jobs.into_iter()
+                .enumerate()
+                .map(|(i, (label, job))| (i, label, job))
+                .collect(),
+        ));
         let (send, done) = mpsc::channel::<(usize, String, Outcome, Duration)>();
         let mut threads = Vec::new();
         for n in 0..self.workers.max(1).min(total.max(1)) {
@@ -135,7 +166,9 @@ impl Pool {
             threads.push(std::thread::spawn(move || -> Result<(), String> {
                 let mut worker: Option<Worker> = None;
                 loop {
-                    let Some((id, label, job)) = queue.lock().expect("queue").pop_front() else { return Ok(()) };
+                    let Some((id, label, job)) = queue.lock().expect("queue").pop_front() else {
+                        return Ok(());
+                    };
                     if worker.is_none() {
                         worker = Some(Worker::start(&python, &log)?);
                     }
@@ -160,10 +193,15 @@ impl Pool {
             outcomes[id] = Some((label, outcome));
         }
         for thread in threads {
-            thread.join().map_err(|_| "a worker thread panicked".to_string())??;
+            thread
+                .join()
+                .map_err(|_| "a worker thread panicked".to_string())??;
         }
         progress.end();
-        Ok(outcomes.into_iter().map(|o| o.expect("every job answers")).collect())
+        Ok(outcomes
+            .into_iter()
+            .map(|o| o.expect("every job answers"))
+            .collect())
     }
 }
 
@@ -181,7 +219,15 @@ pub struct Progress<'a> {
 
 impl<'a> Progress<'a> {
     pub fn new(what: &'static str, total: usize, out: &'a mut dyn Write, tty: bool) -> Self {
-        Progress { what, total, done: 0, failed: 0, started: Instant::now(), tty, out }
+        Progress {
+            what,
+            total,
+            done: 0,
+            failed: 0,
+            started: Instant::now(),
+            tty,
+            out,
+        }
     }
 
     pub fn stderr_is_terminal() -> bool {
@@ -195,16 +241,31 @@ impl<'a> Progress<'a> {
             let error = error.to_string();
             let first = error.lines().next().unwrap_or("");
             let short: String = first.chars().take(160).collect();
-            let _ = writeln!(self.out, "{}{label}: failed ({:.1} s): {short}", if self.tty { "\r\x1b[2K" } else { "" }, took.as_secs_f64());
+            let _ = writeln!(
+                self.out,
+                "{}{label}: failed ({:.1} s): {short}",
+                if self.tty { "\r\x1b[2K" } else { "" },
+                took.as_secs_f64()
+            );
         }
         let elapsed = self.started.elapsed().as_secs_f64();
         let eta = elapsed / self.done as f64 * (self.total - self.done) as f64;
-        let line = format!("{} {}/{} ({} failed), {:.0} s, about {:.0} s left, last: {label}", self.what, self.done, self.total, self.failed, elapsed, eta);
+        let line = format!(
+            "{} {}/{} ({} failed), {:.0} s, about {:.0} s left, last: {label}",
+            self.what, self.done, self.total, self.failed, elapsed, eta
+        );
         if self.tty {
             let width = 24;
             let filled = width * self.done / self.total.max(1);
-            let _ = write!(self.out, "\r\x1b[2K[{}{}] {line}", "#".repeat(filled), ".".repeat(width - filled));
-        } else if self.done == self.total || (self.done * 10 / self.total.max(1)) != ((self.done - 1) * 10 / self.total.max(1)) {
+            let _ = write!(
+                self.out,
+                "\r\x1b[2K[{}{}] {line}",
+                "#".repeat(filled),
+                ".".repeat(width - filled)
+            );
+        } else if self.done == self.total
+            || (self.done * 10 / self.total.max(1)) != ((self.done - 1) * 10 / self.total.max(1))
+        {
             let _ = writeln!(self.out, "{line}");
         }
         let _ = self.out.flush();

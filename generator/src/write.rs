@@ -54,7 +54,8 @@ pub fn apply(out: &Path, files: &Files, changes: &Changes) -> Result<(), String>
     }
     for rel in &changes.stale {
         let path = out.join(rel);
-        std::fs::remove_file(&path).map_err(|e| format!("cannot remove stale {}: {e}", path.display()))?;
+        std::fs::remove_file(&path)
+            .map_err(|e| format!("cannot remove stale {}: {e}", path.display()))?;
         remove_empty_parents(out, &path);
     }
     Ok(())
@@ -62,11 +63,17 @@ pub fn apply(out: &Path, files: &Files, changes: &Changes) -> Result<(), String>
 
 /// Writes next to the target and renames over it, so a reader never sees half a file.
 pub fn write_atomically(path: &Path, content: &[u8]) -> Result<(), String> {
-    let dir = path.parent().ok_or_else(|| format!("{} has no parent folder", path.display()))?;
+    let dir = path
+        .parent()
+        .ok_or_else(|| format!("{} has no parent folder", path.display()))?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let tmp = dir.join(format!(".{}.gen-tmp", path.file_name().and_then(|n| n.to_str()).unwrap_or("file")));
+    let tmp = dir.join(format!(
+        ".{}.gen-tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("file")
+    ));
     std::fs::write(&tmp, content).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("cannot move {} into place: {e}", path.display()))
+    std::fs::rename(&tmp, path)
+        .map_err(|e| format!("cannot move {} into place: {e}", path.display()))
 }
 
 fn remove_empty_parents(out: &Path, file: &Path) {
@@ -84,13 +91,19 @@ fn generated_files(out: &Path) -> Result<Vec<PathBuf>, String> {
     let mut found = Vec::new();
     let mut stack = vec![out.join("src")];
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for entry in entries.flatten() {
             let path = entry.path();
             if path.is_dir() {
                 stack.push(path);
             } else if path.extension().is_some_and(|e| e == "rs") && has_banner(&path) {
-                found.push(path.strip_prefix(out).expect("walked from out").to_path_buf());
+                found.push(
+                    path.strip_prefix(out)
+                        .expect("walked from out")
+                        .to_path_buf(),
+                );
             }
         }
     }
@@ -101,5 +114,8 @@ fn generated_files(out: &Path) -> Result<Vec<PathBuf>, String> {
 fn has_banner(path: &Path) -> bool {
     use std::io::Read;
     let mut head = [0u8; BANNER_PREFIX.len()];
-    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && head == BANNER_PREFIX.as_bytes()
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && head == BANNER_PREFIX.as_bytes()
 }

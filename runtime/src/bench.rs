@@ -30,7 +30,13 @@ pub struct Options {
 fn latency(mut times: Vec<f64>) -> Latency {
     times.sort_by(f64::total_cmp);
     let at = |q: f64| times[((times.len() as f64 * q).ceil() as usize).clamp(1, times.len()) - 1];
-    Latency { median_ms: times[times.len() / 2], p90_ms: at(0.9), min_ms: times[0], max_ms: times[times.len() - 1], runs: times.len() }
+    Latency {
+        median_ms: times[times.len() / 2],
+        p90_ms: at(0.9),
+        min_ms: times[0],
+        max_ms: times[times.len() - 1],
+        runs: times.len(),
+    }
 }
 
 /// `batch` copies of a batch-1 tensor along its first axis.
@@ -73,7 +79,9 @@ pub fn run(cell: &Cell, options: &Options) -> Result<Bench, CheckError> {
                 threads: bench.threads,
                 other_checks_in_flight: 0,
                 test_threads: None,
-                beside: std::env::var("HWMATRIX_BESIDE").ok().filter(|b| !b.trim().is_empty()),
+                beside: std::env::var("HWMATRIX_BESIDE")
+                    .ok()
+                    .filter(|b| !b.trim().is_empty()),
             });
             rec.bench = Some(bench.clone());
         }
@@ -82,22 +90,35 @@ pub fn run(cell: &Cell, options: &Options) -> Result<Bench, CheckError> {
             rec.error_kind = Some(e.kind);
         }
     }
-    record::append(&rec).map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("cannot write the bench record: {e}")))?;
+    record::append(&rec).map_err(|e| {
+        CheckError::new(
+            ErrorKind::RunFailed,
+            format!("cannot write the bench record: {e}"),
+        )
+    })?;
     result
 }
 
 fn measure(cell: &Cell, options: &Options, rec: &mut record::Record) -> Result<Bench, CheckError> {
     let fixture = Fixture::open(cell.model)?;
-    rec.fixture = Some(FixtureRecord { dir: fixture.dir.display().to_string(), source: fixture.meta.source.clone(), cache_key: fixture.meta.cache_key.clone() });
+    rec.fixture = Some(FixtureRecord {
+        dir: fixture.dir.display().to_string(),
+        source: fixture.meta.source.clone(),
+        cache_key: fixture.meta.cache_key.clone(),
+    });
     let inputs = fixture.inputs(Shape::Export)?;
     let mut session = engine::open(cell, &fixture, None, Mode::Timed)?;
     rec.library = Some(session.library());
     let threads = session.threads();
-    let timed = |session: &mut Box<dyn engine::Session>, inputs: &[(String, Tensor)]| -> Result<Latency, CheckError> {
+    let timed = |session: &mut Box<dyn engine::Session>,
+                 inputs: &[(String, Tensor)]|
+     -> Result<Latency, CheckError> {
         for _ in 0..options.warmup {
             session.time_run(inputs)?;
         }
-        let times = (0..options.runs.max(1)).map(|_| session.time_run(inputs)).collect::<Result<Vec<f64>, _>>()?;
+        let times = (0..options.runs.max(1))
+            .map(|_| session.time_run(inputs))
+            .collect::<Result<Vec<f64>, _>>()?;
         Ok(latency(times))
     };
     let latency = timed(&mut session, &inputs)?;
@@ -107,12 +128,30 @@ fn measure(cell: &Cell, options: &Options, rec: &mut record::Record) -> Result<B
         .iter()
         .map(|&batch| {
             if !batch_one {
-                return Throughput { batch, per_second: None, median_ms: None, error: Some("the fixture's inputs are not batch 1".into()) };
+                return Throughput {
+                    batch,
+                    per_second: None,
+                    median_ms: None,
+                    error: Some("the fixture's inputs are not batch 1".into()),
+                };
             }
-            let tiled: Vec<(String, Tensor)> = inputs.iter().map(|(n, t)| (n.clone(), tile(t, batch))).collect();
+            let tiled: Vec<(String, Tensor)> = inputs
+                .iter()
+                .map(|(n, t)| (n.clone(), tile(t, batch)))
+                .collect();
             match timed(&mut session, &tiled) {
-                Ok(l) => Throughput { batch, per_second: Some(batch as f64 * 1e3 / l.median_ms), median_ms: Some(l.median_ms), error: None },
-                Err(e) => Throughput { batch, per_second: None, median_ms: None, error: Some(e.message) },
+                Ok(l) => Throughput {
+                    batch,
+                    per_second: Some(batch as f64 * 1e3 / l.median_ms),
+                    median_ms: Some(l.median_ms),
+                    error: None,
+                },
+                Err(e) => Throughput {
+                    batch,
+                    per_second: None,
+                    median_ms: None,
+                    error: Some(e.message),
+                },
             }
         })
         .collect();
@@ -122,25 +161,57 @@ fn measure(cell: &Cell, options: &Options, rec: &mut record::Record) -> Result<B
         None => None,
     };
     let python = match (&options.python, cell.engine) {
-        (Some(python), Engine::OnnxRuntime { provider: ExecutionProvider::Cpu, .. }) => {
-            let py = python_onnxruntime(python, &fixture.model_onnx(), &fixture.dir.join("inputs"), options, threads)?;
+        (
+            Some(python),
+            Engine::OnnxRuntime {
+                provider: ExecutionProvider::Cpu,
+                ..
+            },
+        ) => {
+            let py = python_onnxruntime(
+                python,
+                &fixture.model_onnx(),
+                &fixture.dir.join("inputs"),
+                options,
+                threads,
+            )?;
             let rust_over_python = latency.median_ms / py.1.median_ms;
-            Some(Python { onnxruntime: py.0, latency: py.1, rust_over_python })
+            Some(Python {
+                onnxruntime: py.0,
+                latency: py.1,
+                rust_over_python,
+            })
         }
         _ => None,
     };
-    Ok(Bench { latency, throughput, peak_rss_kb: record::peak_rss_kb(), python, warmup_runs: options.warmup, threads, generation })
+    Ok(Bench {
+        latency,
+        throughput,
+        peak_rss_kb: record::peak_rss_kb(),
+        python,
+        warmup_runs: options.warmup,
+        threads,
+        generation,
+    })
 }
 
 /// Times the generation fixture's loop on the cell's engine, and the same loop
 /// through Python's onnxruntime where the cell is ONNX Runtime's CPU provider.
-fn generation(cell: &Cell, options: &Options, threads: Threads) -> Result<GenerationBench, CheckError> {
+fn generation(
+    cell: &Cell,
+    options: &Options,
+    threads: Threads,
+) -> Result<GenerationBench, CheckError> {
     use crate::generation::GenerationFixture;
     let fixture = GenerationFixture::open(cell.model, crate::checks::generation_decl(cell)?)?;
-    let mut sessions: std::collections::BTreeMap<String, Box<dyn engine::Session>> = std::collections::BTreeMap::new();
+    let mut sessions: std::collections::BTreeMap<String, Box<dyn engine::Session>> =
+        std::collections::BTreeMap::new();
     for name in fixture.meta.graphs.keys() {
         let (file, axes, nodes) = fixture.graph(name);
-        sessions.insert(name.clone(), engine::open_graph(cell, &file, axes, nodes, Mode::Timed)?);
+        sessions.insert(
+            name.clone(),
+            engine::open_graph(cell, &file, axes, nodes, Mode::Timed)?,
+        );
     }
     // Each run's times: the prologue (an encoder) with the first step, as a prefill is; then each decode step.
     let (mut prefill, mut decode) = (Vec::new(), Vec::new());
@@ -149,13 +220,20 @@ fn generation(cell: &Cell, options: &Options, threads: Threads) -> Result<Genera
         fixture.run_loop(
             &mut |graph, inputs| {
                 let start = Instant::now();
-                let outputs = sessions.get_mut(graph).expect("every graph is opened").run(inputs);
+                let outputs = sessions
+                    .get_mut(graph)
+                    .expect("every graph is opened")
+                    .run(inputs);
                 elapsed.set(elapsed.get() + start.elapsed().as_secs_f64() * 1e3);
                 outputs
             },
             &mut |step, _, _| {
                 if run >= options.warmup {
-                    if step == 0 { prefill.push(elapsed.get()) } else { decode.push(elapsed.get()) }
+                    if step == 0 {
+                        prefill.push(elapsed.get())
+                    } else {
+                        decode.push(elapsed.get())
+                    }
                 }
                 elapsed.set(0.0);
                 Ok(())
@@ -166,11 +244,33 @@ fn generation(cell: &Cell, options: &Options, threads: Threads) -> Result<Genera
     let (prefill, decode_step) = (latency(prefill), latency(decode));
     let per_second = |l: &Latency| batch as f64 * 1e3 / l.median_ms;
     let python = match (&options.python, cell.engine) {
-        (Some(python), Engine::OnnxRuntime { provider: ExecutionProvider::Cpu, .. }) => {
-            let reply = python_script(python, "bench_generation.py", &[("--fixture", fixture.dir.display().to_string())], options, threads)?;
-            let times = |key: &str| reply[key].as_array().map(|a| a.iter().filter_map(|v| v.as_f64()).collect::<Vec<f64>>()).filter(|t| !t.is_empty());
-            let (Some(py_prefill), Some(py_decode)) = (times("prefill_ms"), times("decode_step_ms")) else {
-                return Err(CheckError::new(ErrorKind::RunFailed, format!("bench_generation.py returned no times: {reply}")));
+        (
+            Some(python),
+            Engine::OnnxRuntime {
+                provider: ExecutionProvider::Cpu,
+                ..
+            },
+        ) => {
+            let reply = python_script(
+                python,
+                "bench_generation.py",
+                &[("--fixture", fixture.dir.display().to_string())],
+                options,
+                threads,
+            )?;
+            let times = |key: &str| {
+                reply[key]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|v| v.as_f64()).collect::<Vec<f64>>())
+                    .filter(|t| !t.is_empty())
+            };
+            let (Some(py_prefill), Some(py_decode)) =
+                (times("prefill_ms"), times("decode_step_ms"))
+            else {
+                return Err(CheckError::new(
+                    ErrorKind::RunFailed,
+                    format!("bench_generation.py returned no times: {reply}"),
+                ));
             };
             let (py_prefill, py_decode) = (latency(py_prefill), latency(py_decode));
             Some(GenerationPython {
@@ -197,35 +297,93 @@ fn generation(cell: &Cell, options: &Options, threads: Threads) -> Result<Genera
 }
 
 /// The same model and inputs through Python's onnxruntime, same threads, same runs.
-fn python_onnxruntime(python: &Path, model: &Path, inputs: &Path, options: &Options, threads: Threads) -> Result<(String, Latency), CheckError> {
-    let args = [("--model", model.display().to_string()), ("--inputs", inputs.display().to_string())];
+fn python_onnxruntime(
+    python: &Path,
+    model: &Path,
+    inputs: &Path,
+    options: &Options,
+    threads: Threads,
+) -> Result<(String, Latency), CheckError> {
+    let args = [
+        ("--model", model.display().to_string()),
+        ("--inputs", inputs.display().to_string()),
+    ];
     let reply = python_script(python, "bench_ort.py", &args, options, threads)?;
-    let times: Vec<f64> = reply["times_ms"].as_array().map(|a| a.iter().filter_map(|v| v.as_f64()).collect()).unwrap_or_default();
+    let times: Vec<f64> = reply["times_ms"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_f64()).collect())
+        .unwrap_or_default();
     if times.is_empty() {
-        return Err(CheckError::new(ErrorKind::RunFailed, format!("bench_ort.py returned no times: {reply}")));
+        return Err(CheckError::new(
+            ErrorKind::RunFailed,
+            format!("bench_ort.py returned no times: {reply}"),
+        ));
     }
-    Ok((reply["onnxruntime"].as_str().unwrap_or("?").to_string(), latency(times)))
+    Ok((
+        reply["onnxruntime"].as_str().unwrap_or("?").to_string(),
+        latency(times),
+    ))
 }
 
 /// Runs one of the exporter folder's timing scripts with the run counts and threads; its JSON reply.
-fn python_script(python: &Path, name: &str, args: &[(&str, String)], options: &Options, threads: Threads) -> Result<serde_json::Value, CheckError> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("exporter").join(name);
+fn python_script(
+    python: &Path,
+    name: &str,
+    args: &[(&str, String)],
+    options: &Options,
+    threads: Threads,
+) -> Result<serde_json::Value, CheckError> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("exporter")
+        .join(name);
     let started = Instant::now();
     let output = Command::new(python)
         .arg(&script)
         .args(args.iter().flat_map(|(k, v)| [k.to_string(), v.clone()]))
-        .args(["--warmup", &options.warmup.to_string(), "--runs", &options.runs.max(1).to_string()])
-        .args(["--intra-threads", &threads.intra_op.to_string(), "--inter-threads", &threads.inter_op.to_string()])
+        .args([
+            "--warmup",
+            &options.warmup.to_string(),
+            "--runs",
+            &options.runs.max(1).to_string(),
+        ])
+        .args([
+            "--intra-threads",
+            &threads.intra_op.to_string(),
+            "--inter-threads",
+            &threads.inter_op.to_string(),
+        ])
         .output()
-        .map_err(|e| CheckError::new(ErrorKind::LibraryMissing, format!("cannot run {} for the Python comparison: {e}", python.display())))?;
+        .map_err(|e| {
+            CheckError::new(
+                ErrorKind::LibraryMissing,
+                format!(
+                    "cannot run {} for the Python comparison: {e}",
+                    python.display()
+                ),
+            )
+        })?;
     if !output.status.success() {
         return Err(CheckError::new(
             ErrorKind::RunFailed,
-            format!("{} {} failed after {:.1} s: {}", python.display(), script.display(), started.elapsed().as_secs_f64(), String::from_utf8_lossy(&output.stderr).trim()),
+            format!(
+                "{} {} failed after {:.1} s: {}",
+                python.display(),
+                script.display(),
+                started.elapsed().as_secs_f64(),
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
         ));
     }
-    serde_json::from_slice(&output.stdout)
-        .map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("{}: not JSON ({e}): {}", script.display(), String::from_utf8_lossy(&output.stdout))))
+    serde_json::from_slice(&output.stdout).map_err(|e| {
+        CheckError::new(
+            ErrorKind::RunFailed,
+            format!(
+                "{}: not JSON ({e}): {}",
+                script.display(),
+                String::from_utf8_lossy(&output.stdout)
+            ),
+        )
+    })
 }
 
 #[cfg(test)]
@@ -235,12 +393,18 @@ mod tests {
     #[test]
     fn p90_and_median_of_known_times() {
         let l = latency((1..=10).map(f64::from).collect());
-        assert_eq!((l.median_ms, l.p90_ms, l.min_ms, l.runs), (6.0, 9.0, 1.0, 10));
+        assert_eq!(
+            (l.median_ms, l.p90_ms, l.min_ms, l.runs),
+            (6.0, 9.0, 1.0, 10)
+        );
     }
 
     #[test]
     fn tiling_repeats_along_the_first_axis() {
-        let t = Tensor { shape: vec![1, 3], data: Data::Int64(vec![1, 2, 3]) };
+        let t = Tensor {
+            shape: vec![1, 3],
+            data: Data::Int64(vec![1, 2, 3]),
+        };
         let tiled = tile(&t, 2);
         assert_eq!(tiled.shape, [2, 3]);
         assert!(matches!(tiled.data, Data::Int64(ref v) if v == &[1, 2, 3, 1, 2, 3]));

@@ -12,10 +12,12 @@ use crate::engine::{self, Mode};
 use crate::error::{CheckError, ErrorKind};
 use crate::fixture::{Fixture, Shape};
 use crate::placement;
-use hwmatrix_cell::presence::{self, Availability};
-use crate::record::{self, DeviationRecord, FixtureRecord, Memory, Outcome, OutputDeviation, Record, Timing, Worst};
+use crate::record::{
+    self, DeviationRecord, FixtureRecord, Memory, Outcome, OutputDeviation, Record, Timing, Worst,
+};
 use crate::tensor::Tensor;
 use crate::{AgreementBound, Basis, Cell, Engine, Precision, Stage, Tolerance};
+use hwmatrix_cell::presence::{self, Availability};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Check {
@@ -137,8 +139,15 @@ pub fn execute(cell: &Cell, check: Check) {
     }
     // The generation fixture is the whole model's (a vision-language model's language
     // component generates for it), so generates runs once, whatever the cell's parts.
-    let parts = if check == Check::Generates { std::slice::from_ref(cell.model) } else { cell.model.parts() };
-    let failures: Vec<String> = parts.iter().filter_map(|part| execute_part(&cell.for_part(part), check).err()).collect();
+    let parts = if check == Check::Generates {
+        std::slice::from_ref(cell.model)
+    } else {
+        cell.model.parts()
+    };
+    let failures: Vec<String> = parts
+        .iter()
+        .filter_map(|part| execute_part(&cell.for_part(part), check).err())
+        .collect();
     if !failures.is_empty() {
         panic!("{}", failures.join("\n"));
     }
@@ -157,11 +166,21 @@ fn execute_part(cell: &Cell, check: Check) -> Result<(), String> {
     let stage = match kind {
         Some(kind) => kind.stage(),
         // Passed: with operators off the provider that the spec allows, or wholly on it.
-        None if evidence.providers.as_ref().is_some_and(|p| p.fallback.iter().any(|f| f.allowed_because.is_some())) => Some(Stage::Fallback),
+        None if evidence
+            .providers
+            .as_ref()
+            .is_some_and(|p| p.fallback.iter().any(|f| f.allowed_because.is_some())) =>
+        {
+            Some(Stage::Fallback)
+        }
         None => Some(Stage::Pass),
     };
     let record = Record {
-        status: if outcome.is_ok() { Outcome::Passed } else { Outcome::Failed },
+        status: if outcome.is_ok() {
+            Outcome::Passed
+        } else {
+            Outcome::Failed
+        },
         basis: Basis::Measured,
         reason,
         error_kind: kind,
@@ -175,13 +194,29 @@ fn execute_part(cell: &Cell, check: Check) -> Result<(), String> {
         library: evidence.library,
         device: evidence.device,
         generation: evidence.generation,
-        precision: check.precision().map_or("float32", Precision::name).to_string(),
+        precision: check
+            .precision()
+            .map_or("float32", Precision::name)
+            .to_string(),
         ..blank_record(cell, check.name())
     };
     if let Err(e) = record::append(&record) {
-        panic!("{}::{}: cannot write its result record ({:?}): {e}", cell.id(), check.name(), ErrorKind::RecordWrite);
+        panic!(
+            "{}::{}: cannot write its result record ({:?}): {e}",
+            cell.id(),
+            check.name(),
+            ErrorKind::RecordWrite
+        );
     }
-    outcome.map_err(|e| format!("{}::{} failed ({}): {}", cell.id(), check.name(), kind_name(e.kind), e.message))
+    outcome.map_err(|e| {
+        format!(
+            "{}::{} failed ({}): {}",
+            cell.id(),
+            check.name(),
+            kind_name(e.kind),
+            e.message
+        )
+    })
 }
 
 /// A record of `cell`'s `check` with the identifying fields filled and nothing measured.
@@ -219,7 +254,10 @@ pub(crate) fn blank_record(cell: &Cell, check: &str) -> Record {
 }
 
 pub(crate) fn kind_name(kind: ErrorKind) -> String {
-    serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| format!("{kind:?}"))
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{kind:?}"))
 }
 
 fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), CheckError> {
@@ -246,14 +284,21 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
         cache_key: fixture.meta.cache_key.clone(),
     });
     let shape = match check {
-        Check::Runs | Check::MatchesReference | Check::Precision(_) | Check::Generates => Shape::Export,
+        Check::Runs | Check::MatchesReference | Check::Precision(_) | Check::Generates => {
+            Shape::Export
+        }
         Check::DynamicShapes => Shape::Second,
     };
     let bound = match check {
         Check::Precision(p) => cell
             .precision_check(p)
             .map(|c| Bound::Agreement(p, c.bound))
-            .ok_or_else(|| CheckError::new(ErrorKind::FixtureInvalid, format!("{} declares no {} check", cell.id(), p.name())))?,
+            .ok_or_else(|| {
+                CheckError::new(
+                    ErrorKind::FixtureInvalid,
+                    format!("{} declares no {} check", cell.id(), p.name()),
+                )
+            })?,
         // Hardware that computes float32 graphs in a lower precision is judged by that precision's bound.
         _ => match cell.float32_computed_in {
             Some(c) => Bound::OfSpread(c),
@@ -269,7 +314,10 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
     // After the run: an engine may open its model lazily and only then know its library.
     evidence.library = Some(session.library());
     if let Some(device) = session.device() {
-        evidence.device = Some(format!("{}; {device}", evidence.device.take().unwrap_or_default()));
+        evidence.device = Some(format!(
+            "{}; {device}",
+            evidence.device.take().unwrap_or_default()
+        ));
     }
     let outputs = outputs?;
     let placement = session.placement();
@@ -279,11 +327,19 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
 
     // Every verdict is measured before the first failure is reported, so a
     // failed record keeps all the evidence there is.
-    let mut verdicts = vec![verify_placement(cell, placement, evidence), check_declared(cell, &fixture, shape, &outputs)];
+    let mut verdicts = vec![
+        verify_placement(cell, placement, evidence),
+        check_declared(cell, &fixture, shape, &outputs),
+    ];
     if check != Check::Runs {
         // The attention mask says which positions users read: padded ones carry values nobody consumes.
-        let mask = inputs.iter().find(|(name, _)| name == "attention_mask").map(|(_, t)| t);
-        verdicts.push(check_reference(cell, &fixture, shape, &outputs, bound, mask, evidence));
+        let mask = inputs
+            .iter()
+            .find(|(name, _)| name == "attention_mask")
+            .map(|(_, t)| t);
+        verdicts.push(check_reference(
+            cell, &fixture, shape, &outputs, bound, mask, evidence,
+        ));
     }
     // Latency is taken at the export shape, once per model and precision.
     if matches!(check, Check::MatchesReference | Check::Precision(_)) {
@@ -296,8 +352,14 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
     match failures.next() {
         None => Ok(()),
         Some(first) => {
-            let more: Vec<String> = failures.map(|e| format!("{}: {}", kind_name(e.kind), e.message)).collect();
-            let message = if more.is_empty() { first.message } else { format!("{}; also {}", first.message, more.join("; also ")) };
+            let more: Vec<String> = failures
+                .map(|e| format!("{}: {}", kind_name(e.kind), e.message))
+                .collect();
+            let message = if more.is_empty() {
+                first.message
+            } else {
+                format!("{}; also {}", first.message, more.join("; also "))
+            };
             Err(CheckError::new(first.kind, message))
         }
     }
@@ -306,7 +368,13 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
 /// The cell's generation declaration: only a generating model's cells have one.
 pub(crate) fn generation_decl(cell: &Cell) -> Result<&'static crate::GenerationDecl, CheckError> {
     cell.generation.map(|g| g.decl).ok_or_else(|| {
-        CheckError::new(ErrorKind::FixtureInvalid, format!("{} does not generate: its cells have no `generates` check ({})", cell.model.model_type, cell.model.spec_path))
+        CheckError::new(
+            ErrorKind::FixtureInvalid,
+            format!(
+                "{} does not generate: its cells have no `generates` check ({})",
+                cell.model.model_type, cell.model.spec_path
+            ),
+        )
     })
 }
 
@@ -316,17 +384,30 @@ pub(crate) fn generation_decl(cell: &Cell) -> Result<&'static crate::GenerationD
 fn generation_loop(cell: &Cell, evidence: &mut Evidence) -> Result<(), CheckError> {
     use crate::generation::{GenerationFixture, GenerationRecord};
     let fixture = GenerationFixture::open(cell.model, generation_decl(cell)?)?;
-    evidence.fixture = Some(FixtureRecord { dir: fixture.dir.display().to_string(), source: fixture.meta.source.clone(), cache_key: fixture.meta.cache_key.clone() });
+    evidence.fixture = Some(FixtureRecord {
+        dir: fixture.dir.display().to_string(),
+        source: fixture.meta.source.clone(),
+        cache_key: fixture.meta.cache_key.clone(),
+    });
     let tolerance = match cell.float32_computed_in {
         // Hardware computing float32 in a lower precision: the fraction of the logits' spread at the first step.
-        Some(c) => Tolerance { abs: c.max_error_of_spread * compare::spread(&fixture.reference(0)?, Tolerance { abs: 0.0, rel: 0.0 }).max_from_mean, rel: 0.0 },
+        Some(c) => Tolerance {
+            abs: c.max_error_of_spread
+                * compare::spread(&fixture.reference(0)?, Tolerance { abs: 0.0, rel: 0.0 })
+                    .max_from_mean,
+            rel: 0.0,
+        },
         None => cell.effective_tolerance(),
     };
     // One session per graph (an encoder-decoder has three), opened when the loop first runs it.
     let mut sessions: BTreeMap<String, Box<dyn engine::Session>> = BTreeMap::new();
     let mut record = GenerationRecord::default();
     // Hardware computing float32 in float16 orders tokens only as float16 can; else the tolerance decides.
-    let near_tie = if cell.float32_computed_in.is_some() { crate::generation::NearTie::Float16 } else { crate::generation::NearTie::WithinTolerance };
+    let near_tie = if cell.float32_computed_in.is_some() {
+        crate::generation::NearTie::Float16
+    } else {
+        crate::generation::NearTie::WithinTolerance
+    };
     let verdict = crate::generation::generate(
         &fixture,
         tolerance,
@@ -334,7 +415,10 @@ fn generation_loop(cell: &Cell, evidence: &mut Evidence) -> Result<(), CheckErro
         &mut |graph, inputs| {
             if !sessions.contains_key(graph) {
                 let (file, axes, nodes) = fixture.graph(graph);
-                sessions.insert(graph.to_string(), engine::open_graph(cell, &file, axes, nodes, Mode::Profiled)?);
+                sessions.insert(
+                    graph.to_string(),
+                    engine::open_graph(cell, &file, axes, nodes, Mode::Profiled)?,
+                );
             }
             sessions.get_mut(graph).expect("opened above").run(inputs)
         },
@@ -358,7 +442,11 @@ fn generation_loop(cell: &Cell, evidence: &mut Evidence) -> Result<(), CheckErro
 }
 
 /// Every node on the requested provider, or off it only where the spec allows.
-fn verify_placement(cell: &Cell, placement: Result<engine::Placement, CheckError>, evidence: &mut Evidence) -> Result<(), CheckError> {
+fn verify_placement(
+    cell: &Cell,
+    placement: Result<engine::Placement, CheckError>,
+    evidence: &mut Evidence,
+) -> Result<(), CheckError> {
     let placement = placement?;
     let (requested, options) = match *cell.engine {
         Engine::OnnxRuntime { provider, options } => (provider.ort_name().to_string(), options),
@@ -393,29 +481,64 @@ fn verify_placement(cell: &Cell, placement: Result<engine::Placement, CheckError
 }
 
 /// Output names, dtypes and shapes as the spec declares them, and all finite.
-fn check_declared(cell: &Cell, fixture: &Fixture, shape: Shape, outputs: &[(String, Tensor)]) -> Result<(), CheckError> {
+fn check_declared(
+    cell: &Cell,
+    fixture: &Fixture,
+    shape: Shape,
+    outputs: &[(String, Tensor)],
+) -> Result<(), CheckError> {
     let mismatch = |message: String| CheckError::new(ErrorKind::OutputMismatch, message);
     let declared = cell.model.outputs;
     let got: Vec<&str> = outputs.iter().map(|(n, _)| n.as_str()).collect();
     let want: Vec<&str> = declared.iter().map(|d| d.name).collect();
     if got.len() != want.len() || !want.iter().all(|w| got.contains(w)) {
-        return Err(mismatch(format!("the model's outputs are {got:?}, the spec declares {want:?}")));
+        return Err(mismatch(format!(
+            "the model's outputs are {got:?}, the spec declares {want:?}"
+        )));
     }
     let meta = fixture.shape(shape);
-    let reference_shapes: BTreeMap<String, Vec<usize>> = meta.outputs.iter().map(|t| (t.name.clone(), t.shape.clone())).collect();
-    let sizes = compare::bind_axes(&meta.axes, declared, &reference_shapes).map_err(|e| CheckError::new(ErrorKind::FixtureInvalid, e))?;
+    let reference_shapes: BTreeMap<String, Vec<usize>> = meta
+        .outputs
+        .iter()
+        .map(|t| (t.name.clone(), t.shape.clone()))
+        .collect();
+    let sizes = compare::bind_axes(&meta.axes, declared, &reference_shapes)
+        .map_err(|e| CheckError::new(ErrorKind::FixtureInvalid, e))?;
     for decl in declared {
-        let (_, tensor) = outputs.iter().find(|(n, _)| n == decl.name).expect("presence checked above");
+        let (_, tensor) = outputs
+            .iter()
+            .find(|(n, _)| n == decl.name)
+            .expect("presence checked above");
         if tensor.dtype() != decl.dtype {
-            return Err(mismatch(format!("output {} is {}, the spec declares {}", decl.name, tensor.dtype(), decl.dtype)));
+            return Err(mismatch(format!(
+                "output {} is {}, the spec declares {}",
+                decl.name,
+                tensor.dtype(),
+                decl.dtype
+            )));
         }
         let expected = compare::expected_shape(decl, &sizes);
         if tensor.shape != expected {
-            let axes: Vec<String> = decl.axes.iter().map(|a| format!("{a}={}", sizes[*a])).collect();
-            return Err(mismatch(format!("output {} has shape {:?}, expected {expected:?} ({})", decl.name, tensor.shape, axes.join(", "))));
+            let axes: Vec<String> = decl
+                .axes
+                .iter()
+                .map(|a| format!("{a}={}", sizes[*a]))
+                .collect();
+            return Err(mismatch(format!(
+                "output {} has shape {:?}, expected {expected:?} ({})",
+                decl.name,
+                tensor.shape,
+                axes.join(", ")
+            )));
         }
         if let Some(i) = tensor.first_non_finite() {
-            return Err(CheckError::new(ErrorKind::NonFinite, format!("output {} has a non-finite value at flat index {i}", decl.name)));
+            return Err(CheckError::new(
+                ErrorKind::NonFinite,
+                format!(
+                    "output {} has a non-finite value at flat index {i}",
+                    decl.name
+                ),
+            ));
         }
     }
     Ok(())
@@ -451,7 +574,12 @@ fn check_reference(
 ) -> Result<(), CheckError> {
     let references = fixture.outputs(shape)?;
     let feature_last = |name: &str| {
-        let axes = cell.model.outputs.iter().find(|d| d.name == name).map_or(&[][..], |d| d.axes);
+        let axes = cell
+            .model
+            .outputs
+            .iter()
+            .find(|d| d.name == name)
+            .map_or(&[][..], |d| d.axes);
         compare::feature_axis_last(name, axes)
     };
     let exact = Tolerance { abs: 0.0, rel: 0.0 };
@@ -483,21 +611,41 @@ fn check_reference(
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, t)| t)
-            .ok_or_else(|| CheckError::new(ErrorKind::OutputMismatch, format!("the model has no output {name} that the reference has")))?;
-        let axes = cell.model.outputs.iter().find(|d| d.name == name).map_or(&[][..], |d| d.axes);
+            .ok_or_else(|| {
+                CheckError::new(
+                    ErrorKind::OutputMismatch,
+                    format!("the model has no output {name} that the reference has"),
+                )
+            })?;
+        let axes = cell
+            .model
+            .outputs
+            .iter()
+            .find(|d| d.name == name)
+            .map_or(&[][..], |d| d.axes);
         let kept = match (bound, mask) {
             (Bound::Allclose(_), _) | (_, None) => None,
-            (_, Some(mask)) if actual.shape == expected.shape => compare::kept_positions(axes, expected, mask),
+            (_, Some(mask)) if actual.shape == expected.shape => {
+                compare::kept_positions(axes, expected, mask)
+            }
             _ => None,
         };
         // The positions judged: those the mask keeps (as [positions, features]), else every one.
-        let selected = kept.as_ref().and_then(|k| Some((compare::select_positions(actual, k, true)?, compare::select_positions(expected, k, true)?)));
+        let selected = kept.as_ref().and_then(|k| {
+            Some((
+                compare::select_positions(actual, k, true)?,
+                compare::select_positions(expected, k, true)?,
+            ))
+        });
         let (judged_actual, judged_expected, feature_rows) = match &selected {
             Some((a, e)) => (a, e, true),
             None => (actual, expected, feature_last(name)),
         };
         let padded = kept.as_ref().and_then(|k| {
-            let (a, e) = (compare::select_positions(actual, k, false)?, compare::select_positions(expected, k, false)?);
+            let (a, e) = (
+                compare::select_positions(actual, k, false)?,
+                compare::select_positions(expected, k, false)?,
+            );
             compare::agreement(name, true, &a, &e)
         });
         // The elementwise rule: float32's allclose; a fraction of this output's
@@ -505,21 +653,44 @@ fn check_reference(
         // precision variant, whose elementwise error is evidence only.
         let tolerance = match bound {
             Bound::Allclose(t) => t,
-            Bound::OfSpread(c) => Tolerance { abs: c.max_error_of_spread * compare::spread(judged_expected, exact).max_from_mean, rel: 0.0 },
+            Bound::OfSpread(c) => Tolerance {
+                abs: c.max_error_of_spread * compare::spread(judged_expected, exact).max_from_mean,
+                rel: 0.0,
+            },
             Bound::Agreement(..) => exact,
         };
         let dev: Deviation = compare::deviation(judged_actual, judged_expected, tolerance)
-            .map_err(|e| CheckError::new(ErrorKind::OutputMismatch, format!("output {name}: {e}")))?;
+            .map_err(|e| {
+                CheckError::new(ErrorKind::OutputMismatch, format!("output {name}: {e}"))
+            })?;
         let spread = compare::spread(judged_expected, tolerance);
         let agreement = compare::agreement(name, feature_rows, judged_actual, judged_expected);
-        let positions = selected.as_ref().map(|(_, e)| format!(" (the {} positions the attention mask keeps, of {})", e.shape[0], kept.as_ref().map_or(0, Vec::len)));
+        let positions = selected.as_ref().map(|(_, e)| {
+            format!(
+                " (the {} positions the attention mask keeps, of {})",
+                e.shape[0],
+                kept.as_ref().map_or(0, Vec::len)
+            )
+        });
         let (actual, expected) = (judged_actual, judged_expected);
-        let worst = dev.worst.map(|i| Worst { index: i, expected: expected.value(i), got: actual.value(i) });
-        let worst_text = |w: &Worst| format!("max abs error {:.3e}; worst at flat index {}: got {}, expected {}", dev.max_abs, w.index, w.got, w.expected);
+        let worst = dev.worst.map(|i| Worst {
+            index: i,
+            expected: expected.value(i),
+            got: actual.value(i),
+        });
+        let worst_text = |w: &Worst| {
+            format!(
+                "max abs error {:.3e}; worst at flat index {}: got {}, expected {}",
+                dev.max_abs, w.index, w.got, w.expected
+            )
+        };
         match (bound, &worst) {
             (Bound::Agreement(precision, b), _) => {
                 if let Some(missed) = missed_agreement(agreement.as_ref(), &dev, b) {
-                    let evidence = worst.as_ref().map(|w| format!(" ({})", worst_text(w))).unwrap_or_default();
+                    let evidence = worst
+                        .as_ref()
+                        .map(|w| format!(" ({})", worst_text(w)))
+                        .unwrap_or_default();
                     out_of_tolerance.push(format!(
                         "output {name}{}: {missed} ({}'s bounds, chosen from measurements: precision_tolerances in defaults.yaml or {}){evidence}",
                         positions.as_deref().unwrap_or(""),
@@ -604,7 +775,10 @@ fn check_reference(
         (true, Some(message)) => Err(CheckError::new(ErrorKind::ReferenceNotInformative, message)),
         (false, also) => {
             let also = also.map(|m| format!("; also {m}")).unwrap_or_default();
-            Err(CheckError::new(ErrorKind::OutOfTolerance, format!("{}{also}", out_of_tolerance.join("; "))))
+            Err(CheckError::new(
+                ErrorKind::OutOfTolerance,
+                format!("{}{also}", out_of_tolerance.join("; ")),
+            ))
         }
     }
 }
@@ -612,20 +786,38 @@ fn check_reference(
 /// What an output of a precision variant misses of its bound, if anything:
 /// each metric past its bound, with the bound (NaN misses every bound).
 /// Integer outputs have no agreement and must match exactly.
-fn missed_agreement(agreement: Option<&compare::Agreement>, dev: &Deviation, bound: AgreementBound) -> Option<String> {
+fn missed_agreement(
+    agreement: Option<&compare::Agreement>,
+    dev: &Deviation,
+    bound: AgreementBound,
+) -> Option<String> {
     let Some(a) = agreement else {
-        return (dev.violations > 0).then(|| format!("{} integer elements differ from the reference", dev.violations));
+        return (dev.violations > 0).then(|| {
+            format!(
+                "{} integer elements differ from the reference",
+                dev.violations
+            )
+        });
     };
     let mut missed = Vec::new();
     if let Some(cosine) = a.cosine_min.filter(|c| !(*c >= bound.min_cosine)) {
         let mean = a.cosine_mean.unwrap_or(f64::NAN);
-        missed.push(format!("cosine similarity {cosine:.4} in its worst row (of {}; mean {mean:.4}), below {}", a.rows, bound.min_cosine));
+        missed.push(format!(
+            "cosine similarity {cosine:.4} in its worst row (of {}; mean {mean:.4}), below {}",
+            a.rows, bound.min_cosine
+        ));
     }
     if !(a.rel_l2 <= bound.max_rel_l2) {
-        missed.push(format!("relative L2 error {:.4}, above {}", a.rel_l2, bound.max_rel_l2));
+        missed.push(format!(
+            "relative L2 error {:.4}, above {}",
+            a.rel_l2, bound.max_rel_l2
+        ));
     }
     if let Some(top1) = a.top1.filter(|t| !(*t >= bound.min_top1)) {
-        missed.push(format!("top-1 agreement {top1:.4}, below {}", bound.min_top1));
+        missed.push(format!(
+            "top-1 agreement {top1:.4}, below {}",
+            bound.min_top1
+        ));
     }
     (!missed.is_empty()).then(|| missed.join("; "))
 }
@@ -642,9 +834,17 @@ fn time(
 ) -> Result<(), CheckError> {
     let _exclusive = TIMING.lock().unwrap_or_else(|e| e.into_inner());
     // The memory a session takes to open is measured only where this check opens it.
-    let rss_before = if opened.is_none() { record::rss_kb() } else { None };
+    let rss_before = if opened.is_none() {
+        record::rss_kb()
+    } else {
+        None
+    };
     // A reused session's warm-up was the check's own run.
-    let warmups = if opened.is_some() { WARMUP_RUNS - 1 } else { WARMUP_RUNS };
+    let warmups = if opened.is_some() {
+        WARMUP_RUNS - 1
+    } else {
+        WARMUP_RUNS
+    };
     let mut session = match opened {
         Some(session) => session,
         None => engine::open(cell, fixture, model, Mode::Timed)?,
@@ -656,7 +856,10 @@ fn time(
     let mut times = Vec::with_capacity(TIMED_RUNS);
     let timed = Instant::now();
     let slow = || timed.elapsed() >= SLOW_RUN;
-    while times.len() < TIMED_RUNS && (times.len() < MIN_TIMED_RUNS || timed.elapsed() < TIMED_BUDGET) && !(times.len() == 1 && slow()) {
+    while times.len() < TIMED_RUNS
+        && (times.len() < MIN_TIMED_RUNS || timed.elapsed() < TIMED_BUDGET)
+        && !(times.len() == 1 && slow())
+    {
         times.push(session.time_run(inputs)?);
     }
     let others_after = IN_FLIGHT.load(Ordering::SeqCst).saturating_sub(1);
@@ -672,10 +875,16 @@ fn time(
         threads: session.threads(),
         other_checks_in_flight: others_before.max(others_after),
         test_threads: std::env::var("RUST_TEST_THREADS").ok(),
-        beside: std::env::var("HWMATRIX_BESIDE").ok().filter(|b| !b.trim().is_empty()),
+        beside: std::env::var("HWMATRIX_BESIDE")
+            .ok()
+            .filter(|b| !b.trim().is_empty()),
     });
     if let (Some(before), Some(after)) = (rss_before, rss_after) {
-        let memory = evidence.memory.get_or_insert(Memory { arena_held_bytes: None, arena_in_use_peak_bytes: None, rss_growth_kb_session_open: None });
+        let memory = evidence.memory.get_or_insert(Memory {
+            arena_held_bytes: None,
+            arena_in_use_peak_bytes: None,
+            rss_growth_kb_session_open: None,
+        });
         memory.rss_growth_kb_session_open = Some(after as i64 - before as i64);
     }
     Ok(())

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::{TensorDecl, Tolerance};
 use crate::tensor::{Data, Tensor};
+use crate::{TensorDecl, Tolerance};
 pub use hwmatrix_record::{Agreement, Spread};
 
 /// How far an output is from its reference.
@@ -22,25 +22,45 @@ pub struct Deviation {
 #[allow(clippy::neg_cmp_op_on_partial_ord)] // `!(diff <= bound)` is what makes NaN fail
 pub fn deviation(actual: &Tensor, expected: &Tensor, tol: Tolerance) -> Result<Deviation, String> {
     if actual.shape != expected.shape {
-        return Err(format!("shape {:?} differs from the reference {:?}", actual.shape, expected.shape));
+        return Err(format!(
+            "shape {:?} differs from the reference {:?}",
+            actual.shape, expected.shape
+        ));
     }
     if actual.dtype() != expected.dtype() {
-        return Err(format!("dtype {} differs from the reference {}", actual.dtype(), expected.dtype()));
+        return Err(format!(
+            "dtype {} differs from the reference {}",
+            actual.dtype(),
+            expected.dtype()
+        ));
     }
     let exact = !expected.dtype().is_float();
     let mut dev = Deviation::default();
     let mut worst_excess = 0.0;
-    for (i, (a, e)) in actual.values().into_iter().zip(expected.values()).enumerate() {
+    for (i, (a, e)) in actual
+        .values()
+        .into_iter()
+        .zip(expected.values())
+        .enumerate()
+    {
         let diff = (a - e).abs();
         dev.max_abs = dev.max_abs.max(diff);
         if e != 0.0 {
             dev.max_rel = dev.max_rel.max(diff / e.abs());
         }
-        let bound = if exact { 0.0 } else { tol.abs + tol.rel * e.abs() };
+        let bound = if exact {
+            0.0
+        } else {
+            tol.abs + tol.rel * e.abs()
+        };
         // NaN never passes: `diff > bound` is false for NaN, so test the negation.
         if !(diff <= bound) {
             dev.violations += 1;
-            let excess = if diff.is_nan() { f64::INFINITY } else { diff - bound };
+            let excess = if diff.is_nan() {
+                f64::INFINITY
+            } else {
+                diff - bound
+            };
             if dev.worst.is_none() || excess > worst_excess {
                 worst_excess = excess;
                 dev.worst = Some(i);
@@ -52,16 +72,32 @@ pub fn deviation(actual: &Tensor, expected: &Tensor, tol: Tolerance) -> Result<D
 
 pub fn spread(expected: &Tensor, tol: Tolerance) -> Spread {
     let values = expected.values();
-    let mean = if values.is_empty() { 0.0 } else { values.iter().sum::<f64>() / values.len() as f64 };
+    let mean = if values.is_empty() {
+        0.0
+    } else {
+        values.iter().sum::<f64>() / values.len() as f64
+    };
     // Integers compare exactly, so for them the constant is the value itself.
     let exact = !expected.dtype().is_float();
-    let constant = if exact { values.first().copied().unwrap_or(0.0) } else { mean };
+    let constant = if exact {
+        values.first().copied().unwrap_or(0.0)
+    } else {
+        mean
+    };
     let constant_would_pass = values.iter().all(|&e| {
-        let bound = if exact { 0.0 } else { tol.abs + tol.rel * e.abs() };
+        let bound = if exact {
+            0.0
+        } else {
+            tol.abs + tol.rel * e.abs()
+        };
         (constant - e).abs() <= bound
     });
     let max_from_mean = values.iter().map(|e| (e - mean).abs()).fold(0.0, f64::max);
-    Spread { mean, max_from_mean, constant_would_pass }
+    Spread {
+        mean,
+        max_from_mean,
+        constant_would_pass,
+    }
 }
 
 /// Rows along the last axis where it holds features: `hidden`, `vocab`,
@@ -69,14 +105,22 @@ pub fn spread(expected: &Tensor, tol: Tolerance) -> Spread {
 /// audio samples) a row is one batch item, flattened: a row of a few pixels
 /// has no direction worth comparing.
 pub fn feature_axis_last(output: &str, axes: &[&str]) -> bool {
-    output.contains("logits") || axes.last().is_some_and(|a| ["hidden", "vocab", "projection"].contains(a))
+    output.contains("logits")
+        || axes
+            .last()
+            .is_some_and(|a| ["hidden", "vocab", "projection"].contains(a))
 }
 
 /// The [`Agreement`] of a float output with its reference of the same shape,
 /// rows as [`feature_axis_last`] says; None for integer outputs (they must
 /// match exactly) and empty ones. A non-finite value gives NaN, which fails
 /// every bound.
-pub fn agreement(name: &str, feature_last: bool, actual: &Tensor, expected: &Tensor) -> Option<Agreement> {
+pub fn agreement(
+    name: &str,
+    feature_last: bool,
+    actual: &Tensor,
+    expected: &Tensor,
+) -> Option<Agreement> {
     if !expected.dtype().is_float() || actual.shape != expected.shape || expected.len() == 0 {
         return None;
     }
@@ -100,24 +144,41 @@ pub fn agreement(name: &str, feature_last: bool, actual: &Tensor, expected: &Ten
         ref2 += ne;
         if ne > 0.0 {
             // A zero row against a nonzero reference row keeps no direction: cosine 0.
-            let cosine = if na > 0.0 { dot / (na.sqrt() * ne.sqrt()) } else if na == 0.0 { 0.0 } else { f64::NAN };
+            let cosine = if na > 0.0 {
+                dot / (na.sqrt() * ne.sqrt())
+            } else if na == 0.0 {
+                0.0
+            } else {
+                f64::NAN
+            };
             rows += 1;
             cosine_sum += cosine;
-            cosine_min = if cosine.is_nan() || cosine_min.is_nan() { f64::NAN } else { cosine_min.min(cosine) };
+            cosine_min = if cosine.is_nan() || cosine_min.is_nan() {
+                f64::NAN
+            } else {
+                cosine_min.min(cosine)
+            };
         }
         all_rows += 1;
         if argmax(ra) == argmax(re) {
             top1_kept += 1;
         }
     }
-    let rel_l2 = if ref2 > 0.0 { (err2 / ref2).sqrt() } else if err2 == 0.0 { 0.0 } else { f64::INFINITY };
+    let rel_l2 = if ref2 > 0.0 {
+        (err2 / ref2).sqrt()
+    } else if err2 == 0.0 {
+        0.0
+    } else {
+        f64::INFINITY
+    };
     let has_cosine = width >= 2 && rows > 0;
     Some(Agreement {
         rows,
         cosine_min: has_cosine.then_some(cosine_min),
         cosine_mean: has_cosine.then(|| cosine_sum / rows as f64),
         rel_l2,
-        top1: (name.contains("logits") && width >= 2).then(|| top1_kept as f64 / all_rows.max(1) as f64),
+        top1: (name.contains("logits") && width >= 2)
+            .then(|| top1_kept as f64 / all_rows.max(1) as f64),
     })
 }
 
@@ -127,8 +188,13 @@ pub fn agreement(name: &str, feature_last: bool, actual: &Tensor, expected: &Ten
 /// of the features after). None where the output is not so laid out or
 /// nothing is padded: every position is judged.
 pub fn kept_positions(output_axes: &[&str], output: &Tensor, mask: &Tensor) -> Option<Vec<bool>> {
-    let laid_out = output_axes.len() >= 3 && output_axes[0] == "batch" && output_axes[1] == "sequence";
-    if !laid_out || mask.shape.len() != 2 || output.shape.len() < 3 || output.shape[..2] != mask.shape[..] {
+    let laid_out =
+        output_axes.len() >= 3 && output_axes[0] == "batch" && output_axes[1] == "sequence";
+    if !laid_out
+        || mask.shape.len() != 2
+        || output.shape.len() < 3
+        || output.shape[..2] != mask.shape[..]
+    {
         return None;
     }
     let kept: Vec<bool> = mask.values().iter().map(|v| *v != 0.0).collect();
@@ -138,18 +204,32 @@ pub fn kept_positions(output_axes: &[&str], output: &Tensor, mask: &Tensor) -> O
 /// The positions of a float32 output that `kept` marks `want`, as a
 /// `[positions, features]` tensor (None for another dtype, or none selected).
 pub fn select_positions(tensor: &Tensor, kept: &[bool], want: bool) -> Option<Tensor> {
-    let Data::Float32(values) = &tensor.data else { return None };
+    let Data::Float32(values) = &tensor.data else {
+        return None;
+    };
     let width = tensor.len() / kept.len().max(1);
-    let rows: Vec<f32> = values.chunks(width.max(1)).zip(kept).filter(|(_, k)| **k == want).flat_map(|(row, _)| row.iter().copied()).collect();
-    (!rows.is_empty()).then(|| Tensor { shape: vec![rows.len() / width.max(1), width], data: Data::Float32(rows) })
+    let rows: Vec<f32> = values
+        .chunks(width.max(1))
+        .zip(kept)
+        .filter(|(_, k)| **k == want)
+        .flat_map(|(row, _)| row.iter().copied())
+        .collect();
+    (!rows.is_empty()).then(|| Tensor {
+        shape: vec![rows.len() / width.max(1), width],
+        data: Data::Float32(rows),
+    })
 }
 
 /// The first index of the largest value; NaN never wins, and a row of NaN has none.
 pub(crate) fn argmax(row: &[f64]) -> Option<usize> {
-    row.iter().enumerate().filter(|(_, v)| !v.is_nan()).fold(None, |best: Option<(usize, f64)>, (i, &v)| match best {
-        Some((_, b)) if b >= v => best,
-        _ => Some((i, v)),
-    }).map(|(i, _)| i)
+    row.iter()
+        .enumerate()
+        .filter(|(_, v)| !v.is_nan())
+        .fold(None, |best: Option<(usize, f64)>, (i, &v)| match best {
+            Some((_, b)) if b >= v => best,
+            _ => Some((i, v)),
+        })
+        .map(|(i, _)| i)
 }
 
 /// Binds every named axis of the declared tensors to the sizes meta.json gives
@@ -203,10 +283,16 @@ mod tests {
     use crate::tensor::DType;
 
     fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
-        Tensor { shape: shape.to_vec(), data: Data::Float32(v.to_vec()) }
+        Tensor {
+            shape: shape.to_vec(),
+            data: Data::Float32(v.to_vec()),
+        }
     }
 
-    const TOL: Tolerance = Tolerance { abs: 1e-4, rel: 1e-3 };
+    const TOL: Tolerance = Tolerance {
+        abs: 1e-4,
+        rel: 1e-3,
+    };
 
     #[test]
     fn within_tolerance_passes_and_outside_fails() {
@@ -235,14 +321,20 @@ mod tests {
         assert!((s.max_from_mean - 0.45).abs() < 1e-6);
         // A single element always equals its mean.
         assert!(spread(&f32s(&[1, 1], &[3.7]), TOL).constant_would_pass);
-        let ints = Tensor { shape: vec![3], data: Data::Int64(vec![4, 4, 5]) };
+        let ints = Tensor {
+            shape: vec![3],
+            data: Data::Int64(vec![4, 4, 5]),
+        };
         assert!(!spread(&ints, TOL).constant_would_pass);
     }
 
     #[test]
     fn shape_and_dtype_mismatch_are_errors() {
         assert!(deviation(&f32s(&[2], &[0.0, 0.0]), &f32s(&[1, 2], &[0.0, 0.0]), TOL).is_err());
-        let ints = Tensor { shape: vec![2], data: Data::Int64(vec![0, 0]) };
+        let ints = Tensor {
+            shape: vec![2],
+            data: Data::Int64(vec![0, 0]),
+        };
         assert!(deviation(&f32s(&[2], &[0.0, 0.0]), &ints, TOL).is_err());
     }
 
@@ -253,54 +345,126 @@ mod tests {
         assert_eq!((same.rows, same.rel_l2, same.top1), (2, 0.0, None));
         assert!((same.cosine_min.unwrap() - 1.0).abs() < 1e-12);
         // Row 0 turned a right angle, row 1 kept: cosine 0 and 1; the error's energy is 2 of the reference's 6.
-        let turned = agreement("logits", true, &f32s(&[2, 3], &[0.0, 1.0, 0.0, 0.0, 2.0, 1.0]), &e).unwrap();
-        assert!(turned.cosine_min.unwrap().abs() < 1e-12 && (turned.cosine_mean.unwrap() - 0.5).abs() < 1e-12);
+        let turned = agreement(
+            "logits",
+            true,
+            &f32s(&[2, 3], &[0.0, 1.0, 0.0, 0.0, 2.0, 1.0]),
+            &e,
+        )
+        .unwrap();
+        assert!(
+            turned.cosine_min.unwrap().abs() < 1e-12
+                && (turned.cosine_mean.unwrap() - 0.5).abs() < 1e-12
+        );
         assert!((turned.rel_l2 - (2.0f64 / 6.0).sqrt()).abs() < 1e-12);
         assert_eq!(turned.top1, Some(0.5));
         // Scaled rows keep their direction, not their energy.
-        let scaled = agreement("x", true, &f32s(&[2, 3], &[2.0, 0.0, 0.0, 0.0, 4.0, 2.0]), &e).unwrap();
-        assert!((scaled.cosine_min.unwrap() - 1.0).abs() < 1e-12 && (scaled.rel_l2 - 1.0).abs() < 1e-12);
+        let scaled = agreement(
+            "x",
+            true,
+            &f32s(&[2, 3], &[2.0, 0.0, 0.0, 0.0, 4.0, 2.0]),
+            &e,
+        )
+        .unwrap();
+        assert!(
+            (scaled.cosine_min.unwrap() - 1.0).abs() < 1e-12 && (scaled.rel_l2 - 1.0).abs() < 1e-12
+        );
         // NaN fails every bound; integers and one-element rows have no agreement.
-        let nan = agreement("x", true, &f32s(&[2, 3], &[f32::NAN, 0.0, 0.0, 0.0, 2.0, 1.0]), &e).unwrap();
+        let nan = agreement(
+            "x",
+            true,
+            &f32s(&[2, 3], &[f32::NAN, 0.0, 0.0, 0.0, 2.0, 1.0]),
+            &e,
+        )
+        .unwrap();
         assert!(nan.cosine_min.unwrap().is_nan() && nan.rel_l2.is_nan());
         // One-element rows have no cosine, only the relative L2 error.
-        let scores = agreement("x", true, &f32s(&[2, 1], &[1.0, 2.0]), &f32s(&[2, 1], &[1.0, 1.0])).unwrap();
+        let scores = agreement(
+            "x",
+            true,
+            &f32s(&[2, 1], &[1.0, 2.0]),
+            &f32s(&[2, 1], &[1.0, 1.0]),
+        )
+        .unwrap();
         assert_eq!(scores.cosine_min, None);
         assert!((scores.rel_l2 - 0.5f64.sqrt()).abs() < 1e-12);
-        let ints = Tensor { shape: vec![1, 2], data: Data::Int64(vec![0, 1]) };
+        let ints = Tensor {
+            shape: vec![1, 2],
+            data: Data::Int64(vec![0, 1]),
+        };
         assert!(agreement("x", true, &ints, &ints).is_none());
         // A feature map's row is its batch item: [1, 2, 1, 2] is one row of 4.
         let map = f32s(&[1, 2, 1, 2], &[0.0, 1.0, 0.0, 1.0]);
-        let flipped = agreement("feature_maps", false, &f32s(&[1, 2, 1, 2], &[1.0, 0.0, 0.0, 1.0]), &map).unwrap();
+        let flipped = agreement(
+            "feature_maps",
+            false,
+            &f32s(&[1, 2, 1, 2], &[1.0, 0.0, 0.0, 1.0]),
+            &map,
+        )
+        .unwrap();
         assert_eq!(flipped.rows, 1);
         assert!((flipped.cosine_min.unwrap() - 0.5).abs() < 1e-12);
-        assert!(feature_axis_last("pred_logits", &["batch", "queries", "classes"]) && !feature_axis_last("feature_maps", &["batch", "channels", "height", "width"]));
+        assert!(
+            feature_axis_last("pred_logits", &["batch", "queries", "classes"])
+                && !feature_axis_last("feature_maps", &["batch", "channels", "height", "width"])
+        );
     }
 
     #[test]
     fn the_mask_keeps_the_real_tokens_and_sets_the_padded_ones_apart() {
         // batch 2, sequence 2, hidden 2; the second row's last token is padding.
         let hidden = f32s(&[2, 2, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
-        let mask = Tensor { shape: vec![2, 2], data: Data::Int64(vec![1, 1, 1, 0]) };
-        let kept = kept_positions(&["batch", "sequence", "hidden"], &hidden, &mask).expect("laid out over the mask, with padding");
+        let mask = Tensor {
+            shape: vec![2, 2],
+            data: Data::Int64(vec![1, 1, 1, 0]),
+        };
+        let kept = kept_positions(&["batch", "sequence", "hidden"], &hidden, &mask)
+            .expect("laid out over the mask, with padding");
         assert_eq!(kept, vec![true, true, true, false]);
-        assert_eq!(select_positions(&hidden, &kept, true).unwrap(), f32s(&[3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]));
-        assert_eq!(select_positions(&hidden, &kept, false).unwrap(), f32s(&[1, 2], &[7.0, 8.0]));
-        let unpadded = Tensor { shape: vec![2, 2], data: Data::Int64(vec![1, 1, 1, 1]) };
-        assert!(kept_positions(&["batch", "sequence", "hidden"], &hidden, &unpadded).is_none(), "nothing padded: every position is judged");
-        assert!(kept_positions(&["batch", "channels", "frames"], &hidden, &mask).is_none(), "not laid out over the mask");
+        assert_eq!(
+            select_positions(&hidden, &kept, true).unwrap(),
+            f32s(&[3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+        );
+        assert_eq!(
+            select_positions(&hidden, &kept, false).unwrap(),
+            f32s(&[1, 2], &[7.0, 8.0])
+        );
+        let unpadded = Tensor {
+            shape: vec![2, 2],
+            data: Data::Int64(vec![1, 1, 1, 1]),
+        };
+        assert!(
+            kept_positions(&["batch", "sequence", "hidden"], &hidden, &unpadded).is_none(),
+            "nothing padded: every position is judged"
+        );
+        assert!(
+            kept_positions(&["batch", "channels", "frames"], &hidden, &mask).is_none(),
+            "not laid out over the mask"
+        );
     }
 
     #[test]
     fn binds_output_axes_and_catches_conflicts() {
-        let decl = [TensorDecl { name: "h", dtype: DType::Float32, axes: &["batch", "sequence", "hidden"] }];
+        let decl = [TensorDecl {
+            name: "h",
+            dtype: DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        }];
         let inputs = BTreeMap::from([("batch".to_string(), 2), ("sequence".to_string(), 5)]);
         let good = BTreeMap::from([("h".to_string(), vec![2, 5, 32])]);
         let sizes = bind_axes(&inputs, &decl, &good).unwrap();
         assert_eq!(expected_shape(&decl[0], &sizes), vec![2, 5, 32]);
         let conflicting = BTreeMap::from([("h".to_string(), vec![2, 6, 32])]);
-        assert!(bind_axes(&inputs, &decl, &conflicting).unwrap_err().contains("sequence"));
+        assert!(
+            bind_axes(&inputs, &decl, &conflicting)
+                .unwrap_err()
+                .contains("sequence")
+        );
         let wrong_rank = BTreeMap::from([("h".to_string(), vec![2, 5])]);
-        assert!(bind_axes(&inputs, &decl, &wrong_rank).unwrap_err().contains("rank"));
+        assert!(
+            bind_axes(&inputs, &decl, &wrong_rank)
+                .unwrap_err()
+                .contains("rank")
+        );
     }
 }

@@ -13,7 +13,10 @@ pub struct CheckError {
 
 impl CheckError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> CheckError {
-        CheckError { kind, message: message.into() }
+        CheckError {
+            kind,
+            message: message.into(),
+        }
     }
 }
 

@@ -153,7 +153,9 @@ impl Fixture {
     pub fn open(model: &ModelDecl) -> Result<Fixture, CheckError> {
         let fixture = match model.component {
             None => Fixture::open_in(&paths::fixtures_dir(), model.model_type)?,
-            Some(component) => Fixture::open_component_in(&paths::fixtures_dir(), model.model_type, component)?,
+            Some(component) => {
+                Fixture::open_component_in(&paths::fixtures_dir(), model.model_type, component)?
+            }
         };
         fixture.check_fresh(model)?;
         Ok(fixture)
@@ -166,7 +168,10 @@ impl Fixture {
         if self.meta.source != "tiny-random" {
             return Ok(());
         }
-        let want = fixture_key(model.spec_digest, model.component.is_some() || !model.components.is_empty());
+        let want = fixture_key(
+            model.spec_digest,
+            model.component.is_some() || !model.components.is_empty(),
+        );
         if self.meta.cache_key.as_deref() == Some(want.as_str()) {
             return Ok(());
         }
@@ -188,7 +193,11 @@ impl Fixture {
     }
 
     /// One component's fixture inside its model's.
-    pub fn open_component_in(root: &Path, model_type: &str, component: &str) -> Result<Fixture, CheckError> {
+    pub fn open_component_in(
+        root: &Path,
+        model_type: &str,
+        component: &str,
+    ) -> Result<Fixture, CheckError> {
         Fixture::open_dir(root.join(model_type).join(component), root, model_type)
     }
 
@@ -198,22 +207,44 @@ impl Fixture {
         let text = match std::fs::read_to_string(&meta_path) {
             Ok(text) => text,
             Err(_) => {
-                let build = format!("build it with `cargo run -p generator --bin gen -- fixtures --model {model_type}`");
-                return Err(match std::fs::read_to_string(paths::export_error_file(root, model_type)) {
-                    Ok(error) => CheckError::new(
-                        ErrorKind::ExportFailed,
-                        format!("no fixture for {model_type}: the exporter failed on it: {}; fix the spec and {build}", error.trim()),
-                    ),
-                    Err(_) => CheckError::new(ErrorKind::FixtureMissing, format!("no fixture for {model_type}: {} does not exist; {build}", meta_path.display())),
-                });
+                let build = format!(
+                    "build it with `cargo run -p generator --bin gen -- fixtures --model {model_type}`"
+                );
+                return Err(
+                    match std::fs::read_to_string(paths::export_error_file(root, model_type)) {
+                        Ok(error) => CheckError::new(
+                            ErrorKind::ExportFailed,
+                            format!(
+                                "no fixture for {model_type}: the exporter failed on it: {}; fix the spec and {build}",
+                                error.trim()
+                            ),
+                        ),
+                        Err(_) => CheckError::new(
+                            ErrorKind::FixtureMissing,
+                            format!(
+                                "no fixture for {model_type}: {} does not exist; {build}",
+                                meta_path.display()
+                            ),
+                        ),
+                    },
+                );
             }
         };
-        let meta: Meta = serde_json::from_str(&text).map_err(|e| invalid(format!("{}: {e}", meta_path.display())))?;
+        let meta: Meta = serde_json::from_str(&text)
+            .map_err(|e| invalid(format!("{}: {e}", meta_path.display())))?;
         if meta.model_type != model_type {
-            return Err(invalid(format!("{}: model_type is {:?}, expected {model_type:?}", meta_path.display(), meta.model_type)));
+            return Err(invalid(format!(
+                "{}: model_type is {:?}, expected {model_type:?}",
+                meta_path.display(),
+                meta.model_type
+            )));
         }
         if meta.shapes.len() != 2 {
-            return Err(invalid(format!("{}: {} shapes, the contract has 2", meta_path.display(), meta.shapes.len())));
+            return Err(invalid(format!(
+                "{}: {} shapes, the contract has 2",
+                meta_path.display(),
+                meta.shapes.len()
+            )));
         }
         Ok(Fixture { dir, meta })
     }
@@ -230,10 +261,19 @@ impl Fixture {
             return Ok(path);
         }
         Err(match &self.meta.torchscript {
-            Some(ExtraExport { error: Some(error), .. }) => {
-                CheckError::new(ErrorKind::ExportFailed, format!("the exporter could not trace the model to TorchScript: {error}"))
-            }
-            _ => CheckError::new(ErrorKind::FixtureInvalid, format!("{} has no model.pt: rebuild the fixture with `gen fixtures`", self.dir.display())),
+            Some(ExtraExport {
+                error: Some(error), ..
+            }) => CheckError::new(
+                ErrorKind::ExportFailed,
+                format!("the exporter could not trace the model to TorchScript: {error}"),
+            ),
+            _ => CheckError::new(
+                ErrorKind::FixtureInvalid,
+                format!(
+                    "{} has no model.pt: rebuild the fixture with `gen fixtures`",
+                    self.dir.display()
+                ),
+            ),
         })
     }
 
@@ -254,12 +294,26 @@ impl Fixture {
         Err(match made.as_ref().and_then(|v| v.error.as_ref()) {
             Some(error) => {
                 // A quantizer with nothing to quantize (no MatMul weight for q4's MatMulNBits) is not a failure.
-                let kind = if error.contains("quantized no node") { ErrorKind::DoesNotApply } else { ErrorKind::ExportFailed };
-                CheckError::new(kind, format!("the exporter could not make the {} model: {error}", precision.name()))
+                let kind = if error.contains("quantized no node") {
+                    ErrorKind::DoesNotApply
+                } else {
+                    ErrorKind::ExportFailed
+                };
+                CheckError::new(
+                    kind,
+                    format!(
+                        "the exporter could not make the {} model: {error}",
+                        precision.name()
+                    ),
+                )
             }
             None => CheckError::new(
                 ErrorKind::FixtureInvalid,
-                format!("{} has no {}: rebuild the fixture with `gen fixtures`", self.dir.display(), precision.model_file()),
+                format!(
+                    "{} has no {}: rebuild the fixture with `gen fixtures`",
+                    self.dir.display(),
+                    precision.model_file()
+                ),
             ),
         })
     }
@@ -270,32 +324,55 @@ impl Fixture {
 
     /// The inputs of one shape, in the order meta.json lists them.
     pub fn inputs(&self, shape: Shape) -> Result<Vec<(String, Tensor)>, CheckError> {
-        self.load(&format!("inputs{}", shape.suffix()), &self.shape(shape).inputs)
+        self.load(
+            &format!("inputs{}", shape.suffix()),
+            &self.shape(shape).inputs,
+        )
     }
 
     /// The PyTorch float32 reference outputs of one shape.
     pub fn outputs(&self, shape: Shape) -> Result<Vec<(String, Tensor)>, CheckError> {
-        self.load(&format!("outputs{}", shape.suffix()), &self.shape(shape).outputs)
+        self.load(
+            &format!("outputs{}", shape.suffix()),
+            &self.shape(shape).outputs,
+        )
     }
 
     /// A layer's activations and weights as float32, checked against meta.json's shapes.
     pub fn linear_layer(&self, layer: &LinearLayer) -> Result<(Vec<f32>, Vec<f32>), CheckError> {
-        let shapes = [vec![layer.rows, layer.in_features], vec![layer.out_features, layer.in_features]];
+        let shapes = [
+            vec![layer.rows, layer.in_features],
+            vec![layer.out_features, layer.in_features],
+        ];
         let [x, w] = ["x", "w"].map(|name| {
             let path = self.dir.join(&layer.dir).join(format!("{name}.npy"));
             let invalid = |message: String| CheckError::new(ErrorKind::FixtureInvalid, message);
             let tensor = npy::read(&path).map_err(invalid)?;
             let expected = if name == "x" { &shapes[0] } else { &shapes[1] };
             if &tensor.shape != expected {
-                return Err(invalid(format!("{}/{name}.npy has shape {:?}, meta.json says {expected:?}", layer.dir, tensor.shape)));
+                return Err(invalid(format!(
+                    "{}/{name}.npy has shape {:?}, meta.json says {expected:?}",
+                    layer.dir, tensor.shape
+                )));
             }
-            Ok(tensor.values().into_iter().map(|v| v as f32).collect::<Vec<f32>>())
+            Ok(tensor
+                .values()
+                .into_iter()
+                .map(|v| v as f32)
+                .collect::<Vec<f32>>())
         });
         Ok((x?, w?))
     }
 
-    fn load(&self, folder: &str, tensors: &[TensorMeta]) -> Result<Vec<(String, Tensor)>, CheckError> {
-        tensors.iter().map(|t| Ok((t.name.clone(), read_checked(&self.dir, folder, t)?))).collect()
+    fn load(
+        &self,
+        folder: &str,
+        tensors: &[TensorMeta],
+    ) -> Result<Vec<(String, Tensor)>, CheckError> {
+        tensors
+            .iter()
+            .map(|t| Ok((t.name.clone(), read_checked(&self.dir, folder, t)?)))
+            .collect()
     }
 }
 
@@ -304,7 +381,10 @@ pub(crate) fn read_checked(dir: &Path, folder: &str, t: &TensorMeta) -> Result<T
     let invalid = |message: String| CheckError::new(ErrorKind::FixtureInvalid, message);
     let tensor = npy::read(&dir.join(folder).join(format!("{}.npy", t.name))).map_err(invalid)?;
     if tensor.shape != t.shape {
-        return Err(invalid(format!("{folder}/{}.npy has shape {:?}, meta.json says {:?}", t.name, tensor.shape, t.shape)));
+        return Err(invalid(format!(
+            "{folder}/{}.npy has shape {:?}, meta.json says {:?}",
+            t.name, tensor.shape, t.shape
+        )));
     }
     Ok(tensor)
 }

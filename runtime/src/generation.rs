@@ -107,7 +107,9 @@ impl GenerationFixture {
         let root = paths::generation_fixtures(&paths::fixtures_dir());
         let fixture = GenerationFixture::open_dir(&root, model.model_type)?;
         let want = generation_fixture_key(decl.spec_digest);
-        if fixture.meta.source == "tiny-random" && fixture.meta.cache_key.as_deref() != Some(want.as_str()) {
+        if fixture.meta.source == "tiny-random"
+            && fixture.meta.cache_key.as_deref() != Some(want.as_str())
+        {
             return Err(CheckError::new(
                 ErrorKind::FixtureStale,
                 format!(
@@ -129,7 +131,12 @@ impl GenerationFixture {
                     fixture.dir.display(),
                     model.spec_path,
                     differences.len(),
-                    differences.iter().take(4).cloned().collect::<Vec<_>>().join("; "),
+                    differences
+                        .iter()
+                        .take(4)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join("; "),
                     model.model_type
                 ),
             ));
@@ -141,7 +148,13 @@ impl GenerationFixture {
     /// input must be fed back from an output (`carried`) and taken with the declared
     /// axes by the graphs that take it; every past input carried must be declared.
     pub fn cache_differences(&self, declared: &[TensorDecl]) -> Vec<String> {
-        let carried: Vec<&str> = self.meta.carried.iter().map(|c| c.input.as_str()).filter(|n| n.starts_with(CACHE_PREFIX)).collect();
+        let carried: Vec<&str> = self
+            .meta
+            .carried
+            .iter()
+            .map(|c| c.input.as_str())
+            .filter(|n| n.starts_with(CACHE_PREFIX))
+            .collect();
         let mut differences: Vec<String> = Vec::new();
         for t in declared {
             if !carried.contains(&t.name) {
@@ -149,12 +162,25 @@ impl GenerationFixture {
                 continue;
             }
             for (graph, meta) in &self.meta.graphs {
-                if let Some(input) = meta.inputs.iter().find(|i| i.name == t.name).filter(|i| i.axes.iter().map(String::as_str).ne(t.axes.iter().copied())) {
-                    differences.push(format!("{}: declared with axes {:?}, graph {graph} takes it with {:?}", t.name, t.axes, input.axes));
+                if let Some(input) = meta
+                    .inputs
+                    .iter()
+                    .find(|i| i.name == t.name)
+                    .filter(|i| i.axes.iter().map(String::as_str).ne(t.axes.iter().copied()))
+                {
+                    differences.push(format!(
+                        "{}: declared with axes {:?}, graph {graph} takes it with {:?}",
+                        t.name, t.axes, input.axes
+                    ));
                 }
             }
         }
-        differences.extend(carried.iter().filter(|n| !declared.iter().any(|t| t.name == **n)).map(|n| format!("{n}: in the fixture's cache, not declared")));
+        differences.extend(
+            carried
+                .iter()
+                .filter(|n| !declared.iter().any(|t| t.name == **n))
+                .map(|n| format!("{n}: in the fixture's cache, not declared")),
+        );
         differences
     }
 
@@ -162,23 +188,51 @@ impl GenerationFixture {
         let dir = root.join(model_type);
         let meta_path = dir.join("meta.json");
         let Ok(text) = std::fs::read_to_string(&meta_path) else {
-            let build = format!("build it with `cargo run -p generator --bin gen -- fixtures --model {model_type}`");
-            return Err(match std::fs::read_to_string(paths::export_error_file(root, model_type)) {
-                Ok(error) => CheckError::new(
-                    ErrorKind::ExportFailed,
-                    format!("no generation fixture for {model_type}: {}{}", crate::GENERATION_EXPORT_FAILED, error.trim()),
-                ),
-                Err(_) => CheckError::new(ErrorKind::FixtureMissing, format!("no generation fixture for {model_type}: {} does not exist; {build}", meta_path.display())),
-            });
+            let build = format!(
+                "build it with `cargo run -p generator --bin gen -- fixtures --model {model_type}`"
+            );
+            return Err(
+                match std::fs::read_to_string(paths::export_error_file(root, model_type)) {
+                    Ok(error) => CheckError::new(
+                        ErrorKind::ExportFailed,
+                        format!(
+                            "no generation fixture for {model_type}: {}{}",
+                            crate::GENERATION_EXPORT_FAILED,
+                            error.trim()
+                        ),
+                    ),
+                    Err(_) => CheckError::new(
+                        ErrorKind::FixtureMissing,
+                        format!(
+                            "no generation fixture for {model_type}: {} does not exist; {build}",
+                            meta_path.display()
+                        ),
+                    ),
+                },
+            );
         };
         let invalid = |message: String| CheckError::new(ErrorKind::FixtureInvalid, message);
-        let meta: GenerationMeta = serde_json::from_str(&text).map_err(|e| invalid(format!("{}: {e}", meta_path.display())))?;
+        let meta: GenerationMeta = serde_json::from_str(&text)
+            .map_err(|e| invalid(format!("{}: {e}", meta_path.display())))?;
         if meta.model_type != model_type || meta.steps.is_empty() {
-            return Err(invalid(format!("{}: model_type {:?} with {} steps, expected {model_type:?} with some", meta_path.display(), meta.model_type, meta.steps.len())));
+            return Err(invalid(format!(
+                "{}: model_type {:?} with {} steps, expected {model_type:?} with some",
+                meta_path.display(),
+                meta.model_type,
+                meta.steps.len()
+            )));
         }
-        let unknown = meta.prologue.iter().map(|p| &p.graph).chain(meta.steps.iter().map(|s| &s.graph)).find(|g| !meta.graphs.contains_key(*g));
+        let unknown = meta
+            .prologue
+            .iter()
+            .map(|p| &p.graph)
+            .chain(meta.steps.iter().map(|s| &s.graph))
+            .find(|g| !meta.graphs.contains_key(*g));
         if let Some(graph) = unknown {
-            return Err(invalid(format!("{}: a step runs graph {graph:?}, which `graphs` does not list", meta_path.display())));
+            return Err(invalid(format!(
+                "{}: a step runs graph {graph:?}, which `graphs` does not list",
+                meta_path.display()
+            )));
         }
         Ok(GenerationFixture { dir, meta })
     }
@@ -187,14 +241,26 @@ impl GenerationFixture {
     /// engine builds static graphs) and its integer-only nodes.
     pub fn graph(&self, name: &str) -> (PathBuf, StaticInputs, crate::placement::GraphNodes) {
         let graph = &self.meta.graphs[name];
-        let inputs = graph.inputs.iter().map(|i| (i.name.clone(), i.axes.clone())).collect();
-        let nodes = graph.integer_nodes.as_ref().map(|n| crate::placement::GraphNodes::new(&n.names, &n.float)).unwrap_or_default();
+        let inputs = graph
+            .inputs
+            .iter()
+            .map(|i| (i.name.clone(), i.axes.clone()))
+            .collect();
+        let nodes = graph
+            .integer_nodes
+            .as_ref()
+            .map(|n| crate::placement::GraphNodes::new(&n.names, &n.float))
+            .unwrap_or_default();
         (self.dir.join(&graph.file), inputs, nodes)
     }
 
     /// What generate() fed the model at `step`.
     pub fn feeds(&self, step: usize) -> Result<Vec<(String, Tensor)>, CheckError> {
-        self.meta.steps[step].feeds.iter().map(|t| Ok((t.name.clone(), self.read(&format!("steps/{step}"), t)?))).collect()
+        self.meta.steps[step]
+            .feeds
+            .iter()
+            .map(|t| Ok((t.name.clone(), self.read(&format!("steps/{step}"), t)?)))
+            .collect()
     }
 
     /// PyTorch's logits for the last position at `step`, `[batch, vocab]`.
@@ -213,39 +279,83 @@ impl GenerationFixture {
     pub fn run_loop(
         &self,
         run: &mut dyn FnMut(&str, &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, CheckError>,
-        each_step: &mut dyn FnMut(usize, &[(String, Tensor)], &[(String, Tensor)]) -> Result<(), CheckError>,
+        each_step: &mut dyn FnMut(
+            usize,
+            &[(String, Tensor)],
+            &[(String, Tensor)],
+        ) -> Result<(), CheckError>,
     ) -> Result<(), CheckError> {
         let meta = &self.meta;
         let mut latest: BTreeMap<String, Tensor> = BTreeMap::new();
         for c in &meta.carried {
             if let Some(shape) = &c.empty_shape {
-                latest.insert(c.output.clone(), Tensor { shape: shape.clone(), data: Data::Float32(Vec::new()) });
+                latest.insert(
+                    c.output.clone(),
+                    Tensor {
+                        shape: shape.clone(),
+                        data: Data::Float32(Vec::new()),
+                    },
+                );
             }
         }
-        let mut run_graph = |graph: &str, feeds: Vec<(String, Tensor)>, latest: &mut BTreeMap<String, Tensor>, what: &str| {
+        let mut run_graph = |graph: &str,
+                             feeds: Vec<(String, Tensor)>,
+                             latest: &mut BTreeMap<String, Tensor>,
+                             what: &str| {
             let mut inputs = Vec::new();
             for input in &meta.graphs[graph].inputs {
                 if let Some((_, t)) = feeds.iter().find(|(n, _)| *n == input.name) {
                     inputs.push((input.name.clone(), t.clone()));
                     continue;
                 }
-                let Some(value) = meta.carried.iter().find(|c| c.input == input.name).and_then(|c| latest.get(&c.output)) else {
-                    return Err(CheckError::new(ErrorKind::FixtureInvalid, format!("{what}: graph {graph} takes {}, which no feed or earlier output gives", input.name)));
+                let Some(value) = meta
+                    .carried
+                    .iter()
+                    .find(|c| c.input == input.name)
+                    .and_then(|c| latest.get(&c.output))
+                else {
+                    return Err(CheckError::new(
+                        ErrorKind::FixtureInvalid,
+                        format!(
+                            "{what}: graph {graph} takes {}, which no feed or earlier output gives",
+                            input.name
+                        ),
+                    ));
                 };
                 inputs.push((input.name.clone(), value.clone()));
             }
-            let outputs = run(graph, &inputs).map_err(|e| CheckError::new(e.kind, format!("{what}: {}", e.message)))?;
+            let outputs = run(graph, &inputs)
+                .map_err(|e| CheckError::new(e.kind, format!("{what}: {}", e.message)))?;
             for (name, t) in &outputs {
                 latest.insert(name.clone(), t.clone());
             }
             Ok((inputs, outputs))
         };
         for p in &meta.prologue {
-            let feeds = p.feeds.iter().map(|t| Ok((t.name.clone(), self.read(&format!("prologue/{}", p.graph), t)?))).collect::<Result<Vec<_>, CheckError>>()?;
-            run_graph(&p.graph, feeds, &mut latest, &format!("the {} (before step 0)", p.graph))?;
+            let feeds = p
+                .feeds
+                .iter()
+                .map(|t| {
+                    Ok((
+                        t.name.clone(),
+                        self.read(&format!("prologue/{}", p.graph), t)?,
+                    ))
+                })
+                .collect::<Result<Vec<_>, CheckError>>()?;
+            run_graph(
+                &p.graph,
+                feeds,
+                &mut latest,
+                &format!("the {} (before step 0)", p.graph),
+            )?;
         }
         for (step, s) in meta.steps.iter().enumerate() {
-            let (inputs, outputs) = run_graph(&s.graph, self.feeds(step)?, &mut latest, &format!("step {step} ({})", s.graph))?;
+            let (inputs, outputs) = run_graph(
+                &s.graph,
+                self.feeds(step)?,
+                &mut latest,
+                &format!("step {step} ({})", s.graph),
+            )?;
             each_step(step, &inputs, &outputs)?;
         }
         Ok(())
@@ -257,7 +367,14 @@ impl GenerationFixture {
         self.meta
             .carried
             .iter()
-            .filter_map(|c| c.sequence_axis.and_then(|axis| inputs.iter().find(|(n, _)| *n == c.input).and_then(|(_, t)| t.shape.get(axis).copied())))
+            .filter_map(|c| {
+                c.sequence_axis.and_then(|axis| {
+                    inputs
+                        .iter()
+                        .find(|(n, _)| *n == c.input)
+                        .and_then(|(_, t)| t.shape.get(axis).copied())
+                })
+            })
             .next()
     }
 }
@@ -277,7 +394,11 @@ pub fn generate(
     record.prompt_lengths = meta.prompt_lengths.clone();
     record.tolerance = Some(tolerance);
     record.near_tie = Some(near_tie);
-    let static_axes: BTreeMap<String, Vec<String>> = meta.graphs.values().flat_map(|g| g.inputs.iter().map(|i| (i.name.clone(), i.axes.clone()))).collect();
+    let static_axes: BTreeMap<String, Vec<String>> = meta
+        .graphs
+        .values()
+        .flat_map(|g| g.inputs.iter().map(|i| (i.name.clone(), i.axes.clone())))
+        .collect();
     // The tokens earlier steps fed: the past of a cache of states, which has no length to read.
     let mut tokens_fed = 0;
     fixture.run_loop(run, &mut |step, inputs, outputs| {
@@ -328,7 +449,11 @@ pub fn generate(
                 "generation diverged from PyTorch's generate() at step {} of {} ({}: past length {}): {}: {}",
                 d.step,
                 record.steps,
-                if d.step == 0 { "the first step, without a cache" } else { "a decode step with the cache" },
+                if d.step == 0 {
+                    "the first step, without a cache"
+                } else {
+                    "a decode step with the cache"
+                },
                 record.per_step[d.step].past_length,
                 d.output,
                 d.what
@@ -340,7 +465,10 @@ pub fn generate(
 /// `[batch, sequence, vocab]` logits' last position as `[batch, vocab]`.
 fn last_position(logits: &Tensor) -> Result<Tensor, String> {
     let [batch, sequence, vocab] = logits.shape[..] else {
-        return Err(format!("logits have shape {:?}, expected [batch, sequence, vocab]", logits.shape));
+        return Err(format!(
+            "logits have shape {:?}, expected [batch, sequence, vocab]",
+            logits.shape
+        ));
     };
     let Data::Float32(values) = &logits.data else {
         return Err(format!("logits are {}, expected float32", logits.dtype()));
@@ -350,20 +478,35 @@ fn last_position(logits: &Tensor) -> Result<Tensor, String> {
         let start = (row * sequence + sequence - 1) * vocab;
         last.extend_from_slice(&values[start..start + vocab]);
     }
-    Ok(Tensor { shape: vec![batch, vocab], data: Data::Float32(last) })
+    Ok(Tensor {
+        shape: vec![batch, vocab],
+        data: Data::Float32(last),
+    })
 }
 
 /// Rows whose top token differs from the reference's, counting only rows where
 /// the reference's top two are further apart than `near_tie` allows (a near-tie
 /// is within it, and the step's logits are judged by the tolerance).
-fn top1_disagreements(actual: &Tensor, expected: &Tensor, tolerance: Tolerance, near_tie: NearTie) -> usize {
+fn top1_disagreements(
+    actual: &Tensor,
+    expected: &Tensor,
+    tolerance: Tolerance,
+    near_tie: NearTie,
+) -> usize {
     let vocab = *expected.shape.last().unwrap_or(&1);
     let (a, e) = (actual.values(), expected.values());
     a.chunks(vocab)
         .zip(e.chunks(vocab))
         .filter(|(a_row, e_row)| {
-            let (Some(top), got) = (compare::argmax(e_row), compare::argmax(a_row)) else { return false };
-            let second = e_row.iter().enumerate().filter(|(i, _)| *i != top).map(|(_, v)| *v).fold(f64::NEG_INFINITY, f64::max);
+            let (Some(top), got) = (compare::argmax(e_row), compare::argmax(a_row)) else {
+                return false;
+            };
+            let second = e_row
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != top)
+                .map(|(_, v)| *v)
+                .fold(f64::NEG_INFINITY, f64::max);
             let slack = near_tie.slack(tolerance, e_row[top]);
             got != Some(top) && e_row[top] - second > slack
         })
@@ -375,31 +518,65 @@ mod tests {
     use super::*;
 
     fn t(shape: Vec<usize>, v: Vec<f32>) -> Tensor {
-        Tensor { shape, data: Data::Float32(v) }
+        Tensor {
+            shape,
+            data: Data::Float32(v),
+        }
     }
 
     #[test]
     fn the_last_position_of_each_row_is_taken() {
-        let logits = t(vec![2, 2, 3], vec![0., 1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11.]);
-        assert_eq!(last_position(&logits).unwrap(), t(vec![2, 3], vec![3., 4., 5., 9., 10., 11.]));
+        let logits = t(
+            vec![2, 2, 3],
+            vec![0., 1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11.],
+        );
+        assert_eq!(
+            last_position(&logits).unwrap(),
+            t(vec![2, 3], vec![3., 4., 5., 9., 10., 11.])
+        );
         assert!(last_position(&t(vec![6], vec![0.; 6])).is_err());
     }
 
     #[test]
     fn another_top_token_counts_unless_the_reference_is_a_near_tie() {
-        let tol = Tolerance { abs: 1e-4, rel: 0.0 };
+        let tol = Tolerance {
+            abs: 1e-4,
+            rel: 0.0,
+        };
         let expected = t(vec![2, 3], vec![0.0, 1.0, 0.5, 0.0, 1.0, 0.99995]);
         let swapped = t(vec![2, 3], vec![0.0, 0.5, 1.0, 0.0, 0.99995, 1.0]);
-        assert_eq!(top1_disagreements(&swapped, &expected, tol, NearTie::WithinTolerance), 1, "row 0 is a clear disagreement, row 1 a near-tie");
-        assert_eq!(top1_disagreements(&expected, &expected, tol, NearTie::WithinTolerance), 0);
+        assert_eq!(
+            top1_disagreements(&swapped, &expected, tol, NearTie::WithinTolerance),
+            1,
+            "row 0 is a clear disagreement, row 1 a near-tie"
+        );
+        assert_eq!(
+            top1_disagreements(&expected, &expected, tol, NearTie::WithinTolerance),
+            0
+        );
         // Computed in float16 with a tolerance of 10% of the spread: a gap of 0.1 (of a spread of 1)
         // was a near-tie by the tolerance; float16 orders tokens 0.1 apart, so it counts.
         let spread_tol = Tolerance { abs: 0.1, rel: 0.0 };
         let apart = t(vec![1, 3], vec![0.0, 1.0, 0.9]);
         let flipped = t(vec![1, 3], vec![0.0, 0.9, 1.0]);
-        assert_eq!(top1_disagreements(&flipped, &apart, spread_tol, NearTie::WithinTolerance), 0);
-        assert_eq!(top1_disagreements(&flipped, &apart, spread_tol, NearTie::Float16), 1);
+        assert_eq!(
+            top1_disagreements(&flipped, &apart, spread_tol, NearTie::WithinTolerance),
+            0
+        );
+        assert_eq!(
+            top1_disagreements(&flipped, &apart, spread_tol, NearTie::Float16),
+            1
+        );
         let tied = t(vec![1, 3], vec![0.0, 1.0, 0.999]);
-        assert_eq!(top1_disagreements(&t(vec![1, 3], vec![0.0, 0.999, 1.0]), &tied, spread_tol, NearTie::Float16), 0, "within two float16 steps");
+        assert_eq!(
+            top1_disagreements(
+                &t(vec![1, 3], vec![0.0, 0.999, 1.0]),
+                &tied,
+                spread_tol,
+                NearTie::Float16
+            ),
+            0,
+            "within two float16 steps"
+        );
     }
 }

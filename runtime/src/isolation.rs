@@ -34,7 +34,13 @@ pub const ISOLATE_ALL: &str = "HWMATRIX_ISOLATE";
 
 /// The engines whose checks run in a process of their own.
 fn needs_own_process(cell: &Cell) -> bool {
-    matches!(cell.engine, Engine::OnnxRuntime { provider: ExecutionProvider::Qnn, .. }) || std::env::var_os(ISOLATE_ALL).is_some()
+    matches!(
+        cell.engine,
+        Engine::OnnxRuntime {
+            provider: ExecutionProvider::Qnn,
+            ..
+        }
+    ) || std::env::var_os(ISOLATE_ALL).is_some()
 }
 
 /// The check's verdict from a child process, or None where it runs in this
@@ -45,15 +51,30 @@ pub fn run_in_own_process(cell: &Cell, check: Check) -> Option<Result<(), String
         return None;
     }
     // libtest runs each test on a thread named after the test's path.
-    let test = std::thread::current().name().filter(|n| n.ends_with(check.name()) && n.contains("::"))?.to_string();
+    let test = std::thread::current()
+        .name()
+        .filter(|n| n.ends_with(check.name()) && n.contains("::"))?
+        .to_string();
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
-        Err(e) => return Some(Err(format!("{}::{}: cannot find the test binary to run the check in its own process: {e}", cell.id(), check.name()))),
+        Err(e) => {
+            return Some(Err(format!(
+                "{}::{}: cannot find the test binary to run the check in its own process: {e}",
+                cell.id(),
+                check.name()
+            )));
+        }
     };
     let child = Command::new(&exe)
-        .args([test.as_str(), "--exact", "--include-ignored", "--test-threads=1", "--nocapture"])
+        .args([
+            test.as_str(),
+            "--exact",
+            "--include-ignored",
+            "--test-threads=1",
+            "--nocapture",
+        ])
         .env(CHILD, "1")
         // The child's records belong to this run.
         .env("HWMATRIX_RUN_ID", record::run_id())
@@ -62,11 +83,24 @@ pub fn run_in_own_process(cell: &Cell, check: Check) -> Option<Result<(), String
         .spawn();
     let child = match child {
         Ok(child) => child,
-        Err(e) => return Some(Err(format!("{}::{}: cannot start {} for the check's own process: {e}", cell.id(), check.name(), exe.display()))),
+        Err(e) => {
+            return Some(Err(format!(
+                "{}::{}: cannot start {} for the check's own process: {e}",
+                cell.id(),
+                check.name(),
+                exe.display()
+            )));
+        }
     };
     let (status, stdout, stderr) = match wait_within(child, CHECK_LIMIT) {
         Ok(finished) => finished,
-        Err(e) => return Some(Err(format!("{}::{}: waiting for the check's own process: {e}", cell.id(), check.name()))),
+        Err(e) => {
+            return Some(Err(format!(
+                "{}::{}: waiting for the check's own process: {e}",
+                cell.id(),
+                check.name()
+            )));
+        }
     };
     // The child's output, where libtest captures this test's (shown when it fails).
     print!("{stdout}");
@@ -81,14 +115,32 @@ pub fn run_in_own_process(cell: &Cell, check: Check) -> Option<Result<(), String
         return Some(Err(write_failure(cell, check, ErrorKind::Timeout, reason)));
     };
     if status.success() {
-        return Some(if stdout.contains("1 passed") { Ok(()) } else { Err(format!("{}::{}: its own process ran no test named {test}", cell.id(), check.name())) });
+        return Some(if stdout.contains("1 passed") {
+            Ok(())
+        } else {
+            Err(format!(
+                "{}::{}: its own process ran no test named {test}",
+                cell.id(),
+                check.name()
+            ))
+        });
     }
     use std::os::unix::process::ExitStatusExt;
     Some(Err(match status.signal() {
         Some(signal) => {
             // Its own last words, not libtest's ("running 1 test", "test x ...").
-            let last: Vec<&str> = stderr.lines().chain(stdout.lines()).filter(|l| !l.trim().is_empty() && !l.starts_with("running ") && !l.starts_with("test ")).collect();
-            let last = if last.is_empty() { "none".to_string() } else { last[last.len().saturating_sub(3)..].join(" | ") };
+            let last: Vec<&str> = stderr
+                .lines()
+                .chain(stdout.lines())
+                .filter(|l| {
+                    !l.trim().is_empty() && !l.starts_with("running ") && !l.starts_with("test ")
+                })
+                .collect();
+            let last = if last.is_empty() {
+                "none".to_string()
+            } else {
+                last[last.len().saturating_sub(3)..].join(" | ")
+            };
             let reason = format!(
                 "the check's own process was killed by signal {signal}{} during the check, inside {} (its last lines: {last})",
                 signal_name(signal),
@@ -97,7 +149,13 @@ pub fn run_in_own_process(cell: &Cell, check: Check) -> Option<Result<(), String
             write_failure(cell, check, ErrorKind::EngineExited, reason)
         }
         // The child failed the check and wrote its record; its message is in its output above.
-        None => failure_message(&format!("{stdout}\n{stderr}")).unwrap_or_else(|| format!("{}::{} failed in its own process (exit status {status}); its output is above", cell.id(), check.name())),
+        None => failure_message(&format!("{stdout}\n{stderr}")).unwrap_or_else(|| {
+            format!(
+                "{}::{} failed in its own process (exit status {status}); its output is above",
+                cell.id(),
+                check.name()
+            )
+        }),
     }))
 }
 
@@ -106,7 +164,10 @@ pub fn run_in_own_process(cell: &Cell, check: Check) -> Option<Result<(), String
 const CHECK_LIMIT: Duration = Duration::from_secs(180);
 
 /// The child's exit status (None when it ran past `limit` and was killed) and its output.
-fn wait_within(mut child: Child, limit: Duration) -> std::io::Result<(Option<ExitStatus>, String, String)> {
+fn wait_within(
+    mut child: Child,
+    limit: Duration,
+) -> std::io::Result<(Option<ExitStatus>, String, String)> {
     // Read both pipes as the child writes them, so a full pipe never stalls it.
     let read = |pipe: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
@@ -117,8 +178,18 @@ fn wait_within(mut child: Child, limit: Duration) -> std::io::Result<(Option<Exi
             String::from_utf8_lossy(&text).into_owned()
         })
     };
-    let stdout = read(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let stderr = read(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let stdout = read(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = read(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait()? {
@@ -131,7 +202,11 @@ fn wait_within(mut child: Child, limit: Duration) -> std::io::Result<(Option<Exi
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    Ok((status, stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default()))
+    Ok((
+        status,
+        stdout.join().unwrap_or_default(),
+        stderr.join().unwrap_or_default(),
+    ))
 }
 
 /// Records a check's failure that its own process could not record (it crashed, or was
@@ -147,8 +222,16 @@ fn write_failure(cell: &Cell, check: Check, kind: ErrorKind, reason: String) -> 
     };
     let kind_name = crate::checks::kind_name(kind);
     match record::append(&failed) {
-        Ok(()) => format!("{}::{} failed ({kind_name}): {reason}", cell.id(), check.name()),
-        Err(e) => format!("{}::{} failed ({kind_name}): {reason}; and its record could not be written: {e}", cell.id(), check.name()),
+        Ok(()) => format!(
+            "{}::{} failed ({kind_name}): {reason}",
+            cell.id(),
+            check.name()
+        ),
+        Err(e) => format!(
+            "{}::{} failed ({kind_name}): {reason}; and its record could not be written: {e}",
+            cell.id(),
+            check.name()
+        ),
     }
 }
 
@@ -156,7 +239,11 @@ fn write_failure(cell: &Cell, check: Check, kind: ErrorKind, reason: String) -> 
 fn failure_message(stdout: &str) -> Option<String> {
     let mut lines = stdout.lines().skip_while(|l| !l.contains("panicked at"));
     lines.next()?;
-    let message: Vec<&str> = lines.take_while(|l| !l.starts_with("stack backtrace:") && !l.starts_with("note: ") && !l.trim().is_empty()).collect();
+    let message: Vec<&str> = lines
+        .take_while(|l| {
+            !l.starts_with("stack backtrace:") && !l.starts_with("note: ") && !l.trim().is_empty()
+        })
+        .collect();
     (!message.is_empty()).then(|| message.join("\n"))
 }
 
@@ -179,7 +266,10 @@ mod tests {
     #[test]
     fn reads_the_childs_panic_message() {
         let stdout = "running 1 test\n\nthread 'a::b::qnn::onnx::runs' (12) panicked at runtime/src/checks.rs:123:9:\nb::qnn::onnx::runs failed (model-load): cannot load\nsecond line\nstack backtrace:\n   0: x\n";
-        assert_eq!(failure_message(stdout).as_deref(), Some("b::qnn::onnx::runs failed (model-load): cannot load\nsecond line"));
+        assert_eq!(
+            failure_message(stdout).as_deref(),
+            Some("b::qnn::onnx::runs failed (model-load): cannot load\nsecond line")
+        );
         assert_eq!(failure_message("running 1 test\ntest x ... ok\n"), None);
     }
 }

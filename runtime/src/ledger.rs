@@ -18,9 +18,20 @@ pub type NotRun = (Outcome, Basis, String, Option<Stage>);
 /// checks alike); None for one that runs when its feature is on.
 fn planned_not_run(planned: Planned) -> Option<NotRun> {
     match planned {
-        Planned::NotTested { reason, stage } => Some((Outcome::NotTested, Basis::Evidence, reason.to_string(), Some(stage))),
-        Planned::Unsupported { reason, basis } => Some((Outcome::Unsupported, basis, reason.to_string(), None)),
-        Planned::KnownIssue { reason, basis, stage } => Some((Outcome::KnownIssue, basis, reason.to_string(), stage)),
+        Planned::NotTested { reason, stage } => Some((
+            Outcome::NotTested,
+            Basis::Evidence,
+            reason.to_string(),
+            Some(stage),
+        )),
+        Planned::Unsupported { reason, basis } => {
+            Some((Outcome::Unsupported, basis, reason.to_string(), None))
+        }
+        Planned::KnownIssue {
+            reason,
+            basis,
+            stage,
+        } => Some((Outcome::KnownIssue, basis, reason.to_string(), stage)),
         Planned::Run | Planned::NoEngine { .. } => None,
     }
 }
@@ -49,23 +60,49 @@ pub fn not_run(cell: &Cell, feature_on: bool) -> Option<NotRun> {
 /// Writes one record per check of every cell that will not run; returns how
 /// many. `feature_on` says whether a cell's cargo features are on in the
 /// calling crate (features are the caller's, not the runtime's).
-pub fn record_cells_not_run(cells: &[&Cell], feature_on: impl Fn(&Cell) -> bool) -> Result<usize, String> {
+pub fn record_cells_not_run(
+    cells: &[&Cell],
+    feature_on: impl Fn(&Cell) -> bool,
+) -> Result<usize, String> {
     let mut written = 0;
     for cell in cells {
         let on = feature_on(cell);
         let mut not_running: Vec<(Check, NotRun)> = Vec::new();
         if let Some(why) = not_run(cell, on) {
-            not_running.extend(Check::ALL.into_iter().chain(cell.precision_checks.iter().map(|p| Check::Precision(p.precision))).map(|c| (c, why.clone())));
+            not_running.extend(
+                Check::ALL
+                    .into_iter()
+                    .chain(
+                        cell.precision_checks
+                            .iter()
+                            .map(|p| Check::Precision(p.precision)),
+                    )
+                    .map(|c| (c, why.clone())),
+            );
         } else {
             // The cell runs, but a precision variant of it may be a known issue of its own.
             for p in cell.precision_checks {
-                if let Some(why) = not_run(&Cell { planned: p.planned, ..**cell }, on) {
+                if let Some(why) = not_run(
+                    &Cell {
+                        planned: p.planned,
+                        ..**cell
+                    },
+                    on,
+                ) {
                     not_running.push((Check::Precision(p.precision), why));
                 }
             }
         }
         // The `generates` check has its own plan (its own graph): whatever the cell's.
-        if let Some(why) = cell.generation.and_then(|g| not_run(&Cell { planned: g.planned, ..**cell }, on)) {
+        if let Some(why) = cell.generation.and_then(|g| {
+            not_run(
+                &Cell {
+                    planned: g.planned,
+                    ..**cell
+                },
+                on,
+            )
+        }) {
             not_running.push((Check::Generates, why));
         }
         for (check, (status, basis, reason, stage)) in not_running {
@@ -74,10 +111,19 @@ pub fn record_cells_not_run(cells: &[&Cell], feature_on: impl Fn(&Cell) -> bool)
                 basis,
                 reason: Some(reason),
                 stage,
-                precision: check.precision().map_or("float32", crate::Precision::name).to_string(),
+                precision: check
+                    .precision()
+                    .map_or("float32", crate::Precision::name)
+                    .to_string(),
                 ..blank_record(cell, check.name())
             };
-            record::append(&record).map_err(|e| format!("{}::{}: cannot write its record: {e}", cell.id(), check.name()))?;
+            record::append(&record).map_err(|e| {
+                format!(
+                    "{}::{}: cannot write its record: {e}",
+                    cell.id(),
+                    check.name()
+                )
+            })?;
             written += 1;
         }
     }
@@ -86,7 +132,10 @@ pub fn record_cells_not_run(cells: &[&Cell], feature_on: impl Fn(&Cell) -> bool)
 
 /// The same for quantization checks (webgpu): one record per scheme that
 /// will not run, because it is a known issue or its platform's feature is off.
-pub fn record_quantization_not_run(cells: &[&QuantizationCell], feature_on: impl Fn(&QuantizationCell) -> bool) -> Result<usize, String> {
+pub fn record_quantization_not_run(
+    cells: &[&QuantizationCell],
+    feature_on: impl Fn(&QuantizationCell) -> bool,
+) -> Result<usize, String> {
     let mut written = 0;
     for cell in cells {
         let on = feature_on(cell);
@@ -97,12 +146,27 @@ pub fn record_quantization_not_run(cells: &[&QuantizationCell], feature_on: impl
                 None => (
                     Outcome::Ignored,
                     Basis::NotTried,
-                    format!("{0} is off in this build: run `cargo test -p generated --features {0}` where a WebGPU adapter for wgpu is present", cell.platform.feature),
+                    format!(
+                        "{0} is off in this build: run `cargo test -p generated --features {0}` where a WebGPU adapter for wgpu is present",
+                        cell.platform.feature
+                    ),
                     None,
                 ),
             };
-            let record = Record { status, basis, reason: Some(reason), stage, ..crate::quant::check::blank_record(cell, check.scheme) };
-            record::append(&record).map_err(|e| format!("{}::{}: cannot write its record: {e}", cell.id(), check.scheme.check_name()))?;
+            let record = Record {
+                status,
+                basis,
+                reason: Some(reason),
+                stage,
+                ..crate::quant::check::blank_record(cell, check.scheme)
+            };
+            record::append(&record).map_err(|e| {
+                format!(
+                    "{}::{}: cannot write its record: {e}",
+                    cell.id(),
+                    check.scheme.check_name()
+                )
+            })?;
             written += 1;
         }
     }
@@ -121,11 +185,22 @@ pub fn assert_recorded(written: usize) {
         .filter_map(|line| serde_json::from_str::<Record>(line).ok())
         .filter(|r| {
             r.run_id == record::run_id()
-                && matches!(r.status, Outcome::Ignored | Outcome::Unsupported | Outcome::KnownIssue | Outcome::NotTested)
+                && matches!(
+                    r.status,
+                    Outcome::Ignored
+                        | Outcome::Unsupported
+                        | Outcome::KnownIssue
+                        | Outcome::NotTested
+                )
                 && r.reason.as_deref().is_some_and(|s| !s.is_empty())
         })
         .count();
-    assert!(found >= written, "{} holds {found} records of cells not run for run {}, but {written} were written", path.display(), record::run_id());
+    assert!(
+        found >= written,
+        "{} holds {found} records of cells not run for run {}, but {written} were written",
+        path.display(),
+        record::run_id()
+    );
 }
 
 /// Every model whose cells are planned to run has a fixture: a model with

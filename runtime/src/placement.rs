@@ -35,7 +35,10 @@ pub struct GraphNodes {
 
 impl GraphNodes {
     pub fn new(integer: &[String], float: &[String]) -> GraphNodes {
-        GraphNodes { integer: integer.iter().cloned().collect(), float: float.iter().cloned().collect() }
+        GraphNodes {
+            integer: integer.iter().cloned().collect(),
+            float: float.iter().cloned().collect(),
+        }
     }
 
     /// A node the fixture's graph does not have: ONNX Runtime's optimizer
@@ -52,7 +55,12 @@ impl GraphNodes {
     /// empty where the engine's log is not read), or ORT's optimizer made it
     /// and it only moves data ([`OPTIMIZER_DATA_MOVEMENT`]). None: a fallback
     /// the check judges.
-    pub fn cpu_exemption(&self, op: &str, node: &str, candidates: &std::collections::HashSet<&str>) -> Option<&'static str> {
+    pub fn cpu_exemption(
+        &self,
+        op: &str,
+        node: &str,
+        candidates: &std::collections::HashSet<&str>,
+    ) -> Option<&'static str> {
         if self.integer.contains(node) {
             Some(INTEGER_ON_CPU)
         } else if candidates.contains(node) {
@@ -66,22 +74,37 @@ impl GraphNodes {
 }
 
 /// Why an integer-only node may run on ORT's CPU provider.
-pub const INTEGER_ON_CPU: &str =
-    "index and shape arithmetic (no floating-point output or input, per the fixture's integer_nodes), which ONNX Runtime leaves to its CPU provider by design";
+pub const INTEGER_ON_CPU: &str = "index and shape arithmetic (no floating-point output or input, per the fixture's integer_nodes), which ONNX Runtime leaves to its CPU provider by design";
 
 /// Why a node ORT itself moved to the CPU may run there.
-pub const CPU_PREFERRED: &str =
-    "ONNX Runtime chose the CPU for it though the provider supports it (its log: \"Candidate for fallback CPU execution\" in the browser, \"Force fallback to CPU execution\" natively: a small node on the way to CPU shape computations)";
+pub const CPU_PREFERRED: &str = "ONNX Runtime chose the CPU for it though the provider supports it (its log: \"Candidate for fallback CPU execution\" in the browser, \"Force fallback to CPU execution\" natively: a small node on the way to CPU shape computations)";
 
 /// Why a data-movement node ORT's optimizer made may run on the CPU.
-pub const OPTIMIZER_DATA_MOVEMENT: &str =
-    "a data-movement node ONNX Runtime's optimizer made (not in the fixture's graph, so of unknown type): it moves or reshapes data and computes nothing";
+pub const OPTIMIZER_DATA_MOVEMENT: &str = "a data-movement node ONNX Runtime's optimizer made (not in the fixture's graph, so of unknown type): it moves or reshapes data and computes nothing";
 
 /// Operators that move, select or reshape data without arithmetic.
-const DATA_MOVEMENT: [&str; 12] = ["Concat", "Expand", "Flatten", "Gather", "Identity", "Reshape", "Shape", "Slice", "Split", "Squeeze", "Transpose", "Unsqueeze"];
+const DATA_MOVEMENT: [&str; 12] = [
+    "Concat",
+    "Expand",
+    "Flatten",
+    "Gather",
+    "Identity",
+    "Reshape",
+    "Shape",
+    "Slice",
+    "Split",
+    "Squeeze",
+    "Transpose",
+    "Unsqueeze",
+];
 
 /// Judges a run's placement against the requested provider and the allowed fallbacks.
-pub fn judge(requested: &str, options: &[(&str, &str)], ops: &[OpPlacement], allowed: &[AllowedFallback]) -> ProviderEvidence {
+pub fn judge(
+    requested: &str,
+    options: &[(&str, &str)],
+    ops: &[OpPlacement],
+    allowed: &[AllowedFallback],
+) -> ProviderEvidence {
     let total_nodes: usize = ops.iter().map(|o| o.nodes).sum();
     let total_us: u64 = ops.iter().map(|o| o.kernel_us).sum();
     let mut by_provider: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
@@ -108,13 +131,21 @@ pub fn judge(requested: &str, options: &[(&str, &str)], ops: &[OpPlacement], all
             op: o.op.clone(),
             provider: o.provider.clone(),
             nodes: o.nodes,
-            allowed_because: allowed.iter().find(|a| a.op == o.op).map(|a| a.reason).or(o.exempt).map(str::to_string),
+            allowed_because: allowed
+                .iter()
+                .find(|a| a.op == o.op)
+                .map(|a| a.reason)
+                .or(o.exempt)
+                .map(str::to_string),
         })
         .collect();
     let verified = total_nodes > 0 && fallback.iter().all(|f| f.allowed_because.is_some());
     ProviderEvidence {
         requested: requested.to_string(),
-        options: options.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        options: options
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
         shares,
         fallback,
         verified,
@@ -126,7 +157,13 @@ mod tests {
     use super::*;
 
     fn op(op: &str, provider: &str, nodes: usize, us: u64) -> OpPlacement {
-        OpPlacement { op: op.into(), provider: provider.into(), nodes, kernel_us: us, exempt: None }
+        OpPlacement {
+            op: op.into(),
+            provider: provider.into(),
+            nodes,
+            kernel_us: us,
+            exempt: None,
+        }
     }
 
     const CUDA: &str = "CUDAExecutionProvider";
@@ -137,7 +174,10 @@ mod tests {
         let ops = [op("MatMul", CUDA, 1, 10), op("Add", CPU, 9, 90)];
         let evidence = judge(CUDA, &[], &ops, &[]);
         assert!(!evidence.verified);
-        assert_eq!(evidence.disallowed(), vec!["Add ×9 on CPUExecutionProvider"]);
+        assert_eq!(
+            evidence.disallowed(),
+            vec!["Add ×9 on CPUExecutionProvider"]
+        );
         let cuda = evidence.shares.iter().find(|s| s.provider == CUDA).unwrap();
         assert!((cuda.node_share - 0.1).abs() < 1e-9 && (cuda.time_share - 0.1).abs() < 1e-9);
     }
@@ -145,10 +185,16 @@ mod tests {
     #[test]
     fn allowed_fallback_passes_and_is_recorded() {
         let ops = [op("MatMul", CUDA, 5, 50), op("Shape", CPU, 2, 1)];
-        let allowed = [AllowedFallback { op: "Shape", reason: "shape ops run on CPU by design" }];
+        let allowed = [AllowedFallback {
+            op: "Shape",
+            reason: "shape ops run on CPU by design",
+        }];
         let evidence = judge(CUDA, &[("device_id", "0")], &ops, &allowed);
         assert!(evidence.verified);
-        assert_eq!(evidence.fallback[0].allowed_because.as_deref(), Some("shape ops run on CPU by design"));
+        assert_eq!(
+            evidence.fallback[0].allowed_because.as_deref(),
+            Some("shape ops run on CPU by design")
+        );
         assert_eq!(evidence.options["device_id"], "0");
     }
 

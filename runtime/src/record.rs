@@ -9,7 +9,10 @@ use crate::paths;
 /// Who and when, shared with gen (which stamps the evidence it writes alike).
 pub use hwmatrix_cell::run::{host, now_rfc3339, run_id};
 /// The record and its parts, defined once for writer and readers (runtime/record).
-pub use hwmatrix_record::{DeviationRecord, FixtureRecord, LayerQuantization, Memory, Outcome, OutputDeviation, QuantizationRecord, Record, Timing, Worst};
+pub use hwmatrix_record::{
+    DeviationRecord, FixtureRecord, LayerQuantization, Memory, Outcome, OutputDeviation,
+    QuantizationRecord, Record, Timing, Worst,
+};
 
 /// Appends the record to `<results>/<host>.jsonl`. One `write` per line so
 /// that parallel tests never interleave within a line.

@@ -7,7 +7,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The workspace root (this crate lives in `<root>/tests`).
 pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
 }
 
 /// A fresh, empty folder under the target dir, removed when dropped.
@@ -17,7 +20,8 @@ impl Scratch {
     pub fn new(label: &str) -> Scratch {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("hwmatrix-test-{}-{label}-{n}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("hwmatrix-test-{}-{label}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create scratch dir");
         Scratch(dir)
@@ -57,7 +61,10 @@ pub fn tree(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
                 stack.push(path);
             } else {
                 let bytes = std::fs::read(&path).expect("read file");
-                files.push((path.strip_prefix(root).expect("under root").to_path_buf(), bytes));
+                files.push((
+                    path.strip_prefix(root).expect("under root").to_path_buf(),
+                    bytes,
+                ));
             }
         }
     }
@@ -75,15 +82,24 @@ pub struct Run {
 pub fn run_gen(args: &[&str]) -> Run {
     let mut out = Vec::new();
     let mut err = Vec::new();
-    let code = generator::cli::run(std::iter::once("gen").chain(args.iter().copied()), &mut out, &mut err);
-    Run { code, stdout: String::from_utf8(out).expect("utf-8"), stderr: String::from_utf8(err).expect("utf-8") }
+    let code = generator::cli::run(
+        std::iter::once("gen").chain(args.iter().copied()),
+        &mut out,
+        &mut err,
+    );
+    Run {
+        code,
+        stdout: String::from_utf8(out).expect("utf-8"),
+        stderr: String::from_utf8(err).expect("utf-8"),
+    }
 }
 
 /// An empty generated crate (just its Cargo.toml) to render into.
 pub fn empty_crate(dir: &Path) -> PathBuf {
     let out = dir.join("generated");
     std::fs::create_dir_all(&out).expect("create crate dir");
-    std::fs::write(out.join("Cargo.toml"), "[package]\nname = \"generated\"\n").expect("write Cargo.toml");
+    std::fs::write(out.join("Cargo.toml"), "[package]\nname = \"generated\"\n")
+        .expect("write Cargo.toml");
     out
 }
 
@@ -100,14 +116,23 @@ pub fn copy_workspace(label: &str) -> Workspace {
     let out = scratch.path().join("generated");
     copy_tree(&workspace().join("model-specs"), &specs);
     copy_tree(&workspace().join("generated"), &out);
-    Workspace { _scratch: scratch, specs, out }
+    Workspace {
+        _scratch: scratch,
+        specs,
+        out,
+    }
 }
 
 impl Workspace {
     /// Runs gen with these arguments on this copy (`--specs` and `--out` added).
     pub fn run(&self, args: &[&str]) -> Run {
         let mut all = args.to_vec();
-        all.extend(["--specs", self.specs.to_str().expect("utf-8 path"), "--out", self.out.to_str().expect("utf-8 path")]);
+        all.extend([
+            "--specs",
+            self.specs.to_str().expect("utf-8 path"),
+            "--out",
+            self.out.to_str().expect("utf-8 path"),
+        ]);
         run_gen(&all)
     }
 }
@@ -116,7 +141,10 @@ impl Workspace {
 pub fn replace_line(file: &Path, prefix: &str, with: &str) -> usize {
     let text = std::fs::read_to_string(file).unwrap();
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    let index = lines.iter().position(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no line {prefix:?} in {}", file.display()));
+    let index = lines
+        .iter()
+        .position(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line {prefix:?} in {}", file.display()));
     lines[index] = with.to_string();
     std::fs::write(file, lines.join("\n") + "\n").unwrap();
     index + 1

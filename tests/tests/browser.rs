@@ -23,8 +23,10 @@ fn failing(check: fn(&Cell), results: &Path) -> (String, Value, Duration) {
     let panic = std::panic::catch_unwind(|| check(BERT)).expect_err("the broken check passed");
     let took = started.elapsed();
     let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
-    let text = std::fs::read_to_string(results.join(format!("{}.jsonl", runtime::record::host()))).expect("the failed check wrote a record");
-    let record: Value = serde_json::from_str(text.lines().last().expect("one record")).expect("a JSON record");
+    let text = std::fs::read_to_string(results.join(format!("{}.jsonl", runtime::record::host())))
+        .expect("the failed check wrote a record");
+    let record: Value =
+        serde_json::from_str(text.lines().last().expect("one record")).expect("a JSON record");
     assert_eq!(record["status"], "failed", "{record}");
     (message, record, took)
 }
@@ -40,21 +42,29 @@ fn a_fallback_and_a_killed_browser_fail_with_their_reason() {
     let results = scratch.path().join("results");
     set("HWMATRIX_RESULTS", &results);
     let real_fixtures = runtime::paths::fixtures_dir();
-    assert!(real_fixtures.join("bert/meta.json").is_file(), "no bert fixture in {}: run `gen fixtures --model bert`", real_fixtures.display());
+    assert!(
+        real_fixtures.join("bert/meta.json").is_file(),
+        "no bert fixture in {}: run `gen fixtures --model bert`",
+        real_fixtures.display()
+    );
 
     // Without the fixture's list of integer-only nodes, bert's shape arithmetic
     // on ORT's CPU provider is a fallback like any other, and fails the check.
     let fixtures = scratch.path().join("fixtures");
     copy_tree(&real_fixtures.join("bert"), &fixtures.join("bert"));
     let meta_path = fixtures.join("bert/meta.json");
-    let mut meta: Value = serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    let mut meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
     meta.as_object_mut().unwrap().remove("integer_nodes");
     std::fs::write(&meta_path, meta.to_string()).unwrap();
     set("HWMATRIX_FIXTURES", &fixtures);
     let (message, record, _) = failing(runtime::checks::runs, &results);
     assert_eq!(record["error_kind"], "provider-fallback", "{message}");
     let provider = runtime::BrowserBackend::Webgpu.ort_provider();
-    assert!(message.contains(&format!("not every node ran on {provider}")) && message.contains("Range"), "{message}");
+    assert!(
+        message.contains(&format!("not every node ran on {provider}")) && message.contains("Range"),
+        "{message}"
+    );
     assert_eq!(record["providers"]["verified"], false);
 
     // The real fixture passes, in a page of the same browser.
@@ -64,13 +74,22 @@ fn a_fallback_and_a_killed_browser_fail_with_their_reason() {
     // Chromium killed under the run: every later check fails at once, saying so.
     let pids = runtime::engine::browser::chromium_pids();
     assert_eq!(pids.len(), 1, "one Chromium for the webgpu cells: {pids:?}");
-    let killed = std::process::Command::new("kill").args(["-9", &pids[0].to_string()]).status().expect("run kill");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pids[0].to_string()])
+        .status()
+        .expect("run kill");
     assert!(killed.success());
     std::thread::sleep(Duration::from_millis(500));
-    for check in [runtime::checks::matches_reference, runtime::checks::dynamic_shapes] {
+    for check in [
+        runtime::checks::matches_reference,
+        runtime::checks::dynamic_shapes,
+    ] {
         let (message, record, took) = failing(check, &results);
         assert_eq!(record["error_kind"], "engine-exited", "{message}");
         assert!(message.contains("was killed by signal 9"), "{message}");
-        assert!(took < Duration::from_secs(30), "the check took {took:?} to fail");
+        assert!(
+            took < Duration::from_secs(30),
+            "the check took {took:?} to fail"
+        );
     }
 }

@@ -5,19 +5,46 @@
 
 use std::path::{Path, PathBuf};
 
-use hwmatrix_tests::{Scratch, Workspace, copy_workspace, empty_crate, replace_line, run_gen, tree};
+use hwmatrix_tests::{
+    Scratch, Workspace, copy_workspace, empty_crate, replace_line, run_gen, tree,
+};
 
 /// Runs gen on the broken copy and checks the error contract; returns stderr.
 fn expect_spec_error(ws: &Workspace, file: &Path, line: usize, fragment: &str) -> String {
     let before = tree(&ws.out);
-    let run = run_gen(&["--all", "--specs", ws.specs.to_str().unwrap(), "--out", ws.out.to_str().unwrap()]);
-    assert_ne!(run.code, 0, "gen accepted a bad spec; stdout: {}", run.stdout);
+    let run = run_gen(&[
+        "--all",
+        "--specs",
+        ws.specs.to_str().unwrap(),
+        "--out",
+        ws.out.to_str().unwrap(),
+    ]);
+    assert_ne!(
+        run.code, 0,
+        "gen accepted a bad spec; stdout: {}",
+        run.stdout
+    );
     let location = format!("{}:{line}:", file.display());
-    assert!(run.stderr.contains(&location), "expected {location} in:\n{}", run.stderr);
-    assert!(run.stderr.contains(fragment), "expected {fragment:?} in:\n{}", run.stderr);
-    assert!(run.stderr.contains("help: "), "no fix suggested:\n{}", run.stderr);
+    assert!(
+        run.stderr.contains(&location),
+        "expected {location} in:\n{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(fragment),
+        "expected {fragment:?} in:\n{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("help: "),
+        "no fix suggested:\n{}",
+        run.stderr
+    );
     assert!(run.stderr.contains("nothing was written"), "{}", run.stderr);
-    assert!(before == tree(&ws.out), "gen changed the output folder on bad input");
+    assert!(
+        before == tree(&ws.out),
+        "gen changed the output folder on bad input"
+    );
     run.stderr
 }
 
@@ -51,7 +78,10 @@ fn wrong_type() {
 #[test]
 fn unknown_platform() {
     let ws = copy_workspace("unknown-platform");
-    let line = append_platforms_block(&bert(&ws), "  tpu:\n    status: unsupported\n    reason: \"no TPU\"\n");
+    let line = append_platforms_block(
+        &bert(&ws),
+        "  tpu:\n    status: unsupported\n    reason: \"no TPU\"\n",
+    );
     expect_spec_error(&ws, &bert(&ws), line, "unknown variant `tpu`");
 }
 
@@ -62,7 +92,12 @@ fn a_cache_on_a_model_that_does_not_generate() {
     let line = text.lines().count() + 1;
     let cache = "cache:\n  - layers: [0]\n    tensors:\n      - {name: key, dtype: float32, axes: [batch, '', past_sequence, '']}\n";
     std::fs::write(bert(&ws), format!("{text}{cache}")).unwrap();
-    let err = expect_spec_error(&ws, &bert(&ws), line, "`cache` is declared, but `bert` does not generate (task `feature-extraction`)");
+    let err = expect_spec_error(
+        &ws,
+        &bert(&ws),
+        line,
+        "`cache` is declared, but `bert` does not generate (task `feature-extraction`)",
+    );
     assert!(err.contains("only a text-generation"), "{err}");
 }
 
@@ -77,7 +112,12 @@ fn unknown_category() {
 fn unknown_architecture_type() {
     let ws = copy_workspace("unknown-architecture");
     let line = replace_line(&bert(&ws), "architecture:", "architecture: encoder-ony");
-    expect_spec_error(&ws, &bert(&ws), line, "unknown architecture type `encoder-ony`");
+    expect_spec_error(
+        &ws,
+        &bert(&ws),
+        line,
+        "unknown architecture type `encoder-ony`",
+    );
 }
 
 #[test]
@@ -86,7 +126,12 @@ fn duplicate_model_type() {
     let copy = ws.specs.join("models/vision/bert.yaml");
     std::fs::copy(bert(&ws), &copy).unwrap();
     replace_line(&copy, "category:", "category: vision");
-    let line = std::fs::read_to_string(&copy).unwrap().lines().position(|l| l.starts_with("model_type:")).unwrap() + 1;
+    let line = std::fs::read_to_string(&copy)
+        .unwrap()
+        .lines()
+        .position(|l| l.starts_with("model_type:"))
+        .unwrap()
+        + 1;
     expect_spec_error(&ws, &copy, line, "duplicate model_type `bert`");
 }
 
@@ -101,7 +146,9 @@ fn model_type_not_allowed() {
 
 /// A copy of bert's spec under another model_type (file and field), in the same category.
 fn copy_bert_as(ws: &Workspace, model_type: &str) -> PathBuf {
-    let file = ws.specs.join(format!("models/text_encoders/{model_type}.yaml"));
+    let file = ws
+        .specs
+        .join(format!("models/text_encoders/{model_type}.yaml"));
     std::fs::copy(bert(ws), &file).unwrap();
     replace_line(&file, "model_type:", &format!("model_type: {model_type}"));
     file
@@ -116,18 +163,39 @@ fn model_type_with_a_dash_renders_a_module_with_underscores() {
     copy_bert_as(&ws, "type");
     let scratch = Scratch::new("dash-out");
     let out = empty_crate(scratch.path());
-    let run = run_gen(&["--all", "--specs", ws.specs.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let run = run_gen(&[
+        "--all",
+        "--specs",
+        ws.specs.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
 
-    let read = |rel: &str| std::fs::read_to_string(out.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    let read =
+        |rel: &str| std::fs::read_to_string(out.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
     let module = read("src/text_encoders/bert_dash/mod.rs");
-    assert!(module.contains(r#"model_type: "bert-dash","#), "ModelDecl keeps the model_type:\n{module}");
-    assert!(module.contains("models/text_encoders/bert-dash.yaml"), "{module}");
+    assert!(
+        module.contains(r#"model_type: "bert-dash","#),
+        "ModelDecl keeps the model_type:\n{module}"
+    );
+    assert!(
+        module.contains("models/text_encoders/bert-dash.yaml"),
+        "{module}"
+    );
     let cpu = read("src/text_encoders/bert_dash/cpu.rs");
-    assert!(cpu.contains("Select this cell with `cargo test -p generated text_encoders::bert_dash::cpu::onnx::`"), "{cpu}");
+    assert!(
+        cpu.contains(
+            "Select this cell with `cargo test -p generated text_encoders::bert_dash::cpu::onnx::`"
+        ),
+        "{cpu}"
+    );
     assert!(read("src/text_encoders/mod.rs").contains("pub mod bert_dash;"));
     assert!(read("src/lib.rs").contains("&text_encoders::bert_dash::cells::CPU_ONNX"));
-    assert!(!out.join("src/text_encoders/bert-dash").exists(), "no folder is named with a dash");
+    assert!(
+        !out.join("src/text_encoders/bert-dash").exists(),
+        "no folder is named with a dash"
+    );
 
     // A keyword gets a trailing underscore.
     assert!(read("src/text_encoders/type_/mod.rs").contains(r#"model_type: "type","#));
@@ -135,8 +203,20 @@ fn model_type_with_a_dash_renders_a_module_with_underscores() {
 
     let list = run_gen(&["list", "--specs", ws.specs.to_str().unwrap()]);
     assert!(list.stdout.contains("bert-dash"), "{}", list.stdout);
-    let one = run_gen(&["--model", "bert-dash", "--check", "--specs", ws.specs.to_str().unwrap(), "--out", out.to_str().unwrap()]);
-    assert_eq!(one.code, 0, "--model takes the exact model_type: {}{}", one.stdout, one.stderr);
+    let one = run_gen(&[
+        "--model",
+        "bert-dash",
+        "--check",
+        "--specs",
+        ws.specs.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        one.code, 0,
+        "--model takes the exact model_type: {}{}",
+        one.stdout, one.stderr
+    );
 }
 
 #[test]
@@ -145,10 +225,26 @@ fn model_types_with_the_same_module_name_are_an_error() {
     let dash = copy_bert_as(&ws, "bert-dash");
     let underscore = copy_bert_as(&ws, "bert_dash");
     // Files are read in sorted order: `-` sorts before `_`, so the second one is reported.
-    let line = std::fs::read_to_string(&underscore).unwrap().lines().position(|l| l.starts_with("model_type:")).unwrap() + 1;
-    let err = expect_spec_error(&ws, &underscore, line, "both become the Rust module `bert_dash`");
-    assert!(err.contains("model_type `bert_dash` and model_type `bert-dash`"), "{err}");
-    assert!(err.contains(&dash.display().to_string()), "names both files:\n{err}");
+    let line = std::fs::read_to_string(&underscore)
+        .unwrap()
+        .lines()
+        .position(|l| l.starts_with("model_type:"))
+        .unwrap()
+        + 1;
+    let err = expect_spec_error(
+        &ws,
+        &underscore,
+        line,
+        "both become the Rust module `bert_dash`",
+    );
+    assert!(
+        err.contains("model_type `bert_dash` and model_type `bert-dash`"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&dash.display().to_string()),
+        "names both files:\n{err}"
+    );
 }
 
 #[test]
@@ -163,11 +259,24 @@ fn missing_required_field() {
     let ws = copy_workspace("missing-field");
     let text = std::fs::read_to_string(bert(&ws)).unwrap();
     // Both the curated `task:` and the imported one (indented, in `imported:`).
-    let without: String = text.lines().filter(|l| !l.trim_start().starts_with("task:")).map(|l| format!("{l}\n")).collect();
+    let without: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("task:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
     std::fs::write(bert(&ws), without).unwrap();
     // A field neither curated nor imported is reported at the spec's model_type line.
-    let first_key = text.lines().position(|l| l.starts_with("model_type:")).unwrap() + 1;
-    expect_spec_error(&ws, &bert(&ws), first_key, "`task` is set neither in the spec nor by `gen import`");
+    let first_key = text
+        .lines()
+        .position(|l| l.starts_with("model_type:"))
+        .unwrap()
+        + 1;
+    expect_spec_error(
+        &ws,
+        &bert(&ws),
+        first_key,
+        "`task` is set neither in the spec nor by `gen import`",
+    );
 }
 
 #[test]
@@ -183,17 +292,35 @@ fn errors_in_several_files_are_all_reported() {
     replace_line(&bert(&ws), "category:", "category: nope");
     let vit = ws.specs.join("models/vision/vit.yaml");
     replace_line(&vit, "architecture:", "architecture: nope");
-    let run = run_gen(&["--all", "--specs", ws.specs.to_str().unwrap(), "--out", ws.out.to_str().unwrap()]);
+    let run = run_gen(&[
+        "--all",
+        "--specs",
+        ws.specs.to_str().unwrap(),
+        "--out",
+        ws.out.to_str().unwrap(),
+    ]);
     assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("bert.yaml:") && run.stderr.contains("vit.yaml:"), "{}", run.stderr);
-    assert!(run.stderr.contains("2 errors in the specs"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("bert.yaml:") && run.stderr.contains("vit.yaml:"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("2 errors in the specs"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
 fn unknown_selection_is_an_error() {
     let run = run_gen(&["--model", "bertt", "--check"]);
     assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("no spec for model `bertt`"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no spec for model `bertt`"),
+        "{}",
+        run.stderr
+    );
     let run = run_gen(&["--platform", "tpu"]);
     assert_eq!(run.code, 2, "clap usage error");
     assert!(run.stderr.contains("unknown platform"), "{}", run.stderr);
@@ -203,24 +330,55 @@ fn unknown_selection_is_an_error() {
 fn help_explains_the_commands() {
     let run = run_gen(&["--help"]);
     assert_eq!(run.code, 0);
-    for word in ["--category", "--model", "--platform", "--check", "--specs", "--out", "list", "fixtures", "Examples:"] {
-        assert!(run.stdout.contains(word), "--help lacks {word}:\n{}", run.stdout);
+    for word in [
+        "--category",
+        "--model",
+        "--platform",
+        "--check",
+        "--specs",
+        "--out",
+        "list",
+        "fixtures",
+        "Examples:",
+    ] {
+        assert!(
+            run.stdout.contains(word),
+            "--help lacks {word}:\n{}",
+            run.stdout
+        );
     }
 }
 
 #[test]
 fn fallback_op_without_reason() {
     let ws = copy_workspace("fallback-no-reason");
-    append_platforms_block(&bert(&ws), "  cuda:\n    fallback_ops:\n      Shape: \"\"\n");
-    let line = std::fs::read_to_string(bert(&ws)).unwrap().lines().position(|l| l.trim_start().starts_with("Shape:")).unwrap() + 1;
-    expect_spec_error(&ws, &bert(&ws), line, "the `cuda` fallback of `Shape` has no reason");
+    append_platforms_block(
+        &bert(&ws),
+        "  cuda:\n    fallback_ops:\n      Shape: \"\"\n",
+    );
+    let line = std::fs::read_to_string(bert(&ws))
+        .unwrap()
+        .lines()
+        .position(|l| l.trim_start().starts_with("Shape:"))
+        .unwrap()
+        + 1;
+    expect_spec_error(
+        &ws,
+        &bert(&ws),
+        line,
+        "the `cuda` fallback of `Shape` has no reason",
+    );
 }
 
 #[test]
 fn unknown_execution_provider() {
     let ws = copy_workspace("unknown-provider");
     let hardware = ws.specs.join("hardware.yaml");
-    let line = replace_line(&hardware, "      - onnxruntime: {provider: CUDAExecutionProvider", "      - onnxruntime: {provider: CUDAProvider}");
+    let line = replace_line(
+        &hardware,
+        "      - onnxruntime: {provider: CUDAExecutionProvider",
+        "      - onnxruntime: {provider: CUDAProvider}",
+    );
     expect_spec_error(&ws, &hardware, line, "unknown variant `CUDAProvider`");
 }
 
@@ -237,11 +395,29 @@ fn doctor_names_what_an_absent_platform_lacks_and_fails() {
         return; // MPS is there on Apple Silicon: the absent case needs another machine
     }
     let run = run_gen(&["doctor", "--platform", "mps"]);
-    assert_eq!(run.code, 1, "an unusable selected platform is exit 1:\n{}", run.stdout);
+    assert_eq!(
+        run.code, 1,
+        "an unusable selected platform is exit 1:\n{}",
+        run.stdout
+    );
     assert!(run.stdout.contains("mps       unusable"), "{}", run.stdout);
-    assert!(run.stdout.contains("MPS needs an Apple Silicon Mac"), "{}", run.stdout);
-    assert!(run.stdout.contains("missing  torch: torch has MPS only on macOS"), "the engine's own reason too:\n{}", run.stdout);
-    assert!(run.stdout.contains("run      cargo test -p generated --features mps,torch ::mps::"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("MPS needs an Apple Silicon Mac"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("missing  torch: torch has MPS only on macOS"),
+        "the engine's own reason too:\n{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("run      cargo test -p generated --features mps,torch ::mps::"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
@@ -250,7 +426,19 @@ fn doctor_finds_the_cpu_library_the_cells_load() {
     let run = run_gen(&["doctor", "--platform", "cpu"]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("cpu       usable"), "{}", run.stdout);
-    assert!(run.stdout.contains("found    onnx: onnxruntime 1."), "{}", run.stdout);
-    assert!(run.stdout.contains("found    torch: libtorch 2.13.0"), "the torch engine's library too:\n{}", run.stdout);
-    assert!(run.stdout.contains("1 of 1 platforms usable here: cpu"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("found    onnx: onnxruntime 1."),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("found    torch: libtorch 2.13.0"),
+        "the torch engine's library too:\n{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("1 of 1 platforms usable here: cpu"),
+        "{}",
+        run.stdout
+    );
 }

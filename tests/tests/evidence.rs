@@ -21,29 +21,52 @@ static LLAMA: &Cell = &generated::text_decoders::llama::cells::CPU_ONNX;
 
 /// The bert cpu cell with another tolerance.
 fn with_tolerance(abs: f64, rel: f64) -> &'static Cell {
-    Box::leak(Box::new(Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned).with_tolerance(Tolerance { abs, rel })))
+    Box::leak(Box::new(
+        Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned)
+            .with_tolerance(Tolerance { abs, rel }),
+    ))
 }
 
 /// The bert cpu cell with one precision check, held to `bound`.
-fn with_precision_bound(precision: runtime::Precision, bound: runtime::AgreementBound) -> &'static Cell {
-    let checks = Box::leak(Box::new([runtime::PrecisionCheck { precision, planned: runtime::Planned::Run, bound }]));
-    Box::leak(Box::new(Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned).with_precision_checks(checks)))
+fn with_precision_bound(
+    precision: runtime::Precision,
+    bound: runtime::AgreementBound,
+) -> &'static Cell {
+    let checks = Box::leak(Box::new([runtime::PrecisionCheck {
+        precision,
+        planned: runtime::Planned::Run,
+        bound,
+    }]));
+    Box::leak(Box::new(
+        Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned)
+            .with_precision_checks(checks),
+    ))
 }
 
 /// The bound gen wrote for bert's `precision` check (int8 and q4 on cpu, qdq8 on qnn, q4f16 on webgpu...).
 fn planned_bound(precision: runtime::Precision) -> runtime::AgreementBound {
     use generated::text_encoders::bert::cells::{CUDA_ONNX, QNN_ONNX, WEBGPU_NATIVE};
     let cells = [BERT, &CUDA_ONNX, &QNN_ONNX, &WEBGPU_NATIVE];
-    cells.iter().find_map(|c| c.precision_check(precision)).map(|c| c.bound).expect("bert plans the precision check somewhere")
+    cells
+        .iter()
+        .find_map(|c| c.precision_check(precision))
+        .map(|c| c.bound)
+        .expect("bert plans the precision check somewhere")
 }
 
 /// Runs a check that must fail; returns its panic message and the record it wrote.
-fn failing(check: impl Fn(&Cell) + std::panic::RefUnwindSafe, cell: &'static Cell, results: &Path) -> (String, Value) {
+fn failing(
+    check: impl Fn(&Cell) + std::panic::RefUnwindSafe,
+    cell: &'static Cell,
+    results: &Path,
+) -> (String, Value) {
     let _ = std::fs::remove_dir_all(results);
     let panic = std::panic::catch_unwind(|| check(cell)).expect_err("the broken check passed");
     let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
-    let text = std::fs::read_to_string(results.join(format!("{}.jsonl", runtime::record::host()))).expect("the failed check wrote a record");
-    let record: Value = serde_json::from_str(text.lines().last().expect("one record")).expect("a JSON record");
+    let text = std::fs::read_to_string(results.join(format!("{}.jsonl", runtime::record::host())))
+        .expect("the failed check wrote a record");
+    let record: Value =
+        serde_json::from_str(text.lines().last().expect("one record")).expect("a JSON record");
     assert_eq!(record["status"], "failed", "{record}");
     assert_eq!(record["basis"], "measured");
     (message, record)
@@ -75,10 +98,19 @@ mod isolated {
         let (message, record) = super::failing(runtime::checks::runs, super::BERT, &results);
         // SAFETY: as `set`.
         unsafe { std::env::remove_var(runtime::isolation::ISOLATE_ALL) };
-        assert!(message.contains("killed by signal 6 (SIGABRT)"), "{message}");
+        assert!(
+            message.contains("killed by signal 6 (SIGABRT)"),
+            "{message}"
+        );
         assert_eq!(record["error_kind"], "engine-exited", "{record}");
         assert_eq!(record["stage"], "run");
-        assert!(record["reason"].as_str().unwrap().contains("the check's own process was killed"), "{record}");
+        assert!(
+            record["reason"]
+                .as_str()
+                .unwrap()
+                .contains("the check's own process was killed"),
+            "{record}"
+        );
     }
 }
 
@@ -89,26 +121,67 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     let results = scratch.path().join("results");
     set("HWMATRIX_RESULTS", &results);
     let real_fixtures = runtime::paths::fixtures_dir();
-    assert!(real_fixtures.join("bert/meta.json").is_file(), "no bert fixture in {}: run `gen fixtures --model bert`", real_fixtures.display());
+    assert!(
+        real_fixtures.join("bert/meta.json").is_file(),
+        "no bert fixture in {}: run `gen fixtures --model bert`",
+        real_fixtures.display()
+    );
 
     // A tolerance of 0: out of tolerance, with the error, where it is worst, and the provider counts.
-    let (message, record) = failing(runtime::checks::matches_reference, with_tolerance(0.0, 0.0), &results);
-    assert!(message.contains("out-of-tolerance") && message.contains("worst at flat index"), "{message}");
+    let (message, record) = failing(
+        runtime::checks::matches_reference,
+        with_tolerance(0.0, 0.0),
+        &results,
+    );
+    assert!(
+        message.contains("out-of-tolerance") && message.contains("worst at flat index"),
+        "{message}"
+    );
     assert_eq!(record["error_kind"], "out-of-tolerance");
-    assert_eq!(record["stage"], "mismatch", "it ran and its outputs differ: the stage it stopped at");
+    assert_eq!(
+        record["stage"], "mismatch",
+        "it ran and its outputs differ: the stage it stopped at"
+    );
     let deviation = &record["deviation"];
     assert!(deviation["max_abs"].as_f64().unwrap() > 0.0, "{deviation}");
-    let worst = deviation["outputs"].as_array().unwrap().iter().find(|o| !o["worst"].is_null()).expect("a worst element");
-    assert!(worst["worst"]["index"].is_u64() && worst["worst"]["expected"].is_f64() && worst["worst"]["got"].is_f64(), "{worst}");
+    let worst = deviation["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| !o["worst"].is_null())
+        .expect("a worst element");
+    assert!(
+        worst["worst"]["index"].is_u64()
+            && worst["worst"]["expected"].is_f64()
+            && worst["worst"]["got"].is_f64(),
+        "{worst}"
+    );
     assert_eq!(record["providers"]["verified"], true);
-    assert!(record["providers"]["shares"][0]["nodes"].as_u64().unwrap() > 0, "{}", record["providers"]);
-    assert!(record["timing"]["median_ms"].as_f64().unwrap() > 0.0 && record["timing"]["profiling"] == false);
+    assert!(
+        record["providers"]["shares"][0]["nodes"].as_u64().unwrap() > 0,
+        "{}",
+        record["providers"]
+    );
+    assert!(
+        record["timing"]["median_ms"].as_f64().unwrap() > 0.0
+            && record["timing"]["profiling"] == false
+    );
 
     // A tolerance so wide that the reference's mean would pass: the reference is not informative.
-    let (message, record) = failing(runtime::checks::matches_reference, with_tolerance(10.0, 0.0), &results);
-    assert!(message.contains("reference is not informative"), "{message}");
+    let (message, record) = failing(
+        runtime::checks::matches_reference,
+        with_tolerance(10.0, 0.0),
+        &results,
+    );
+    assert!(
+        message.contains("reference is not informative"),
+        "{message}"
+    );
     assert_eq!(record["error_kind"], "reference-not-informative");
-    assert_eq!(record["deviation"]["outputs"][0]["reference"]["constant_would_pass"], true);
+    assert_eq!(
+        record["deviation"]["outputs"][0]["reference"]["constant_would_pass"],
+        true
+    );
 
     // A reference made constant (its mean): the real model no longer matches it, and it would not inform.
     let fixtures = scratch.path().join("fixtures");
@@ -119,9 +192,21 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     write_constant_f32(&pooler, &reference.shape, mean as f32);
     set("HWMATRIX_FIXTURES", &fixtures);
     let (message, record) = failing(runtime::checks::matches_reference, BERT, &results);
-    assert!(message.contains("pooler_output") && message.contains("reference is not informative"), "{message}");
-    let pooler_record = record["deviation"]["outputs"].as_array().unwrap().iter().find(|o| o["output"] == "pooler_output").unwrap().clone();
-    assert_eq!(pooler_record["reference"]["constant_would_pass"], true, "{pooler_record}");
+    assert!(
+        message.contains("pooler_output") && message.contains("reference is not informative"),
+        "{message}"
+    );
+    let pooler_record = record["deviation"]["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["output"] == "pooler_output")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        pooler_record["reference"]["constant_would_pass"], true,
+        "{pooler_record}"
+    );
 
     // The same broken reference through libtorch (the TorchScript export): the
     // torch engine fails it too, and its record names its engine. Built
@@ -129,9 +214,16 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     let (message, record) = failing(runtime::checks::matches_reference, BERT_TORCH, &results);
     assert_eq!(record["engine_kind"], "libtorch");
     if runtime::engine::torch::linked_library().is_some() {
-        assert!(message.contains("pooler_output") && message.contains("reference is not informative"), "{message}");
+        assert!(
+            message.contains("pooler_output") && message.contains("reference is not informative"),
+            "{message}"
+        );
         assert_eq!(record["providers"]["requested"], "libtorch:cpu");
-        assert_eq!(record["providers"]["verified"], true, "{}", record["providers"]);
+        assert_eq!(
+            record["providers"]["verified"], true,
+            "{}",
+            record["providers"]
+        );
     } else {
         assert_eq!(record["error_kind"], "engine-not-built");
         assert!(message.contains("--features cpu,torch"), "{message}");
@@ -143,18 +235,39 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     // cpu; here the CPU provider runs every variant of bert to prove each
     // check can fail.)
     set("HWMATRIX_FIXTURES", &real_fixtures);
-    let strict = runtime::AgreementBound { min_cosine: 1.0, max_rel_l2: 1e-9, min_top1: 1.0 };
+    let strict = runtime::AgreementBound {
+        min_cosine: 1.0,
+        max_rel_l2: 1e-9,
+        min_top1: 1.0,
+    };
     for precision in runtime::Precision::ALL {
-        let (message, record) = failing(|cell| runtime::checks::precision(cell, precision), with_precision_bound(precision, strict), &results);
-        assert!(message.contains("relative L2 error") && message.contains("max abs error"), "{message}");
+        let (message, record) = failing(
+            |cell| runtime::checks::precision(cell, precision),
+            with_precision_bound(precision, strict),
+            &results,
+        );
+        assert!(
+            message.contains("relative L2 error") && message.contains("max abs error"),
+            "{message}"
+        );
         assert_eq!(record["check"], precision.check_name());
         assert_eq!(record["precision"], precision.name());
         assert_eq!(record["deviation"]["agreement_bound"]["max_rel_l2"], 1e-9);
         for output in record["deviation"]["outputs"].as_array().unwrap() {
             let agreement = &output["agreement"];
-            assert!(agreement["cosine_min"].is_f64() && agreement["cosine_mean"].is_f64() && agreement["rel_l2"].is_f64(), "{output}");
+            assert!(
+                agreement["cosine_min"].is_f64()
+                    && agreement["cosine_mean"].is_f64()
+                    && agreement["rel_l2"].is_f64(),
+                "{output}"
+            );
         }
-        assert!(record["deviation"]["max_abs"].as_f64().unwrap() > 1e-5, "{} really differs from float32: {}", precision.name(), record["deviation"]);
+        assert!(
+            record["deviation"]["max_abs"].as_f64().unwrap() > 1e-5,
+            "{} really differs from float32: {}",
+            precision.name(),
+            record["deviation"]
+        );
     }
 
     // Hardware that computes float32 in float16 (QNN's HTP), judged as float16
@@ -167,19 +280,40 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     for output in ["last_hidden_state", "pooler_output"] {
         let path = scaled.join(format!("bert/outputs/{output}.npy"));
         let reference = runtime::npy::read(&path).unwrap();
-        let values: Vec<u8> = reference.values().iter().flat_map(|v| ((*v * 0.95) as f32).to_le_bytes()).collect();
+        let values: Vec<u8> = reference
+            .values()
+            .iter()
+            .flat_map(|v| ((*v * 0.95) as f32).to_le_bytes())
+            .collect();
         write_npy(&path, "<f4", &reference.shape, &values);
     }
     set("HWMATRIX_FIXTURES", &scaled);
     let fp16 = planned_bound(runtime::Precision::Fp16);
     let in_float16 = Box::leak(Box::new(
-        Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned).computing_float32_in(runtime::Precision::Fp16, 0.1, "test: float32 computed in float16", fp16),
+        Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned).computing_float32_in(
+            runtime::Precision::Fp16,
+            0.1,
+            "test: float32 computed in float16",
+            fp16,
+        ),
     ));
     let (message, record) = failing(runtime::checks::matches_reference, in_float16, &results);
-    assert!(message.contains("relative L2 error 0.05") && message.contains("above 0.05"), "{message}");
-    assert!(record["deviation"]["computed_in"].as_str().unwrap().starts_with("fp16"), "{record}");
+    assert!(
+        message.contains("relative L2 error 0.05") && message.contains("above 0.05"),
+        "{message}"
+    );
+    assert!(
+        record["deviation"]["computed_in"]
+            .as_str()
+            .unwrap()
+            .starts_with("fp16"),
+        "{record}"
+    );
     for output in record["deviation"]["outputs"].as_array().unwrap() {
-        assert_eq!(output["violations"], 0, "within 10% of the spread, element by element: {output}");
+        assert_eq!(
+            output["violations"], 0,
+            "within 10% of the spread, element by element: {output}"
+        );
     }
 
     // int8 with a wrong scale on one layer: bert's last feed-forward output
@@ -190,14 +324,31 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     copy_tree(&real_fixtures.join("bert"), &wrong_scale.join("bert"));
     let variant = wrong_scale.join("bert/model.int8.onnx");
     let edit = std::process::Command::new(runtime::paths::python())
-        .args(["-c", WRONG_SCALE, &variant.display().to_string(), "onnx::MatMul_341_scale", &(127.0 / 7.0).to_string()])
+        .args([
+            "-c",
+            WRONG_SCALE,
+            &variant.display().to_string(),
+            "onnx::MatMul_341_scale",
+            &(127.0 / 7.0).to_string(),
+        ])
         .output()
         .expect("the exporter venv's python (tests/setup.sh)");
-    assert!(edit.status.success(), "{}", String::from_utf8_lossy(&edit.stderr));
+    assert!(
+        edit.status.success(),
+        "{}",
+        String::from_utf8_lossy(&edit.stderr)
+    );
     set("HWMATRIX_FIXTURES", &wrong_scale);
     let int8 = runtime::Precision::Int8;
-    let (message, record) = failing(|cell| runtime::checks::precision(cell, int8), with_precision_bound(int8, planned_bound(int8)), &results);
-    assert!(message.contains("relative L2 error") && message.contains("int8's bounds"), "{message}");
+    let (message, record) = failing(
+        |cell| runtime::checks::precision(cell, int8),
+        with_precision_bound(int8, planned_bound(int8)),
+        &results,
+    );
+    assert!(
+        message.contains("relative L2 error") && message.contains("int8's bounds"),
+        "{message}"
+    );
     assert_eq!(record["check"], "int8_matches_reference");
     assert_eq!(record["error_kind"], "out-of-tolerance");
     set("HWMATRIX_FIXTURES", &real_fixtures);
@@ -209,16 +360,36 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     copy_tree(&real_fixtures.join("bert"), &swapped.join("bert"));
     for precision in runtime::Precision::ALL {
         let variant = format!("model.{}.onnx", precision.name());
-        std::fs::copy(real_fixtures.join("megatron-bert").join(&variant), swapped.join("bert").join(&variant)).expect("megatron-bert's variant (gen fixtures --model megatron-bert)");
+        std::fs::copy(
+            real_fixtures.join("megatron-bert").join(&variant),
+            swapped.join("bert").join(&variant),
+        )
+        .expect("megatron-bert's variant (gen fixtures --model megatron-bert)");
     }
     set("HWMATRIX_FIXTURES", &swapped);
     for precision in runtime::Precision::ALL {
         let real_bound = planned_bound(precision);
-        let (message, record) = failing(|cell| runtime::checks::precision(cell, precision), with_precision_bound(precision, real_bound), &results);
-        assert!(message.contains("cosine similarity") && message.contains("below"), "{message}");
+        let (message, record) = failing(
+            |cell| runtime::checks::precision(cell, precision),
+            with_precision_bound(precision, real_bound),
+            &results,
+        );
+        assert!(
+            message.contains("cosine similarity") && message.contains("below"),
+            "{message}"
+        );
         assert_eq!(record["error_kind"], "out-of-tolerance");
-        let worst = record["deviation"]["outputs"].as_array().unwrap().iter().filter_map(|o| o["agreement"]["cosine_min"].as_f64()).fold(1.0, f64::min);
-        assert!(worst < real_bound.min_cosine, "a wrong model's {} outputs kept cosine {worst}", precision.name());
+        let worst = record["deviation"]["outputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|o| o["agreement"]["cosine_min"].as_f64())
+            .fold(1.0, f64::min);
+        assert!(
+            worst < real_bound.min_cosine,
+            "a wrong model's {} outputs kept cosine {worst}",
+            precision.name()
+        );
     }
     // Generation with its cache handling broken on purpose, on llama's real
     // generation fixture: (1) positions not offset by the past length (every
@@ -227,28 +398,61 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     // (no cache yet) and must diverge at the first step that reads the cache.
     set("HWMATRIX_FIXTURES", &real_fixtures);
     let generation = runtime::paths::generation_fixtures(&real_fixtures).join("llama");
-    assert!(generation.join("meta.json").is_file(), "no llama generation fixture in {}: run `gen fixtures --model llama`", generation.display());
+    assert!(
+        generation.join("meta.json").is_file(),
+        "no llama generation fixture in {}: run `gen fixtures --model llama`",
+        generation.display()
+    );
     let broken = scratch.path().join("broken-generation");
-    copy_tree(&generation, &runtime::paths::generation_fixtures(&broken).join("llama"));
-    let steps = std::fs::read_dir(broken.join("generation/llama/steps")).unwrap().count();
+    copy_tree(
+        &generation,
+        &runtime::paths::generation_fixtures(&broken).join("llama"),
+    );
+    let steps = std::fs::read_dir(broken.join("generation/llama/steps"))
+        .unwrap()
+        .count();
     for step in 1..steps {
         let path = broken.join(format!("generation/llama/steps/{step}/position_ids.npy"));
-        let shape = runtime::npy::read(&path).expect("llama's steps feed position_ids").shape;
+        let shape = runtime::npy::read(&path)
+            .expect("llama's steps feed position_ids")
+            .shape;
         write_zeros_i64(&path, &shape);
     }
     set("HWMATRIX_FIXTURES", &broken);
     let (message, record) = failing(runtime::checks::generates, LLAMA, &results);
-    assert!(message.contains("generation diverged from PyTorch's generate() at step 1"), "{message}");
+    assert!(
+        message.contains("generation diverged from PyTorch's generate() at step 1"),
+        "{message}"
+    );
     assert_eq!(record["check"], "generates");
     assert_eq!(record["error_kind"], "out-of-tolerance");
-    assert_eq!(record["generation"]["first_divergence"]["step"], 1, "{}", record["generation"]);
-    assert_eq!(record["generation"]["per_step"][0]["violations"], 0, "the prefill has no cache to get wrong: {}", record["generation"]);
-    assert!(record["generation"]["per_step"][1]["max_abs"].as_f64().unwrap() > 1e-3, "{}", record["generation"]);
+    assert_eq!(
+        record["generation"]["first_divergence"]["step"], 1,
+        "{}",
+        record["generation"]
+    );
+    assert_eq!(
+        record["generation"]["per_step"][0]["violations"], 0,
+        "the prefill has no cache to get wrong: {}",
+        record["generation"]
+    );
+    assert!(
+        record["generation"]["per_step"][1]["max_abs"]
+            .as_f64()
+            .unwrap()
+            > 1e-3,
+        "{}",
+        record["generation"]
+    );
     assert_eq!(record["generation"]["steps"], steps);
 
-    copy_tree(&generation, &runtime::paths::generation_fixtures(&broken).join("llama"));
+    copy_tree(
+        &generation,
+        &runtime::paths::generation_fixtures(&broken).join("llama"),
+    );
     let meta_path = broken.join("generation/llama/meta.json");
-    let mut meta: Value = serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    let mut meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
     let carried = meta["carried"].as_array_mut().unwrap();
     let outputs: Vec<Value> = carried.iter().map(|p| p["output"].clone()).collect();
     let layer = outputs.len() / 2;
@@ -258,37 +462,69 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     std::fs::write(&meta_path, meta.to_string()).unwrap();
     let (message, record) = failing(runtime::checks::generates, LLAMA, &results);
     assert!(message.contains("at step 1"), "{message}");
-    assert_eq!(record["generation"]["first_divergence"]["step"], 1, "{}", record["generation"]);
+    assert_eq!(
+        record["generation"]["first_divergence"]["step"], 1,
+        "{}",
+        record["generation"]
+    );
     // A fixture whose cache is not the one the spec declares (`cache:`, in the generated
     // GENERATION static): one layer's key taken with its sequence on another axis.
     let declared = &generated::text_decoders::llama::GENERATION;
-    assert!(declared.cache.iter().any(|t| t.name == "past_key_values.0.key"), "llama declares its cache: {:?}", declared.cache);
-    copy_tree(&generation, &runtime::paths::generation_fixtures(&broken).join("llama"));
-    let mut meta: Value = serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    assert!(
+        declared
+            .cache
+            .iter()
+            .any(|t| t.name == "past_key_values.0.key"),
+        "llama declares its cache: {:?}",
+        declared.cache
+    );
+    copy_tree(
+        &generation,
+        &runtime::paths::generation_fixtures(&broken).join("llama"),
+    );
+    let mut meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
     let inputs = meta["graphs"]["decoder"]["inputs"].as_array_mut().unwrap();
-    let key = inputs.iter_mut().find(|i| i["name"] == "past_key_values.0.key").expect("llama's decoder takes its cache");
+    let key = inputs
+        .iter_mut()
+        .find(|i| i["name"] == "past_key_values.0.key")
+        .expect("llama's decoder takes its cache");
     key["axes"] = serde_json::json!(["batch", "past_sequence", "", ""]);
     std::fs::write(&meta_path, meta.to_string()).unwrap();
     let (message, record) = failing(runtime::checks::generates, LLAMA, &results);
     assert_eq!(record["error_kind"], "fixture-invalid", "{message}");
-    assert!(message.contains("does not hold the cache") && message.contains("past_key_values.0.key: declared with axes"), "{message}");
+    assert!(
+        message.contains("does not hold the cache")
+            && message.contains("past_key_values.0.key: declared with axes"),
+        "{message}"
+    );
     // A generation fixture built under another key is stale, and says how to rebuild it.
     meta["cache_key"] = Value::from("0000-built-from-an-older-spec");
     std::fs::write(&meta_path, meta.to_string()).unwrap();
     let (message, record) = failing(runtime::checks::generates, LLAMA, &results);
     assert_eq!(record["error_kind"], "fixture-stale");
-    assert!(message.contains("gen -- fixtures --model llama"), "{message}");
+    assert!(
+        message.contains("gen -- fixtures --model llama"),
+        "{message}"
+    );
     set("HWMATRIX_FIXTURES", &fixtures);
 
     // A fixture built under another key is stale, and says how to rebuild it.
     let meta_path = fixtures.join("bert/meta.json");
-    let mut meta: Value = serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    let mut meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
     meta["cache_key"] = Value::from("0000-built-from-an-older-spec");
     std::fs::write(&meta_path, meta.to_string()).unwrap();
     let (message, record) = failing(runtime::checks::runs, BERT, &results);
     assert_eq!(record["error_kind"], "fixture-stale");
-    assert!(record["stage"].is_null(), "a stale fixture never reached the model: no stage of the model's");
-    assert!(message.contains("gen -- fixtures --model bert"), "{message}");
+    assert!(
+        record["stage"].is_null(),
+        "a stale fixture never reached the model: no stage of the model's"
+    );
+    assert!(
+        message.contains("gen -- fixtures --model bert"),
+        "{message}"
+    );
 
     // No fixture at all.
     std::fs::remove_dir_all(fixtures.join("bert")).unwrap();
@@ -323,7 +559,11 @@ fn write_constant_f32(path: &Path, shape: &[usize], value: f32) {
 /// An .npy file (format 1.0, little-endian, C order) of `data`, elements of numpy's `descr`.
 fn write_npy(path: &Path, descr: &str, shape: &[usize], data: &[u8]) {
     let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-    let shape = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+    let shape = if dims.len() == 1 {
+        format!("({},)", dims[0])
+    } else {
+        format!("({})", dims.join(", "))
+    };
     let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
     while (10 + header.len() + 1) % 64 != 0 {
         header.push(' ');

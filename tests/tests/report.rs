@@ -23,7 +23,11 @@ fn set(name: &str, value: &str) {
 
 fn gen_ok(args: &[&str]) -> String {
     let run = run_gen(args);
-    assert_eq!(run.code, 0, "gen {args:?} failed:\n{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.code, 0,
+        "gen {args:?} failed:\n{}\n{}",
+        run.stdout, run.stderr
+    );
     format!("{}{}", run.stdout, run.stderr)
 }
 
@@ -62,7 +66,12 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
     let db = scratch.path().join("db.sqlite");
     let (results_s, db_s) = (results.to_str().unwrap(), db.to_str().unwrap());
     set("HWMATRIX_RESULTS", results_s);
-    assert!(runtime::paths::fixtures_dir().join("bert/meta.json").is_file(), "no bert fixture: run `gen fixtures --model bert`");
+    assert!(
+        runtime::paths::fixtures_dir()
+            .join("bert/meta.json")
+            .is_file(),
+        "no bert fixture: run `gen fixtures --model bert`"
+    );
 
     // Two real runs of bert's cpu cell under two host names.
     set("HWMATRIX_HOST", "host-a");
@@ -74,8 +83,14 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
     runtime::checks::generates(&generated::text_decoders::llama::cells::CPU_ONNX);
     set("HWMATRIX_HOST", "host-b");
     runtime::checks::dynamic_shapes(BERT);
-    let broken = Box::leak(Box::new(Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned).with_tolerance(Tolerance { abs: 0.0, rel: 0.0 })));
-    assert!(std::panic::catch_unwind(|| runtime::checks::matches_reference(broken)).is_err(), "a zero tolerance passed");
+    let broken = Box::leak(Box::new(
+        Cell::new(BERT.model, BERT.platform, BERT.engine, BERT.planned)
+            .with_tolerance(Tolerance { abs: 0.0, rel: 0.0 }),
+    ));
+    assert!(
+        std::panic::catch_unwind(|| runtime::checks::matches_reference(broken)).is_err(),
+        "a zero tolerance passed"
+    );
 
     // A writer killed mid-line: the torn line is reported, the rest imports.
     let host_b = results.join("host-b.jsonl");
@@ -83,84 +98,274 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
     text.push_str(r#"{"run_id":"torn","time":"2026-"#);
     std::fs::write(&host_b, text).unwrap();
     let first = gen_ok(&["results", "--db", db_s, "import", results_s]);
-    assert!(first.contains("7 records added, 0 already there, 1 lines rejected"), "{first}");
+    assert!(
+        first.contains("7 records added, 0 already there, 1 lines rejected"),
+        "{first}"
+    );
     assert!(first.contains("host-b.jsonl:3: torn last line"), "{first}");
     let again = gen_ok(&["results", "--db", db_s, "import", results_s]);
-    assert!(again.contains("0 records added, 7 already there"), "importing twice added records:\n{again}");
+    assert!(
+        again.contains("0 records added, 7 already there"),
+        "importing twice added records:\n{again}"
+    );
     let runs = gen_ok(&["results", "--db", db_s, "runs"]);
     assert!(runs.contains("host-a,host-b"), "{runs}");
 
     // The report: bert's cpu cell failed (host-b's newest matches_reference), and names every record.
     let out = scratch.path().join("report");
-    gen_ok(&["report", "--db", db_s, "--format", "json", "--format", "html", "--format", "markdown", "--out", out.to_str().unwrap()]);
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    gen_ok(&[
+        "report",
+        "--db",
+        db_s,
+        "--format",
+        "json",
+        "--format",
+        "html",
+        "--format",
+        "markdown",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     let bert = cell(&report, "bert", "cpu", "onnxruntime");
     assert_eq!(bert["status"], "failed", "{bert}");
     assert_eq!(bert["error_kind"], "out-of-tolerance", "{bert}");
-    let hosts: Vec<&str> = bert["records"].as_array().unwrap().iter().map(|r| r["host"].as_str().unwrap()).collect();
-    assert_eq!(hosts, ["host-b", "host-b", "host-a"], "dynamic_shapes and matches_reference from host-b, runs from host-a: {bert}");
-    let cpu = report["platforms"].as_array().unwrap().iter().find(|p| p["platform"] == "cpu").unwrap();
-    assert_eq!(cpu["hosts"], serde_json::json!(["host-a", "host-b"]), "{cpu}");
+    let hosts: Vec<&str> = bert["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        hosts,
+        ["host-b", "host-b", "host-a"],
+        "dynamic_shapes and matches_reference from host-b, runs from host-a: {bert}"
+    );
+    let cpu = report["platforms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["platform"] == "cpu")
+        .unwrap();
+    assert_eq!(
+        cpu["hosts"],
+        serde_json::json!(["host-a", "host-b"]),
+        "{cpu}"
+    );
     // A cell nobody ran is no evidence, never a pass.
-    assert_eq!(cell(&report, "t5", "cpu", "onnxruntime")["status"], "no-evidence");
-    assert_eq!(report["summary"]["counts"]["passed"], 0, "only bert ran, and it failed");
+    assert_eq!(
+        cell(&report, "t5", "cpu", "onnxruntime")["status"],
+        "no-evidence"
+    );
+    assert_eq!(
+        report["summary"]["counts"]["passed"], 0,
+        "only bert ran, and it failed"
+    );
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(markdown.contains("## Matrix: model × platform") && markdown.contains("| bert | onnxruntime ✗"), "{}", &markdown[..2000.min(markdown.len())]);
+    assert!(
+        markdown.contains("## Matrix: model × platform")
+            && markdown.contains("| bert | onnxruntime ✗"),
+        "{}",
+        &markdown[..2000.min(markdown.len())]
+    );
     // bert's int8 check: not part of the cell's status, reported as the format's deviation on
     // tiny random weights, with the agreement its record measured; no checkpoint, so no rating evidence.
     let rows = report["precision"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 1, "{rows:?}");
     let int8 = &rows[0];
-    assert_eq!((&int8["platform"], &int8["engine"], &int8["precision"], &int8["weights"]), (&Value::from("cpu"), &Value::from("onnxruntime"), &Value::from("int8"), &Value::from("tiny random")), "{int8}");
+    assert_eq!(
+        (
+            &int8["platform"],
+            &int8["engine"],
+            &int8["precision"],
+            &int8["weights"]
+        ),
+        (
+            &Value::from("cpu"),
+            &Value::from("onnxruntime"),
+            &Value::from("int8"),
+            &Value::from("tiny random")
+        ),
+        "{int8}"
+    );
     assert_eq!(int8["counts"]["passed"], 1, "{int8}");
-    let cosine = int8["median_worst_cosine"].as_f64().expect("the record's cosine");
+    let cosine = int8["median_worst_cosine"]
+        .as_f64()
+        .expect("the record's cosine");
     assert!(cosine > 0.98 && cosine <= 1.0 + 1e-9, "{int8}");
     assert_eq!(report["precision"]["checkpoints"], serde_json::json!([]));
-    assert!(markdown.contains("## Precision") && markdown.contains("| cpu | onnxruntime | int8 | tiny random |"), "{markdown}");
+    assert!(
+        markdown.contains("## Precision")
+            && markdown.contains("| cpu | onnxruntime | int8 | tiny random |"),
+        "{markdown}"
+    );
     // llama's generates check: its own column (passed on cpu), never the status of a cell with no float32 evidence.
-    assert_eq!(cell(&report, "llama", "cpu", "onnxruntime")["status"], "no-evidence");
+    assert_eq!(
+        cell(&report, "llama", "cpu", "onnxruntime")["status"],
+        "no-evidence"
+    );
     let generation = &report["generation"];
     assert_eq!(generation["engines"][0]["platform"], "cpu", "{generation}");
-    assert_eq!(generation["engines"][0]["counts"]["passed"], 1, "{generation}");
+    assert_eq!(
+        generation["engines"][0]["counts"]["passed"], 1,
+        "{generation}"
+    );
     assert_eq!(generation["models"][0]["model"], "llama", "{generation}");
-    assert_eq!(generation["models"][0]["platforms"]["cpu"], "passed", "{generation}");
-    assert!(markdown.contains("## Generation with a KV cache") && markdown.contains("| llama | passed |"), "{markdown}");
+    assert_eq!(
+        generation["models"][0]["platforms"]["cpu"], "passed",
+        "{generation}"
+    );
+    assert!(
+        markdown.contains("## Generation with a KV cache")
+            && markdown.contains("| llama | passed |"),
+        "{markdown}"
+    );
 
     // --compare: the same checks as another run, matches_reference 3× slower, and 3× faster.
-    retimed(&results.join("host-a.jsonl"), &scratch.path().join("slow.jsonl"), "slow-run", |check| if check == "matches_reference" { 3.0 } else { 1.0 });
-    retimed(&results.join("host-a.jsonl"), &scratch.path().join("fast.jsonl"), "fast-run", |check| if check == "matches_reference" { 1.0 / 3.0 } else { 1.0 });
-    gen_ok(&["results", "--db", db_s, "import", scratch.path().join("slow.jsonl").to_str().unwrap(), scratch.path().join("fast.jsonl").to_str().unwrap()]);
+    retimed(
+        &results.join("host-a.jsonl"),
+        &scratch.path().join("slow.jsonl"),
+        "slow-run",
+        |check| {
+            if check == "matches_reference" {
+                3.0
+            } else {
+                1.0
+            }
+        },
+    );
+    retimed(
+        &results.join("host-a.jsonl"),
+        &scratch.path().join("fast.jsonl"),
+        "fast-run",
+        |check| {
+            if check == "matches_reference" {
+                1.0 / 3.0
+            } else {
+                1.0
+            }
+        },
+    );
+    gen_ok(&[
+        "results",
+        "--db",
+        db_s,
+        "import",
+        scratch.path().join("slow.jsonl").to_str().unwrap(),
+        scratch.path().join("fast.jsonl").to_str().unwrap(),
+    ]);
     let slower = run_gen(&["report", "--db", db_s, "--compare", "fast-run", "slow-run"]);
-    assert_eq!(slower.code, 1, "a 9× slowdown did not fail the comparison:\n{}", slower.stdout);
-    assert!(slower.stdout.contains("regression: bert on cpu (onnxruntime) matches_reference float32"), "{}", slower.stdout);
+    assert_eq!(
+        slower.code, 1,
+        "a 9× slowdown did not fail the comparison:\n{}",
+        slower.stdout
+    );
+    assert!(
+        slower
+            .stdout
+            .contains("regression: bert on cpu (onnxruntime) matches_reference float32"),
+        "{}",
+        slower.stdout
+    );
     let faster = run_gen(&["report", "--db", db_s, "--compare", "slow-run", "fast-run"]);
-    assert_eq!(faster.code, 0, "a speed-up failed the comparison:\n{}", faster.stdout);
-    assert!(faster.stdout.contains("0 regressions, 1 speed-ups") && faster.stdout.contains("speed-up: bert on cpu (onnxruntime) matches_reference"), "{}", faster.stdout);
+    assert_eq!(
+        faster.code, 0,
+        "a speed-up failed the comparison:\n{}",
+        faster.stdout
+    );
+    assert!(
+        faster.stdout.contains("0 regressions, 1 speed-ups")
+            && faster
+                .stdout
+                .contains("speed-up: bert on cpu (onnxruntime) matches_reference"),
+        "{}",
+        faster.stdout
+    );
 
     // Narrowed to fast-run (host-a's passed checks), the cell passes; verify finds each of its records, and not a forged one.
-    gen_ok(&["report", "--db", db_s, "--format", "json", "--run", "fast-run", "--out", out.to_str().unwrap()]);
-    let mut passed: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    let verified = gen_ok(&["results", "--db", db_s, "verify", out.join("report.json").to_str().unwrap()]);
+    gen_ok(&[
+        "report",
+        "--db",
+        db_s,
+        "--format",
+        "json",
+        "--run",
+        "fast-run",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let mut passed: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let verified = gen_ok(&[
+        "results",
+        "--db",
+        db_s,
+        "verify",
+        out.join("report.json").to_str().unwrap(),
+    ]);
     assert!(!verified.contains(" 0 records named"), "{verified}");
     let mut forged = false;
-    for c in passed["cells"].as_array_mut().unwrap().iter_mut().filter(|c| c["status"] == "passed") {
+    for c in passed["cells"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .filter(|c| c["status"] == "passed")
+    {
         c["records"][0]["record"] = Value::String("0123456789abcdef".into());
         forged = true;
     }
     assert!(forged, "no passed cell to forge a record in");
     std::fs::write(out.join("forged.json"), passed.to_string()).unwrap();
-    let run = run_gen(&["results", "--db", db_s, "verify", out.join("forged.json").to_str().unwrap()]);
+    let run = run_gen(&[
+        "results",
+        "--db",
+        db_s,
+        "verify",
+        out.join("forged.json").to_str().unwrap(),
+    ]);
     assert_eq!(run.code, 1, "a forged record passed verify: {}", run.stdout);
-    assert!(run.stderr.contains("record 0123456789abcdef is not in"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("record 0123456789abcdef is not in"),
+        "{}",
+        run.stderr
+    );
 
     // A run of `runs` alone compared nothing with a reference: the cell is incomplete, never passed.
     let runs_only = scratch.path().join("runs-only.jsonl");
-    retimed(&results.join("host-a.jsonl"), &runs_only, "runs-only", |_| 1.0);
-    let kept: Vec<String> = std::fs::read_to_string(&runs_only).unwrap().lines().filter(|l| l.contains(r#""check":"runs""#)).map(str::to_string).collect();
+    retimed(
+        &results.join("host-a.jsonl"),
+        &runs_only,
+        "runs-only",
+        |_| 1.0,
+    );
+    let kept: Vec<String> = std::fs::read_to_string(&runs_only)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(r#""check":"runs""#))
+        .map(str::to_string)
+        .collect();
     std::fs::write(&runs_only, kept.join("\n") + "\n").unwrap();
-    gen_ok(&["results", "--db", db_s, "import", runs_only.to_str().unwrap()]);
-    gen_ok(&["report", "--db", db_s, "--format", "json", "--run", "runs-only", "--out", out.to_str().unwrap()]);
-    let partial: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    gen_ok(&[
+        "results",
+        "--db",
+        db_s,
+        "import",
+        runs_only.to_str().unwrap(),
+    ]);
+    gen_ok(&[
+        "report",
+        "--db",
+        db_s,
+        "--format",
+        "json",
+        "--run",
+        "runs-only",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let partial: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     let bert = cell(&partial, "bert", "cpu", "onnxruntime");
     assert_eq!(bert["status"], "incomplete", "{bert}");
     assert_eq!(bert["source"], "this run", "{bert}");
@@ -173,8 +378,19 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
 /// by status are the JSON's counts.
 #[cfg(feature = "web")]
 fn html_in_chromium(out: &Path, db: &str) {
-    gen_ok(&["report", "--db", db, "--format", "json", "--format", "html", "--out", out.to_str().unwrap()]);
-    let json: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    gen_ok(&[
+        "report",
+        "--db",
+        db,
+        "--format",
+        "json",
+        "--format",
+        "html",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     let expression = r#"(() => {
         const counts = {};
         for (const cell of document.querySelectorAll('#model-platform span.cell')) counts[cell.dataset.status] = (counts[cell.dataset.status] || 0) + 1;
@@ -182,12 +398,22 @@ fn html_in_chromium(out: &Path, db: &str) {
                  heatmap: document.querySelectorAll('#heatmap rect').length, rows: document.querySelectorAll('#model-platform tr').length,
                  external: [...document.querySelectorAll('[src],link[href]')].length };
     })()"#;
-    let (dom, png) = runtime::engine::browser::inspect_file(&out.join("report.html"), expression).unwrap_or_else(|e| panic!("{e}"));
-    assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "no screenshot ({} bytes)", png.len());
+    let (dom, png) = runtime::engine::browser::inspect_file(&out.join("report.html"), expression)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "no screenshot ({} bytes)",
+        png.len()
+    );
     std::fs::write(out.join("report.png"), &png).unwrap();
     assert_eq!(dom["cells"], json["summary"]["cells"], "{dom}");
     for (status, count) in json["summary"]["counts"].as_object().unwrap() {
-        assert_eq!(dom["counts"][status].as_u64().unwrap_or(0), count.as_u64().unwrap(), "{status}: DOM {dom} vs JSON {}", json["summary"]);
+        assert_eq!(
+            dom["counts"][status].as_u64().unwrap_or(0),
+            count.as_u64().unwrap(),
+            "{status}: DOM {dom} vs JSON {}",
+            json["summary"]
+        );
     }
     assert!(dom["heatmap"].as_u64().unwrap() > 0, "no heatmap: {dom}");
     assert_eq!(dom["external"], 0, "the report loads a resource: {dom}");

@@ -12,7 +12,13 @@ fn render_test_specs() -> Vec<(std::path::PathBuf, Vec<u8>)> {
     let scratch = Scratch::new("snapshots");
     let out = empty_crate(scratch.path());
     let specs = workspace().join("tests/specs");
-    let run = run_gen(&["--all", "--specs", specs.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let run = run_gen(&[
+        "--all",
+        "--specs",
+        specs.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(run.code, 0, "gen failed: {}", run.stderr);
     tree(&out.join("src"))
 }
@@ -23,12 +29,27 @@ fn rendered_cells() {
     let files = render_test_specs();
     let mut groups: std::collections::BTreeMap<String, String> = Default::default();
     for (path, bytes) in files {
-        let parts: Vec<String> = path.iter().map(|p| p.to_string_lossy().into_owned()).collect();
-        let group = if parts.len() == 3 { format!("model_{}", parts[1]) } else { "index".to_string() };
+        let parts: Vec<String> = path
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        let group = if parts.len() == 3 {
+            format!("model_{}", parts[1])
+        } else {
+            "index".to_string()
+        };
         let text = String::from_utf8(bytes).expect("utf-8");
-        groups.entry(group).or_default().push_str(&format!("==> {} <==\n{text}\n", path.display()));
+        groups
+            .entry(group)
+            .or_default()
+            .push_str(&format!("==> {} <==\n{text}\n", path.display()));
     }
-    assert_eq!(groups.len(), 9, "8 models and the index: {:?}", groups.keys().collect::<Vec<_>>());
+    assert_eq!(
+        groups.len(),
+        9,
+        "8 models and the index: {:?}",
+        groups.keys().collect::<Vec<_>>()
+    );
     for (group, text) in groups {
         insta::assert_snapshot!(group, text);
     }
@@ -50,10 +71,22 @@ fn selection_writes_only_the_selected_cells_files() {
     let scratch = Scratch::new("selection");
     let out = empty_crate(scratch.path());
     let specs = workspace().join("tests/specs");
-    let run = run_gen(&["--model", "textish", "--platform", "cuda", "--specs", specs.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let run = run_gen(&[
+        "--model",
+        "textish",
+        "--platform",
+        "cuda",
+        "--specs",
+        specs.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let selected = tree(&out.join("src"));
-    let paths: Vec<String> = selected.iter().map(|(p, _)| p.display().to_string()).collect();
+    let paths: Vec<String> = selected
+        .iter()
+        .map(|(p, _)| p.display().to_string())
+        .collect();
     assert_eq!(
         paths,
         [
@@ -73,6 +106,10 @@ fn selection_writes_only_the_selected_cells_files() {
     );
     let all: std::collections::BTreeMap<_, _> = render_test_specs().into_iter().collect();
     for (path, bytes) in &selected {
-        assert!(all.get(path) == Some(bytes), "{} differs from what --all renders", path.display());
+        assert!(
+            all.get(path) == Some(bytes),
+            "{} differs from what --all renders",
+            path.display()
+        );
     }
 }

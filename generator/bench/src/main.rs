@@ -21,17 +21,34 @@ struct Args {
 fn parse() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let (mut model, mut platform, mut engine) = (None, None, "onnxruntime".to_string());
-    let mut options = Options { warmup: 5, runs: 50, batches: vec![1, 2, 4, 8], python: Some(runtime::paths::python()) };
+    let mut options = Options {
+        warmup: 5,
+        runs: 50,
+        batches: vec![1, 2, 4, 8],
+        python: Some(runtime::paths::python()),
+    };
     while let Some(flag) = args.next() {
-        let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
+        let mut value = || {
+            args.next()
+                .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))
+        };
         match flag.as_str() {
             "--model" => model = Some(value()?),
             "--platform" => platform = Some(value()?),
             "--engine" => engine = value()?,
             "--runs" => options.runs = value()?.parse().map_err(|e| format!("--runs: {e}"))?,
-            "--warmup" => options.warmup = value()?.parse().map_err(|e| format!("--warmup: {e}"))?,
+            "--warmup" => {
+                options.warmup = value()?.parse().map_err(|e| format!("--warmup: {e}"))?
+            }
             "--batch" => {
-                options.batches = value()?.split(',').map(|b| b.trim().parse::<usize>().map_err(|e| format!("--batch {b}: {e}"))).collect::<Result<_, _>>()?
+                options.batches = value()?
+                    .split(',')
+                    .map(|b| {
+                        b.trim()
+                            .parse::<usize>()
+                            .map_err(|e| format!("--batch {b}: {e}"))
+                    })
+                    .collect::<Result<_, _>>()?
             }
             "--python" => options.python = Some(PathBuf::from(value()?)),
             "--no-python" => options.python = None,
@@ -39,7 +56,12 @@ fn parse() -> Result<Args, String> {
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
     }
-    Ok(Args { model: model.ok_or(USAGE)?, platform: platform.ok_or(USAGE)?, engine, options })
+    Ok(Args {
+        model: model.ok_or(USAGE)?,
+        platform: platform.ok_or(USAGE)?,
+        engine,
+        options,
+    })
 }
 
 fn main() -> ExitCode {
@@ -50,11 +72,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let Some(cell) = generated::CELLS
-        .iter()
-        .find(|c| c.model.model_type == args.model && c.platform.platform.name() == args.platform && c.engine.kind().name() == args.engine)
-    else {
-        eprintln!("error: no cell {} on {} with {} in the generated crate\n  help: `gen list` lists models; engines are onnxruntime, libtorch, browser", args.model, args.platform, args.engine);
+    let Some(cell) = generated::CELLS.iter().find(|c| {
+        c.model.model_type == args.model
+            && c.platform.platform.name() == args.platform
+            && c.engine.kind().name() == args.engine
+    }) else {
+        eprintln!(
+            "error: no cell {} on {} with {} in the generated crate\n  help: `gen list` lists models; engines are onnxruntime, libtorch, browser",
+            args.model, args.platform, args.engine
+        );
         return ExitCode::from(2);
     };
     // A model checked as its components is benchmarked component by component.
@@ -62,37 +88,93 @@ fn main() -> ExitCode {
     for part in cell.model.parts() {
         failed |= !bench_one(&cell.for_part(part), &args.options);
     }
-    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// Benchmarks one cell (or component) and prints its table; false when it failed.
 fn bench_one(cell: &runtime::Cell, options: &Options) -> bool {
-    eprintln!("benchmarking {} ({}): {} warm-up and {} timed runs, batches {:?}", cell.id(), cell.engine.describe(), options.warmup, options.runs, options.batches);
+    eprintln!(
+        "benchmarking {} ({}): {} warm-up and {} timed runs, batches {:?}",
+        cell.id(),
+        cell.engine.describe(),
+        options.warmup,
+        options.runs,
+        options.batches
+    );
     match bench::run(cell, &options) {
         Ok(result) => {
             let l = &result.latency;
-            println!("{:<28} {:>10} {:>10} {:>10}", cell.id(), "median ms", "p90 ms", "runs");
-            println!("{:<28} {:>10.4} {:>10.4} {:>10}", "rust (this runtime)", l.median_ms, l.p90_ms, l.runs);
+            println!(
+                "{:<28} {:>10} {:>10} {:>10}",
+                cell.id(),
+                "median ms",
+                "p90 ms",
+                "runs"
+            );
+            println!(
+                "{:<28} {:>10.4} {:>10.4} {:>10}",
+                "rust (this runtime)", l.median_ms, l.p90_ms, l.runs
+            );
             if let Some(py) = &result.python {
-                println!("{:<28} {:>10.4} {:>10.4} {:>10}", format!("python onnxruntime {}", py.onnxruntime), py.latency.median_ms, py.latency.p90_ms, py.latency.runs);
-                println!("rust / python: {:.3} (median per inference, same model, inputs and threads)", py.rust_over_python);
+                println!(
+                    "{:<28} {:>10.4} {:>10.4} {:>10}",
+                    format!("python onnxruntime {}", py.onnxruntime),
+                    py.latency.median_ms,
+                    py.latency.p90_ms,
+                    py.latency.runs
+                );
+                println!(
+                    "rust / python: {:.3} (median per inference, same model, inputs and threads)",
+                    py.rust_over_python
+                );
             }
             if let Some(g) = &result.generation {
                 println!(
                     "generation: batch {} (prompts of {:?} tokens, padded on the {}), prefill then {} decode steps with the cache, teacher-forced",
                     g.batch, g.prompt_lengths, g.padding, g.decode_steps
                 );
-                println!("{:<28} {:>12} {:>14} {:>16}", "", "prefill ms", "decode step ms", "decode tokens/s");
-                println!("{:<28} {:>12.4} {:>14.4} {:>16.1}", "rust (this runtime)", g.prefill.median_ms, g.decode_step.median_ms, g.decode_tokens_per_second);
+                println!(
+                    "{:<28} {:>12} {:>14} {:>16}",
+                    "", "prefill ms", "decode step ms", "decode tokens/s"
+                );
+                println!(
+                    "{:<28} {:>12.4} {:>14.4} {:>16.1}",
+                    "rust (this runtime)",
+                    g.prefill.median_ms,
+                    g.decode_step.median_ms,
+                    g.decode_tokens_per_second
+                );
                 if let Some(py) = &g.python {
-                    println!("{:<28} {:>12.4} {:>14.4} {:>16.1}", format!("python onnxruntime {}", py.onnxruntime), py.prefill.median_ms, py.decode_step.median_ms, py.decode_tokens_per_second);
-                    println!("rust / python per decode step: {:.3} (prefill {:.3}; medians, same graph, feeds, cache and threads)", py.rust_over_python_decode, py.rust_over_python_prefill);
+                    println!(
+                        "{:<28} {:>12.4} {:>14.4} {:>16.1}",
+                        format!("python onnxruntime {}", py.onnxruntime),
+                        py.prefill.median_ms,
+                        py.decode_step.median_ms,
+                        py.decode_tokens_per_second
+                    );
+                    println!(
+                        "rust / python per decode step: {:.3} (prefill {:.3}; medians, same graph, feeds, cache and threads)",
+                        py.rust_over_python_decode, py.rust_over_python_prefill
+                    );
                 }
             }
             for t in &result.throughput {
                 match (t.per_second, &t.error) {
-                    (Some(per_second), _) => println!("batch {:>3}: {:>10.1} inferences/s ({:.4} ms a batch)", t.batch, per_second, t.median_ms.unwrap_or_default()),
-                    (None, error) => println!("batch {:>3}: did not run: {}", t.batch, error.as_deref().unwrap_or("?")),
+                    (Some(per_second), _) => println!(
+                        "batch {:>3}: {:>10.1} inferences/s ({:.4} ms a batch)",
+                        t.batch,
+                        per_second,
+                        t.median_ms.unwrap_or_default()
+                    ),
+                    (None, error) => println!(
+                        "batch {:>3}: did not run: {}",
+                        t.batch,
+                        error.as_deref().unwrap_or("?")
+                    ),
                 }
             }
             if let Some(peak) = result.peak_rss_kb {

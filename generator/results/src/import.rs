@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use rusqlite::params;
 use hwmatrix_record::{ErrorKind, Record};
+use rusqlite::params;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -26,7 +26,6 @@ pub struct Rejected {
     pub why: String,
 }
 
-
 impl Database {
     /// Imports one JSON-lines file in one transaction. Bad lines are
     /// reported in the summary and skipped; the rest still imports.
@@ -36,8 +35,14 @@ impl Database {
         let complete = bytes.last().is_none_or(|b| *b == b'\n');
         let text = String::from_utf8_lossy(&bytes);
         let lines: Vec<&str> = text.split_terminator('\n').collect();
-        let mut summary = ImportSummary { lines: lines.len(), ..ImportSummary::default() };
-        let tx = self.conn.transaction().map_err(|e| format!("{}: {e}", self.path.display()))?;
+        let mut summary = ImportSummary {
+            lines: lines.len(),
+            ..ImportSummary::default()
+        };
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(|e| format!("{}: {e}", self.path.display()))?;
         {
             let mut insert = tx
                 .prepare(
@@ -57,7 +62,11 @@ impl Database {
                     Ok(record) => record,
                     Err(why) => {
                         // A writer killed mid-line leaves the last line without its newline.
-                        let why = if last && !complete { format!("torn last line (no newline at the end): {why}") } else { why };
+                        let why = if last && !complete {
+                            format!("torn last line (no newline at the end): {why}")
+                        } else {
+                            why
+                        };
                         summary.rejected.push(Rejected { line: number, why });
                         continue;
                     }
@@ -66,7 +75,8 @@ impl Database {
                 let median = record.timing.as_ref().map(|t| t.median_ms);
                 let digest = hex(&Sha256::digest(line.as_bytes()));
                 // The body as the types read it (a legacy record's engine_kind filled in); the digest is the line's.
-                let body = serde_json::to_string(&record).map_err(|e| format!("{source}:{number}: {e}"))?;
+                let body = serde_json::to_string(&record)
+                    .map_err(|e| format!("{source}:{number}: {e}"))?;
                 let changed = insert
                     .execute(params![
                         digest,
@@ -102,7 +112,8 @@ impl Database {
             params![source, summary.lines as i64, summary.added as i64, summary.duplicates as i64, summary.rejected.len() as i64],
         )
         .map_err(|e| e.to_string())?;
-        tx.commit().map_err(|e| format!("{}: {e}", self.path.display()))?;
+        tx.commit()
+            .map_err(|e| format!("{}: {e}", self.path.display()))?;
         Ok(summary)
     }
 }
@@ -124,7 +135,9 @@ fn parse(line: &str) -> Result<Record, String> {
         let kind = if engine.starts_with("onnxruntime-web") {
             Some("browser")
         } else {
-            ["onnxruntime", "libtorch"].into_iter().find(|k| engine.split(',').next().map(str::trim) == Some(*k))
+            ["onnxruntime", "libtorch"]
+                .into_iter()
+                .find(|k| engine.split(',').next().map(str::trim) == Some(*k))
         };
         match kind {
             Some(kind) => {

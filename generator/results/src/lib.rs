@@ -80,7 +80,10 @@ impl Database {
             std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
         }
         let conn = Connection::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let db = Database { conn, path: path.to_path_buf() };
+        let db = Database {
+            conn,
+            path: path.to_path_buf(),
+        };
         db.migrate()?;
         Ok(db)
     }
@@ -90,15 +93,24 @@ impl Database {
     }
 
     fn migrate(&self) -> Result<(), String> {
-        self.conn.execute_batch(SCHEMA).map_err(|e| self.error("creating the schema", e))?;
+        self.conn
+            .execute_batch(SCHEMA)
+            .map_err(|e| self.error("creating the schema", e))?;
         let found: Option<String> = self
             .conn
-            .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get(0),
+            )
             .ok();
         match found.map(|v| v.parse::<i64>()) {
             None => {
                 self.conn
-                    .execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?1)", [SCHEMA_VERSION.to_string()])
+                    .execute(
+                        "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)",
+                        [SCHEMA_VERSION.to_string()],
+                    )
                     .map_err(|e| self.error("writing the schema version", e))?;
                 Ok(())
             }
@@ -116,7 +128,9 @@ impl Database {
 
     /// How many records the database holds.
     pub fn record_count(&self) -> Result<u64, String> {
-        self.conn.query_row("SELECT COUNT(*) FROM records", [], |r| r.get(0)).map_err(|e| self.error("counting records", e))
+        self.conn
+            .query_row("SELECT COUNT(*) FROM records", [], |r| r.get(0))
+            .map_err(|e| self.error("counting records", e))
     }
 }
 

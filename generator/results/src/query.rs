@@ -48,8 +48,9 @@ fn evidence(row: &Row) -> rusqlite::Result<Evidence> {
     let text: String = row.get(1)?;
     // Every body was read by the same types when it was imported; one that no
     // longer reads is a database from another gen (see SCHEMA_VERSION).
-    let body: Record = serde_json::from_str(&text)
-        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(e)))?;
+    let body: Record = serde_json::from_str(&text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(e))
+    })?;
     Ok(Evidence::of(row.get(0)?, body))
 }
 
@@ -86,7 +87,15 @@ impl Evidence {
 /// Where the same check also has a whole-model record (a ledger's "known
 /// issue" from before the model was split), the newer side wins.
 fn fold_components(latest: Vec<Evidence>) -> Vec<Evidence> {
-    let key = |e: &Evidence| (e.model.clone(), e.platform.clone(), e.engine_kind.clone(), e.check.clone(), e.precision.clone());
+    let key = |e: &Evidence| {
+        (
+            e.model.clone(),
+            e.platform.clone(),
+            e.engine_kind.clone(),
+            e.check.clone(),
+            e.precision.clone(),
+        )
+    };
     let mut folded: Vec<Evidence> = Vec::with_capacity(latest.len());
     let mut rows = latest.into_iter().peekable();
     while let Some(first) = rows.next() {
@@ -95,16 +104,31 @@ fn fold_components(latest: Vec<Evidence>) -> Vec<Evidence> {
             group.extend(rows.next());
         }
         let component_of = |e: &Evidence| e.body.component.clone();
-        let (parts, whole): (Vec<Evidence>, Vec<Evidence>) = group.into_iter().partition(|e| component_of(e).is_some());
+        let (parts, whole): (Vec<Evidence>, Vec<Evidence>) =
+            group.into_iter().partition(|e| component_of(e).is_some());
         let newest_part = parts.iter().map(|e| e.time.clone()).max();
         match whole.into_iter().next() {
-            Some(whole) if newest_part.as_ref().is_none_or(|t| whole.time > *t) => folded.push(whole),
+            Some(whole) if newest_part.as_ref().is_none_or(|t| whole.time > *t) => {
+                folded.push(whole)
+            }
             _ => {
-                let components: Vec<(String, Outcome)> = parts.iter().map(|e| (component_of(e).unwrap_or_default(), e.status)).collect();
+                let components: Vec<(String, Outcome)> = parts
+                    .iter()
+                    .map(|e| (component_of(e).unwrap_or_default(), e.status))
+                    .collect();
                 let median_ms = parts.iter().map(|e| e.median_ms).sum::<Option<f64>>();
-                let cited = parts.iter().position(|e| e.status != Outcome::Passed).unwrap_or(0);
-                let Some(cited) = parts.into_iter().nth(cited) else { continue };
-                folded.push(Evidence { components, median_ms, ..cited });
+                let cited = parts
+                    .iter()
+                    .position(|e| e.status != Outcome::Passed)
+                    .unwrap_or(0);
+                let Some(cited) = parts.into_iter().nth(cited) else {
+                    continue;
+                };
+                folded.push(Evidence {
+                    components,
+                    median_ms,
+                    ..cited
+                });
             }
         }
     }
@@ -119,7 +143,10 @@ impl Database {
         let filter = if runs.is_empty() {
             String::new()
         } else {
-            format!("WHERE run_id IN ({})", runs.iter().map(|r| quote(r)).collect::<Vec<_>>().join(", "))
+            format!(
+                "WHERE run_id IN ({})",
+                runs.iter().map(|r| quote(r)).collect::<Vec<_>>().join(", ")
+            )
         };
         let sql = format!(
             "SELECT {COLUMNS} FROM (
@@ -129,9 +156,16 @@ impl Database {
                 FROM records {filter}
              ) WHERE rank = 1 ORDER BY model, platform, engine_kind, check_name, precision, component"
         );
-        let mut statement = self.conn.prepare(&sql).map_err(|e| self.error("reading the latest records", e))?;
-        let rows = statement.query_map([], evidence).map_err(|e| self.error("reading the latest records", e))?;
-        let latest = rows.collect::<Result<_, _>>().map_err(|e| self.error("reading the latest records", e))?;
+        let mut statement = self
+            .conn
+            .prepare(&sql)
+            .map_err(|e| self.error("reading the latest records", e))?;
+        let rows = statement
+            .query_map([], evidence)
+            .map_err(|e| self.error("reading the latest records", e))?;
+        let latest = rows
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.error("reading the latest records", e))?;
         Ok(fold_components(latest))
     }
 
@@ -149,10 +183,17 @@ impl Database {
                 let hosts: String = row.get(1)?;
                 let mut hosts: Vec<String> = hosts.split(',').map(str::to_string).collect();
                 hosts.sort();
-                Ok(Run { run_id: row.get(0)?, hosts, first: row.get(2)?, last: row.get(3)?, records: row.get(4)? })
+                Ok(Run {
+                    run_id: row.get(0)?,
+                    hosts,
+                    first: row.get(2)?,
+                    last: row.get(3)?,
+                    records: row.get(4)?,
+                })
             })
             .map_err(|e| self.error("listing runs", e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.error("listing runs", e))
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| self.error("listing runs", e))
     }
 
     /// Whether a record with this name (16 hex digits of its digest) is in the database.
@@ -164,7 +205,11 @@ impl Database {
         let record = record.to_ascii_lowercase();
         let end = format!("{record}g");
         self.conn
-            .query_row("SELECT EXISTS (SELECT 1 FROM records WHERE digest >= ?1 AND digest < ?2)", params![record, end], |r| r.get(0))
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM records WHERE digest >= ?1 AND digest < ?2)",
+                params![record, end],
+                |r| r.get(0),
+            )
             .map_err(|e| self.error("looking a record up", e))
     }
 }

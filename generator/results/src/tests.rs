@@ -33,7 +33,21 @@ fn write(path: &Path, lines: &[String], newline_at_end: bool) {
 fn importing_the_same_file_twice_adds_nothing() {
     let dir = scratch("twice");
     let file = dir.join("a.jsonl");
-    write(&file, &[record("a", "r1", "2026-01-01T00:00:00Z", "bert", "runs", "passed"), record("a", "r1", "2026-01-01T00:00:01Z", "bert", "matches_reference", "passed")], true);
+    write(
+        &file,
+        &[
+            record("a", "r1", "2026-01-01T00:00:00Z", "bert", "runs", "passed"),
+            record(
+                "a",
+                "r1",
+                "2026-01-01T00:00:01Z",
+                "bert",
+                "matches_reference",
+                "passed",
+            ),
+        ],
+        true,
+    );
     let mut db = Database::open(&dir.join("db.sqlite")).unwrap();
     let first = db.import_file(&file).unwrap();
     assert_eq!((first.lines, first.added, first.duplicates), (2, 2, 0));
@@ -45,8 +59,22 @@ fn importing_the_same_file_twice_adds_nothing() {
 #[test]
 fn records_of_two_hosts_merge_without_loss_or_duplicates() {
     let dir = scratch("merge");
-    let a = record("host-a", "r1", "2026-01-01T00:00:00Z", "bert", "runs", "passed");
-    let b = record("host-b", "r2", "2026-01-01T00:00:00Z", "bert", "runs", "failed");
+    let a = record(
+        "host-a",
+        "r1",
+        "2026-01-01T00:00:00Z",
+        "bert",
+        "runs",
+        "passed",
+    );
+    let b = record(
+        "host-b",
+        "r2",
+        "2026-01-01T00:00:00Z",
+        "bert",
+        "runs",
+        "failed",
+    );
     write(&dir.join("a.jsonl"), std::slice::from_ref(&a), true);
     // A file that already merged both (e.g. concatenated by hand) repeats host-a's record.
     write(&dir.join("b.jsonl"), &[b.clone(), a.clone()], true);
@@ -55,7 +83,12 @@ fn records_of_two_hosts_merge_without_loss_or_duplicates() {
     let summary = db.import_file(&dir.join("b.jsonl")).unwrap();
     assert_eq!((summary.added, summary.duplicates), (1, 1));
     let runs = db.runs().unwrap();
-    assert_eq!(runs.iter().map(|r| (r.run_id.as_str(), r.hosts.join(","))).collect::<Vec<_>>(), [("r1", "host-a".into()), ("r2", "host-b".into())]);
+    assert_eq!(
+        runs.iter()
+            .map(|r| (r.run_id.as_str(), r.hosts.join(",")))
+            .collect::<Vec<_>>(),
+        [("r1", "host-a".into()), ("r2", "host-b".into())]
+    );
 }
 
 #[test]
@@ -63,20 +96,62 @@ fn a_torn_or_corrupt_line_is_reported_with_its_line_and_the_rest_imports() {
     let dir = scratch("torn");
     let file = dir.join("torn.jsonl");
     let good = record("a", "r1", "2026-01-01T00:00:00Z", "bert", "runs", "passed");
-    let torn = record("a", "r1", "2026-01-01T00:00:02Z", "bert", "dynamic_shapes", "passed");
+    let torn = record(
+        "a",
+        "r1",
+        "2026-01-01T00:00:02Z",
+        "bert",
+        "dynamic_shapes",
+        "passed",
+    );
     let torn = &torn[..torn.len() / 2];
     // A status no gen knows: read by the record's own types, it is rejected, never taken for `ignored`.
-    let unknown = record("a", "r1", "2026-01-01T00:00:01Z", "bert", "runs", "sort-of-passed");
-    write(&file, &[good, "{\"not\": \"a record\"}".into(), unknown, "garbage".into(), torn.to_string()], false);
+    let unknown = record(
+        "a",
+        "r1",
+        "2026-01-01T00:00:01Z",
+        "bert",
+        "runs",
+        "sort-of-passed",
+    );
+    write(
+        &file,
+        &[
+            good,
+            "{\"not\": \"a record\"}".into(),
+            unknown,
+            "garbage".into(),
+            torn.to_string(),
+        ],
+        false,
+    );
     let mut db = Database::open(&dir.join("db.sqlite")).unwrap();
     let summary = db.import_file(&file).unwrap();
     assert_eq!(summary.added, 1);
     let lines: Vec<usize> = summary.rejected.iter().map(|r| r.line).collect();
     assert_eq!(lines, [2, 3, 4, 5]);
-    assert!(summary.rejected[0].why.contains("missing field `run_id`"), "{:?}", summary.rejected[0]);
-    assert!(summary.rejected[1].why.contains("unknown variant `sort-of-passed`"), "{:?}", summary.rejected[1]);
-    assert!(summary.rejected[2].why.starts_with("not JSON"), "{:?}", summary.rejected[2]);
-    assert!(summary.rejected[3].why.starts_with("torn last line"), "{:?}", summary.rejected[3]);
+    assert!(
+        summary.rejected[0].why.contains("missing field `run_id`"),
+        "{:?}",
+        summary.rejected[0]
+    );
+    assert!(
+        summary.rejected[1]
+            .why
+            .contains("unknown variant `sort-of-passed`"),
+        "{:?}",
+        summary.rejected[1]
+    );
+    assert!(
+        summary.rejected[2].why.starts_with("not JSON"),
+        "{:?}",
+        summary.rejected[2]
+    );
+    assert!(
+        summary.rejected[3].why.starts_with("torn last line"),
+        "{:?}",
+        summary.rejected[3]
+    );
 }
 
 #[test]
@@ -95,11 +170,19 @@ fn the_latest_record_of_each_check_wins_and_runs_narrow_it() {
     let mut db = Database::open(&dir.join("db.sqlite")).unwrap();
     db.import_file(&file).unwrap();
     let latest = db.latest(&[]).unwrap();
-    let statuses: Vec<(&str, &str)> = latest.iter().map(|e| (e.model.as_str(), e.status.name())).collect();
+    let statuses: Vec<(&str, &str)> = latest
+        .iter()
+        .map(|e| (e.model.as_str(), e.status.name()))
+        .collect();
     assert_eq!(statuses, [("bert", "passed"), ("t5", "passed")]);
     assert!(db.has_record(&latest[0].record).unwrap());
     assert!(!db.has_record("0000000000000000").unwrap());
-    let old: Vec<String> = db.latest(&["old".into()]).unwrap().iter().map(|e| e.status.name().to_string()).collect();
+    let old: Vec<String> = db
+        .latest(&["old".into()])
+        .unwrap()
+        .iter()
+        .map(|e| e.status.name().to_string())
+        .collect();
     assert_eq!(old, ["failed", "passed"]);
 }
 
@@ -108,18 +191,43 @@ fn records_from_before_engine_kind_get_it_from_their_engine() {
     let dir = scratch("legacy");
     let file = dir.join("old.jsonl");
     let legacy = |engine: &str| {
-        let mut r: serde_json::Value = serde_json::from_str(&record("a", "r0", "2025-01-01T00:00:00Z", "bert", "runs", "passed")).unwrap();
+        let mut r: serde_json::Value = serde_json::from_str(&record(
+            "a",
+            "r0",
+            "2025-01-01T00:00:00Z",
+            "bert",
+            "runs",
+            "passed",
+        ))
+        .unwrap();
         r.as_object_mut().unwrap().remove("engine_kind");
         r["engine"] = engine.into();
         r.to_string()
     };
-    write(&file, &[legacy("onnxruntime, CPUExecutionProvider"), legacy("onnxruntime-web in headless Chromium, webnn"), legacy("wgpu")], true);
+    write(
+        &file,
+        &[
+            legacy("onnxruntime, CPUExecutionProvider"),
+            legacy("onnxruntime-web in headless Chromium, webnn"),
+            legacy("wgpu"),
+        ],
+        true,
+    );
     let mut db = Database::open(&dir.join("db.sqlite")).unwrap();
     let summary = db.import_file(&file).unwrap();
     assert_eq!(summary.added, 2);
     assert_eq!(summary.rejected.len(), 1);
-    assert!(summary.rejected[0].why.contains("before it had an engine"), "{:?}", summary.rejected);
-    let kinds: Vec<String> = db.latest(&[]).unwrap().into_iter().map(|e| e.engine_kind).collect();
+    assert!(
+        summary.rejected[0].why.contains("before it had an engine"),
+        "{:?}",
+        summary.rejected
+    );
+    let kinds: Vec<String> = db
+        .latest(&[])
+        .unwrap()
+        .into_iter()
+        .map(|e| e.engine_kind)
+        .collect();
     assert_eq!(kinds, ["browser", "onnxruntime"]);
 }
 
@@ -128,7 +236,8 @@ fn a_check_of_a_model_checked_as_components_fails_when_one_component_fails() {
     let dir = scratch("components");
     let file = dir.join("a.jsonl");
     let part = |time: &str, component: &str, status: &str| {
-        let mut value: serde_json::Value = serde_json::from_str(&record("a", "r1", time, "qwen2_vl", "runs", status)).unwrap();
+        let mut value: serde_json::Value =
+            serde_json::from_str(&record("a", "r1", time, "qwen2_vl", "runs", status)).unwrap();
         value["component"] = component.into();
         value.to_string()
     };
@@ -136,7 +245,14 @@ fn a_check_of_a_model_checked_as_components_fails_when_one_component_fails() {
         &file,
         &[
             // Before the split: the whole model's ledger record, older than the components'.
-            record("a", "r0", "2026-01-01T00:00:00Z", "qwen2_vl", "runs", "known-issue"),
+            record(
+                "a",
+                "r0",
+                "2026-01-01T00:00:00Z",
+                "qwen2_vl",
+                "runs",
+                "known-issue",
+            ),
             part("2026-01-02T00:00:00Z", "embed", "passed"),
             part("2026-01-02T00:00:01Z", "language", "failed"),
             part("2026-01-02T00:00:02Z", "vision", "passed"),
@@ -147,16 +263,31 @@ fn a_check_of_a_model_checked_as_components_fails_when_one_component_fails() {
     let mut db = Database::open(&dir.join("db.sqlite")).unwrap();
     db.import_file(&file).unwrap();
     let latest = db.latest(&[]).unwrap();
-    let statuses: Vec<(&str, &str)> = latest.iter().map(|e| (e.model.as_str(), e.status.name())).collect();
+    let statuses: Vec<(&str, &str)> = latest
+        .iter()
+        .map(|e| (e.model.as_str(), e.status.name()))
+        .collect();
     assert_eq!(statuses, [("bert", "passed"), ("qwen2_vl", "failed")]);
     let cell = &latest[1];
-    assert_eq!(cell.body.component.as_deref(), Some("language"), "the failed component's record is cited");
+    assert_eq!(
+        cell.body.component.as_deref(),
+        Some("language"),
+        "the failed component's record is cited"
+    );
     assert_eq!(cell.components.len(), 3);
-    assert_eq!(cell.median_ms, Some(4.5), "a pipeline's latency is the sum of its components'");
+    assert_eq!(
+        cell.median_ms,
+        Some(4.5),
+        "a pipeline's latency is the sum of its components'"
+    );
 
     // Every component passed: the cell's check passed.
     let file = dir.join("b.jsonl");
-    write(&file, &[part("2026-01-03T00:00:00Z", "language", "passed")], true);
+    write(
+        &file,
+        &[part("2026-01-03T00:00:00Z", "language", "passed")],
+        true,
+    );
     db.import_file(&file).unwrap();
     let latest = db.latest(&[]).unwrap();
     assert_eq!(latest[1].status, hwmatrix_record::Outcome::Passed);

@@ -63,9 +63,17 @@ fn main() {
     let root = workspace_root();
     std::env::set_current_dir(&root).expect("workspace root");
     let gen_bin = built_gen(&root);
-    let target = std::env::var("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|_| root.join("target"));
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    eprintln!("budgets: {cores} cores, target folder {}, gen {}", target.display(), gen_bin.display());
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| root.join("target"));
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    eprintln!(
+        "budgets: {cores} cores, target folder {}, gen {}",
+        target.display(),
+        gen_bin.display()
+    );
 
     let mut rows = Vec::new();
     let gen_all = format!("{} --all", gen_bin.display());
@@ -82,20 +90,45 @@ fn main() {
     let build = "cargo build --locked -q -p generated --tests --features cpu";
     let _ = run(build); // dependencies
     let _ = run("cargo clean -q -p generated");
-    rows.push(row("`cargo build -p generated --tests`, cold (dependencies built)", 60, build));
+    rows.push(row(
+        "`cargo build -p generated --tests`, cold (dependencies built)",
+        60,
+        build,
+    ));
     let one = root.join("generated/src/text_encoders/bert/cells.rs");
     touch(&one);
-    rows.push(row("the same after one spec changes (one generated file)", 10, build));
+    rows.push(row(
+        "the same after one spec changes (one generated file)",
+        10,
+        build,
+    ));
 
     if slow {
-        let empty = std::env::temp_dir().join(format!("hwmatrix-budgets-fixtures-{}", std::process::id()));
+        let empty =
+            std::env::temp_dir().join(format!("hwmatrix-budgets-fixtures-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&empty);
-        rows.push(row("fixture export from an empty cache", 10 * 60, &format!("{} fixtures --fixtures {}", gen_bin.display(), empty.display())));
+        rows.push(row(
+            "fixture export from an empty cache",
+            10 * 60,
+            &format!(
+                "{} fixtures --fixtures {}",
+                gen_bin.display(),
+                empty.display()
+            ),
+        ));
         let _ = std::fs::remove_dir_all(&empty);
     }
     let _ = run(&format!("{} fixtures", gen_bin.display())); // warm the default cache first
-    rows.push(row("fixtures, cached", 5, &format!("{} fixtures", gen_bin.display())));
-    rows.push(row("every cpu cell test", 3 * 60, "cargo test --locked -q -p generated --features cpu -- ::cpu::"));
+    rows.push(row(
+        "fixtures, cached",
+        5,
+        &format!("{} fixtures", gen_bin.display()),
+    ));
+    rows.push(row(
+        "every cpu cell test",
+        3 * 60,
+        "cargo test --locked -q -p generated --features cpu -- ::cpu::",
+    ));
     // The sizes the fixtures are held to (issue 19): small enough for every platform, the web
     // ones most, and for CI's artifact. One folder is one model, every variant included. Issue
     // 19's 16 MB and 1.5 GB (decimal units, the stricter reading) held a folder of three graphs
@@ -110,7 +143,9 @@ fn main() {
     rows.push(Row {
         budget: "the largest fixture folder",
         limit: Amount::Bytes(24_000_000),
-        measured: largest.map(|(_, bytes)| Amount::Bytes(*bytes)).ok_or_else(|| format!("no fixture in {}", store.display())),
+        measured: largest
+            .map(|(_, bytes)| Amount::Bytes(*bytes))
+            .ok_or_else(|| format!("no fixture in {}", store.display())),
         command: match largest {
             Some((name, _)) => format!("{command} ({name})"),
             None => command.clone(),
@@ -138,21 +173,38 @@ fn main() {
             Amount::Time(d) => format!("{} s", d.as_secs()),
             Amount::Bytes(b) => format!("{} MB", b / 1_000_000),
         };
-        println!("| {} | {limit} | {measured} | {within} | `{}` |", r.budget, r.command);
+        println!(
+            "| {} | {limit} | {measured} | {within} | `{}` |",
+            r.budget, r.command
+        );
     }
-    println!("\n{} of {} budgets met ({cores} cores; cargo and the Python workers use all of them)", rows.len() - over, rows.len());
+    println!(
+        "\n{} of {} budgets met ({cores} cores; cargo and the Python workers use all of them)",
+        rows.len() - over,
+        rows.len()
+    );
     std::process::exit(if over == 0 { 0 } else { 1 });
 }
 
 fn row(budget: &'static str, limit_s: u64, command: &str) -> Row {
     eprintln!("budgets: {budget}: {command}");
-    Row { budget, limit: Amount::Time(Duration::from_secs(limit_s)), measured: run(command).map(Amount::Time), command: command.to_string() }
+    Row {
+        budget,
+        limit: Amount::Time(Duration::from_secs(limit_s)),
+        measured: run(command).map(Amount::Time),
+        command: command.to_string(),
+    }
 }
 
 /// Runs a shell command, its output discarded; the wall time, or why it failed.
 fn run(command: &str) -> Result<Duration, String> {
     let started = Instant::now();
-    let status = Command::new("bash").arg("-c").arg(command).stdout(Stdio::null()).stderr(Stdio::null()).status();
+    let status = Command::new("bash")
+        .arg("-c")
+        .arg(command)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
     match status {
         Ok(s) if s.success() => Ok(started.elapsed()),
         Ok(s) => Err(format!("exit status {}", s.code().unwrap_or(-1))),
@@ -161,7 +213,10 @@ fn run(command: &str) -> Result<Duration, String> {
 }
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("generator/ is in the workspace").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("generator/ is in the workspace")
+        .to_path_buf()
 }
 
 /// The release gen next to this binary (cargo run --release builds both).
@@ -170,7 +225,19 @@ fn built_gen(root: &Path) -> PathBuf {
     let gen_bin = here.with_file_name("gen");
     // Always built (a no-op when current): `cargo run --bin budgets` builds only this binary, and a
     // stale gen beside it would render generated/ from old templates and time the wrong crate.
-    let status = Command::new("cargo").args(["build", "--release", "--locked", "-q", "-p", "generator", "--bin", "gen"]).current_dir(root).status();
+    let status = Command::new("cargo")
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "-q",
+            "-p",
+            "generator",
+            "--bin",
+            "gen",
+        ])
+        .current_dir(root)
+        .status();
     assert!(matches!(status, Ok(s) if s.success()), "cannot build gen");
     gen_bin
 }
@@ -187,7 +254,11 @@ fn tree_state(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime, u64)> {
             if meta.is_dir() {
                 stack.push(path);
             } else {
-                out.push((path, meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len()));
+                out.push((
+                    path,
+                    meta.modified().unwrap_or(std::time::UNIX_EPOCH),
+                    meta.len(),
+                ));
             }
         }
     }
@@ -206,7 +277,13 @@ fn fixture_folders(store: &Path) -> Vec<(String, u64)> {
             let name = entry.file_name().to_string_lossy().into_owned();
             // A fixture is a folder with its meta.json: not the workers' `.logs`, not a partial export.
             if entry.path().join("meta.json").is_file() {
-                out.push((format!("{prefix}{name}"), tree_state(&entry.path()).iter().map(|(_, _, len)| len).sum()));
+                out.push((
+                    format!("{prefix}{name}"),
+                    tree_state(&entry.path())
+                        .iter()
+                        .map(|(_, _, len)| len)
+                        .sum(),
+                ));
             }
         }
     }

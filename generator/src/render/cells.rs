@@ -2,12 +2,14 @@
 //! declaration (`mod.rs`), its cells (`cells.rs`), and the platforms of
 //! hardware.yaml (`platforms.rs`).
 
+use hwmatrix_cell::{Planned, Platform, decl};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
-use hwmatrix_cell::{Planned, Platform, decl};
 
 use crate::plan::{CellPlan, ModelPlan, PlatformPlan};
-use crate::spec::{EngineSpec, PlatformSpec, PrecisionTolerance, QuantizationFile, TensorSpec, ToleranceSpec};
+use crate::spec::{
+    EngineSpec, PlatformSpec, PrecisionTolerance, QuantizationFile, TensorSpec, ToleranceSpec,
+};
 
 /// `mod.rs` of a model: its declaration and its modules.
 pub fn model_module(plan: &ModelPlan) -> TokenStream {
@@ -25,7 +27,11 @@ pub fn model_module(plan: &ModelPlan) -> TokenStream {
     let spec_path = &plan.model.display_path;
     let digest = plan.model.digest();
     // Fixed inputs are data of the export, not inputs of the graph a cell runs.
-    let inputs = spec.inputs.iter().filter(|t| !spec.export.fixed_inputs.contains(&t.name)).map(tensor_decl);
+    let inputs = spec
+        .inputs
+        .iter()
+        .filter(|t| !spec.export.fixed_inputs.contains(&t.name))
+        .map(tensor_decl);
     let outputs = spec.outputs.iter().map(tensor_decl);
     let tolerance = tolerance(&spec.tolerance);
     let mut platforms: Vec<Platform> = plan.cells.iter().map(|c| c.platform).collect();
@@ -59,7 +65,9 @@ pub fn model_module(plan: &ModelPlan) -> TokenStream {
     // as the generation exporter receives them) and the cache's past inputs.
     let generation = plan.cells.iter().any(|c| c.generation.is_some()).then(|| {
         let digest = plan.model.generation_digest();
-        let cache = crate::spec::CacheGroup::past_inputs(&spec.cache).into_iter().map(|(name, t)| decl_tokens(&name, t.dtype, &t.axes));
+        let cache = crate::spec::CacheGroup::past_inputs(&spec.cache)
+            .into_iter()
+            .map(|(name, t)| decl_tokens(&name, t.dtype, &t.axes));
         quote! {
             /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
             pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
@@ -183,7 +191,10 @@ pub fn quantization_const(platform: Platform) -> String {
 }
 
 /// `QUANTIZATION` in `platforms.rs`: model-specs/quantization.yaml, where its platform is planned.
-fn quantization_settings(platforms: &[PlatformPlan], file: &QuantizationFile) -> Option<TokenStream> {
+fn quantization_settings(
+    platforms: &[PlatformPlan],
+    file: &QuantizationFile,
+) -> Option<TokenStream> {
     platforms.iter().any(|p| p.platform == file.platform).then(|| {
         let group_size = file.group_size;
         let m = file.mixed;
@@ -208,7 +219,11 @@ fn quantization_settings(platforms: &[PlatformPlan], file: &QuantizationFile) ->
 
 /// `platforms.rs`: each planned platform and its engines as hardware.yaml
 /// describes them, and which cargo features are on in this build.
-pub fn platforms<'a>(platforms: &[PlatformPlan], hardware: &dyn Fn(Platform) -> &'a PlatformSpec, quantization: &QuantizationFile) -> TokenStream {
+pub fn platforms<'a>(
+    platforms: &[PlatformPlan],
+    hardware: &dyn Fn(Platform) -> &'a PlatformSpec,
+    quantization: &QuantizationFile,
+) -> TokenStream {
     let quantization = quantization_settings(platforms, quantization);
     let decls = platforms.iter().map(|p| {
         let spec = hardware(p.platform);
@@ -220,7 +235,12 @@ pub fn platforms<'a>(platforms: &[PlatformPlan], hardware: &dyn Fn(Platform) -> 
         let requires = &spec.requires;
         let engines = p.engines.iter().map(|e| {
             let engine_name = ident(&engine_const(p.platform, e));
-            let doc = format!(" {}'s {} engine: {}.", spec.display_name, e.kind().name(), engine_doc(e));
+            let doc = format!(
+                " {}'s {} engine: {}.",
+                spec.display_name,
+                e.kind().name(),
+                engine_doc(e)
+            );
             let engine = engine_expr(e);
             quote! {
                 #[doc = #doc]
@@ -237,8 +257,15 @@ pub fn platforms<'a>(platforms: &[PlatformPlan], hardware: &dyn Fn(Platform) -> 
             #(#engines)*
         }
     });
-    let mut features: Vec<&str> = platforms.iter().map(|p| hardware(p.platform).feature.as_str()).collect();
-    features.extend(platforms.iter().flat_map(|p| p.engines.iter().filter_map(|e| e.kind().cargo_feature())));
+    let mut features: Vec<&str> = platforms
+        .iter()
+        .map(|p| hardware(p.platform).feature.as_str())
+        .collect();
+    features.extend(
+        platforms
+            .iter()
+            .flat_map(|p| p.engines.iter().filter_map(|e| e.kind().cargo_feature())),
+    );
     features.sort();
     features.dedup();
     let features = features.iter().map(|f| quote!(#f => cfg!(feature = #f),));
@@ -260,10 +287,16 @@ pub fn platforms<'a>(platforms: &[PlatformPlan], hardware: &dyn Fn(Platform) -> 
 /// How an engine reads in docs.
 pub fn engine_doc(engine: &EngineSpec) -> String {
     match engine {
-        EngineSpec::Onnxruntime { provider, options } => decl::describe_onnxruntime(*provider, options.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+        EngineSpec::Onnxruntime { provider, options } => decl::describe_onnxruntime(
+            *provider,
+            options.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        ),
         EngineSpec::Libtorch { device } => decl::describe_libtorch(device),
         EngineSpec::Wgpu {} => "wgpu".into(),
-        EngineSpec::Browser { backend, device_type } => decl::describe_browser(*backend, device_type.as_deref()),
+        EngineSpec::Browser {
+            backend,
+            device_type,
+        } => decl::describe_browser(*backend, device_type.as_deref()),
     }
 }
 
@@ -276,7 +309,10 @@ fn engine_expr(engine: &EngineSpec) -> TokenStream {
         }
         EngineSpec::Libtorch { device } => quote!(runtime::Engine::Libtorch { device: #device }),
         EngineSpec::Wgpu {} => quote!(runtime::Engine::Wgpu),
-        EngineSpec::Browser { backend, device_type } => {
+        EngineSpec::Browser {
+            backend,
+            device_type,
+        } => {
             let backend = ident(&format!("{backend:?}"));
             let device_type = match device_type {
                 Some(d) => quote!(Some(#d)),
@@ -298,7 +334,11 @@ fn planned(planned: &Planned<String>) -> TokenStream {
             let b = basis(b);
             quote!(runtime::Planned::Unsupported { reason: #reason, basis: #b })
         }
-        Planned::KnownIssue { reason, basis: b, stage } => {
+        Planned::KnownIssue {
+            reason,
+            basis: b,
+            stage,
+        } => {
             let b = basis(b);
             let stage = match stage {
                 Some(stage) => {

@@ -12,22 +12,38 @@ use crate::spec::{LoadedModel, PlatformSpec};
 const TEMPLATE: &str = include_str!("../../../templates/cell_tests.rs.tera");
 
 /// The test module of one model on one platform: a module per engine cell.
-pub fn render(model: &LoadedModel, platform: Platform, cells: &[&CellPlan], hardware: &PlatformSpec, quantization: Option<&QuantizationPlan>) -> Result<String, String> {
+pub fn render(
+    model: &LoadedModel,
+    platform: Platform,
+    cells: &[&CellPlan],
+    hardware: &PlatformSpec,
+    quantization: Option<&QuantizationPlan>,
+) -> Result<String, String> {
     let mut ctx = Context::new();
     ctx.insert("model_type", &model.spec.model_type);
     ctx.insert("module", &model.module);
     ctx.insert("category", &model.spec.category);
     ctx.insert("platform", platform.name());
-    let cells: Vec<_> = cells.iter().map(|cell| engine_cell(cell, hardware)).collect();
+    let cells: Vec<_> = cells
+        .iter()
+        .map(|cell| engine_cell(cell, hardware))
+        .collect();
     ctx.insert("cells", &cells);
-    ctx.insert("quantization", &quantization.map(|q| quantization_checks(q, hardware)));
-    template()?.render("cell_tests", &ctx).map_err(|e| format!("templates/cell_tests.rs.tera: {e:?}"))
+    ctx.insert(
+        "quantization",
+        &quantization.map(|q| quantization_checks(q, hardware)),
+    );
+    template()?
+        .render("cell_tests", &ctx)
+        .map_err(|e| format!("templates/cell_tests.rs.tera: {e:?}"))
 }
 
 /// What the template needs of one engine's cell.
 fn engine_cell(cell: &CellPlan, hardware: &PlatformSpec) -> serde_json::Value {
     let kind = cell.engine.kind();
-    let features: Vec<&str> = std::iter::once(hardware.feature.as_str()).chain(kind.cargo_feature()).collect();
+    let features: Vec<&str> = std::iter::once(hardware.feature.as_str())
+        .chain(kind.cargo_feature())
+        .collect();
     let ignore_always = ignore_reason;
     let precision_checks: Vec<serde_json::Value> = cell
         .precision_checks
@@ -42,7 +58,11 @@ fn engine_cell(cell: &CellPlan, hardware: &PlatformSpec) -> serde_json::Value {
         })
         .collect();
     let needs = match kind.cargo_feature() {
-        Some(_) => format!("{} is present, with {}", hardware.requires, engine_requires(kind)),
+        Some(_) => format!(
+            "{} is present, with {}",
+            hardware.requires,
+            engine_requires(kind)
+        ),
         None => format!("{} is present", hardware.requires),
     };
     serde_json::json!({
@@ -94,7 +114,9 @@ fn quantization_checks(plan: &QuantizationPlan, hardware: &PlatformSpec) -> serd
 fn ignore_reason(planned: &Planned<String>) -> Option<String> {
     match planned {
         Planned::Run | Planned::NoEngine { .. } => None,
-        Planned::Unsupported { reason, .. } => Some(rust_literal(&format!("unsupported: {reason}"))),
+        Planned::Unsupported { reason, .. } => {
+            Some(rust_literal(&format!("unsupported: {reason}")))
+        }
         Planned::KnownIssue { reason, .. } => Some(rust_literal(&format!("known issue: {reason}"))),
         Planned::NotTested { reason, .. } => Some(rust_literal(reason)),
     }
@@ -103,7 +125,9 @@ fn ignore_reason(planned: &Planned<String>) -> Option<String> {
 /// What an engine behind its own cargo feature needs, in messages.
 pub fn engine_requires(kind: EngineKind) -> &'static str {
     match kind {
-        EngineKind::Libtorch => "libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)",
+        EngineKind::Libtorch => {
+            "libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
+        }
         _ => "its engine",
     }
 }
@@ -115,7 +139,8 @@ fn template() -> Result<&'static Tera, String> {
         .get_or_init(|| {
             let mut tera = Tera::default();
             tera.autoescape_on(vec![]);
-            tera.add_raw_template("cell_tests", TEMPLATE).map_err(|e| format!("templates/cell_tests.rs.tera: {e:?}"))?;
+            tera.add_raw_template("cell_tests", TEMPLATE)
+                .map_err(|e| format!("templates/cell_tests.rs.tera: {e:?}"))?;
             Ok(tera)
         })
         .as_ref()

@@ -29,12 +29,27 @@ fn latencies(evidence: Vec<Evidence>) -> BTreeMap<(String, String, String, Strin
     evidence
         .into_iter()
         .filter(|e| e.status == hwmatrix_record::Outcome::Passed)
-        .filter_map(|e| Some(((e.model, e.platform, e.engine_kind, format!("{} {}", e.check, e.precision)), e.median_ms?)))
+        .filter_map(|e| {
+            Some((
+                (
+                    e.model,
+                    e.platform,
+                    e.engine_kind,
+                    format!("{} {}", e.check, e.precision),
+                ),
+                e.median_ms?,
+            ))
+        })
         .collect()
 }
 
 /// Every check both runs timed, each flagged where `after / before` leaves [1/(1+t), 1+t].
-pub fn compare(db: &Database, before: &str, after: &str, threshold: f64) -> Result<Vec<Compared>, String> {
+pub fn compare(
+    db: &Database,
+    before: &str,
+    after: &str,
+    threshold: f64,
+) -> Result<Vec<Compared>, String> {
     let (a, b) = super::two_runs(db, before, after)?;
     let (a, b) = (latencies(a), latencies(b));
     Ok(a.into_iter()
@@ -49,7 +64,12 @@ pub fn compare(db: &Database, before: &str, after: &str, threshold: f64) -> Resu
             } else {
                 None
             };
-            Some(Compared { key, before_ms, after_ms, change })
+            Some(Compared {
+                key,
+                before_ms,
+                after_ms,
+                change,
+            })
         })
         .collect())
 }
@@ -57,8 +77,14 @@ pub fn compare(db: &Database, before: &str, after: &str, threshold: f64) -> Resu
 /// The comparison as text; the caller exits non-zero when it has a regression.
 pub fn render(rows: &[Compared], before: &str, after: &str, threshold: f64) -> String {
     let mut out = String::new();
-    let regressions: Vec<&Compared> = rows.iter().filter(|r| r.change == Some(Change::Regression)).collect();
-    let speedups: Vec<&Compared> = rows.iter().filter(|r| r.change == Some(Change::SpeedUp)).collect();
+    let regressions: Vec<&Compared> = rows
+        .iter()
+        .filter(|r| r.change == Some(Change::Regression))
+        .collect();
+    let speedups: Vec<&Compared> = rows
+        .iter()
+        .filter(|r| r.change == Some(Change::SpeedUp))
+        .collect();
     let _ = writeln!(
         out,
         "{} checks timed by both {before} and {after}; threshold {:.0}% (and at least {NOISE_FLOOR_MS} ms): {} regressions, {} speed-ups",
@@ -70,7 +96,13 @@ pub fn render(rows: &[Compared], before: &str, after: &str, threshold: f64) -> S
     for (label, list) in [("regression", &regressions), ("speed-up", &speedups)] {
         for r in list.iter() {
             let (model, platform, engine, check) = &r.key;
-            let _ = writeln!(out, "  {label}: {model} on {platform} ({engine}) {check}: {:.3} ms -> {:.3} ms (x{:.2})", r.before_ms, r.after_ms, r.after_ms / r.before_ms);
+            let _ = writeln!(
+                out,
+                "  {label}: {model} on {platform} ({engine}) {check}: {:.3} ms -> {:.3} ms (x{:.2})",
+                r.before_ms,
+                r.after_ms,
+                r.after_ms / r.before_ms
+            );
         }
     }
     out

@@ -52,7 +52,10 @@ pub struct Diff {
 
 impl Diff {
     pub fn regressions(&self) -> usize {
-        self.changed.iter().filter(|c| c.change == Change::Regression).count()
+        self.changed
+            .iter()
+            .filter(|c| c.change == Change::Regression)
+            .count()
     }
 }
 
@@ -78,7 +81,18 @@ pub fn classify(before: &str, after: &str) -> Option<Change> {
 fn by_check(evidence: Vec<Evidence>) -> BTreeMap<CheckKey, Evidence> {
     evidence
         .into_iter()
-        .map(|e| ((e.model.clone(), e.platform.clone(), e.engine_kind.clone(), e.check.clone(), e.precision.clone()), e))
+        .map(|e| {
+            (
+                (
+                    e.model.clone(),
+                    e.platform.clone(),
+                    e.engine_kind.clone(),
+                    e.check.clone(),
+                    e.precision.clone(),
+                ),
+                e,
+            )
+        })
         .collect()
 }
 
@@ -86,24 +100,50 @@ fn by_check(evidence: Vec<Evidence>) -> BTreeMap<CheckKey, Evidence> {
 pub fn diff(db: &Database, before: &str, after: &str) -> Result<Diff, String> {
     let (a, b) = super::two_runs(db, before, after)?;
     let (mut a, b) = (by_check(a), by_check(b));
-    let mut diff = Diff { only_after: b.keys().filter(|k| !a.contains_key(*k)).count(), ..Diff::default() };
+    let mut diff = Diff {
+        only_after: b.keys().filter(|k| !a.contains_key(*k)).count(),
+        ..Diff::default()
+    };
     for (key, after) in b {
-        let Some(before) = a.remove(&key) else { continue };
+        let Some(before) = a.remove(&key) else {
+            continue;
+        };
         diff.in_both += 1;
         if let Some(change) = classify(before.status.name(), after.status.name()) {
-            diff.changed.push(Changed { key, change, before, after });
+            diff.changed.push(Changed {
+                key,
+                change,
+                before,
+                after,
+            });
         }
     }
     diff.only_before = a.len();
-    diff.changed.sort_by(|x, y| (x.change, &x.key).cmp(&(y.change, &y.key)));
+    diff.changed
+        .sort_by(|x, y| (x.change, &x.key).cmp(&(y.change, &y.key)));
     Ok(diff)
 }
 
 /// One record as the diff shows it: status, stage and reason, and where it was measured.
 fn describe(e: &Evidence) -> String {
-    let stage = e.body.stage.map(|s| format!(" at {}", s.name())).unwrap_or_default();
-    let reason = e.body.reason.as_deref().map(|r| format!(": {}", one_line(r))).unwrap_or_default();
-    format!("{}{stage} (record {}, host {}, {}){reason}", e.status.name(), e.record, e.host, e.time)
+    let stage = e
+        .body
+        .stage
+        .map(|s| format!(" at {}", s.name()))
+        .unwrap_or_default();
+    let reason = e
+        .body
+        .reason
+        .as_deref()
+        .map(|r| format!(": {}", one_line(r)))
+        .unwrap_or_default();
+    format!(
+        "{}{stage} (record {}, host {}, {}){reason}",
+        e.status.name(),
+        e.record,
+        e.host,
+        e.time
+    )
 }
 
 /// A reason shortened to one line a terminal can show.
@@ -128,7 +168,11 @@ pub fn render(diff: &Diff, before: &str, after: &str) -> String {
     );
     for c in &diff.changed {
         let (model, platform, engine, check, precision) = &c.key;
-        let _ = writeln!(out, "  {}: {model} on {platform} ({engine}) {check} {precision}", c.change.label());
+        let _ = writeln!(
+            out,
+            "  {}: {model} on {platform} ({engine}) {check} {precision}",
+            c.change.label()
+        );
         let _ = writeln!(out, "    before: {}", describe(&c.before));
         let _ = writeln!(out, "    after:  {}", describe(&c.after));
     }

@@ -41,22 +41,37 @@ const WHAT: &str = "The generates check runs each text decoder's ONNX graph (a v
 pub fn generation_evidence(evidence: &[Evidence]) -> GenerationEvidence {
     let mut engines: BTreeMap<(String, String), GenerationEngine> = BTreeMap::new();
     let mut models: BTreeMap<String, BTreeMap<String, Status>> = BTreeMap::new();
-    for e in evidence.iter().filter(|e| e.check == hwmatrix_cell::GENERATES) {
+    for e in evidence
+        .iter()
+        .filter(|e| e.check == hwmatrix_cell::GENERATES)
+    {
         let status = Status::of_record(e.status);
-        let row = engines.entry((e.platform.clone(), e.engine_kind.clone())).or_insert_with(|| GenerationEngine {
-            platform: e.platform.clone(),
-            engine: e.engine_kind.clone(),
-            counts: Counts::default(),
-            diverged_at_prefill: 0,
-            diverged_decoding: 0,
-        });
+        let row = engines
+            .entry((e.platform.clone(), e.engine_kind.clone()))
+            .or_insert_with(|| GenerationEngine {
+                platform: e.platform.clone(),
+                engine: e.engine_kind.clone(),
+                counts: Counts::default(),
+                diverged_at_prefill: 0,
+                diverged_decoding: 0,
+            });
         row.counts.add(status);
-        match e.body.generation.as_ref().and_then(|g| g.first_divergence.as_ref()).map(|d| d.step) {
+        match e
+            .body
+            .generation
+            .as_ref()
+            .and_then(|g| g.first_divergence.as_ref())
+            .map(|d| d.step)
+        {
             Some(0) => row.diverged_at_prefill += 1,
             Some(_) => row.diverged_decoding += 1,
             None => {}
         }
-        let cell = models.entry(e.model.clone()).or_default().entry(e.platform.clone()).or_insert(status);
+        let cell = models
+            .entry(e.model.clone())
+            .or_default()
+            .entry(e.platform.clone())
+            .or_insert(status);
         // Status orders passed first: the best engine's status stands for the platform.
         if status < *cell {
             *cell = status;
@@ -65,6 +80,9 @@ pub fn generation_evidence(evidence: &[Evidence]) -> GenerationEvidence {
     GenerationEvidence {
         what: WHAT.into(),
         engines: engines.into_values().collect(),
-        models: models.into_iter().map(|(model, platforms)| GenerationRow { model, platforms }).collect(),
+        models: models
+            .into_iter()
+            .map(|(model, platforms)| GenerationRow { model, platforms })
+            .collect(),
     }
 }

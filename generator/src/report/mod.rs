@@ -11,9 +11,9 @@
 pub mod compare;
 pub mod coverage;
 pub mod diff;
+pub mod generation;
 mod html;
 mod markdown;
-pub mod generation;
 pub mod precision;
 
 use std::collections::BTreeMap;
@@ -49,7 +49,16 @@ pub enum Status {
 }
 
 impl Status {
-    pub const ALL: [Status; 8] = [Status::Passed, Status::Failed, Status::KnownIssue, Status::NotTested, Status::Incomplete, Status::Unsupported, Status::Ignored, Status::NoEvidence];
+    pub const ALL: [Status; 8] = [
+        Status::Passed,
+        Status::Failed,
+        Status::KnownIssue,
+        Status::NotTested,
+        Status::Incomplete,
+        Status::Unsupported,
+        Status::Ignored,
+        Status::NoEvidence,
+    ];
 
     pub fn label(self) -> &'static str {
         match self {
@@ -80,10 +89,16 @@ impl Status {
         if checks.is_empty() {
             return Status::NoEvidence;
         }
-        [Status::Failed, Status::NotTested, Status::KnownIssue, Status::Unsupported, Status::Ignored]
-            .into_iter()
-            .find(|s| checks.contains(s))
-            .unwrap_or(Status::Passed)
+        [
+            Status::Failed,
+            Status::NotTested,
+            Status::KnownIssue,
+            Status::Unsupported,
+            Status::Ignored,
+        ]
+        .into_iter()
+        .find(|s| checks.contains(s))
+        .unwrap_or(Status::Passed)
     }
 }
 
@@ -174,7 +189,10 @@ pub fn shorten(text: &str, max_chars: usize) -> String {
         return text.to_string();
     }
     let cut: String = text.chars().take(max_chars).collect();
-    let at_word = cut.rfind(char::is_whitespace).filter(|&i| i > max_chars / 2).map_or(cut.as_str(), |i| &cut[..i]);
+    let at_word = cut
+        .rfind(char::is_whitespace)
+        .filter(|&i| i > max_chars / 2)
+        .map_or(cut.as_str(), |i| &cut[..i]);
     format!("{}…", at_word.trim_end_matches([',', ';', ':', ' ']))
 }
 
@@ -319,10 +337,25 @@ fn stage_rows(cells: &[Cell], platforms: &[String]) -> Vec<StageRow> {
         .iter()
         .map(|platform| {
             let on: Vec<&Cell> = cells.iter().filter(|c| &c.platform == platform).collect();
-            let mut counts: Vec<(String, usize)> =
-                hwmatrix_cell::Stage::ALL.iter().map(|s| (s.name().to_string(), on.iter().filter(|c| c.stage.as_deref() == Some(s.name())).count())).collect();
-            counts.push(("-".to_string(), on.iter().filter(|c| c.stage.is_none()).count()));
-            StageRow { platform: platform.clone(), counts }
+            let mut counts: Vec<(String, usize)> = hwmatrix_cell::Stage::ALL
+                .iter()
+                .map(|s| {
+                    (
+                        s.name().to_string(),
+                        on.iter()
+                            .filter(|c| c.stage.as_deref() == Some(s.name()))
+                            .count(),
+                    )
+                })
+                .collect();
+            counts.push((
+                "-".to_string(),
+                on.iter().filter(|c| c.stage.is_none()).count(),
+            ));
+            StageRow {
+                platform: platform.clone(),
+                counts,
+            }
         })
         .collect()
 }
@@ -374,7 +407,9 @@ fn engine_disagreements(cells: &[Cell]) -> Vec<EngineDisagreement> {
     let mut found = Vec::new();
     for (platform, engines) in SAME_KERNELS {
         let mut by_model: BTreeMap<&str, Vec<&Cell>> = BTreeMap::new();
-        for cell in cells.iter().filter(|c| c.platform == platform && engines.contains(&c.engine.as_str()) && measured(c.status)) {
+        for cell in cells.iter().filter(|c| {
+            c.platform == platform && engines.contains(&c.engine.as_str()) && measured(c.status)
+        }) {
             by_model.entry(&cell.model).or_default().push(cell);
         }
         for (model, pair) in by_model {
@@ -382,7 +417,10 @@ fn engine_disagreements(cells: &[Cell]) -> Vec<EngineDisagreement> {
                 found.push(EngineDisagreement {
                     model: model.to_string(),
                     platform: platform.to_string(),
-                    engines: pair.iter().map(|c| (c.engine.clone(), c.status, c.reason.clone())).collect(),
+                    engines: pair
+                        .iter()
+                        .map(|c| (c.engine.clone(), c.status, c.reason.clone()))
+                        .collect(),
                 });
             }
         }
@@ -421,25 +459,41 @@ impl KernelChecks {
 
 /// The cells that run the model, and the kernel checks apart.
 fn split_kernel_checks(cells: Vec<Cell>) -> (Vec<Cell>, KernelChecks) {
-    let (kernel, model_runs): (Vec<Cell>, Vec<Cell>) = cells.into_iter().partition(|c| c.engine == KERNEL_ENGINE);
+    let (kernel, model_runs): (Vec<Cell>, Vec<Cell>) =
+        cells.into_iter().partition(|c| c.engine == KERNEL_ENGINE);
     (model_runs, KernelChecks::of(kernel))
 }
 
 /// The newest record of each check in each of two runs, for `--compare` and `--diff`; an
 /// error naming the database when either run is not in it.
-fn two_runs(db: &Database, before: &str, after: &str) -> Result<(Vec<Evidence>, Vec<Evidence>), String> {
+fn two_runs(
+    db: &Database,
+    before: &str,
+    after: &str,
+) -> Result<(Vec<Evidence>, Vec<Evidence>), String> {
     let known: Vec<String> = db.runs()?.into_iter().map(|r| r.run_id).collect();
-    if let Some(run) = [before, after].into_iter().find(|run| !known.iter().any(|k| k == run)) {
-        return Err(format!("error: no run `{run}` in {}\n  help: `gen results runs` lists the runs", db.path().display()));
+    if let Some(run) = [before, after]
+        .into_iter()
+        .find(|run| !known.iter().any(|k| k == run))
+    {
+        return Err(format!(
+            "error: no run `{run}` in {}\n  help: `gen results runs` lists the runs",
+            db.path().display()
+        ));
     }
-    Ok((db.latest(&[before.to_string()])?, db.latest(&[after.to_string()])?))
+    Ok((
+        db.latest(&[before.to_string()])?,
+        db.latest(&[after.to_string()])?,
+    ))
 }
 
 /// The checks that make a cell's status: float32 checks, and a wgpu cell's
 /// quantization checks (its only ones). Precision variants, the `generates`
 /// check (its own graph, its own column) and benchmarks do not.
 fn counts_for_cell(evidence: &Evidence) -> bool {
-    evidence.check != BENCH && evidence.check != hwmatrix_cell::GENERATES && (evidence.engine_kind == "wgpu" || evidence.precision == "float32")
+    evidence.check != BENCH
+        && evidence.check != hwmatrix_cell::GENERATES
+        && (evidence.engine_kind == "wgpu" || evidence.precision == "float32")
 }
 
 /// `gen bench`'s records: performance evidence, not a check of the cell.
@@ -449,41 +503,76 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
     let evidence = db.latest(runs)?;
     let mut by_cell: BTreeMap<(String, String, String), Vec<&Evidence>> = BTreeMap::new();
     for e in evidence.iter().filter(|e| counts_for_cell(e)) {
-        by_cell.entry((e.model.clone(), e.platform.clone(), e.engine_kind.clone())).or_default().push(e);
+        by_cell
+            .entry((e.model.clone(), e.platform.clone(), e.engine_kind.clone()))
+            .or_default()
+            .push(e);
     }
     let specs = plan.specs;
     let mut cells = Vec::new();
     for model_plan in &plan.models {
         let spec = &model_plan.model.spec;
-        let mut engines: Vec<(String, String)> =
-            model_plan.cells.iter().map(|c| (c.platform.name().to_string(), c.engine.kind().name().to_string())).collect();
+        let mut engines: Vec<(String, String)> = model_plan
+            .cells
+            .iter()
+            .map(|c| {
+                (
+                    c.platform.name().to_string(),
+                    c.engine.kind().name().to_string(),
+                )
+            })
+            .collect();
         if let Some(q) = &model_plan.quantization {
             engines.push((q.platform.name().to_string(), "wgpu".into()));
         }
         for (platform, engine) in engines {
-            let records = by_cell.remove(&(spec.model_type.clone(), platform.clone(), engine.clone())).unwrap_or_default();
-            let statuses: Vec<Status> = records.iter().map(|e| Status::of_record(e.status)).collect();
+            let records = by_cell
+                .remove(&(spec.model_type.clone(), platform.clone(), engine.clone()))
+                .unwrap_or_default();
+            let statuses: Vec<Status> = records
+                .iter()
+                .map(|e| Status::of_record(e.status))
+                .collect();
             let mut status = Status::of_checks(&statuses);
             // A cell passes only when every planned check passed: a missing one leaves it incomplete.
             let required = required_checks(model_plan, &platform, &engine);
-            if status == Status::Passed && required.iter().any(|check| !records.iter().any(|e| e.check == *check)) {
+            if status == Status::Passed
+                && required
+                    .iter()
+                    .any(|check| !records.iter().any(|e| e.check == *check))
+            {
                 status = Status::Incomplete;
             }
             let expected = expected_support(specs, &spec.architecture, &platform);
-            let first_bad = records.iter().find(|e| Status::of_record(e.status) == status && status != Status::Passed);
+            let first_bad = records
+                .iter()
+                .find(|e| Status::of_record(e.status) == status && status != Status::Passed);
             // A model without a fixture was never tried on any platform: no platform evidence to disagree with.
-            let no_fixture = !spec.has_fixture(if engine == EngineKind::Libtorch.name() { EngineKind::Libtorch } else { EngineKind::Onnxruntime });
+            let no_fixture = !spec.has_fixture(if engine == EngineKind::Libtorch.name() {
+                EngineKind::Libtorch
+            } else {
+                EngineKind::Onnxruntime
+            });
             let disagreement = match (expected, status) {
                 _ if no_fixture => None,
-                (Some(Support::Yes), Status::Failed) => Some("expected yes, measured failure".to_string()),
-                (Some(Support::Yes), Status::KnownIssue) if first_bad.is_some_and(|e| matches!(e.basis, Basis::Measured | Basis::Evidence)) => {
+                (Some(Support::Yes), Status::Failed) => {
+                    Some("expected yes, measured failure".to_string())
+                }
+                (Some(Support::Yes), Status::KnownIssue)
+                    if first_bad
+                        .is_some_and(|e| matches!(e.basis, Basis::Measured | Basis::Evidence)) =>
+                {
                     Some("expected yes, measured failure (known issue)".to_string())
                 }
-                (Some(Support::No), Status::Passed) => Some("expected no, measured pass".to_string()),
+                (Some(Support::No), Status::Passed) => {
+                    Some("expected no, measured pass".to_string())
+                }
                 _ => None,
             };
             let basis = first_bad.map(|e| e.basis);
-            let stored = (basis == Some(Basis::Evidence)).then(|| stored_evidence(model_plan.model, &platform, &engine)).flatten();
+            let stored = (basis == Some(Basis::Evidence))
+                .then(|| stored_evidence(model_plan.model, &platform, &engine))
+                .flatten();
             let source = match basis {
                 _ if status == Status::NoEvidence => "none",
                 Some(Basis::Evidence) => "stored evidence",
@@ -504,11 +593,15 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
                 disagreement,
                 reason: first_bad.and_then(|e| e.body.reason.clone()),
                 basis: match spec.export.stage {
-                    Some(stage) if stage.is_harness() => Some(format!("our harness stopped at `{stage}`")),
+                    Some(stage) if stage.is_harness() => {
+                        Some(format!("our harness stopped at `{stage}`"))
+                    }
                     _ if no_fixture => Some("no fixture (the export fails)".into()),
                     _ => basis.map(|b| b.name().to_string()),
                 },
-                error_kind: first_bad.and_then(|e| e.error_kind).map(|k| k.name().to_string()),
+                error_kind: first_bad
+                    .and_then(|e| e.error_kind)
+                    .map(|k| k.name().to_string()),
                 stage: cell_stage(status, first_bad.copied(), &records),
                 records: records.iter().map(|e| record_ref(e)).collect(),
             });
@@ -517,7 +610,11 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
     let (cells, kernel_checks) = split_kernel_checks(cells);
     let mut counts = Counts::default();
     cells.iter().for_each(|c| counts.add(c.status));
-    let platform_names: Vec<String> = plan.platforms.iter().map(|p| p.platform.name().to_string()).collect();
+    let platform_names: Vec<String> = plan
+        .platforms
+        .iter()
+        .map(|p| p.platform.name().to_string())
+        .collect();
     let summary = Summary {
         models: plan.models.len(),
         platforms: platform_names.len(),
@@ -525,21 +622,37 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
         counts,
         disagreements: cells.iter().filter(|c| c.disagreement.is_some()).count(),
     };
-    let platforms = platform_names.iter().map(|p| platform_summary(p, &cells, &evidence)).collect();
+    let platforms = platform_names
+        .iter()
+        .map(|p| platform_summary(p, &cells, &evidence))
+        .collect();
     let models = plan
         .models
         .iter()
         .map(|m| ModelRow {
             model: m.model.spec.model_type.clone(),
-            checkpoint: m.model.spec.checkpoints.as_ref().map(|c| c.reference.clone()),
+            checkpoint: m
+                .model
+                .spec
+                .checkpoints
+                .as_ref()
+                .map(|c| c.reference.clone()),
             category: m.model.spec.category.clone(),
-            modality: serde_json::to_value(m.model.spec.modality).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+            modality: serde_json::to_value(m.model.spec.modality)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
             architecture: m.model.spec.architecture.clone(),
         })
         .collect();
     let matrices = Matrices {
         category_platform: matrix(&cells, &platform_names, |c| c.category.clone(), |_, _| None),
-        architecture_platform: matrix(&cells, &platform_names, |c| c.architecture.clone(), |row, platform| expected_support(specs, row, platform)),
+        architecture_platform: matrix(
+            &cells,
+            &platform_names,
+            |c| c.architecture.clone(),
+            |row, platform| expected_support(specs, row, platform),
+        ),
     };
     let source = Source {
         database: db.path().display().to_string(),
@@ -548,27 +661,80 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
             .runs()?
             .into_iter()
             .filter(|r| runs.is_empty() || runs.contains(&r.run_id))
-            .map(|r| RunRow { run_id: r.run_id, hosts: r.hosts, first: r.first, last: r.last, records: r.records })
+            .map(|r| RunRow {
+                run_id: r.run_id,
+                hosts: r.hosts,
+                first: r.first,
+                last: r.last,
+                records: r.records,
+            })
             .collect(),
     };
     let performance = performance(&evidence);
-    let recommendations = Recommendations { fastest_verified_platform: fastest(&cells, &performance), contradicted_expectations: contradictions(&cells) };
+    let recommendations = Recommendations {
+        fastest_verified_platform: fastest(&cells, &performance),
+        contradicted_expectations: contradictions(&cells),
+    };
     let stages = stage_rows(&cells, &platform_names);
     let engine_disagreements = engine_disagreements(&cells);
     // A real checkpoint's precision records are rating evidence wherever they were made: a
     // checkpoint run has an id of its own (tests/checkpoint.sh), so they come from every run.
-    let every_run = if runs.is_empty() { Vec::new() } else { db.latest(&[])? };
-    let precision = precision::precision_evidence(plan, &evidence, if runs.is_empty() { &evidence } else { &every_run });
+    let every_run = if runs.is_empty() {
+        Vec::new()
+    } else {
+        db.latest(&[])?
+    };
+    let precision = precision::precision_evidence(
+        plan,
+        &evidence,
+        if runs.is_empty() {
+            &evidence
+        } else {
+            &every_run
+        },
+    );
     let generation = generation::generation_evidence(&evidence);
-    Ok(Report { source, summary, platforms, stages, models, matrices, issues: issues(&cells), cells, kernel_checks, precision, generation, engine_disagreements, performance, recommendations })
+    Ok(Report {
+        source,
+        summary,
+        platforms,
+        stages,
+        models,
+        matrices,
+        issues: issues(&cells),
+        cells,
+        kernel_checks,
+        precision,
+        generation,
+        engine_disagreements,
+        performance,
+        recommendations,
+    })
 }
 
 /// The checks a cell must have passed to pass: the float32 checks, or a wgpu
 /// cell's quantization checks that are planned to run.
-fn required_checks(model: &crate::plan::ModelPlan, platform: &str, engine: &str) -> Vec<&'static str> {
+fn required_checks(
+    model: &crate::plan::ModelPlan,
+    platform: &str,
+    engine: &str,
+) -> Vec<&'static str> {
     if engine == KERNEL_ENGINE {
-        model.quantization.iter().flat_map(|q| q.checks.iter().filter(|c| matches!(c.planned, hwmatrix_cell::Planned::Run)).map(|c| c.scheme.check_name())).collect()
-    } else if model.cells.iter().any(|c| c.platform.name() == platform && c.engine.kind().name() == engine && matches!(c.planned, hwmatrix_cell::Planned::Run)) {
+        model
+            .quantization
+            .iter()
+            .flat_map(|q| {
+                q.checks
+                    .iter()
+                    .filter(|c| matches!(c.planned, hwmatrix_cell::Planned::Run))
+                    .map(|c| c.scheme.check_name())
+            })
+            .collect()
+    } else if model.cells.iter().any(|c| {
+        c.platform.name() == platform
+            && c.engine.kind().name() == engine
+            && matches!(c.planned, hwmatrix_cell::Planned::Run)
+    }) {
         hwmatrix_cell::CHECKS.to_vec()
     } else {
         Vec::new()
@@ -577,12 +743,28 @@ fn required_checks(model: &crate::plan::ModelPlan, platform: &str, engine: &str)
 
 /// The evidence entry behind a cell's stored status: the cell's own first
 /// failure, else the fixture pipeline's (a model without a fixture).
-fn stored_evidence(model: &crate::spec::LoadedModel, platform: &str, engine: &str) -> Option<StoredEvidence> {
+fn stored_evidence(
+    model: &crate::spec::LoadedModel,
+    platform: &str,
+    engine: &str,
+) -> Option<StoredEvidence> {
     use crate::spec::evidence::{EXPORT, GENERATION_EXPORT};
     let entries = &model.spec.evidence;
-    let own = entries.iter().find(|e| e.platform.is_some_and(|p| p.name() == platform) && e.engine.is_none_or(|k| k.name() == engine) && hwmatrix_cell::CHECKS.contains(&e.check.as_str()));
-    let entry = own.or_else(|| entries.iter().find(|e| e.platform.is_none() && e.check == EXPORT))?;
-    let key = if entry.check == GENERATION_EXPORT || entry.check == hwmatrix_cell::GENERATES { model.generation_fixture_key() } else { model.fixture_key() };
+    let own = entries.iter().find(|e| {
+        e.platform.is_some_and(|p| p.name() == platform)
+            && e.engine.is_none_or(|k| k.name() == engine)
+            && hwmatrix_cell::CHECKS.contains(&e.check.as_str())
+    });
+    let entry = own.or_else(|| {
+        entries
+            .iter()
+            .find(|e| e.platform.is_none() && e.check == EXPORT)
+    })?;
+    let key = if entry.check == GENERATION_EXPORT || entry.check == hwmatrix_cell::GENERATES {
+        model.generation_fixture_key()
+    } else {
+        model.fixture_key()
+    };
     Some(StoredEvidence {
         check: entry.check.clone(),
         date: entry.provenance.date.clone(),
@@ -598,24 +780,57 @@ fn stored_evidence(model: &crate::spec::LoadedModel, platform: &str, engine: &st
 /// the run, never a platform's speed.
 pub fn emulated_or_software(device: &str) -> bool {
     let device = device.to_ascii_lowercase();
-    ["emulator", "swiftshader", "llvmpipe", "lavapipe", "fallback adapter"].iter().any(|s| device.contains(s))
+    [
+        "emulator",
+        "swiftshader",
+        "llvmpipe",
+        "lavapipe",
+        "fallback adapter",
+    ]
+    .iter()
+    .any(|s| device.contains(s))
 }
 
 /// A cell's stage: that of the record that decides its status; a passed cell
 /// is at `fallback` if one of its checks passed with a declared fallback.
-fn cell_stage(status: Status, first_bad: Option<&Evidence>, records: &[&Evidence]) -> Option<String> {
+fn cell_stage(
+    status: Status,
+    first_bad: Option<&Evidence>,
+    records: &[&Evidence],
+) -> Option<String> {
     let stage_of = |e: &Evidence| e.body.stage.map(|s| s.name().to_string());
     match (status, first_bad) {
-        (Status::Passed, _) => Some(if records.iter().any(|e| stage_of(e).as_deref() == Some("fallback")) { "fallback" } else { "pass" }.to_string()),
+        (Status::Passed, _) => Some(
+            if records
+                .iter()
+                .any(|e| stage_of(e).as_deref() == Some("fallback"))
+            {
+                "fallback"
+            } else {
+                "pass"
+            }
+            .to_string(),
+        ),
         (_, Some(e)) => stage_of(e),
         (_, None) => None,
     }
 }
 
 /// What architectures.yaml expects of an architecture type on a platform.
-fn expected_support(specs: &crate::spec::Specs, architecture: &str, platform: &str) -> Option<Support> {
-    let expectations = &specs.architectures.architectures.get(architecture)?.platforms;
-    expectations.iter().find(|(p, _)| p.name() == platform).map(|(_, e)| e.support)
+fn expected_support(
+    specs: &crate::spec::Specs,
+    architecture: &str,
+    platform: &str,
+) -> Option<Support> {
+    let expectations = &specs
+        .architectures
+        .architectures
+        .get(architecture)?
+        .platforms;
+    expectations
+        .iter()
+        .find(|(p, _)| p.name() == platform)
+        .map(|(_, e)| e.support)
 }
 
 fn record_ref(e: &Evidence) -> RecordRef {
@@ -632,19 +847,36 @@ fn record_ref(e: &Evidence) -> RecordRef {
 
 fn platform_summary(platform: &str, cells: &[Cell], evidence: &[Evidence]) -> PlatformSummary {
     let mut counts = Counts::default();
-    cells.iter().filter(|c| c.platform == platform).for_each(|c| counts.add(c.status));
-    let measured = evidence.iter().filter(|e| e.platform == platform && e.engine_kind != KERNEL_ENGINE && matches!(e.status, Outcome::Passed | Outcome::Failed));
+    cells
+        .iter()
+        .filter(|c| c.platform == platform)
+        .for_each(|c| counts.add(c.status));
+    let measured = evidence.iter().filter(|e| {
+        e.platform == platform
+            && e.engine_kind != KERNEL_ENGINE
+            && matches!(e.status, Outcome::Passed | Outcome::Failed)
+    });
     let mut hosts: Vec<String> = measured.clone().map(|e| e.host.clone()).collect();
     hosts.sort();
     hosts.dedup();
     let field = |of: fn(&Record) -> &Option<String>| -> Vec<String> {
-        let mut values: Vec<String> = measured.clone().filter_map(|e| of(&e.body).clone()).collect();
+        let mut values: Vec<String> = measured
+            .clone()
+            .filter_map(|e| of(&e.body).clone())
+            .collect();
         values.sort();
         values.dedup();
         values
     };
     let (libraries, devices) = (field(|r| &r.library), field(|r| &r.device));
-    PlatformSummary { platform: platform.to_string(), tested: !hosts.is_empty(), hosts, libraries, devices, counts }
+    PlatformSummary {
+        platform: platform.to_string(),
+        tested: !hosts.is_empty(),
+        hosts,
+        libraries,
+        devices,
+        counts,
+    }
 }
 
 fn matrix(
@@ -655,21 +887,41 @@ fn matrix(
 ) -> Vec<MatrixRow> {
     let mut grid: BTreeMap<(String, usize), Counts> = BTreeMap::new();
     for cell in cells {
-        let column = platforms.iter().position(|p| *p == cell.platform).unwrap_or(platforms.len());
-        grid.entry((row_of(cell), column)).or_default().add(cell.status);
+        let column = platforms
+            .iter()
+            .position(|p| *p == cell.platform)
+            .unwrap_or(platforms.len());
+        grid.entry((row_of(cell), column))
+            .or_default()
+            .add(cell.status);
     }
     grid.into_iter()
         .map(|((row, column), counts)| {
             let platform = platforms.get(column).cloned().unwrap_or_default();
-            MatrixRow { expected: expected(&row, &platform), row, platform, counts }
+            MatrixRow {
+                expected: expected(&row, &platform),
+                row,
+                platform,
+                counts,
+            }
         })
         .collect()
 }
 
 fn issues(cells: &[Cell]) -> Vec<IssueGroup> {
     let mut groups: BTreeMap<String, Vec<IssueCell>> = BTreeMap::new();
-    for cell in cells.iter().filter(|c| matches!(c.status, Status::Failed | Status::KnownIssue | Status::NotTested)) {
-        let record = cell.records.iter().find(|r| r.status == cell.status.label()).map(|r| r.record.clone()).unwrap_or_default();
+    for cell in cells.iter().filter(|c| {
+        matches!(
+            c.status,
+            Status::Failed | Status::KnownIssue | Status::NotTested
+        )
+    }) {
+        let record = cell
+            .records
+            .iter()
+            .find(|r| r.status == cell.status.label())
+            .map(|r| r.record.clone())
+            .unwrap_or_default();
         let cause = match (&cell.error_kind, &cell.basis) {
             (Some(kind), _) => format!("{}: {kind}", cell.status.label()),
             (None, Some(basis)) => format!("{}: {basis}", cell.status.label()),
@@ -683,15 +935,27 @@ fn issues(cells: &[Cell]) -> Vec<IssueGroup> {
             record,
         });
     }
-    let mut groups: Vec<IssueGroup> = groups.into_iter().map(|(cause, cells)| IssueGroup { cause, cells }).collect();
-    groups.sort_by(|a, b| b.cells.len().cmp(&a.cells.len()).then(a.cause.cmp(&b.cause)));
+    let mut groups: Vec<IssueGroup> = groups
+        .into_iter()
+        .map(|(cause, cells)| IssueGroup { cause, cells })
+        .collect();
+    groups.sort_by(|a, b| {
+        b.cells
+            .len()
+            .cmp(&a.cells.len())
+            .then(a.cause.cmp(&b.cause))
+    });
     groups
 }
 
 fn performance(evidence: &[Evidence]) -> Vec<Performance> {
     evidence
         .iter()
-        .filter(|e| e.status == Outcome::Passed && e.precision == "float32" && e.engine_kind != KERNEL_ENGINE)
+        .filter(|e| {
+            e.status == Outcome::Passed
+                && e.precision == "float32"
+                && e.engine_kind != KERNEL_ENGINE
+        })
         .filter_map(|e| {
             let timing = e.body.timing.as_ref()?;
             let bench = e.body.bench.as_ref();
@@ -705,10 +969,19 @@ fn performance(evidence: &[Evidence]) -> Vec<Performance> {
                 median_ms: timing.median_ms,
                 p90_ms: bench.map(|b| b.latency.p90_ms),
                 throughput: bench.map(|b| b.throughput.clone()),
-                rss_growth_kb: e.body.memory.as_ref().and_then(|m| m.rss_growth_kb_session_open),
+                rss_growth_kb: e
+                    .body
+                    .memory
+                    .as_ref()
+                    .and_then(|m| m.rss_growth_kb_session_open),
                 peak_rss_kb: bench.and_then(|b| b.peak_rss_kb),
-                rust_over_python: bench.and_then(|b| b.python.as_ref()).map(|p| p.rust_over_python),
-                conditions: format!("threads {threads}, {} other checks in flight, {} runs", timing.other_checks_in_flight, timing.runs),
+                rust_over_python: bench
+                    .and_then(|b| b.python.as_ref())
+                    .map(|p| p.rust_over_python),
+                conditions: format!(
+                    "threads {threads}, {} other checks in flight, {} runs",
+                    timing.other_checks_in_flight, timing.runs
+                ),
                 device: e.body.device.clone(),
                 record: e.record.clone(),
             })
@@ -719,19 +992,32 @@ fn performance(evidence: &[Evidence]) -> Vec<Performance> {
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     let n = values.len();
-    if n % 2 == 1 { values[n / 2] } else { (values[n / 2 - 1] + values[n / 2]) / 2.0 }
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
 }
 
 /// Per category, the platform and engine with the lowest median latency over
 /// the models that passed there (a latency counts only where the cell passed,
 /// and never one taken on an emulator or a software adapter).
 fn fastest(cells: &[Cell], performance: &[Performance]) -> Vec<Fastest> {
-    let passed: std::collections::BTreeSet<(&str, &str, &str)> =
-        cells.iter().filter(|c| c.status == Status::Passed).map(|c| (c.model.as_str(), c.platform.as_str(), c.engine.as_str())).collect();
+    let passed: std::collections::BTreeSet<(&str, &str, &str)> = cells
+        .iter()
+        .filter(|c| c.status == Status::Passed)
+        .map(|c| (c.model.as_str(), c.platform.as_str(), c.engine.as_str()))
+        .collect();
     let mut latencies: BTreeMap<(String, String, String), BTreeMap<String, f64>> = BTreeMap::new();
     let on_hardware = |p: &&Performance| !p.device.as_deref().is_some_and(emulated_or_software);
-    for p in performance.iter().filter(|p| passed.contains(&(p.model.as_str(), p.platform.as_str(), p.engine.as_str()))).filter(on_hardware) {
-        let per_model = latencies.entry((p.category.clone(), p.platform.clone(), p.engine.clone())).or_default();
+    for p in performance
+        .iter()
+        .filter(|p| passed.contains(&(p.model.as_str(), p.platform.as_str(), p.engine.as_str())))
+        .filter(on_hardware)
+    {
+        let per_model = latencies
+            .entry((p.category.clone(), p.platform.clone(), p.engine.clone()))
+            .or_default();
         // A model's cell has several timed checks; its fastest is what the platform can do.
         let entry = per_model.entry(p.model.clone()).or_insert(f64::INFINITY);
         *entry = entry.min(p.median_ms);
@@ -739,8 +1025,17 @@ fn fastest(cells: &[Cell], performance: &[Performance]) -> Vec<Fastest> {
     let mut best: BTreeMap<String, Fastest> = BTreeMap::new();
     for ((category, platform, engine), per_model) in latencies {
         let mut values: Vec<f64> = per_model.values().copied().collect();
-        let candidate = Fastest { category: category.clone(), platform, engine, median_ms: median(&mut values), models: values.len() };
-        if best.get(&category).is_none_or(|b| candidate.median_ms < b.median_ms) {
+        let candidate = Fastest {
+            category: category.clone(),
+            platform,
+            engine,
+            median_ms: median(&mut values),
+            models: values.len(),
+        };
+        if best
+            .get(&category)
+            .is_none_or(|b| candidate.median_ms < b.median_ms)
+        {
             best.insert(category, candidate);
         }
     }
@@ -751,30 +1046,65 @@ fn contradictions(cells: &[Cell]) -> Vec<Contradiction> {
     let mut grouped: BTreeMap<(String, String, String), (Support, Vec<String>)> = BTreeMap::new();
     for cell in cells {
         if let (Some(what), Some(expected)) = (&cell.disagreement, cell.expected) {
-            let entry = grouped.entry((cell.architecture.clone(), cell.platform.clone(), what.clone())).or_insert((expected, Vec::new()));
+            let entry = grouped
+                .entry((
+                    cell.architecture.clone(),
+                    cell.platform.clone(),
+                    what.clone(),
+                ))
+                .or_insert((expected, Vec::new()));
             entry.1.push(cell.model.clone());
         }
     }
     grouped
         .into_iter()
-        .map(|((architecture, platform, measured), (expected, mut models))| {
-            let cells = models.len();
-            models.dedup();
-            Contradiction { architecture, platform, expected, measured, cells, models }
-        })
+        .map(
+            |((architecture, platform, measured), (expected, mut models))| {
+                let cells = models.len();
+                models.dedup();
+                Contradiction {
+                    architecture,
+                    platform,
+                    expected,
+                    measured,
+                    cells,
+                    models,
+                }
+            },
+        )
         .collect()
 }
 
 /// Every record a passed cell names must be in the database: what CI checks
 /// of the report it just built. Returns the cells naming a missing record.
 pub fn verify(report: &serde_json::Value, db: &Database) -> Result<(usize, Vec<String>), String> {
-    let cells = report.get("cells").and_then(|c| c.as_array()).ok_or("the report has no `cells` list: is it gen report's JSON?")?;
-    let kernel_cells = report.pointer("/kernel_checks/cells").and_then(|c| c.as_array()).into_iter().flatten();
+    let cells = report
+        .get("cells")
+        .and_then(|c| c.as_array())
+        .ok_or("the report has no `cells` list: is it gen report's JSON?")?;
+    let kernel_cells = report
+        .pointer("/kernel_checks/cells")
+        .and_then(|c| c.as_array())
+        .into_iter()
+        .flatten();
     let mut checked = 0;
     let mut missing = Vec::new();
-    for cell in cells.iter().chain(kernel_cells).filter(|c| c.get("status").and_then(|s| s.as_str()) == Some("passed")) {
-        let name = format!("{} on {} ({})", cell["model"].as_str().unwrap_or("?"), cell["platform"].as_str().unwrap_or("?"), cell["engine"].as_str().unwrap_or("?"));
-        let records = cell.get("records").and_then(|r| r.as_array()).cloned().unwrap_or_default();
+    for cell in cells
+        .iter()
+        .chain(kernel_cells)
+        .filter(|c| c.get("status").and_then(|s| s.as_str()) == Some("passed"))
+    {
+        let name = format!(
+            "{} on {} ({})",
+            cell["model"].as_str().unwrap_or("?"),
+            cell["platform"].as_str().unwrap_or("?"),
+            cell["engine"].as_str().unwrap_or("?")
+        );
+        let records = cell
+            .get("records")
+            .and_then(|r| r.as_array())
+            .cloned()
+            .unwrap_or_default();
         if records.is_empty() {
             missing.push(format!("{name}: passed with no record"));
         }
@@ -782,7 +1112,10 @@ pub fn verify(report: &serde_json::Value, db: &Database) -> Result<(usize, Vec<S
             let id = record.get("record").and_then(|r| r.as_str()).unwrap_or("");
             checked += 1;
             if !db.has_record(id)? {
-                missing.push(format!("{name}: record {id} is not in {}", db.path().display()));
+                missing.push(format!(
+                    "{name}: record {id} is not in {}",
+                    db.path().display()
+                ));
             }
         }
     }
@@ -796,14 +1129,34 @@ mod tests {
     #[test]
     fn a_not_tested_record_makes_a_not_tested_cell_counted_apart_from_known_issues() {
         assert_eq!(Status::of_record(Outcome::NotTested), Status::NotTested);
-        assert_eq!(Status::of_checks(&[Status::NotTested, Status::NotTested, Status::NotTested]), Status::NotTested);
+        assert_eq!(
+            Status::of_checks(&[Status::NotTested, Status::NotTested, Status::NotTested]),
+            Status::NotTested
+        );
         // A failed check still says more than our gap; a known issue never absorbs it.
-        assert_eq!(Status::of_checks(&[Status::Failed, Status::NotTested]), Status::Failed);
-        assert_eq!(Status::of_checks(&[Status::NotTested, Status::KnownIssue]), Status::NotTested);
+        assert_eq!(
+            Status::of_checks(&[Status::Failed, Status::NotTested]),
+            Status::Failed
+        );
+        assert_eq!(
+            Status::of_checks(&[Status::NotTested, Status::KnownIssue]),
+            Status::NotTested
+        );
         let mut counts = Counts::default();
-        [Status::NotTested, Status::KnownIssue, Status::Passed].into_iter().for_each(|s| counts.add(s));
-        assert_eq!((counts.get(Status::NotTested), counts.get(Status::KnownIssue)), (1, 1));
-        assert_eq!(serde_json::to_value(Status::NotTested).unwrap(), "not-tested");
+        [Status::NotTested, Status::KnownIssue, Status::Passed]
+            .into_iter()
+            .for_each(|s| counts.add(s));
+        assert_eq!(
+            (
+                counts.get(Status::NotTested),
+                counts.get(Status::KnownIssue)
+            ),
+            (1, 1)
+        );
+        assert_eq!(
+            serde_json::to_value(Status::NotTested).unwrap(),
+            "not-tested"
+        );
     }
 
     fn cell(platform: &str, status: Status, stage: Option<&str>) -> Cell {
@@ -828,7 +1181,8 @@ mod tests {
 
     #[test]
     fn a_display_shortens_at_a_word_and_never_mid_word() {
-        let reason = "matches_reference: output last_hidden_state: 7 of 256 elements outside abs 0.0001";
+        let reason =
+            "matches_reference: output last_hidden_state: 7 of 256 elements outside abs 0.0001";
         let short = shorten(reason, 40);
         assert_eq!(short, "matches_reference: output…");
         assert!(reason.starts_with(short.trim_end_matches('…')));
@@ -837,7 +1191,13 @@ mod tests {
 
     #[test]
     fn timings_of_emulators_and_software_adapters_are_kept_apart() {
-        assert!(emulated_or_software("QNN HTP emulator (x86_64)") && emulated_or_software("SwiftShader Device (Subzero) (vulkan, cpu, no shader-f16)") && emulated_or_software("llvmpipe (LLVM 15.0.6, 256 bits)"));
+        assert!(
+            emulated_or_software("QNN HTP emulator (x86_64)")
+                && emulated_or_software(
+                    "SwiftShader Device (Subzero) (vulkan, cpu, no shader-f16)"
+                )
+                && emulated_or_software("llvmpipe (LLVM 15.0.6, 256 bits)")
+        );
         assert!(!emulated_or_software("NVIDIA H100 80GB HBM3") && !emulated_or_software("cpu"));
     }
 
@@ -851,10 +1211,34 @@ mod tests {
             cell("webnn", Status::KnownIssue, Some("run")),
         ];
         let rows = stage_rows(&cells, &["cpu".to_string(), "webnn".to_string()]);
-        let cpu: BTreeMap<&str, usize> = rows[0].counts.iter().map(|(s, n)| (s.as_str(), *n)).collect();
-        assert_eq!((cpu["pass"], cpu["reference"], cpu["mismatch"], cpu["-"], cpu["run"]), (1, 1, 1, 1, 0));
-        assert_eq!(rows[0].counts.iter().map(|(_, n)| n).sum::<usize>(), 4, "every cpu cell in one column");
-        assert_eq!(rows[1].counts.iter().find(|(s, _)| s == "run").map(|(_, n)| *n), Some(1));
+        let cpu: BTreeMap<&str, usize> = rows[0]
+            .counts
+            .iter()
+            .map(|(s, n)| (s.as_str(), *n))
+            .collect();
+        assert_eq!(
+            (
+                cpu["pass"],
+                cpu["reference"],
+                cpu["mismatch"],
+                cpu["-"],
+                cpu["run"]
+            ),
+            (1, 1, 1, 1, 0)
+        );
+        assert_eq!(
+            rows[0].counts.iter().map(|(_, n)| n).sum::<usize>(),
+            4,
+            "every cpu cell in one column"
+        );
+        assert_eq!(
+            rows[1]
+                .counts
+                .iter()
+                .find(|(s, _)| s == "run")
+                .map(|(_, n)| *n),
+            Some(1)
+        );
     }
     #[test]
     fn wgpu_kernel_checks_are_reported_apart_and_never_count_as_webgpu_model_runs() {
@@ -865,22 +1249,46 @@ mod tests {
         let browser = cell("webgpu", Status::KnownIssue, Some("run"));
         let (model_runs, kernels) = split_kernel_checks(vec![kernel, browser, failed_kernel]);
         assert_eq!(model_runs.len(), 1, "only the browser cell runs the model");
-        assert_eq!((kernels.counts.get(Status::Passed), kernels.counts.get(Status::Failed)), (1, 1));
-        assert_eq!(kernels.issues.len(), 1, "the failed kernel check is listed with the kernel checks");
+        assert_eq!(
+            (
+                kernels.counts.get(Status::Passed),
+                kernels.counts.get(Status::Failed)
+            ),
+            (1, 1)
+        );
+        assert_eq!(
+            kernels.issues.len(),
+            1,
+            "the failed kernel check is listed with the kernel checks"
+        );
         let webgpu = platform_summary("webgpu", &model_runs, &[]);
-        assert_eq!((webgpu.counts.get(Status::Passed), webgpu.counts.get(Status::KnownIssue)), (0, 1), "a kernel pass counted on the webgpu bar");
+        assert_eq!(
+            (
+                webgpu.counts.get(Status::Passed),
+                webgpu.counts.get(Status::KnownIssue)
+            ),
+            (0, 1),
+            "a kernel pass counted on the webgpu bar"
+        );
         let rows = stage_rows(&model_runs, &["webgpu".to_string()]);
         assert_eq!(rows[0].counts.iter().map(|(_, n)| n).sum::<usize>(), 1);
     }
 
     #[test]
     fn webgpu_browser_and_native_disagreeing_are_flagged_and_agreeing_or_unmeasured_are_not() {
-        let on = |model: &str, engine: &str, status: Status| Cell { model: model.into(), engine: engine.into(), ..cell("webgpu", status, None) };
+        let on = |model: &str, engine: &str, status: Status| Cell {
+            model: model.into(),
+            engine: engine.into(),
+            ..cell("webgpu", status, None)
+        };
         let cells = [
             on("agree", "browser", Status::Passed),
             on("agree", "onnxruntime", Status::Passed),
             on("differ", "browser", Status::Passed),
-            Cell { reason: Some("Abs on CPU".into()), ..on("differ", "onnxruntime", Status::Failed) },
+            Cell {
+                reason: Some("Abs on CPU".into()),
+                ..on("differ", "onnxruntime", Status::Failed)
+            },
             on("both_fail", "browser", Status::KnownIssue),
             on("both_fail", "onnxruntime", Status::Failed),
             on("issue_vs_pass", "browser", Status::KnownIssue),
@@ -888,12 +1296,25 @@ mod tests {
             on("unmeasured", "browser", Status::Ignored),
             on("unmeasured", "onnxruntime", Status::Passed),
             // cpu's two engines run different kernels: never compared.
-            Cell { platform: "cpu".into(), ..on("cpu_only", "onnxruntime", Status::Passed) },
-            Cell { platform: "cpu".into(), ..on("cpu_only", "libtorch", Status::Failed) },
+            Cell {
+                platform: "cpu".into(),
+                ..on("cpu_only", "onnxruntime", Status::Passed)
+            },
+            Cell {
+                platform: "cpu".into(),
+                ..on("cpu_only", "libtorch", Status::Failed)
+            },
         ];
         let found = engine_disagreements(&cells);
         let models: Vec<&str> = found.iter().map(|d| d.model.as_str()).collect();
         assert_eq!(models, ["differ", "issue_vs_pass"]);
-        assert_eq!(found[0].engines[1], ("onnxruntime".to_string(), Status::Failed, Some("Abs on CPU".to_string())));
+        assert_eq!(
+            found[0].engines[1],
+            (
+                "onnxruntime".to_string(),
+                Status::Failed,
+                Some("Abs on CPU".to_string())
+            )
+        );
     }
 }

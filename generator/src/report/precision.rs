@@ -9,9 +9,9 @@
 
 use std::collections::BTreeMap;
 
+use hwmatrix_record::Agreement;
 use hwmatrix_results::Evidence;
 use serde::Serialize;
-use hwmatrix_record::Agreement;
 
 use super::{Counts, KERNEL_ENGINE, Status, median};
 use crate::plan::Plan;
@@ -66,10 +66,16 @@ impl CheckpointRecord {
                 "worst-row cosine {}, relative L2 {}{}",
                 figure(self.worst_cosine),
                 figure(self.rel_l2),
-                self.top1.map(|t| format!(", top-1 {t:.3}")).unwrap_or_default()
+                self.top1
+                    .map(|t| format!(", top-1 {t:.3}"))
+                    .unwrap_or_default()
             ),
         };
-        let rating = self.rating.as_deref().map(|r| format!("; the spec rates {r}")).unwrap_or_default();
+        let rating = self
+            .rating
+            .as_deref()
+            .map(|r| format!("; the spec rates {r}"))
+            .unwrap_or_default();
         format!("{measured}{rating}")
     }
 }
@@ -85,15 +91,30 @@ const WHAT: &str = "Each precision check runs the fixture's variant in that form
 
 /// The fixture source of a record made on a real checkpoint.
 fn checkpoint_of(e: &Evidence) -> Option<String> {
-    e.body.fixture.as_ref().map(|f| f.source.clone()).filter(|s| s.starts_with("checkpoint:"))
+    e.body
+        .fixture
+        .as_ref()
+        .map(|f| f.source.clone())
+        .filter(|s| s.starts_with("checkpoint:"))
 }
 
 /// A record's worst figures over its outputs: (lowest worst-row cosine, highest relative L2, lowest top-1).
 fn worst_agreement(e: &Evidence) -> (Option<f64>, Option<f64>, Option<f64>) {
-    let agreements: Vec<Agreement> = e.body.deviation.iter().flat_map(|d| &d.outputs).filter_map(|o| o.agreement).collect();
-    let figure = |of: fn(&Agreement) -> Option<f64>| agreements.iter().filter_map(of).collect::<Vec<f64>>();
+    let agreements: Vec<Agreement> = e
+        .body
+        .deviation
+        .iter()
+        .flat_map(|d| &d.outputs)
+        .filter_map(|o| o.agreement)
+        .collect();
+    let figure =
+        |of: fn(&Agreement) -> Option<f64>| agreements.iter().filter_map(of).collect::<Vec<f64>>();
     let lowest = |v: Vec<f64>| v.into_iter().reduce(f64::min);
-    (lowest(figure(|a| a.cosine_min)), figure(|a| Some(a.rel_l2)).into_iter().reduce(f64::max), lowest(figure(|a| a.top1)))
+    (
+        lowest(figure(|a| a.cosine_min)),
+        figure(|a| Some(a.rel_l2)).into_iter().reduce(f64::max),
+        lowest(figure(|a| a.top1)),
+    )
 }
 
 /// The spec's `web_quantization` rating of the scheme a format is an instance of, on a web platform.
@@ -105,28 +126,59 @@ fn rating(plan: &Plan, model: &str, platform: &str, precision: &str) -> Option<S
         "q4" => QuantScheme::Int4,
         _ => return None,
     };
-    let spec = &plan.models.iter().find(|m| m.model.spec.model_type == model)?.model.spec;
+    let spec = &plan
+        .models
+        .iter()
+        .find(|m| m.model.spec.model_type == model)?
+        .model
+        .spec;
     let web = spec.web_quantization.as_ref()?;
     let ratings = match platform {
         "webgpu" => web.webgpu.as_ref(),
         "webnn" => web.webnn.as_ref(),
         _ => None,
     }?;
-    ratings.get(&scheme).map(|q| format!("{} {}", scheme.name(), serde_json::to_value(q).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()))
+    ratings.get(&scheme).map(|q| {
+        format!(
+            "{} {}",
+            scheme.name(),
+            serde_json::to_value(q)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        )
+    })
 }
 
 /// The precision rows of the report's records (`evidence`), and the real checkpoints' records
 /// among `checkpoint_evidence` (every run's, where the report is of some runs only).
-pub fn precision_evidence(plan: &Plan, evidence: &[Evidence], checkpoint_evidence: &[Evidence]) -> PrecisionEvidence {
-    let is_precision_check = |e: &&Evidence| e.precision != "float32" && e.engine_kind != KERNEL_ENGINE && e.check != super::BENCH;
+pub fn precision_evidence(
+    plan: &Plan,
+    evidence: &[Evidence],
+    checkpoint_evidence: &[Evidence],
+) -> PrecisionEvidence {
+    let is_precision_check = |e: &&Evidence| {
+        e.precision != "float32" && e.engine_kind != KERNEL_ENGINE && e.check != super::BENCH
+    };
     type Key = (String, String, String, String);
     let mut groups: BTreeMap<Key, (Counts, Vec<f64>, Vec<f64>)> = BTreeMap::new();
     let mut checkpoints = Vec::new();
     for e in evidence.iter().filter(is_precision_check) {
-        let weights = if checkpoint_of(e).is_some() { "checkpoint" } else { "tiny random" };
+        let weights = if checkpoint_of(e).is_some() {
+            "checkpoint"
+        } else {
+            "tiny random"
+        };
         let status = Status::of_record(e.status);
         let (cosine, rel_l2, _) = worst_agreement(e);
-        let group = groups.entry((e.platform.clone(), e.engine_kind.clone(), e.precision.clone(), weights.to_string())).or_default();
+        let group = groups
+            .entry((
+                e.platform.clone(),
+                e.engine_kind.clone(),
+                e.precision.clone(),
+                weights.to_string(),
+            ))
+            .or_default();
         group.0.add(status);
         if matches!(status, Status::Passed | Status::Failed) {
             group.1.extend(cosine);
@@ -155,15 +207,23 @@ pub fn precision_evidence(plan: &Plan, evidence: &[Evidence], checkpoint_evidenc
     }
     let rows = groups
         .into_iter()
-        .map(|((platform, engine, precision, weights), (counts, mut cosines, mut rel_l2s))| PrecisionRow {
-            platform,
-            engine,
-            precision,
-            weights,
-            counts,
-            median_worst_cosine: (!cosines.is_empty()).then(|| median(&mut cosines)),
-            median_rel_l2: (!rel_l2s.is_empty()).then(|| median(&mut rel_l2s)),
-        })
+        .map(
+            |((platform, engine, precision, weights), (counts, mut cosines, mut rel_l2s))| {
+                PrecisionRow {
+                    platform,
+                    engine,
+                    precision,
+                    weights,
+                    counts,
+                    median_worst_cosine: (!cosines.is_empty()).then(|| median(&mut cosines)),
+                    median_rel_l2: (!rel_l2s.is_empty()).then(|| median(&mut rel_l2s)),
+                }
+            },
+        )
         .collect();
-    PrecisionEvidence { what: WHAT.into(), rows, checkpoints }
+    PrecisionEvidence {
+        what: WHAT.into(),
+        rows,
+        checkpoints,
+    }
 }

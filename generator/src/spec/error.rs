@@ -15,18 +15,38 @@ pub struct SpecError {
 }
 
 impl SpecError {
-    pub fn new(file: &Path, (line, column): (usize, usize), message: impl Into<String>, help: impl Into<String>) -> SpecError {
-        SpecError { file: file.to_path_buf(), line, column, message: message.into(), help: help.into() }
+    pub fn new(
+        file: &Path,
+        (line, column): (usize, usize),
+        message: impl Into<String>,
+        help: impl Into<String>,
+    ) -> SpecError {
+        SpecError {
+            file: file.to_path_buf(),
+            line,
+            column,
+            message: message.into(),
+            help: help.into(),
+        }
     }
 
     /// From a serde_yaml error, which knows where it happened but not how to fix it.
     pub fn from_yaml(file: &Path, error: &serde_yaml::Error) -> SpecError {
-        let (line, column) = error.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
+        let (line, column) = error
+            .location()
+            .map(|l| (l.line(), l.column()))
+            .unwrap_or((1, 1));
         // serde_yaml appends " at line L column C"; the location is printed separately.
         let text = error.to_string();
         let message = text.split(" at line ").next().unwrap_or(&text).to_string();
         let help = yaml_help(&message);
-        SpecError { file: file.to_path_buf(), line, column, message, help }
+        SpecError {
+            file: file.to_path_buf(),
+            line,
+            column,
+            message,
+            help,
+        }
     }
 }
 
@@ -39,7 +59,8 @@ fn yaml_help(message: &str) -> String {
     } else if message.contains("unknown variant") {
         "use one of the listed values".into()
     } else if message.contains("invalid type") {
-        "give the value the type the message names (quote free text, use a list for [..] fields)".into()
+        "give the value the type the message names (quote free text, use a list for [..] fields)"
+            .into()
     } else {
         "fix the YAML at that position (model-specs/README.md shows a complete spec)".into()
     }
@@ -47,7 +68,15 @@ fn yaml_help(message: &str) -> String {
 
 impl fmt::Display for SpecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "error: {}:{}:{}: {}\n  help: {}", self.file.display(), self.line, self.column, self.message, self.help)
+        write!(
+            f,
+            "error: {}:{}:{}: {}\n  help: {}",
+            self.file.display(),
+            self.line,
+            self.column,
+            self.message,
+            self.help
+        )
     }
 }
 
@@ -60,7 +89,12 @@ impl fmt::Display for SpecErrors {
         for e in &self.0 {
             writeln!(f, "{e}")?;
         }
-        write!(f, "{} error{} in the specs; nothing was written", self.0.len(), if self.0.len() == 1 { "" } else { "s" })
+        write!(
+            f,
+            "{} error{} in the specs; nothing was written",
+            self.0.len(),
+            if self.0.len() == 1 { "" } else { "s" }
+        )
     }
 }
 

@@ -113,7 +113,8 @@ impl Entry {
     /// What the planner makes of it: a known issue of the model (its failure
     /// or its engine's), or not tested here (this machine's or our harness's).
     pub fn is_known_issue(&self) -> bool {
-        self.outcome == EntryOutcome::Failed && self.attribution.is_some_and(Attribution::is_known_issue)
+        self.outcome == EntryOutcome::Failed
+            && self.attribution.is_some_and(Attribution::is_known_issue)
     }
 
     /// Whether the entry is about `platform` with `engine` (an entry without an
@@ -131,13 +132,23 @@ impl Entry {
         if self.provenance.legacy.is_some() {
             return Some("recorded before evidence carried its run, host and versions".into());
         }
-        if let Some(key) = self.provenance.fixture_key.as_deref().filter(|key| *key != fixture_key) {
-            return Some(format!("measured with fixture key {}, today's is {}", short(key), short(fixture_key)));
+        if let Some(key) = self
+            .provenance
+            .fixture_key
+            .as_deref()
+            .filter(|key| *key != fixture_key)
+        {
+            return Some(format!(
+                "measured with fixture key {}, today's is {}",
+                short(key),
+                short(fixture_key)
+            ));
         }
         let library = self.provenance.library.as_deref()?;
         if self.platform.is_none() {
             let today = exporter_libraries();
-            return (library != today).then(|| format!("exported with {library}, today's exporter pins {today}"));
+            return (library != today)
+                .then(|| format!("exported with {library}, today's exporter pins {today}"));
         }
         let (package, then) = library_version(library)?;
         let now = pinned_version(package)?;
@@ -152,8 +163,15 @@ impl Entry {
             (_, None) => "failed".to_string(),
         };
         let when = match (&self.provenance.run, &self.provenance.legacy) {
-            (Some(run), _) => format!("run {run} on {}, {}", self.provenance.host.as_deref().unwrap_or("an unnamed host"), self.provenance.date),
-            (None, Some(_)) => format!("recorded {} before evidence carried provenance; stale", self.provenance.date),
+            (Some(run), _) => format!(
+                "run {run} on {}, {}",
+                self.provenance.host.as_deref().unwrap_or("an unnamed host"),
+                self.provenance.date
+            ),
+            (None, Some(_)) => format!(
+                "recorded {} before evidence carried provenance; stale",
+                self.provenance.date
+            ),
             (None, None) => self.provenance.date.clone(),
         };
         format!("{what} {who} (evidence: {when}): {}", self.error)
@@ -161,12 +179,28 @@ impl Entry {
 
     /// The order entries are kept in: by name (a pipeline check first).
     fn sort_key(&self) -> (&'static str, &'static str, &str) {
-        (self.platform.map_or("", Platform::name), self.engine.map_or("", EngineKind::name), &self.check)
+        (
+            self.platform.map_or("", Platform::name),
+            self.engine.map_or("", EngineKind::name),
+            &self.check,
+        )
     }
 
     /// Whether `other` says the same as this one (all but provenance).
     pub fn same_outcome(&self, other: &Entry) -> bool {
-        (self.outcome, self.attribution, self.stage, self.error_kind, &self.error) == (other.outcome, other.attribution, other.stage, other.error_kind, &other.error)
+        (
+            self.outcome,
+            self.attribution,
+            self.stage,
+            self.error_kind,
+            &self.error,
+        ) == (
+            other.outcome,
+            other.attribution,
+            other.stage,
+            other.error_kind,
+            &other.error,
+        )
     }
 }
 
@@ -181,8 +215,15 @@ pub fn relative_paths(error: &str) -> String {
     let cache = hwmatrix_cell::paths::cache_dir();
     let fixtures = hwmatrix_cell::paths::fixtures_dir();
     let home = std::env::var("HOME").ok().filter(|h| h.len() > 1);
-    for (path, name) in [(Some(fixtures), "<fixtures>"), (Some(cache), "<cache>"), (home.map(PathBuf::from), "~")] {
-        if let Some(path) = path.and_then(|p| p.to_str().map(str::to_string)).filter(|p| !p.is_empty()) {
+    for (path, name) in [
+        (Some(fixtures), "<fixtures>"),
+        (Some(cache), "<cache>"),
+        (home.map(PathBuf::from), "~"),
+    ] {
+        if let Some(path) = path
+            .and_then(|p| p.to_str().map(str::to_string))
+            .filter(|p| !p.is_empty())
+        {
             text = text.replace(&path, name);
         }
     }
@@ -208,17 +249,39 @@ fn without_scratch_pids(text: &str) -> String {
 }
 
 /// Every evidence file under `<root>/evidence`, by model type.
-pub fn load_all(root: &Path, errors: &mut Vec<SpecError>) -> BTreeMap<String, (PathBuf, EvidenceFile)> {
+pub fn load_all(
+    root: &Path,
+    errors: &mut Vec<SpecError>,
+) -> BTreeMap<String, (PathBuf, EvidenceFile)> {
     let dir = root.join("evidence");
     let mut found = BTreeMap::new();
-    let Ok(entries) = std::fs::read_dir(&dir) else { return found };
-    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "yaml")).collect();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return found;
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
     paths.sort();
     for path in paths {
-        let Some((file, source)) = super::parse_file::<EvidenceFile>(&path, errors) else { continue };
+        let Some((file, source)) = super::parse_file::<EvidenceFile>(&path, errors) else {
+            continue;
+        };
         validate(&path, &source, &file, errors);
         if path.file_stem().and_then(|s| s.to_str()) != Some(file.model_type.as_str()) {
-            errors.push(SpecError::new(&path, locate_key(&source, "model_type", 0).unwrap_or((1, 1)), format!("evidence for `{}` in a file named otherwise", file.model_type), format!("an evidence file is named after its model: {}.yaml", file.model_type)));
+            errors.push(SpecError::new(
+                &path,
+                locate_key(&source, "model_type", 0).unwrap_or((1, 1)),
+                format!(
+                    "evidence for `{}` in a file named otherwise",
+                    file.model_type
+                ),
+                format!(
+                    "an evidence file is named after its model: {}.yaml",
+                    file.model_type
+                ),
+            ));
             continue;
         }
         found.insert(file.model_type.clone(), (path, file));
@@ -230,20 +293,48 @@ fn validate(path: &Path, source: &str, file: &EvidenceFile, errors: &mut Vec<Spe
     let at = locate_key(source, "entries", 0).unwrap_or((1, 1));
     let mut seen = std::collections::BTreeSet::new();
     for entry in &file.entries {
-        let name = format!("{}{}{}", entry.platform.map(|p| format!("{p}/")).unwrap_or_default(), entry.engine.map(|e| format!("{}/", e.name())).unwrap_or_default(), entry.check);
+        let name = format!(
+            "{}{}{}",
+            entry.platform.map(|p| format!("{p}/")).unwrap_or_default(),
+            entry
+                .engine
+                .map(|e| format!("{}/", e.name()))
+                .unwrap_or_default(),
+            entry.check
+        );
         let pipeline = PIPELINE_CHECKS.contains(&entry.check.as_str());
         let problem = if pipeline == entry.platform.is_some() {
-            Some((format!("entry {name}: a pipeline check has no platform, and any other has one"), "give `platform:` to a cell's check, none to `export`, `torchscript_export` or `generation_export`"))
+            Some((
+                format!("entry {name}: a pipeline check has no platform, and any other has one"),
+                "give `platform:` to a cell's check, none to `export`, `torchscript_export` or `generation_export`",
+            ))
         } else if entry.outcome == EntryOutcome::Failed && entry.attribution.is_none() {
-            Some((format!("entry {name} failed but names no attribution"), "say who failed: model, engine, environment or harness"))
+            Some((
+                format!("entry {name} failed but names no attribution"),
+                "say who failed: model, engine, environment or harness",
+            ))
         } else if entry.error.trim().is_empty() {
-            Some((format!("entry {name} has no error"), "keep the check's whole error"))
+            Some((
+                format!("entry {name} has no error"),
+                "keep the check's whole error",
+            ))
         } else if entry.error.contains("/root/") || entry.error.contains("/home/") {
-            Some((format!("entry {name}'s error names a path of the machine that measured it"), "write paths relative to the fixture root (`<fixtures>/...`): gen import does"))
-        } else if entry.provenance.legacy.is_none() && (entry.provenance.run.is_none() || entry.provenance.host.is_none()) {
-            Some((format!("entry {name} has no run or host"), "evidence comes from a run's records: gen import writes their run id, host, device and versions"))
+            Some((
+                format!("entry {name}'s error names a path of the machine that measured it"),
+                "write paths relative to the fixture root (`<fixtures>/...`): gen import does",
+            ))
+        } else if entry.provenance.legacy.is_none()
+            && (entry.provenance.run.is_none() || entry.provenance.host.is_none())
+        {
+            Some((
+                format!("entry {name} has no run or host"),
+                "evidence comes from a run's records: gen import writes their run id, host, device and versions",
+            ))
         } else if !seen.insert(entry.sort_key()) {
-            Some((format!("entry {name} is there twice"), "keep one entry per check"))
+            Some((
+                format!("entry {name} is there twice"),
+                "keep one entry per check",
+            ))
         } else {
             None
         };
@@ -251,15 +342,26 @@ fn validate(path: &Path, source: &str, file: &EvidenceFile, errors: &mut Vec<Spe
             errors.push(SpecError::new(path, at, message, help));
         }
     }
-    if !file.entries.windows(2).all(|w| w[0].sort_key() <= w[1].sort_key()) {
-        errors.push(SpecError::new(path, at, "entries are not sorted by platform, engine and check", "let gen import write the file"));
+    if !file
+        .entries
+        .windows(2)
+        .all(|w| w[0].sort_key() <= w[1].sort_key())
+    {
+        errors.push(SpecError::new(
+            path,
+            at,
+            "entries are not sorted by platform, engine and check",
+            "let gen import write the file",
+        ));
     }
 }
 
 /// Writes a model's evidence (or removes the file when it has no entry);
 /// true when the file changed.
 pub fn write(root: &Path, mut file: EvidenceFile) -> Result<bool, String> {
-    let path = root.join("evidence").join(format!("{}.yaml", file.model_type));
+    let path = root
+        .join("evidence")
+        .join(format!("{}.yaml", file.model_type));
     file.entries.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     let old = std::fs::read_to_string(&path).ok();
     if file.entries.is_empty() {
@@ -269,24 +371,39 @@ pub fn write(root: &Path, mut file: EvidenceFile) -> Result<bool, String> {
         }
         return Ok(false);
     }
-    let text = format!("{BANNER}{}", serde_yaml::to_string(&file).map_err(|e| e.to_string())?);
+    let text = format!(
+        "{BANNER}{}",
+        serde_yaml::to_string(&file).map_err(|e| e.to_string())?
+    );
     if old.as_deref() == Some(text.as_str()) {
         return Ok(false);
     }
-    std::fs::create_dir_all(path.parent().expect("a file in a folder")).map_err(|e| format!("error: {e}"))?;
+    std::fs::create_dir_all(path.parent().expect("a file in a folder"))
+        .map_err(|e| format!("error: {e}"))?;
     let tmp = path.with_extension("yaml.tmp");
-    std::fs::write(&tmp, &text).and_then(|_| std::fs::rename(&tmp, &path)).map_err(|e| format!("error: {}: {e}", path.display()))?;
+    std::fs::write(&tmp, &text)
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .map_err(|e| format!("error: {}: {e}", path.display()))?;
     Ok(true)
 }
 
 /// Merges a run's measured outcomes into a model's entries: each measured
 /// check replaces its entry when what it says changed or the old one is stale
 /// (a pass removes it); an entry the run did not measure stays as it was.
-pub fn merge(entries: &mut Vec<Entry>, measured: Vec<(EntryKey, Option<Entry>)>, fixture_key: &str) {
+pub fn merge(
+    entries: &mut Vec<Entry>,
+    measured: Vec<(EntryKey, Option<Entry>)>,
+    fixture_key: &str,
+) {
     for (key, new) in measured {
-        let at = entries.iter().position(|e| e.platform == key.platform && e.check == key.check && (e.engine == key.engine || (e.engine.is_none() && e.provenance.legacy.is_some())));
+        let at = entries.iter().position(|e| {
+            e.platform == key.platform
+                && e.check == key.check
+                && (e.engine == key.engine || (e.engine.is_none() && e.provenance.legacy.is_some()))
+        });
         match (at, new) {
-            (Some(i), Some(new)) if entries[i].same_outcome(&new) && entries[i].stale(fixture_key).is_none() => {}
+            (Some(i), Some(new))
+                if entries[i].same_outcome(&new) && entries[i].stale(fixture_key).is_none() => {}
             (Some(i), Some(new)) => entries[i] = new,
             (Some(i), None) => {
                 entries.remove(i);
@@ -315,7 +432,9 @@ impl Provenance {
             date: hwmatrix_cell::run::now_rfc3339(),
             host: Some(hwmatrix_cell::run::host()),
             device: Some("cpu (the exporter's PyTorch)".into()),
-            engine: Some("torch.onnx (legacy, then dynamo), checked by onnxruntime's CPU provider".into()),
+            engine: Some(
+                "torch.onnx (legacy, then dynamo), checked by onnxruntime's CPU provider".into(),
+            ),
             library: Some(exporter_libraries()),
             fixture_key: Some(fixture_key.to_string()),
             runtime: Some(env!("CARGO_PKG_VERSION").to_string()),
@@ -329,14 +448,27 @@ impl Provenance {
 /// `libtorch 2.13.0+cu130 (...)`, `onnxruntime-web 1.30.0 (...)`. None for
 /// a library this checkout does not pin (wgpu's, a system library).
 fn library_version(library: &str) -> Option<(&'static str, String)> {
-    let version = |text: &str| -> String { text.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect::<String>().trim_end_matches('.').to_string() };
+    let version = |text: &str| -> String {
+        text.chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect::<String>()
+            .trim_end_matches('.')
+            .to_string()
+    };
     let found = if let Some(rest) = library.strip_prefix("onnxruntime-web ") {
         ("onnxruntime-web", version(rest))
     } else if let Some(rest) = library.strip_prefix("libtorch ") {
         ("torch", version(rest))
     } else if let Some((_, rest)) = library.split_once("libonnxruntime.so.") {
         // The OpenVINO provider build ships its own libonnxruntime (requirements-openvino.txt).
-        (if library.contains("venv-openvino") { "onnxruntime-openvino" } else { "onnxruntime" }, version(rest))
+        (
+            if library.contains("venv-openvino") {
+                "onnxruntime-openvino"
+            } else {
+                "onnxruntime"
+            },
+            version(rest),
+        )
     } else {
         return None;
     };
@@ -347,14 +479,29 @@ fn library_version(library: &str) -> Option<(&'static str, String)> {
 /// requirements (onnxruntime, torch, onnxruntime-openvino) or the browser
 /// harness's npm packages (onnxruntime-web).
 fn pinned_version(package: &str) -> Option<String> {
-    const REQUIREMENTS: [&str; 2] = [include_str!("../../../runtime/exporter/requirements.txt"), include_str!("../../../runtime/exporter/requirements-openvino.txt")];
+    const REQUIREMENTS: [&str; 2] = [
+        include_str!("../../../runtime/exporter/requirements.txt"),
+        include_str!("../../../runtime/exporter/requirements-openvino.txt"),
+    ];
     const PACKAGE_JSON: &str = include_str!("../../../runtime/web/package.json");
     let pin = format!("{package}==");
-    let from_requirements = REQUIREMENTS.iter().flat_map(|text| text.lines()).find_map(|line| line.trim().strip_prefix(pin.as_str()).map(|v| v.trim().to_string()));
+    let from_requirements = REQUIREMENTS
+        .iter()
+        .flat_map(|text| text.lines())
+        .find_map(|line| {
+            line.trim()
+                .strip_prefix(pin.as_str())
+                .map(|v| v.trim().to_string())
+        });
     from_requirements.or_else(|| {
         let key = format!("\"{package}\":");
         let rest = PACKAGE_JSON.split_once(key.as_str())?.1;
-        Some(rest.split('"').nth(1)?.trim_start_matches(['^', '~']).to_string())
+        Some(
+            rest.split('"')
+                .nth(1)?
+                .trim_start_matches(['^', '~'])
+                .to_string(),
+        )
     })
 }
 
@@ -362,13 +509,20 @@ fn pinned_version(package: &str) -> Option<String> {
 /// `torch==2.13.0, transformers==5.23.0, ...`.
 pub fn exporter_libraries() -> String {
     let requirements = String::from_utf8_lossy(hwmatrix_cell::fixture_key::EXPORTER_REQUIREMENTS);
-    requirements.lines().map(str::trim).filter(|l| l.contains("==") && !l.starts_with('#')).collect::<Vec<_>>().join(", ")
+    requirements
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.contains("==") && !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl ModelSpec {
     /// The fixture pipeline's entry for `check` ([`EXPORT`], [`GENERATION_EXPORT`]).
     pub fn pipeline_entry(&self, check: &str) -> Option<&Entry> {
-        self.evidence.iter().find(|e| e.platform.is_none() && e.check == check)
+        self.evidence
+            .iter()
+            .find(|e| e.platform.is_none() && e.check == check)
     }
 
     /// Whether the engine's cells have a fixture to run on: the model's, where
@@ -376,7 +530,8 @@ impl ModelSpec {
     /// export failing (not our harness stopping before it) and the TorchScript
     /// trace passed (fixtures.rs, `torchscript_only_job`).
     pub fn has_fixture(&self, engine: EngineKind) -> bool {
-        self.export.known_issue.is_none() || (engine == EngineKind::Libtorch && self.traced_without_onnx())
+        self.export.known_issue.is_none()
+            || (engine == EngineKind::Libtorch && self.traced_without_onnx())
     }
 
     /// A run measured the ONNX export failing, after our harness built and ran
@@ -408,7 +563,12 @@ impl PipelineFailure {
     /// A job of the worker pool that failed at `stage`.
     pub fn of_job(stage: Stage, error: &crate::workers::JobError) -> PipelineFailure {
         let timed_out = matches!(error, crate::workers::JobError::TimedOut(_));
-        PipelineFailure { stage, timed_out, harness_limit: false, error: error.to_string() }
+        PipelineFailure {
+            stage,
+            timed_out,
+            harness_limit: false,
+            error: error.to_string(),
+        }
     }
 
     /// Who failed: our harness before any exporter ran (config, reference)
@@ -452,8 +612,13 @@ pub fn pipeline_failure(check: &str, failure: &PipelineFailure, fixture_key: &st
 pub fn read(root: &Path, model_type: &str) -> Result<EvidenceFile, String> {
     let path = root.join("evidence").join(format!("{model_type}.yaml"));
     match std::fs::read_to_string(&path) {
-        Ok(text) => serde_yaml::from_str(&text).map_err(|e| format!("error: {}: {e}", path.display())),
-        Err(_) => Ok(EvidenceFile { model_type: model_type.to_string(), entries: Vec::new() }),
+        Ok(text) => {
+            serde_yaml::from_str(&text).map_err(|e| format!("error: {}: {e}", path.display()))
+        }
+        Err(_) => Ok(EvidenceFile {
+            model_type: model_type.to_string(),
+            entries: Vec::new(),
+        }),
     }
 }
 
@@ -471,13 +636,23 @@ mod tests {
             stage: Some(Stage::Run),
             error_kind: Some(ErrorKind::RunFailed),
             error: error.into(),
-            provenance: Provenance { run: Some("run-1".into()), date: "2026-11-27T03:00:00Z".into(), host: Some("h".into()), fixture_key: Some(key.into()), ..Provenance::default() },
+            provenance: Provenance {
+                run: Some("run-1".into()),
+                date: "2026-11-27T03:00:00Z".into(),
+                host: Some("h".into()),
+                fixture_key: Some(key.into()),
+                ..Provenance::default()
+            },
         }
     }
 
     #[test]
     fn the_same_failure_keeps_its_entry_another_replaces_it_and_a_pass_clears_it() {
-        let key = |check: &str| EntryKey { platform: Some(Platform::Openvino), engine: Some(EngineKind::Onnxruntime), check: check.into() };
+        let key = |check: &str| EntryKey {
+            platform: Some(Platform::Openvino),
+            engine: Some(EngineKind::Onnxruntime),
+            check: check.into(),
+        };
         let old = failure(Some(Platform::Openvino), "runs", "runs: failed", "k1");
         let mut entries = vec![old.clone()];
         // Measured again by a later run, the same: nothing churns (the first run's provenance stays).
@@ -489,11 +664,33 @@ mod tests {
         let mut rebuilt = again.clone();
         rebuilt.provenance.fixture_key = Some("k2".into());
         assert!(old.stale("k2").is_some());
-        merge(&mut entries, vec![(key("runs"), Some(rebuilt.clone()))], "k2");
+        merge(
+            &mut entries,
+            vec![(key("runs"), Some(rebuilt.clone()))],
+            "k2",
+        );
         assert_eq!(entries, vec![rebuilt]);
         // Each check keeps its own outcome; a pass clears only its own entry.
-        merge(&mut entries, vec![(key("dynamic_shapes"), Some(failure(Some(Platform::Openvino), "dynamic_shapes", "other", "k2"))), (key("runs"), None)], "k2");
-        assert_eq!(entries.iter().map(|e| e.check.as_str()).collect::<Vec<_>>(), ["dynamic_shapes"]);
+        merge(
+            &mut entries,
+            vec![
+                (
+                    key("dynamic_shapes"),
+                    Some(failure(
+                        Some(Platform::Openvino),
+                        "dynamic_shapes",
+                        "other",
+                        "k2",
+                    )),
+                ),
+                (key("runs"), None),
+            ],
+            "k2",
+        );
+        assert_eq!(
+            entries.iter().map(|e| e.check.as_str()).collect::<Vec<_>>(),
+            ["dynamic_shapes"]
+        );
     }
 
     #[test]
@@ -504,16 +701,45 @@ mod tests {
             entry
         };
         let pinned = pinned_version("onnxruntime").expect("requirements.txt pins onnxruntime");
-        let today = with(&format!("onnxruntime (<cache>/venv/lib/python3.11/site-packages/onnxruntime/capi/libonnxruntime.so.{pinned})"));
+        let today = with(&format!(
+            "onnxruntime (<cache>/venv/lib/python3.11/site-packages/onnxruntime/capi/libonnxruntime.so.{pinned})"
+        ));
         assert_eq!(today.stale("k"), None);
-        let older = with("onnxruntime (<cache>/venv/lib/python3.11/site-packages/onnxruntime/capi/libonnxruntime.so.1.20.0 with the QNNExecutionProvider plugin x)");
-        assert!(older.stale("k").is_some_and(|why| why.contains("onnxruntime 1.20.0") && why.contains(&pinned)), "{:?}", older.stale("k"));
+        let older = with(
+            "onnxruntime (<cache>/venv/lib/python3.11/site-packages/onnxruntime/capi/libonnxruntime.so.1.20.0 with the QNNExecutionProvider plugin x)",
+        );
+        assert!(
+            older
+                .stale("k")
+                .is_some_and(|why| why.contains("onnxruntime 1.20.0") && why.contains(&pinned)),
+            "{:?}",
+            older.stale("k")
+        );
         // OpenVINO's provider build is its own package and pin.
-        let openvino = pinned_version("onnxruntime-openvino").expect("requirements-openvino.txt pins it");
-        assert_eq!(with(&format!("onnxruntime (<cache>/venv-openvino/lib/libonnxruntime.so.{openvino})")).stale("k"), None);
-        assert!(with("libtorch 1.0.0+cpu (x)").stale("k").is_some_and(|why| why.contains("torch 1.0.0")));
-        assert!(with("onnxruntime-web 0.1.0 (ort.webgpu.min.mjs, webgpu) in Chromium").stale("k").is_some());
-        assert_eq!(with("wgpu 30").stale("k"), None, "a library this checkout does not pin says nothing");
+        let openvino =
+            pinned_version("onnxruntime-openvino").expect("requirements-openvino.txt pins it");
+        assert_eq!(
+            with(&format!(
+                "onnxruntime (<cache>/venv-openvino/lib/libonnxruntime.so.{openvino})"
+            ))
+            .stale("k"),
+            None
+        );
+        assert!(
+            with("libtorch 1.0.0+cpu (x)")
+                .stale("k")
+                .is_some_and(|why| why.contains("torch 1.0.0"))
+        );
+        assert!(
+            with("onnxruntime-web 0.1.0 (ort.webgpu.min.mjs, webgpu) in Chromium")
+                .stale("k")
+                .is_some()
+        );
+        assert_eq!(
+            with("wgpu 30").stale("k"),
+            None,
+            "a library this checkout does not pin says nothing"
+        );
         // The pipeline's entries are compared with the exporter's pins.
         let mut export = failure(None, EXPORT, "failed", "k");
         export.provenance.library = Some(exporter_libraries());
@@ -524,41 +750,128 @@ mod tests {
 
     #[test]
     fn who_failed_decides_known_issue_or_not_tested_here() {
-        let mut entry = failure(Some(Platform::Webgpu), "fp16_matches_reference", "requires f16", "k");
+        let mut entry = failure(
+            Some(Platform::Webgpu),
+            "fp16_matches_reference",
+            "requires f16",
+            "k",
+        );
         assert!(entry.is_known_issue());
         entry.attribution = Some(Attribution::Environment);
-        assert!(!entry.is_known_issue(), "a software adapter without shader-f16 is this machine's, not the model's");
-        assert!(entry.reason("bert on webgpu").contains("the environment here (not tested here)"));
-        let legacy = Entry { provenance: Provenance { date: "2026-11-20".into(), legacy: Some("moved".into()), ..Provenance::default() }, ..entry };
-        assert!(legacy.stale("k").is_some_and(|why| why.contains("before evidence carried")), "an entry without provenance is always stale");
+        assert!(
+            !entry.is_known_issue(),
+            "a software adapter without shader-f16 is this machine's, not the model's"
+        );
+        assert!(
+            entry
+                .reason("bert on webgpu")
+                .contains("the environment here (not tested here)")
+        );
+        let legacy = Entry {
+            provenance: Provenance {
+                date: "2026-11-20".into(),
+                legacy: Some("moved".into()),
+                ..Provenance::default()
+            },
+            ..entry
+        };
+        assert!(
+            legacy
+                .stale("k")
+                .is_some_and(|why| why.contains("before evidence carried")),
+            "an entry without provenance is always stale"
+        );
     }
 
     #[test]
     fn the_pipeline_names_who_failed() {
         use crate::workers::JobError;
-        let failed = |stage, error: &str| PipelineFailure::of_job(stage, &JobError::Failed(error.into()));
-        let model = pipeline_failure(EXPORT, &failed(Stage::Export, "RuntimeError: legacy exporter: x; dynamo exporter: y"), "k");
-        assert_eq!((model.attribution, model.stage, model.error_kind), (Some(Attribution::Model), Some(Stage::Export), Some(ErrorKind::ExportFailed)));
+        let failed =
+            |stage, error: &str| PipelineFailure::of_job(stage, &JobError::Failed(error.into()));
+        let model = pipeline_failure(
+            EXPORT,
+            &failed(
+                Stage::Export,
+                "RuntimeError: legacy exporter: x; dynamo exporter: y",
+            ),
+            "k",
+        );
+        assert_eq!(
+            (model.attribution, model.stage, model.error_kind),
+            (
+                Some(Attribution::Model),
+                Some(Stage::Export),
+                Some(ErrorKind::ExportFailed)
+            )
+        );
         // The words do not decide: a message that merely mentions a time limit is still the model's.
-        let words = pipeline_failure(EXPORT, &failed(Stage::Export, "RuntimeError: timed out after 300 s"), "k");
+        let words = pipeline_failure(
+            EXPORT,
+            &failed(Stage::Export, "RuntimeError: timed out after 300 s"),
+            "k",
+        );
         assert_eq!(words.attribution, Some(Attribution::Model));
-        let ours = pipeline_failure(EXPORT, &failed(Stage::Reference, "running the tiny model: RuntimeError: shapes"), "k");
-        assert_eq!((ours.attribution, ours.stage), (Some(Attribution::Harness), Some(Stage::Reference)));
-        let limit = pipeline_failure(EXPORT, &PipelineFailure::of_job(Stage::Export, &JobError::TimedOut(std::time::Duration::from_secs(300))), "k");
-        assert_eq!((limit.attribution, limit.error_kind), (Some(Attribution::Environment), Some(ErrorKind::Timeout)), "our worker's limit is not the model's");
+        let ours = pipeline_failure(
+            EXPORT,
+            &failed(
+                Stage::Reference,
+                "running the tiny model: RuntimeError: shapes",
+            ),
+            "k",
+        );
+        assert_eq!(
+            (ours.attribution, ours.stage),
+            (Some(Attribution::Harness), Some(Stage::Reference))
+        );
+        let limit = pipeline_failure(
+            EXPORT,
+            &PipelineFailure::of_job(
+                Stage::Export,
+                &JobError::TimedOut(std::time::Duration::from_secs(300)),
+            ),
+            "k",
+        );
+        assert_eq!(
+            (limit.attribution, limit.error_kind),
+            (Some(Attribution::Environment), Some(ErrorKind::Timeout)),
+            "our worker's limit is not the model's"
+        );
         assert_eq!(limit.error, "timed out after 300 s");
-        let flatten = PipelineFailure { harness_limit: true, ..failed(Stage::Reference, "RuntimeError: cannot flatten the cache") };
-        assert_eq!(pipeline_failure(GENERATION_EXPORT, &flatten, "k").attribution, Some(Attribution::Harness));
+        let flatten = PipelineFailure {
+            harness_limit: true,
+            ..failed(Stage::Reference, "RuntimeError: cannot flatten the cache")
+        };
+        assert_eq!(
+            pipeline_failure(GENERATION_EXPORT, &flatten, "k").attribution,
+            Some(Attribution::Harness)
+        );
         assert_eq!(model.provenance.fixture_key.as_deref(), Some("k"));
-        assert!(model.provenance.run.is_some() && model.provenance.host.is_some() && model.provenance.library.as_deref().is_some_and(|l| l.contains("torch==")));
+        assert!(
+            model.provenance.run.is_some()
+                && model.provenance.host.is_some()
+                && model
+                    .provenance
+                    .library
+                    .as_deref()
+                    .is_some_and(|l| l.contains("torch=="))
+        );
     }
 
     #[test]
     fn errors_name_paths_relative_to_the_fixture_root() {
         let fixtures = hwmatrix_cell::paths::fixtures_dir();
         let error = format!("cannot load {}/bert/model.onnx: bad", fixtures.display());
-        assert_eq!(relative_paths(&error), "cannot load <fixtures>/bert/model.onnx: bad");
-        let scratch = format!("Load model from {}/aria.partial-4661/model.onnx failed", fixtures.display());
-        assert_eq!(relative_paths(&scratch), "Load model from <fixtures>/aria.partial-<pid>/model.onnx failed");
+        assert_eq!(
+            relative_paths(&error),
+            "cannot load <fixtures>/bert/model.onnx: bad"
+        );
+        let scratch = format!(
+            "Load model from {}/aria.partial-4661/model.onnx failed",
+            fixtures.display()
+        );
+        assert_eq!(
+            relative_paths(&scratch),
+            "Load model from <fixtures>/aria.partial-<pid>/model.onnx failed"
+        );
     }
 }

@@ -90,7 +90,10 @@ impl LoadedModel {
 
     /// The spec as the generation exporter receives it (JSON): the exporter's and the cache.
     pub fn generation_json(&self) -> Vec<u8> {
-        let view = GenerationView { exporter: self.exporter_view(), cache: &self.spec.cache };
+        let view = GenerationView {
+            exporter: self.exporter_view(),
+            cache: &self.spec.cache,
+        };
         serde_json::to_vec(&view).expect("a validated spec serializes")
     }
 
@@ -98,7 +101,11 @@ impl LoadedModel {
         let spec = &self.spec;
         ExporterView {
             model_type: &spec.model_type,
-            export: ExportView { class: &spec.export.class, exporter: spec.export.exporter, fixed_inputs: &spec.export.fixed_inputs },
+            export: ExportView {
+                class: &spec.export.class,
+                exporter: spec.export.exporter,
+                fixed_inputs: &spec.export.fixed_inputs,
+            },
             tiny_config: &spec.tiny_config,
             inputs: &spec.inputs,
             outputs: &spec.outputs,
@@ -151,11 +158,16 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
             "pass --specs with the folder that holds hardware.yaml, architectures.yaml, categories.yaml and models/",
         )]));
     }
-    let hardware: Option<(HardwareFile, String)> = parse_file(&root.join("hardware.yaml"), &mut errors);
-    let architectures: Option<(ArchitecturesFile, String)> = parse_file(&root.join("architectures.yaml"), &mut errors);
-    let categories: Option<(CategoriesFile, String)> = parse_file(&root.join("categories.yaml"), &mut errors);
-    let defaults: Option<(DefaultsFile, String)> = parse_file(&root.join("defaults.yaml"), &mut errors);
-    let quantization: Option<(QuantizationFile, String)> = parse_file(&root.join("quantization.yaml"), &mut errors);
+    let hardware: Option<(HardwareFile, String)> =
+        parse_file(&root.join("hardware.yaml"), &mut errors);
+    let architectures: Option<(ArchitecturesFile, String)> =
+        parse_file(&root.join("architectures.yaml"), &mut errors);
+    let categories: Option<(CategoriesFile, String)> =
+        parse_file(&root.join("categories.yaml"), &mut errors);
+    let defaults: Option<(DefaultsFile, String)> =
+        parse_file(&root.join("defaults.yaml"), &mut errors);
+    let quantization: Option<(QuantizationFile, String)> =
+        parse_file(&root.join("quantization.yaml"), &mut errors);
     if let Some((file, src)) = &quantization {
         check_quantization(file, src, &root.join("quantization.yaml"), &mut errors);
     }
@@ -228,12 +240,19 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
     }
     if let Some((archs, src)) = &architectures {
         for (name, arch) in &archs.architectures {
-            let missing: Vec<&str> = Platform::ALL.iter().filter(|p| !arch.platforms.contains_key(p)).map(|p| p.name()).collect();
+            let missing: Vec<&str> = Platform::ALL
+                .iter()
+                .filter(|p| !arch.platforms.contains_key(p))
+                .map(|p| p.name())
+                .collect();
             if !missing.is_empty() {
                 errors.push(SpecError::new(
                     &root.join("architectures.yaml"),
                     locate_key(src, name, 2).unwrap_or((1, 1)),
-                    format!("architecture `{name}` has no entry for {}", missing.join(", ")),
+                    format!(
+                        "architecture `{name}` has no entry for {}",
+                        missing.join(", ")
+                    ),
                     "give every architecture an entry for each of the 8 platforms",
                 ));
             }
@@ -246,16 +265,25 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
     // module name → the first model_type and file that took it
     let mut modules: BTreeMap<String, (String, PathBuf)> = BTreeMap::new();
     for path in model_files(&root.join("models"), &mut errors) {
-        let Some((file, source)) = parse_file::<SpecFile>(&path, &mut errors) else { continue };
-        let Some((defaults, _)) = &defaults else { continue };
+        let Some((file, source)) = parse_file::<SpecFile>(&path, &mut errors) else {
+            continue;
+        };
+        let Some((defaults, _)) = &defaults else {
+            continue;
+        };
         let imported = file.imported.clone();
-        let entries = evidence.remove(&file.model_type).map(|(_, file)| file.entries).unwrap_or_default();
+        let entries = evidence
+            .remove(&file.model_type)
+            .map(|(_, file)| file.entries)
+            .unwrap_or_default();
         let (spec, sources) = match resolve::resolve(file, defaults, entries) {
             Ok(resolved) => resolved,
             Err(problems) => {
                 for (field, message, help) in problems {
                     // A curated field is on its own line; a missing one is reported at model_type.
-                    let at = locate_key(&source, field, 0).or_else(|| locate_key(&source, "model_type", 0)).unwrap_or((1, 1));
+                    let at = locate_key(&source, field, 0)
+                        .or_else(|| locate_key(&source, "model_type", 0))
+                        .unwrap_or((1, 1));
                     errors.push(SpecError::new(&path, at, message, help));
                 }
                 continue;
@@ -274,7 +302,11 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
             errors.push(SpecError::new(
                 &path,
                 locate_key(&source, "model_type", 0).unwrap_or((1, 1)),
-                format!("duplicate model_type `{}`: {} already defines it", spec.model_type, first.display()),
+                format!(
+                    "duplicate model_type `{}`: {} already defines it",
+                    spec.model_type,
+                    first.display()
+                ),
                 "each model_type has exactly one spec; remove or merge one of the two files",
             ));
         } else {
@@ -303,30 +335,74 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
         }
         if errors.len() == before {
             let relative = path.strip_prefix(root).unwrap_or(&path);
-            let folder = root.file_name().and_then(|n| n.to_str()).unwrap_or("model-specs");
-            let display_path = format!("{folder}/{}", relative.to_string_lossy().replace('\\', "/"));
+            let folder = root
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("model-specs");
+            let display_path =
+                format!("{folder}/{}", relative.to_string_lossy().replace('\\', "/"));
             let module = module_name(&spec.model_type).expect("validated above");
-            models.push(LoadedModel { spec, module, path, sources, imported, display_path });
+            models.push(LoadedModel {
+                spec,
+                module,
+                path,
+                sources,
+                imported,
+                display_path,
+            });
         }
     }
 
     for (model_type, (path, _)) in &evidence {
-        errors.push(SpecError::new(path, (1, 1), format!("evidence for `{model_type}`, which has no spec"), "remove the file, or add the model's spec under models/"));
+        errors.push(SpecError::new(
+            path,
+            (1, 1),
+            format!("evidence for `{model_type}`, which has no spec"),
+            "remove the file, or add the model's spec under models/",
+        ));
     }
 
     match (hardware, architectures, categories, defaults, quantization) {
-        (Some((hardware, _)), Some((architectures, _)), Some((categories, _)), Some((defaults, _)), Some((quantization, _))) if errors.is_empty() => {
-            models.sort_by(|a, b| (&a.spec.category, &a.spec.model_type).cmp(&(&b.spec.category, &b.spec.model_type)));
-            Ok(Specs { root: root.to_path_buf(), hardware, architectures, categories, defaults, quantization, models })
+        (
+            Some((hardware, _)),
+            Some((architectures, _)),
+            Some((categories, _)),
+            Some((defaults, _)),
+            Some((quantization, _)),
+        ) if errors.is_empty() => {
+            models.sort_by(|a, b| {
+                (&a.spec.category, &a.spec.model_type).cmp(&(&b.spec.category, &b.spec.model_type))
+            });
+            Ok(Specs {
+                root: root.to_path_buf(),
+                hardware,
+                architectures,
+                categories,
+                defaults,
+                quantization,
+                models,
+            })
         }
         _ => Err(SpecErrors(errors)),
     }
 }
 
 /// quantization.yaml's rules: every rating once, bounds rising, widths the kernels have.
-fn check_quantization(file: &QuantizationFile, src: &str, path: &Path, errors: &mut Vec<SpecError>) {
+fn check_quantization(
+    file: &QuantizationFile,
+    src: &str,
+    path: &Path,
+    errors: &mut Vec<SpecError>,
+) {
     let at = |key: &str| locate_key(src, key, 0).unwrap_or((1, 1));
-    let all = [Quality::Excellent, Quality::VeryGood, Quality::Good, Quality::Limited, Quality::NotRecommended, Quality::NotSupported];
+    let all = [
+        Quality::Excellent,
+        Quality::VeryGood,
+        Quality::Good,
+        Quality::Limited,
+        Quality::NotRecommended,
+        Quality::NotSupported,
+    ];
     let listed: Vec<Quality> = file.ratings.iter().map(|r| r.rating).collect();
     if listed != all {
         errors.push(SpecError::new(
@@ -336,17 +412,43 @@ fn check_quantization(file: &QuantizationFile, src: &str, path: &Path, errors: &
             "list each rating once, best first: excellent, very-good, good, limited, not-recommended, not-supported",
         ));
     }
-    let rising = file.ratings.windows(2).all(|w| w[0].max_mean_relative_error <= w[1].max_mean_relative_error);
+    let rising = file
+        .ratings
+        .windows(2)
+        .all(|w| w[0].max_mean_relative_error <= w[1].max_mean_relative_error);
     // NaN is neither ≥ 0 nor ≤ anything: it fails both tests.
-    if !rising || file.ratings.iter().any(|r| r.max_mean_relative_error.is_nan() || r.max_mean_relative_error < 0.0) {
-        errors.push(SpecError::new(path, at("ratings"), "the ratings' bounds do not rise", "each max_mean_relative_error is ≥ 0 and ≥ the one before it (`.inf` for no bound)"));
+    if !rising
+        || file
+            .ratings
+            .iter()
+            .any(|r| r.max_mean_relative_error.is_nan() || r.max_mean_relative_error < 0.0)
+    {
+        errors.push(SpecError::new(
+            path,
+            at("ratings"),
+            "the ratings' bounds do not rise",
+            "each max_mean_relative_error is ≥ 0 and ≥ the one before it (`.inf` for no bound)",
+        ));
     }
     if file.group_size == 0 {
-        errors.push(SpecError::new(path, at("group_size"), "group_size is 0", "a group holds at least one weight; 32 is the common 4-bit formats' size"));
+        errors.push(SpecError::new(
+            path,
+            at("group_size"),
+            "group_size is 0",
+            "a group holds at least one weight; 32 is the common 4-bit formats' size",
+        ));
     }
     let m = file.mixed;
-    if [m.attention, m.embedding, m.output, m.feed_forward].iter().any(|b| ![16, 8, 4, 2].contains(b)) {
-        errors.push(SpecError::new(path, at("mixed"), format!("mixed asks for widths {m:?}"), "the kernels have 16, 8, 4 and 2 bits"));
+    if [m.attention, m.embedding, m.output, m.feed_forward]
+        .iter()
+        .any(|b| ![16, 8, 4, 2].contains(b))
+    {
+        errors.push(SpecError::new(
+            path,
+            at("mixed"),
+            format!("mixed asks for widths {m:?}"),
+            "the kernels have 16, 8, 4 and 2 bits",
+        ));
     }
 }
 
@@ -358,7 +460,12 @@ fn model_files(dir: &Path, errors: &mut Vec<SpecError>) -> Vec<PathBuf> {
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) => {
-                errors.push(SpecError::new(&dir, (1, 1), format!("cannot read the folder: {e}"), "create models/<category>/ with one YAML file per model"));
+                errors.push(SpecError::new(
+                    &dir,
+                    (1, 1),
+                    format!("cannot read the folder: {e}"),
+                    "create models/<category>/ with one YAML file per model",
+                ));
                 continue;
             }
         };
@@ -375,11 +482,19 @@ fn model_files(dir: &Path, errors: &mut Vec<SpecError>) -> Vec<PathBuf> {
     files
 }
 
-fn parse_file<T: DeserializeOwned>(path: &Path, errors: &mut Vec<SpecError>) -> Option<(T, String)> {
+fn parse_file<T: DeserializeOwned>(
+    path: &Path,
+    errors: &mut Vec<SpecError>,
+) -> Option<(T, String)> {
     let source = match std::fs::read_to_string(path) {
         Ok(s) => s,
         Err(e) => {
-            errors.push(SpecError::new(path, (1, 1), format!("cannot read the file: {e}"), "create it; model-specs/README.md describes each file"));
+            errors.push(SpecError::new(
+                path,
+                (1, 1),
+                format!("cannot read the file: {e}"),
+                "create it; model-specs/README.md describes each file",
+            ));
             return None;
         }
     };
@@ -399,10 +514,17 @@ fn parse_file<T: DeserializeOwned>(path: &Path, errors: &mut Vec<SpecError>) -> 
 /// [`crate::module_name::module_name`].
 pub fn check_model_type(model_type: &str) -> Result<(), String> {
     if model_type.contains(['/', '\\']) || model_type.contains("..") {
-        return Err(format!("model_type `{model_type}` could escape the output folder"));
+        return Err(format!(
+            "model_type `{model_type}` could escape the output folder"
+        ));
     }
-    let allowed = model_type.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-        && model_type.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-' | '.'));
+    let allowed = model_type
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase())
+        && model_type
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-' | '.'));
     if !allowed {
         return Err(format!(
             "model_type `{model_type}` is not allowed: it must start with a lowercase letter and have only lowercase letters, digits, `_`, `-` and `.`"
@@ -420,25 +542,44 @@ fn validate_model(
     errors: &mut Vec<SpecError>,
 ) {
     let at = |key: &str| locate_key(src, key, 0).unwrap_or((1, 1));
-    let mut error = |pos: (usize, usize), message: String, help: String| errors.push(SpecError::new(path, pos, message, help));
+    let mut error = |pos: (usize, usize), message: String, help: String| {
+        errors.push(SpecError::new(path, pos, message, help))
+    };
 
     if let Err(message) = check_model_type(&spec.model_type) {
         error(at("model_type"), message, "write transformers' model_type exactly as its config's `model_type` says (e.g. `xlm-roberta`)".into());
     } else if path.file_stem().and_then(|s| s.to_str()) != Some(spec.model_type.as_str()) {
         error(
             at("model_type"),
-            format!("model_type `{}` does not match the file name {}", spec.model_type, path.display()),
+            format!(
+                "model_type `{}` does not match the file name {}",
+                spec.model_type,
+                path.display()
+            ),
             format!("name the file {}.yaml", spec.model_type),
         );
     }
     if let Some(categories) = categories {
         if !categories.categories.contains_key(&spec.category) {
             let known: Vec<&str> = categories.categories.keys().map(String::as_str).collect();
-            error(at("category"), format!("unknown category `{}`", spec.category), format!("use one of: {}", known.join(", ")));
-        } else if path.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()) != Some(spec.category.as_str()) {
             error(
                 at("category"),
-                format!("category `{}` does not match the folder {}", spec.category, path.parent().unwrap_or(path).display()),
+                format!("unknown category `{}`", spec.category),
+                format!("use one of: {}", known.join(", ")),
+            );
+        } else if path
+            .parent()
+            .and_then(|p| p.file_name())
+            .and_then(|n| n.to_str())
+            != Some(spec.category.as_str())
+        {
+            error(
+                at("category"),
+                format!(
+                    "category `{}` does not match the folder {}",
+                    spec.category,
+                    path.parent().unwrap_or(path).display()
+                ),
                 format!("move the file to models/{}/", spec.category),
             );
         }
@@ -446,20 +587,36 @@ fn validate_model(
     if let Some(architectures) = architectures
         && !architectures.architectures.contains_key(&spec.architecture)
     {
-        let known: Vec<&str> = architectures.architectures.keys().map(String::as_str).collect();
-        error(at("architecture"), format!("unknown architecture type `{}`", spec.architecture), format!("use one of: {}", known.join(", ")));
+        let known: Vec<&str> = architectures
+            .architectures
+            .keys()
+            .map(String::as_str)
+            .collect();
+        error(
+            at("architecture"),
+            format!("unknown architecture type `{}`", spec.architecture),
+            format!("use one of: {}", known.join(", ")),
+        );
     }
     // A known issue (the exporter's or the importer's real error) stops every
     // cell before a tensor is read: such a spec may not know its tensors.
     let blocked = spec.export.known_issue.is_some();
     for (key, tensors) in [("inputs", &spec.inputs), ("outputs", &spec.outputs)] {
         if tensors.is_empty() && !blocked {
-            error(at(key), format!("`{key}` is empty"), format!("declare the model's {key} with name, dtype and axes"));
+            error(
+                at(key),
+                format!("`{key}` is empty"),
+                format!("declare the model's {key} with name, dtype and axes"),
+            );
         }
         let mut names = BTreeSet::new();
         for t in tensors.iter() {
             if !names.insert(t.name.as_str()) {
-                error(locate_value(src, "name", &t.name).unwrap_or(at(key)), format!("{key} declares `{}` twice", t.name), "give each tensor one entry".into());
+                error(
+                    locate_value(src, "name", &t.name).unwrap_or(at(key)),
+                    format!("{key} declares `{}` twice", t.name),
+                    "give each tensor one entry".into(),
+                );
             }
             // A fixed input is Python data given to the model while tracing (a flag such as
             // `sample_posterior: False`), never a graph tensor: it may be a scalar.
@@ -479,12 +636,20 @@ fn validate_model(
     let mut cache_names = BTreeSet::new();
     for (name, _) in CacheGroup::past_inputs(&spec.cache) {
         if !cache_names.insert(name.clone()) {
-            error(at("cache"), format!("`cache` declares `{name}` twice"), "list each layer once per tensor name".into());
+            error(
+                at("cache"),
+                format!("`cache` declares `{name}` twice"),
+                "list each layer once per tensor name".into(),
+            );
         }
     }
     for name in &spec.export.fixed_inputs {
         if !spec.inputs.iter().any(|t| &t.name == name) {
-            error(at("export"), format!("`export.fixed_inputs` names `{name}`, which is not an input"), "list inputs declared under `inputs`".into());
+            error(
+                at("export"),
+                format!("`export.fixed_inputs` names `{name}`, which is not an input"),
+                "list inputs declared under `inputs`".into(),
+            );
         }
     }
     if blocked && (spec.shapes.is_empty() || spec.inputs.is_empty()) {
@@ -494,38 +659,76 @@ fn validate_model(
         error(
             at("shapes"),
             format!("`shapes` has {} entries", spec.shapes.len()),
-            "give exactly two: the export shape and a second shape that differs on a dynamic axis".into(),
+            "give exactly two: the export shape and a second shape that differs on a dynamic axis"
+                .into(),
         );
     } else {
-        let input_axes: BTreeSet<&str> = spec.inputs.iter().flat_map(|t| t.axes.iter().map(String::as_str)).collect();
+        let input_axes: BTreeSet<&str> = spec
+            .inputs
+            .iter()
+            .flat_map(|t| t.axes.iter().map(String::as_str))
+            .collect();
         for (i, shape) in spec.shapes.iter().enumerate() {
-            let missing: Vec<&str> = input_axes.iter().copied().filter(|a| !shape.contains_key(*a)).collect();
-            let extra: Vec<&str> = shape.keys().map(String::as_str).filter(|a| !input_axes.contains(a)).collect();
+            let missing: Vec<&str> = input_axes
+                .iter()
+                .copied()
+                .filter(|a| !shape.contains_key(*a))
+                .collect();
+            let extra: Vec<&str> = shape
+                .keys()
+                .map(String::as_str)
+                .filter(|a| !input_axes.contains(a))
+                .collect();
             if !missing.is_empty() {
-                error(at("shapes"), format!("shape {} does not size the input axes {}", i + 1, missing.join(", ")), "size every input axis in both shapes".into());
+                error(
+                    at("shapes"),
+                    format!(
+                        "shape {} does not size the input axes {}",
+                        i + 1,
+                        missing.join(", ")
+                    ),
+                    "size every input axis in both shapes".into(),
+                );
             }
             if !extra.is_empty() {
                 error(
                     at("shapes"),
-                    format!("shape {} sizes {} which no input has", i + 1, extra.join(", ")),
+                    format!(
+                        "shape {} sizes {} which no input has",
+                        i + 1,
+                        extra.join(", ")
+                    ),
                     "remove them; output-only axes are sized from the fixture".into(),
                 );
             }
         }
         if spec.shapes[0] == spec.shapes[1] {
-            error(at("shapes"), "the two shapes are equal, so dynamic_shapes could not fail".into(), "change a dynamic axis (batch, sequence...) in the second".into());
+            error(
+                at("shapes"),
+                "the two shapes are equal, so dynamic_shapes could not fail".into(),
+                "change a dynamic axis (batch, sequence...) in the second".into(),
+            );
         }
     }
     check_tolerance(&spec.tolerance, at("tolerance"), &mut error);
     for (platform, o) in &spec.platforms {
         let pos = locate_key(src, platform.name(), 2).unwrap_or(at("platforms"));
         if o.status.is_some() && o.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
-            error(pos, format!("the `{platform}` override sets a status without a reason"), "add `reason:` with the specific cause (the real error, or the seed that says so)".into());
+            error(
+                pos,
+                format!("the `{platform}` override sets a status without a reason"),
+                "add `reason:` with the specific cause (the real error, or the seed that says so)"
+                    .into(),
+            );
         }
         if let Some(t) = &o.tolerance {
             check_tolerance(t, pos, &mut error);
             if t.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
-                error(pos, format!("the `{platform}` tolerance override has no reason"), "add `reason:` inside `tolerance:` saying why this platform needs it".into());
+                error(
+                    pos,
+                    format!("the `{platform}` tolerance override has no reason"),
+                    "add `reason:` inside `tolerance:` saying why this platform needs it".into(),
+                );
             }
         }
         for (op, reason) in &o.fallback_ops {
@@ -533,25 +736,56 @@ fn validate_model(
                 error(
                     locate_key(src, op, 6).unwrap_or(pos),
                     format!("the `{platform}` fallback of `{op}` has no reason"),
-                    format!("say why `{op}` may run off {platform}'s provider (e.g. \"ORT places shape computations on CPU by design\")"),
+                    format!(
+                        "say why `{op}` may run off {platform}'s provider (e.g. \"ORT places shape computations on CPU by design\")"
+                    ),
                 );
             }
         }
         if platform == &Platform::Cpu && !o.fallback_ops.is_empty() {
-            error(pos, "`fallback_ops` on cpu: there is nothing to fall back to".into(), "remove it; cpu cells run every node on the CPU provider".into());
+            error(
+                pos,
+                "`fallback_ops` on cpu: there is nothing to fall back to".into(),
+                "remove it; cpu cells run every node on the CPU provider".into(),
+            );
         }
         if o.status.is_none() && o.tolerance.is_none() && o.fallback_ops.is_empty() {
-            error(pos, format!("the `{platform}` override changes nothing"), "set `status:` with `reason:`, `tolerance:`, or `fallback_ops:`, or remove it".into());
+            error(
+                pos,
+                format!("the `{platform}` override changes nothing"),
+                "set `status:` with `reason:`, `tolerance:`, or `fallback_ops:`, or remove it"
+                    .into(),
+            );
         }
     }
-    if spec.export.known_issue.as_deref().is_some_and(|r| r.trim().is_empty()) {
-        error(at("export"), "`export.known_issue` is empty".into(), "write the exporter's real error there, or remove the field".into());
+    if spec
+        .export
+        .known_issue
+        .as_deref()
+        .is_some_and(|r| r.trim().is_empty())
+    {
+        error(
+            at("export"),
+            "`export.known_issue` is empty".into(),
+            "write the exporter's real error there, or remove the field".into(),
+        );
     }
 }
 
-fn check_tolerance(t: &ToleranceSpec, pos: (usize, usize), error: &mut impl FnMut((usize, usize), String, String)) {
+fn check_tolerance(
+    t: &ToleranceSpec,
+    pos: (usize, usize),
+    error: &mut impl FnMut((usize, usize), String, String),
+) {
     if !(t.abs.is_finite() && t.abs >= 0.0 && t.rel.is_finite() && t.rel >= 0.0) {
-        error(pos, format!("tolerance abs {} rel {} is not a pair of finite non-negative numbers", t.abs, t.rel), "use e.g. {abs: 1.0e-4, rel: 1.0e-3}".into());
+        error(
+            pos,
+            format!(
+                "tolerance abs {} rel {} is not a pair of finite non-negative numbers",
+                t.abs, t.rel
+            ),
+            "use e.g. {abs: 1.0e-4, rel: 1.0e-3}".into(),
+        );
     }
 }
 
@@ -565,15 +799,34 @@ mod tests {
         assert!(check_model_type("llava_next").is_ok());
         assert!(check_model_type("xlm-roberta").is_ok());
         assert!(check_model_type("kosmos-2.5").is_ok());
-        assert!(check_model_type("type").is_ok(), "a keyword is a fine model_type; its module is `type_`");
+        assert!(
+            check_model_type("type").is_ok(),
+            "a keyword is a fine model_type; its module is `type_`"
+        );
         assert!(check_model_type("../evil").unwrap_err().contains("escape"));
         assert!(check_model_type("a..b").unwrap_err().contains("escape"));
         assert!(check_model_type("a/b").unwrap_err().contains("escape"));
         assert!(check_model_type("a\\b").unwrap_err().contains("escape"));
-        assert!(check_model_type("Bert").unwrap_err().contains("not allowed"));
-        assert!(check_model_type("2bert").unwrap_err().contains("not allowed"));
-        assert!(check_model_type("-bert").unwrap_err().contains("not allowed"));
-        assert!(check_model_type("bert roberta").unwrap_err().contains("not allowed"));
+        assert!(
+            check_model_type("Bert")
+                .unwrap_err()
+                .contains("not allowed")
+        );
+        assert!(
+            check_model_type("2bert")
+                .unwrap_err()
+                .contains("not allowed")
+        );
+        assert!(
+            check_model_type("-bert")
+                .unwrap_err()
+                .contains("not allowed")
+        );
+        assert!(
+            check_model_type("bert roberta")
+                .unwrap_err()
+                .contains("not allowed")
+        );
         assert!(check_model_type("").is_err());
     }
 }

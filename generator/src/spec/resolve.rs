@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 
-
 use super::evidence::Entry;
 use super::types::*;
 use hwmatrix_cell::Stage;
@@ -29,7 +28,11 @@ pub type FieldError = (&'static str, String, String);
 /// is the model's evidence store (`model-specs/evidence/<model_type>.yaml`):
 /// the fixture pipeline's failure there is the export's known issue, unless a
 /// person wrote one.
-pub fn resolve(file: SpecFile, defaults: &DefaultsFile, evidence: Vec<Entry>) -> Result<(ModelSpec, Sources), Vec<FieldError>> {
+pub fn resolve(
+    file: SpecFile,
+    defaults: &DefaultsFile,
+    evidence: Vec<Entry>,
+) -> Result<(ModelSpec, Sources), Vec<FieldError>> {
     let mut sources = BTreeMap::new();
     let mut errors = Vec::new();
     let imported = file.imported.clone();
@@ -51,15 +54,35 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile, evidence: Vec<Entry>) ->
         }};
     }
     let missing = |field: &'static str, errors: &mut Vec<(&'static str, String, String)>| {
-        let why = imp.and_then(|i| i.undecided.clone()).map(|u| format!(" (gen import: {u})")).unwrap_or_default();
-        errors.push((field, format!("`{field}` is set neither in the spec nor by `gen import`{why}"), format!("write `{field}:` at the top level of the spec")));
+        let why = imp
+            .and_then(|i| i.undecided.clone())
+            .map(|u| format!(" (gen import: {u})"))
+            .unwrap_or_default();
+        errors.push((
+            field,
+            format!("`{field}` is set neither in the spec nor by `gen import`{why}"),
+            format!("write `{field}:` at the top level of the spec"),
+        ));
     };
 
-    let category = pick!("category", file.category, imp.and_then(|i| i.category.clone()));
-    let architecture = pick!("architecture", file.architecture, imp.and_then(|i| i.architecture.clone()));
+    let category = pick!(
+        "category",
+        file.category,
+        imp.and_then(|i| i.category.clone())
+    );
+    let architecture = pick!(
+        "architecture",
+        file.architecture,
+        imp.and_then(|i| i.architecture.clone())
+    );
     let modality = pick!("modality", file.modality, imp.and_then(|i| i.modality));
     let task = pick!("task", file.task, imp.and_then(|i| i.task.clone()));
-    for (field, present) in [("category", category.is_some()), ("architecture", architecture.is_some()), ("modality", modality.is_some()), ("task", task.is_some())] {
+    for (field, present) in [
+        ("category", category.is_some()),
+        ("architecture", architecture.is_some()),
+        ("modality", modality.is_some()),
+        ("task", task.is_some()),
+    ] {
         if !present {
             missing(field, &mut errors);
         }
@@ -74,16 +97,30 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile, evidence: Vec<Entry>) ->
     }
 
     let export_file = file.export.unwrap_or_default();
-    let class = pick!("export", export_file.class, imp.map(|i| i.export_class.clone()));
-    let pipeline = evidence.iter().find(|e| e.platform.is_none() && e.check == super::evidence::EXPORT);
+    let class = pick!(
+        "export",
+        export_file.class,
+        imp.map(|i| i.export_class.clone())
+    );
+    let pipeline = evidence
+        .iter()
+        .find(|e| e.platform.is_none() && e.check == super::evidence::EXPORT);
     let (known_issue, known_issue_measured, stage) = match (export_file.known_issue, pipeline) {
         // A person's `export.known_issue` is about exporting.
         (Some(k), _) => (Some(k), false, Some(Stage::Export)),
-        (None, Some(entry)) => (Some(entry.error.clone()), true, entry.stage.or(Some(Stage::Export))),
+        (None, Some(entry)) => (
+            Some(entry.error.clone()),
+            true,
+            entry.stage.or(Some(Stage::Export)),
+        ),
         (None, None) => (None, false, None),
     };
     if class.is_none() {
-        errors.push(("export", "`export.class` is set neither in the spec nor by `gen import`".into(), "write `export: {class: <transformers class>}`".into()));
+        errors.push((
+            "export",
+            "`export.class` is set neither in the spec nor by `gen import`".into(),
+            "write `export: {class: <transformers class>}`".into(),
+        ));
     }
 
     // Field by field like the rest: a curated tiny_config replaces the imported one.
@@ -104,7 +141,10 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile, evidence: Vec<Entry>) ->
         imported
     };
     let default_io = architecture.as_ref().and_then(|a| defaults.io.get(a));
-    let mut io = |field: &'static str, curated: Option<Vec<TensorSpec>>, imported: Option<Vec<TensorSpec>>, default: Option<&Vec<TensorSpec>>| {
+    let mut io = |field: &'static str,
+                  curated: Option<Vec<TensorSpec>>,
+                  imported: Option<Vec<TensorSpec>>,
+                  default: Option<&Vec<TensorSpec>>| {
         match pick!(field, curated, imported) {
             Some(v) => v,
             None => match default {
@@ -116,8 +156,18 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile, evidence: Vec<Entry>) ->
             },
         }
     };
-    let inputs = io("inputs", file.inputs, imp.and_then(|i| i.inputs.clone()), default_io.map(|d| &d.inputs));
-    let outputs = io("outputs", file.outputs, imp.and_then(|i| i.outputs.clone()), default_io.map(|d| &d.outputs));
+    let inputs = io(
+        "inputs",
+        file.inputs,
+        imp.and_then(|i| i.inputs.clone()),
+        default_io.map(|d| &d.inputs),
+    );
+    let outputs = io(
+        "outputs",
+        file.outputs,
+        imp.and_then(|i| i.outputs.clone()),
+        default_io.map(|d| &d.outputs),
+    );
     let shapes = match pick!("shapes", file.shapes, imp.and_then(|i| i.shapes.clone())) {
         Some(v) => v,
         None => match modality.and_then(|m| defaults.shapes.get(&m)) {
@@ -148,7 +198,11 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile, evidence: Vec<Entry>) ->
     let measured: Vec<Component> = imp.map(|i| i.components.clone()).unwrap_or_default();
     let components = if file.components.is_empty() {
         Vec::new()
-    } else if measured.iter().map(Component::choice).eq(file.components.iter().cloned()) {
+    } else if measured
+        .iter()
+        .map(Component::choice)
+        .eq(file.components.iter().cloned())
+    {
         sources.insert("components", Source::Curated);
         measured
     } else {
@@ -198,7 +252,10 @@ pub fn resolve(file: SpecFile, defaults: &DefaultsFile, evidence: Vec<Entry>) ->
 
 /// Merges `overrides` into `config`: a mapping merges key by key (a sub-config keeps the keys
 /// the override does not name), anything else replaces.
-pub fn merge_config(config: &mut BTreeMap<String, serde_yaml::Value>, overrides: &BTreeMap<String, serde_yaml::Value>) {
+pub fn merge_config(
+    config: &mut BTreeMap<String, serde_yaml::Value>,
+    overrides: &BTreeMap<String, serde_yaml::Value>,
+) {
     fn merge(into: &mut serde_yaml::Value, from: &serde_yaml::Value) {
         match (into, from) {
             (serde_yaml::Value::Mapping(a), serde_yaml::Value::Mapping(b)) => {
@@ -234,8 +291,17 @@ mod tests {
 
     #[test]
     fn overrides_merge_into_sub_configs_key_by_key() {
-        let mut config = map("hidden_size: 32\ntext_config: {hidden_size: 32, vocab_size: 1024}\nlist: [1, 2]");
-        merge_config(&mut config, &map("text_config: {vocab_size: 99}\nlist: [3]\npad_token_id: 1"));
-        assert_eq!(config, map("hidden_size: 32\ntext_config: {hidden_size: 32, vocab_size: 99}\nlist: [3]\npad_token_id: 1"));
+        let mut config =
+            map("hidden_size: 32\ntext_config: {hidden_size: 32, vocab_size: 1024}\nlist: [1, 2]");
+        merge_config(
+            &mut config,
+            &map("text_config: {vocab_size: 99}\nlist: [3]\npad_token_id: 1"),
+        );
+        assert_eq!(
+            config,
+            map(
+                "hidden_size: 32\ntext_config: {hidden_size: 32, vocab_size: 99}\nlist: [3]\npad_token_id: 1"
+            )
+        );
     }
 }

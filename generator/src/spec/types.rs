@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use hwmatrix_cell::{BrowserBackend, DType, EngineKind, ExecutionProvider, Platform, Precision as CheckedPrecision, Stage};
+use hwmatrix_cell::{
+    BrowserBackend, DType, EngineKind, ExecutionProvider, Platform, Precision as CheckedPrecision,
+    Stage,
+};
 use serde::{Deserialize, Serialize};
 
 // ---- hardware.yaml ---------------------------------------------------------
@@ -314,7 +317,16 @@ pub struct CacheTensor {
 impl CacheGroup {
     /// The graph inputs a declared cache makes, in declaration order: (name, tensor).
     pub fn past_inputs(groups: &[CacheGroup]) -> Vec<(String, &CacheTensor)> {
-        groups.iter().flat_map(|g| g.layers.iter().flat_map(move |l| g.tensors.iter().map(move |t| (format!("past_key_values.{l}.{}", t.name), t)))).collect()
+        groups
+            .iter()
+            .flat_map(|g| {
+                g.layers.iter().flat_map(move |l| {
+                    g.tensors
+                        .iter()
+                        .map(move |t| (format!("past_key_values.{l}.{}", t.name), t))
+                })
+            })
+            .collect()
     }
 }
 
@@ -349,7 +361,11 @@ pub struct Component {
 
 impl Component {
     pub fn choice(&self) -> ComponentChoice {
-        ComponentChoice { name: self.name.clone(), module: self.module.clone(), fixed_inputs: self.fixed_inputs.clone() }
+        ComponentChoice {
+            name: self.name.clone(),
+            module: self.module.clone(),
+            fixed_inputs: self.fixed_inputs.clone(),
+        }
     }
 }
 

@@ -34,7 +34,11 @@ pub struct ModelDecl {
 impl ModelDecl {
     /// What the checks run: the components, or the whole model.
     pub fn parts(&'static self) -> &'static [ModelDecl] {
-        if self.components.is_empty() { std::slice::from_ref(self) } else { self.components }
+        if self.components.is_empty() {
+            std::slice::from_ref(self)
+        } else {
+            self.components
+        }
     }
 
     /// A failure message as a record keeps it: a component's says which
@@ -102,13 +106,19 @@ pub struct PlatformDecl {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
     /// ONNX Runtime with one execution provider, registered strictly.
-    OnnxRuntime { provider: ExecutionProvider, options: &'static [(&'static str, &'static str)] },
+    OnnxRuntime {
+        provider: ExecutionProvider,
+        options: &'static [(&'static str, &'static str)],
+    },
     /// libtorch through tch on a device (`cpu`, `cuda`, `mps`).
     Libtorch { device: &'static str },
     /// Native WebGPU compute through wgpu.
     Wgpu,
     /// onnxruntime-web in a headless Chromium; WebNN asks for a device type.
-    Browser { backend: BrowserBackend, device_type: Option<&'static str> },
+    Browser {
+        backend: BrowserBackend,
+        device_type: Option<&'static str>,
+    },
 }
 
 /// The engines, without their settings.
@@ -151,7 +161,10 @@ impl EngineKind {
     /// built are `no-engine`. A runtime test keeps this in step with
     /// `runtime::engine::open`.
     pub fn is_built(self) -> bool {
-        matches!(self, EngineKind::Onnxruntime | EngineKind::Libtorch | EngineKind::Browser)
+        matches!(
+            self,
+            EngineKind::Onnxruntime | EngineKind::Libtorch | EngineKind::Browser
+        )
     }
 
     /// The cargo feature (of `generated`, passed on to `runtime`) an engine
@@ -178,21 +191,36 @@ impl Engine {
     /// How the engine reads in docs and messages.
     pub fn describe(self) -> String {
         match self {
-            Engine::OnnxRuntime { provider, options } => describe_onnxruntime(provider, options.iter().copied()),
+            Engine::OnnxRuntime { provider, options } => {
+                describe_onnxruntime(provider, options.iter().copied())
+            }
             Engine::Libtorch { device } => describe_libtorch(device),
             Engine::Wgpu => "wgpu".into(),
-            Engine::Browser { backend, device_type } => describe_browser(backend, device_type),
+            Engine::Browser {
+                backend,
+                device_type,
+            } => describe_browser(backend, device_type),
         }
     }
 }
 
 /// How an ONNX Runtime engine reads in docs, messages and records.
-pub fn describe_onnxruntime<'a>(provider: ExecutionProvider, options: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
-    let options: Vec<String> = options.into_iter().map(|(k, v)| format!("{k}={v}")).collect();
+pub fn describe_onnxruntime<'a>(
+    provider: ExecutionProvider,
+    options: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> String {
+    let options: Vec<String> = options
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
     if options.is_empty() {
         format!("onnxruntime, {}", provider.ort_name())
     } else {
-        format!("onnxruntime, {} ({})", provider.ort_name(), options.join(", "))
+        format!(
+            "onnxruntime, {} ({})",
+            provider.ort_name(),
+            options.join(", ")
+        )
     }
 }
 
@@ -202,7 +230,10 @@ pub fn describe_libtorch(device: &str) -> String {
 
 pub fn describe_browser(backend: BrowserBackend, device_type: Option<&str>) -> String {
     match device_type {
-        Some(device) => format!("onnxruntime-web in headless Chromium, {} (deviceType {device})", backend.name()),
+        Some(device) => format!(
+            "onnxruntime-web in headless Chromium, {} (deviceType {device})",
+            backend.name()
+        ),
         None => format!("onnxruntime-web in headless Chromium, {}", backend.name()),
     }
 }
@@ -330,7 +361,13 @@ pub enum Precision {
 }
 
 impl Precision {
-    pub const ALL: [Precision; 5] = [Precision::Fp16, Precision::Int8, Precision::Q4, Precision::Q4f16, Precision::Qdq8];
+    pub const ALL: [Precision; 5] = [
+        Precision::Fp16,
+        Precision::Int8,
+        Precision::Q4,
+        Precision::Q4f16,
+        Precision::Qdq8,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -428,12 +465,38 @@ pub struct ComputedIn {
 impl Cell {
     /// A cell with the model's tolerance and no allowed fallback; generated
     /// code adds what its spec overrides, so a plain cell is one line.
-    pub const fn new(model: &'static ModelDecl, platform: &'static PlatformDecl, engine: &'static Engine, planned: Planned) -> Cell {
-        Cell { model, platform, engine, planned, tolerance_override: None, allowed_fallback: &[], precision_checks: &[], float32_computed_in: None, generation: None }
+    pub const fn new(
+        model: &'static ModelDecl,
+        platform: &'static PlatformDecl,
+        engine: &'static Engine,
+        planned: Planned,
+    ) -> Cell {
+        Cell {
+            model,
+            platform,
+            engine,
+            planned,
+            tolerance_override: None,
+            allowed_fallback: &[],
+            precision_checks: &[],
+            float32_computed_in: None,
+            generation: None,
+        }
     }
 
-    pub const fn computing_float32_in(mut self, precision: Precision, max_error_of_spread: f64, reason: &'static str, agreement: AgreementBound) -> Cell {
-        self.float32_computed_in = Some(ComputedIn { precision, max_error_of_spread, reason, agreement });
+    pub const fn computing_float32_in(
+        mut self,
+        precision: Precision,
+        max_error_of_spread: f64,
+        reason: &'static str,
+        agreement: AgreementBound,
+    ) -> Cell {
+        self.float32_computed_in = Some(ComputedIn {
+            precision,
+            max_error_of_spread,
+            reason,
+            agreement,
+        });
         self
     }
 
@@ -454,24 +517,38 @@ impl Cell {
 
     /// The model generates: this cell runs the `generates` check on the fixture
     /// `decl` declares, as `planned` says.
-    pub const fn with_generation(mut self, decl: &'static GenerationDecl, planned: Planned) -> Cell {
+    pub const fn with_generation(
+        mut self,
+        decl: &'static GenerationDecl,
+        planned: Planned,
+    ) -> Cell {
         self.generation = Some(GenerationCheck { decl, planned });
         self
     }
 
     /// This cell with one of its model's parts in place of the model.
     pub fn for_part(&self, part: &'static ModelDecl) -> Cell {
-        Cell { model: part, ..*self }
+        Cell {
+            model: part,
+            ..*self
+        }
     }
 
     pub fn precision_check(&self, precision: Precision) -> Option<&'static PrecisionCheck> {
-        self.precision_checks.iter().find(|c| c.precision == precision)
+        self.precision_checks
+            .iter()
+            .find(|c| c.precision == precision)
     }
 
     /// `model_type::platform::engine`, the way messages name a cell. (Test
     /// paths use the model's Rust module, `xlm_roberta::cpu::onnx` for `xlm-roberta`.)
     pub fn id(&self) -> String {
-        format!("{}::{}::{}", self.model.name(), self.platform.platform, self.engine.kind().module(self.platform.platform))
+        format!(
+            "{}::{}::{}",
+            self.model.name(),
+            self.platform.platform,
+            self.engine.kind().module(self.platform.platform)
+        )
     }
 
     /// The cargo features its checks need: the platform's, and the engine's if it has one.

@@ -60,7 +60,30 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 22] = [ErrorKind::PlatformAbsent, ErrorKind::EngineNotBuilt, ErrorKind::LibraryMissing, ErrorKind::ProviderRegistration, ErrorKind::ProviderFallback, ErrorKind::ProviderUnverified, ErrorKind::FixtureMissing, ErrorKind::FixtureStale, ErrorKind::FixtureInvalid, ErrorKind::ExportFailed, ErrorKind::ModelLoad, ErrorKind::RunFailed, ErrorKind::OutputMismatch, ErrorKind::NonFinite, ErrorKind::OutOfTolerance, ErrorKind::ReferenceNotInformative, ErrorKind::Timeout, ErrorKind::EngineExited, ErrorKind::RecordWrite, ErrorKind::AdapterFeatureMissing, ErrorKind::NoRecord, ErrorKind::DoesNotApply];
+    pub const ALL: [ErrorKind; 22] = [
+        ErrorKind::PlatformAbsent,
+        ErrorKind::EngineNotBuilt,
+        ErrorKind::LibraryMissing,
+        ErrorKind::ProviderRegistration,
+        ErrorKind::ProviderFallback,
+        ErrorKind::ProviderUnverified,
+        ErrorKind::FixtureMissing,
+        ErrorKind::FixtureStale,
+        ErrorKind::FixtureInvalid,
+        ErrorKind::ExportFailed,
+        ErrorKind::ModelLoad,
+        ErrorKind::RunFailed,
+        ErrorKind::OutputMismatch,
+        ErrorKind::NonFinite,
+        ErrorKind::OutOfTolerance,
+        ErrorKind::ReferenceNotInformative,
+        ErrorKind::Timeout,
+        ErrorKind::EngineExited,
+        ErrorKind::RecordWrite,
+        ErrorKind::AdapterFeatureMissing,
+        ErrorKind::NoRecord,
+        ErrorKind::DoesNotApply,
+    ];
 
     /// The name records and the store carry (serde's, kebab-case).
     pub fn name(self) -> &'static str {
@@ -97,12 +120,18 @@ impl ErrorKind {
         match self {
             ErrorKind::ExportFailed => Some(Stage::Export),
             ErrorKind::ProviderRegistration | ErrorKind::ModelLoad => Some(Stage::Load),
-            ErrorKind::RunFailed | ErrorKind::ProviderFallback | ErrorKind::ProviderUnverified | ErrorKind::Timeout | ErrorKind::EngineExited | ErrorKind::NoRecord => Some(Stage::Run),
+            ErrorKind::RunFailed
+            | ErrorKind::ProviderFallback
+            | ErrorKind::ProviderUnverified
+            | ErrorKind::Timeout
+            | ErrorKind::EngineExited
+            | ErrorKind::NoRecord => Some(Stage::Run),
             ErrorKind::AdapterFeatureMissing => Some(Stage::Load),
             ErrorKind::DoesNotApply => None,
-            ErrorKind::OutputMismatch | ErrorKind::NonFinite | ErrorKind::OutOfTolerance | ErrorKind::ReferenceNotInformative => {
-                Some(Stage::Mismatch)
-            }
+            ErrorKind::OutputMismatch
+            | ErrorKind::NonFinite
+            | ErrorKind::OutOfTolerance
+            | ErrorKind::ReferenceNotInformative => Some(Stage::Mismatch),
             ErrorKind::PlatformAbsent
             | ErrorKind::EngineNotBuilt
             | ErrorKind::LibraryMissing
@@ -113,7 +142,6 @@ impl ErrorKind {
         }
     }
 }
-
 
 /// Who failed, for every outcome that is not a pass (the design's attribution).
 /// Only [`Attribution::Model`] and [`Attribution::Engine`] are a model's known
@@ -136,7 +164,12 @@ pub enum Attribution {
 }
 
 impl Attribution {
-    pub const ALL: [Attribution; 4] = [Attribution::Model, Attribution::Engine, Attribution::Environment, Attribution::Harness];
+    pub const ALL: [Attribution; 4] = [
+        Attribution::Model,
+        Attribution::Engine,
+        Attribution::Environment,
+        Attribution::Harness,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -157,14 +190,22 @@ impl Attribution {
     /// failure is the standard tool's on the reference platform (cpu: ONNX
     /// Runtime's CPU provider and libtorch run what torch.onnx and torch.jit
     /// made) or the engine's elsewhere.
-    pub fn of_failure(kind: Option<ErrorKind>, platform: crate::Platform, emulated: bool) -> Attribution {
+    pub fn of_failure(
+        kind: Option<ErrorKind>,
+        platform: crate::Platform,
+        emulated: bool,
+    ) -> Attribution {
         if let Some(attribution) = kind.and_then(ErrorKind::attribution) {
             return attribution;
         }
         if emulated && kind == Some(ErrorKind::EngineExited) {
             return Attribution::Environment;
         }
-        if platform == crate::Platform::Cpu { Attribution::Model } else { Attribution::Engine }
+        if platform == crate::Platform::Cpu {
+            Attribution::Model
+        } else {
+            Attribution::Engine
+        }
     }
 
     /// What the attribution says in a reason: `the model with torch.onnx`...
@@ -184,7 +225,11 @@ impl ErrorKind {
     /// which has no shader-f16: "Program Transpose requires f16 but the device
     /// does not support it"): this machine's, not the model's; else `self`.
     pub fn or_adapter_feature(self, engine_error: &str) -> ErrorKind {
-        if engine_error.contains("requires f16 but the device does not support it") { ErrorKind::AdapterFeatureMissing } else { self }
+        if engine_error.contains("requires f16 but the device does not support it") {
+            ErrorKind::AdapterFeatureMissing
+        } else {
+            self
+        }
     }
 
     /// Who failed, where the kind alone says so: our own limits, this machine's
@@ -193,8 +238,14 @@ impl ErrorKind {
     pub fn attribution(self) -> Option<Attribution> {
         match self {
             ErrorKind::Timeout | ErrorKind::AdapterFeatureMissing => Some(Attribution::Environment),
-            ErrorKind::FixtureMissing | ErrorKind::FixtureStale | ErrorKind::FixtureInvalid | ErrorKind::RecordWrite | ErrorKind::NoRecord => Some(Attribution::Harness),
-            ErrorKind::PlatformAbsent | ErrorKind::EngineNotBuilt | ErrorKind::LibraryMissing => Some(Attribution::Environment),
+            ErrorKind::FixtureMissing
+            | ErrorKind::FixtureStale
+            | ErrorKind::FixtureInvalid
+            | ErrorKind::RecordWrite
+            | ErrorKind::NoRecord => Some(Attribution::Harness),
+            ErrorKind::PlatformAbsent | ErrorKind::EngineNotBuilt | ErrorKind::LibraryMissing => {
+                Some(Attribution::Environment)
+            }
             _ => None,
         }
     }

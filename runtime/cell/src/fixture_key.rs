@@ -32,7 +32,13 @@ pub fn spec_digest(spec_json: &[u8]) -> String {
 pub fn fixture_key(spec_digest: &str, components: bool) -> String {
     let mut hasher = Sha256::new();
     let components: &[u8] = if components { COMPONENTS_SOURCE } else { &[] };
-    let parts: [&[u8]; 5] = [spec_digest.as_bytes(), EXPORTER_SOURCE, EXPORTER_REQUIREMENTS, &SEED.to_le_bytes(), components];
+    let parts: [&[u8]; 5] = [
+        spec_digest.as_bytes(),
+        EXPORTER_SOURCE,
+        EXPORTER_REQUIREMENTS,
+        &SEED.to_le_bytes(),
+        components,
+    ];
     // An empty part adds nothing, so a whole model's key is what it was before components existed.
     for part in parts.into_iter().filter(|p| !p.is_empty()) {
         hasher.update((part.len() as u64).to_le_bytes());
@@ -46,7 +52,13 @@ pub fn fixture_key(spec_digest: &str, components: bool) -> String {
 /// requirements and the seed.
 pub fn generation_fixture_key(spec_digest: &str) -> String {
     let mut hasher = Sha256::new();
-    let parts: [&[u8]; 5] = [spec_digest.as_bytes(), GENERATION_SOURCE, EXPORTER_SOURCE, EXPORTER_REQUIREMENTS, &SEED.to_le_bytes()];
+    let parts: [&[u8]; 5] = [
+        spec_digest.as_bytes(),
+        GENERATION_SOURCE,
+        EXPORTER_SOURCE,
+        EXPORTER_REQUIREMENTS,
+        &SEED.to_le_bytes(),
+    ];
     for part in parts {
         hasher.update((part.len() as u64).to_le_bytes());
         hasher.update(part);
@@ -68,8 +80,15 @@ mod tests {
         let b = fixture_key(&spec_digest(b"{\"model_type\":\"bert\",\"x\":1}"), false);
         assert_eq!(a.len(), 64);
         assert_ne!(a, b);
-        assert_ne!(a, fixture_key(&spec_digest(b"{\"model_type\":\"bert\"}"), true), "the components exporter is part of a components key");
-        assert_eq!(a, fixture_key(&spec_digest(b"{\"model_type\":\"bert\"}"), false));
+        assert_ne!(
+            a,
+            fixture_key(&spec_digest(b"{\"model_type\":\"bert\"}"), true),
+            "the components exporter is part of a components key"
+        );
+        assert_eq!(
+            a,
+            fixture_key(&spec_digest(b"{\"model_type\":\"bert\"}"), false)
+        );
         let generation = generation_fixture_key(&spec_digest(b"{\"model_type\":\"bert\"}"));
         assert_ne!(a, generation, "a generation fixture has a key of its own");
     }

@@ -18,13 +18,18 @@ pub mod stage;
 pub mod wgpu_adapter;
 
 pub use decl::{
-    AgreementBound, AllowedFallback, BrowserBackend, Cell, ComputedIn, Engine, EngineKind, ExecutionProvider, GenerationCheck, GenerationDecl, ModelDecl, PlatformDecl, Precision, PrecisionCheck, TensorDecl, Tolerance,
+    AgreementBound, AllowedFallback, BrowserBackend, Cell, ComputedIn, Engine, EngineKind,
+    ExecutionProvider, GenerationCheck, GenerationDecl, ModelDecl, PlatformDecl, Precision,
+    PrecisionCheck, TensorDecl, Tolerance,
 };
 pub use dtype::DType;
 pub use error_kind::{Attribution, ErrorKind};
 pub use planned::{Basis, Outcome, Planned};
-pub use quantization::{LayerRole, MixedWidths, QuantScheme, QuantizationCell, QuantizationCheck, QuantizationDecl, Rating};
 pub use platform::Platform;
+pub use quantization::{
+    LayerRole, MixedWidths, QuantScheme, QuantizationCell, QuantizationCheck, QuantizationDecl,
+    Rating,
+};
 pub use stage::Stage;
 
 /// The checks every runnable cell has, in the order the tests list them. The

@@ -14,13 +14,17 @@ pub fn cache_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
         return PathBuf::from(dir).join("hwmatrix");
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
     home.join(".cache").join("hwmatrix")
 }
 
 /// The fixture root of the contract: `HWMATRIX_FIXTURES`, else `<cache>/fixtures`.
 pub fn fixtures_dir() -> PathBuf {
-    std::env::var_os("HWMATRIX_FIXTURES").map(PathBuf::from).unwrap_or_else(|| cache_dir().join("fixtures"))
+    std::env::var_os("HWMATRIX_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| cache_dir().join("fixtures"))
 }
 
 /// A path as messages and stored evidence name it: under the fixture root,
@@ -47,12 +51,16 @@ pub fn generation_fixtures(fixtures: &Path) -> PathBuf {
 /// The web platforms' npm install (onnxruntime-web, @sparticuz/chromium) and
 /// the WebNN Chromium unpacked from it: `HWMATRIX_WEB`, else `<cache>/web`.
 pub fn web_dir() -> PathBuf {
-    std::env::var_os("HWMATRIX_WEB").map(PathBuf::from).unwrap_or_else(|| cache_dir().join("web"))
+    std::env::var_os("HWMATRIX_WEB")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| cache_dir().join("web"))
 }
 
 /// The Python of the exporter's venv: `HWMATRIX_PYTHON`, else `<cache>/venv/bin/python`.
 pub fn python() -> PathBuf {
-    std::env::var_os("HWMATRIX_PYTHON").map(PathBuf::from).unwrap_or_else(|| cache_dir().join("venv/bin/python"))
+    std::env::var_os("HWMATRIX_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| cache_dir().join("venv/bin/python"))
 }
 
 /// The checkout the current folder is in: the nearest ancestor holding
@@ -64,7 +72,9 @@ pub fn checkout_root() -> Option<PathBuf> {
 }
 
 pub fn checkout_root_from(dir: &Path) -> Option<PathBuf> {
-    dir.ancestors().find(|d| d.join("model-specs/hardware.yaml").is_file()).map(Path::to_path_buf)
+    dir.ancestors()
+        .find(|d| d.join("model-specs/hardware.yaml").is_file())
+        .map(Path::to_path_buf)
 }
 
 /// Where result records go: `HWMATRIX_RESULTS`, else `results/` of the
@@ -89,7 +99,10 @@ mod tests {
         std::fs::create_dir_all(root.join("model-specs")).unwrap();
         std::fs::create_dir_all(root.join("generated/src")).unwrap();
         std::fs::write(root.join("model-specs/hardware.yaml"), "").unwrap();
-        assert_eq!(checkout_root_from(&root.join("generated/src")), Some(root.clone()));
+        assert_eq!(
+            checkout_root_from(&root.join("generated/src")),
+            Some(root.clone())
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -19,7 +19,11 @@ pub enum Planned<S = &'static str> {
     /// Expected to fail today; tried only with `--include-ignored`.
     /// `stage` is how far it got when that was measured or is known (`export`
     /// for an export failure); None for a person's note that does not say.
-    KnownIssue { reason: S, basis: Basis, stage: Option<Stage> },
+    KnownIssue {
+        reason: S,
+        basis: Basis,
+        stage: Option<Stage>,
+    },
     /// None of the platform's engines is built in this runtime yet. With the
     /// platform's feature on its checks run and fail, saying so.
     NoEngine { reason: S },
@@ -44,9 +48,10 @@ impl<S: AsRef<str>> Planned<S> {
     pub fn reason(&self) -> Option<&str> {
         match self {
             Planned::Run => None,
-            Planned::Unsupported { reason, .. } | Planned::KnownIssue { reason, .. } | Planned::NoEngine { reason } | Planned::NotTested { reason, .. } => {
-                Some(reason.as_ref())
-            }
+            Planned::Unsupported { reason, .. }
+            | Planned::KnownIssue { reason, .. }
+            | Planned::NoEngine { reason }
+            | Planned::NotTested { reason, .. } => Some(reason.as_ref()),
         }
     }
 
@@ -109,7 +114,14 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 6] = [Outcome::Passed, Outcome::Failed, Outcome::Ignored, Outcome::Unsupported, Outcome::KnownIssue, Outcome::NotTested];
+    pub const ALL: [Outcome; 6] = [
+        Outcome::Passed,
+        Outcome::Failed,
+        Outcome::Ignored,
+        Outcome::Unsupported,
+        Outcome::KnownIssue,
+        Outcome::NotTested,
+    ];
 
     /// The name records carry (serde's, kebab-case).
     pub fn name(self) -> &'static str {

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{paths, BrowserBackend, Engine, ExecutionProvider, Platform};
+use crate::{BrowserBackend, Engine, ExecutionProvider, Platform, paths};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Availability {
@@ -65,7 +65,10 @@ pub fn detect(platform: Platform) -> Availability {
 /// Dawn accepts, not the browser.
 pub fn detect_engine(platform: Platform, engine: &Engine) -> Availability {
     match engine {
-        Engine::OnnxRuntime { provider: ExecutionProvider::WebGpu, .. } => native_webgpu(),
+        Engine::OnnxRuntime {
+            provider: ExecutionProvider::WebGpu,
+            ..
+        } => native_webgpu(),
         _ => detect(platform),
     }
 }
@@ -83,10 +86,11 @@ pub const ALLOW_SOFTWARE_ADAPTER: &str = "ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER";
 /// Dawn ("shaderUniform*ArrayDynamicIndexing"). What the adapter really is,
 /// the engine reads from the plugin's device when it opens a session.
 pub fn native_webgpu() -> Availability {
-    let plugin = match plugin_library(ExecutionProvider::WebGpu).expect("WebGPU is a plugin provider") {
-        Ok(plugin) => plugin,
-        Err(missing) => return Availability::Absent(missing),
-    };
+    let plugin =
+        match plugin_library(ExecutionProvider::WebGpu).expect("WebGPU is a plugin provider") {
+            Ok(plugin) => plugin,
+            Err(missing) => return Availability::Absent(missing),
+        };
     if !has_library("libvulkan.so.1") {
         return Availability::Absent("no Vulkan loader (libvulkan.so.1), which ONNX Runtime's WebGPU plugin (Dawn) opens: install Debian's libvulkan1".into());
     }
@@ -94,12 +98,21 @@ pub fn native_webgpu() -> Availability {
     let software = std::env::var_os(ALLOW_SOFTWARE_ADAPTER).is_some_and(|v| v == "1");
     let icd = std::env::var_os("VK_ICD_FILENAMES").map(PathBuf::from);
     match (gpu, software) {
-        (Some(dev), _) => Availability::Present(format!("ONNX Runtime's WebGPU plugin {} (GPU device {})", plugin.display(), dev.display())),
+        (Some(dev), _) => Availability::Present(format!(
+            "ONNX Runtime's WebGPU plugin {} (GPU device {})",
+            plugin.display(),
+            dev.display()
+        )),
         (None, true) => match icd {
-            Some(icd) if icd.is_file() => {
-                Availability::Present(format!("ONNX Runtime's WebGPU plugin {} on a software Vulkan adapter ({})", plugin.display(), icd.display()))
-            }
-            Some(icd) => Availability::Absent(format!("VK_ICD_FILENAMES names {}, which does not exist", icd.display())),
+            Some(icd) if icd.is_file() => Availability::Present(format!(
+                "ONNX Runtime's WebGPU plugin {} on a software Vulkan adapter ({})",
+                plugin.display(),
+                icd.display()
+            )),
+            Some(icd) => Availability::Absent(format!(
+                "VK_ICD_FILENAMES names {}, which does not exist",
+                icd.display()
+            )),
             None => Availability::Absent(format!(
                 "no GPU here (no /dev/dri/renderD128 or /dev/nvidiactl) and VK_ICD_FILENAMES names no software Vulkan driver: set it to SwiftShader's ({SWIFTSHADER_ICD} from Debian's chromium), as tests/run.sh does"
             )),
@@ -115,7 +128,15 @@ pub fn native_webgpu() -> Availability {
 pub const SWIFTSHADER_ICD: &str = "/usr/lib/chromium/vk_swiftshader_icd.json";
 
 fn has_library(name: &str) -> bool {
-    ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib/x86_64-linux-gnu"].iter().any(|dir| Path::new(dir).join(name).exists())
+    [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+        "/lib/x86_64-linux-gnu",
+    ]
+    .iter()
+    .any(|dir| Path::new(dir).join(name).exists())
 }
 
 /// What records and reports call evidence from Qualcomm's HTP emulator: not a
@@ -126,11 +147,18 @@ pub const QNN_HTP_EMULATOR: &str = "QNN HTP emulator (x86_64)";
 /// library), on an x86-64 machine.
 pub fn qnn_htp_emulator() -> Result<PathBuf, String> {
     if !cfg!(target_arch = "x86_64") {
-        return Err(format!("Qualcomm's HTP emulator is an x86-64 library; this is {}", std::env::consts::ARCH));
+        return Err(format!(
+            "Qualcomm's HTP emulator is an x86-64 library; this is {}",
+            std::env::consts::ARCH
+        ));
     }
     let plugin = plugin_library(ExecutionProvider::Qnn).expect("QNN is a plugin provider")?;
     let htp = plugin.with_file_name("libQnnHtp.so");
-    if htp.is_file() { Ok(htp) } else { Err(format!("no HTP emulator: {} does not exist", htp.display())) }
+    if htp.is_file() {
+        Ok(htp)
+    } else {
+        Err(format!("no HTP emulator: {} does not exist", htp.display()))
+    }
 }
 
 /// Whether a platform's hardware here is an emulator rather than the device.
@@ -140,7 +168,10 @@ pub fn emulated(platform: Platform) -> bool {
 
 fn browser_presence(backend: BrowserBackend) -> Availability {
     match (browser_executable(backend), onnxruntime_web_dist()) {
-        (Ok(chromium), Ok(_)) => Availability::Present(format!("Chromium at {} with onnxruntime-web", chromium.display())),
+        (Ok(chromium), Ok(_)) => Availability::Present(format!(
+            "Chromium at {} with onnxruntime-web",
+            chromium.display()
+        )),
         (Err(missing), _) | (_, Err(missing)) => Availability::Absent(missing),
     }
 }
@@ -149,7 +180,10 @@ fn browser_presence(backend: BrowserBackend) -> Availability {
 /// web platforms' npm install ([`paths::web_dir`]).
 pub fn onnxruntime_web_dist() -> Result<PathBuf, String> {
     let dist = paths::web_dir().join("node_modules/onnxruntime-web/dist");
-    let bundles = [BrowserBackend::Webgpu.ort_bundle(), BrowserBackend::Webnn.ort_bundle()];
+    let bundles = [
+        BrowserBackend::Webgpu.ort_bundle(),
+        BrowserBackend::Webnn.ort_bundle(),
+    ];
     if bundles.iter().all(|bundle| dist.join(bundle).is_file()) {
         Ok(dist)
     } else {
@@ -207,7 +241,11 @@ pub fn onnxruntime_library(provider: ExecutionProvider) -> Result<PathBuf, Strin
         .map(|python| python.path().join("site-packages/onnxruntime/capi"))
         .flat_map(|capi| std::fs::read_dir(capi).into_iter().flatten().flatten())
         .map(|entry| entry.path())
-        .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libonnxruntime.so.")));
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libonnxruntime.so."))
+        });
     found.ok_or_else(|| {
         format!(
             "no ONNX Runtime library for {}: install the PyPI wheel `{wheel}` into the venv {} (`bash tests/run.sh` installs the cpu and openvino ones), or set ORT_DYLIB_PATH to a libonnxruntime.so that has it",
@@ -220,16 +258,34 @@ pub fn onnxruntime_library(provider: ExecutionProvider) -> Result<PathBuf, Strin
 /// The venv and PyPI wheel that hold a provider's ONNX Runtime build.
 pub fn onnxruntime_venv(provider: ExecutionProvider) -> (PathBuf, &'static str) {
     match provider {
-        ExecutionProvider::OpenVino => (paths::cache_dir().join("venv-openvino"), "onnxruntime-openvino"),
-        ExecutionProvider::Cuda | ExecutionProvider::TensorRt => (paths::cache_dir().join("venv-gpu"), "onnxruntime-gpu"),
-        ExecutionProvider::MiGraphX => (paths::cache_dir().join("venv-migraphx"), "onnxruntime-migraphx"),
-        _ => (paths::python().parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default(), "onnxruntime"),
+        ExecutionProvider::OpenVino => (
+            paths::cache_dir().join("venv-openvino"),
+            "onnxruntime-openvino",
+        ),
+        ExecutionProvider::Cuda | ExecutionProvider::TensorRt => {
+            (paths::cache_dir().join("venv-gpu"), "onnxruntime-gpu")
+        }
+        ExecutionProvider::MiGraphX => (
+            paths::cache_dir().join("venv-migraphx"),
+            "onnxruntime-migraphx",
+        ),
+        _ => (
+            paths::python()
+                .parent()
+                .and_then(Path::parent)
+                .map(Path::to_path_buf)
+                .unwrap_or_default(),
+            "onnxruntime",
+        ),
     }
 }
 
 /// The ONNX Runtime version in a library's file name (`libonnxruntime.so.1.31.1`).
 pub fn onnxruntime_version(library: &Path) -> Option<&str> {
-    library.file_name()?.to_str()?.strip_prefix("libonnxruntime.so.")
+    library
+        .file_name()?
+        .to_str()?
+        .strip_prefix("libonnxruntime.so.")
 }
 
 /// The shared library a provider needs beside `libonnxruntime.so` (CPU and
@@ -255,11 +311,23 @@ pub fn provider_library(provider: ExecutionProvider) -> Option<&'static str> {
 /// compiled into their build.
 pub fn plugin_library(provider: ExecutionProvider) -> Option<Result<PathBuf, String>> {
     let (package, file, wheel) = match provider {
-        ExecutionProvider::Qnn => ("onnxruntime_qnn", "libonnxruntime_providers_qnn.so", "onnxruntime-qnn==2.7.0"),
-        ExecutionProvider::WebGpu => ("onnxruntime_ep_webgpu", "libonnxruntime_providers_webgpu.so", "onnxruntime-ep-webgpu==0.4.0"),
+        ExecutionProvider::Qnn => (
+            "onnxruntime_qnn",
+            "libonnxruntime_providers_qnn.so",
+            "onnxruntime-qnn==2.7.0",
+        ),
+        ExecutionProvider::WebGpu => (
+            "onnxruntime_ep_webgpu",
+            "libonnxruntime_providers_webgpu.so",
+            "onnxruntime-ep-webgpu==0.4.0",
+        ),
         _ => return None,
     };
-    let venv = paths::python().parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
+    let venv = paths::python()
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
     let found = std::fs::read_dir(venv.join("lib"))
         .into_iter()
         .flatten()
@@ -278,7 +346,11 @@ pub fn plugin_library(provider: ExecutionProvider) -> Option<Result<PathBuf, Str
 /// The libtorch of the exporter venv's torch (the one the `torch` feature
 /// links with LIBTORCH_USE_PYTORCH=1), and its version from torch/version.py.
 pub fn libtorch() -> Result<(PathBuf, String), String> {
-    let venv = paths::python().parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
+    let venv = paths::python()
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
     let torch = std::fs::read_dir(venv.join("lib"))
         .into_iter()
         .flatten()
@@ -288,7 +360,12 @@ pub fn libtorch() -> Result<(PathBuf, String), String> {
         .ok_or_else(|| format!("no libtorch: torch is not installed in the venv {} (`bash tests/run.sh` installs torch 2.13.0 there)", venv.display()))?;
     let version = std::fs::read_to_string(torch.join("version.py"))
         .ok()
-        .and_then(|text| text.lines().find_map(|l| l.strip_prefix("__version__ = ").map(|v| v.trim_matches(['\'', '"']).to_string())))
+        .and_then(|text| {
+            text.lines().find_map(|l| {
+                l.strip_prefix("__version__ = ")
+                    .map(|v| v.trim_matches(['\'', '"']).to_string())
+            })
+        })
         .unwrap_or_else(|| "unknown version".into());
     Ok((torch.join("lib"), version))
 }
@@ -310,7 +387,9 @@ pub fn find_chromium() -> Option<PathBuf> {
     }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
-        .flat_map(|dir| ["chromium", "chromium-browser", "google-chrome"].map(|name| dir.join(name)))
+        .flat_map(|dir| {
+            ["chromium", "chromium-browser", "google-chrome"].map(|name| dir.join(name))
+        })
         .find(|candidate| is_file(candidate))
 }
 

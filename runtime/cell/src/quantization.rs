@@ -27,7 +27,13 @@ pub enum QuantScheme {
 }
 
 impl QuantScheme {
-    pub const ALL: [QuantScheme; 5] = [QuantScheme::Fp16, QuantScheme::Int8, QuantScheme::Int4, QuantScheme::Int4Mixed, QuantScheme::Int2];
+    pub const ALL: [QuantScheme; 5] = [
+        QuantScheme::Fp16,
+        QuantScheme::Int8,
+        QuantScheme::Int4,
+        QuantScheme::Int4Mixed,
+        QuantScheme::Int2,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -128,13 +134,21 @@ pub struct QuantizationDecl {
 impl QuantizationDecl {
     /// The best rating whose bound the error is within.
     pub fn rating_of(&self, error: f64) -> Option<Rating> {
-        self.ratings.iter().find(|(_, bound)| error <= *bound).map(|(rating, _)| *rating)
+        self.ratings
+            .iter()
+            .find(|(_, bound)| error <= *bound)
+            .map(|(rating, _)| *rating)
     }
 
     /// The errors a rating stands for: above the next better bound, up to its own.
     pub fn band(&self, rating: Rating) -> Option<(f64, f64)> {
         let upper = self.ratings.iter().find(|(r, _)| *r == rating)?.1;
-        let lower = self.ratings.iter().map(|(_, b)| *b).filter(|b| *b < upper).fold(0.0_f64, f64::max);
+        let lower = self
+            .ratings
+            .iter()
+            .map(|(_, b)| *b)
+            .filter(|b| *b < upper)
+            .fold(0.0_f64, f64::max);
         Some((lower, upper))
     }
 }
@@ -170,7 +184,10 @@ impl QuantizationCell {
 
     /// This cell with one of its model's parts in place of the model.
     pub fn for_part(&self, part: &'static ModelDecl) -> QuantizationCell {
-        QuantizationCell { model: part, ..*self }
+        QuantizationCell {
+            model: part,
+            ..*self
+        }
     }
 }
 
@@ -180,7 +197,12 @@ mod tests {
 
     const SETTINGS: QuantizationDecl = QuantizationDecl {
         group_size: 32,
-        mixed: MixedWidths { attention: 8, embedding: 8, output: 8, feed_forward: 4 },
+        mixed: MixedWidths {
+            attention: 8,
+            embedding: 8,
+            output: 8,
+            feed_forward: 4,
+        },
         ratings: &[
             (Rating::Excellent, 0.01),
             (Rating::VeryGood, 0.02),
@@ -201,8 +223,17 @@ mod tests {
 
     #[test]
     fn mixed_precision_keeps_attention_at_8_bits_and_feed_forward_at_4() {
-        assert_eq!(QuantScheme::Int4Mixed.bits(LayerRole::Attention, &SETTINGS.mixed), 8);
-        assert_eq!(QuantScheme::Int4Mixed.bits(LayerRole::FeedForward, &SETTINGS.mixed), 4);
-        assert_eq!(QuantScheme::Int2.bits(LayerRole::Attention, &SETTINGS.mixed), 2);
+        assert_eq!(
+            QuantScheme::Int4Mixed.bits(LayerRole::Attention, &SETTINGS.mixed),
+            8
+        );
+        assert_eq!(
+            QuantScheme::Int4Mixed.bits(LayerRole::FeedForward, &SETTINGS.mixed),
+            4
+        );
+        assert_eq!(
+            QuantScheme::Int2.bits(LayerRole::Attention, &SETTINGS.mixed),
+            2
+        );
     }
 }

@@ -7,13 +7,19 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// `HWMATRIX_RUN_ID`, else `<unix seconds>-<pid>` fixed for this process.
 pub fn run_id() -> &'static str {
     static ID: OnceLock<String> = OnceLock::new();
-    ID.get_or_init(|| std::env::var("HWMATRIX_RUN_ID").unwrap_or_else(|_| format!("{}-{}", unix_seconds(), std::process::id())))
+    ID.get_or_init(|| {
+        std::env::var("HWMATRIX_RUN_ID")
+            .unwrap_or_else(|_| format!("{}-{}", unix_seconds(), std::process::id()))
+    })
 }
 
 /// `HWMATRIX_HOST` (for a CI runner or container whose hostname says
 /// nothing), else /etc/hostname, else `HOSTNAME`.
 pub fn host() -> String {
-    if let Some(host) = std::env::var("HWMATRIX_HOST").ok().filter(|h| !h.trim().is_empty()) {
+    if let Some(host) = std::env::var("HWMATRIX_HOST")
+        .ok()
+        .filter(|h| !h.trim().is_empty())
+    {
         return host.trim().to_string();
     }
     std::fs::read_to_string("/etc/hostname")
@@ -25,7 +31,10 @@ pub fn host() -> String {
 }
 
 fn unix_seconds() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 pub fn now_rfc3339() -> String {
@@ -45,9 +54,13 @@ pub fn rfc3339(secs: u64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -35,7 +35,16 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const ALL: [Stage; 8] = [Stage::Config, Stage::Reference, Stage::Export, Stage::Load, Stage::Run, Stage::Mismatch, Stage::Fallback, Stage::Pass];
+    pub const ALL: [Stage; 8] = [
+        Stage::Config,
+        Stage::Reference,
+        Stage::Export,
+        Stage::Load,
+        Stage::Run,
+        Stage::Mismatch,
+        Stage::Fallback,
+        Stage::Pass,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -67,9 +76,15 @@ impl FromStr for Stage {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Stage, String> {
-        Stage::ALL.into_iter().find(|stage| stage.name() == s).ok_or_else(|| {
-            format!("unknown stage `{s}`; stages: {}", Stage::ALL.map(Stage::name).join(", "))
-        })
+        Stage::ALL
+            .into_iter()
+            .find(|stage| stage.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown stage `{s}`; stages: {}",
+                    Stage::ALL.map(Stage::name).join(", ")
+                )
+            })
     }
 }
 
@@ -81,6 +96,11 @@ mod tests {
     fn stages_parse_by_name_and_say_whose_they_are() {
         assert!(Stage::Reference.is_harness() && !Stage::Export.is_harness());
         assert_eq!("mismatch".parse::<Stage>(), Ok(Stage::Mismatch));
-        assert!("lowered".parse::<Stage>().unwrap_err().contains("config, reference, export"));
+        assert!(
+            "lowered"
+                .parse::<Stage>()
+                .unwrap_err()
+                .contains("config, reference, export")
+        );
     }
 }

@@ -26,8 +26,18 @@ pub struct AdapterReport {
 impl AdapterReport {
     /// One line: `llvmpipe (LLVM 15.0.6, 256 bits) (vulkan, cpu, shader-f16)`.
     pub fn summary(&self) -> String {
-        let f16 = if self.shader_f16 { "shader-f16" } else { "no shader-f16" };
-        format!("{} ({}, {}, {f16}, max storage binding {} MiB)", self.name, self.backend, self.device_type, self.max_storage_buffer_binding_size >> 20)
+        let f16 = if self.shader_f16 {
+            "shader-f16"
+        } else {
+            "no shader-f16"
+        };
+        format!(
+            "{} ({}, {}, {f16}, max storage binding {} MiB)",
+            self.name,
+            self.backend,
+            self.device_type,
+            self.max_storage_buffer_binding_size >> 20
+        )
     }
 }
 
@@ -35,7 +45,11 @@ impl AdapterReport {
 pub fn request() -> Result<(wgpu::Adapter, AdapterReport), String> {
     // Vulkan alone first: opening GL too costs an EGL probe (and its stderr noise) where Vulkan serves.
     let from_env = std::env::var_os("WGPU_BACKEND").is_some();
-    let tries: &[wgpu::Backends] = if from_env { &[wgpu::Backends::empty()] } else { &[wgpu::Backends::VULKAN, wgpu::Backends::GL] };
+    let tries: &[wgpu::Backends] = if from_env {
+        &[wgpu::Backends::empty()]
+    } else {
+        &[wgpu::Backends::VULKAN, wgpu::Backends::GL]
+    };
     let mut errors = Vec::new();
     for backends in tries {
         let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
@@ -43,7 +57,10 @@ pub fn request() -> Result<(wgpu::Adapter, AdapterReport), String> {
             descriptor.backends = *backends;
         }
         let instance = wgpu::Instance::new(descriptor);
-        let options = wgpu::RequestAdapterOptions { power_preference: wgpu::PowerPreference::HighPerformance, ..Default::default() };
+        let options = wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            ..Default::default()
+        };
         match pollster::block_on(instance.request_adapter(&options)) {
             Ok(adapter) => return Ok(describe(adapter)),
             Err(e) => errors.push(format!("{backends:?}: {e}")),

@@ -10,7 +10,14 @@ pub(crate) fn nan_if_null<'de, D: Deserializer<'de>>(deserializer: D) -> Result<
     Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NAN))
 }
 
-pub(crate) fn open_band<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<(f64, f64)>, D::Error> {
+pub(crate) fn open_band<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<(f64, f64)>, D::Error> {
     let band = Option::<(Option<f64>, Option<f64>)>::deserialize(deserializer)?;
-    Ok(band.map(|(above, up_to)| (above.unwrap_or(f64::NEG_INFINITY), up_to.unwrap_or(f64::INFINITY))))
+    Ok(band.map(|(above, up_to)| {
+        (
+            above.unwrap_or(f64::NEG_INFINITY),
+            up_to.unwrap_or(f64::INFINITY),
+        )
+    }))
 }

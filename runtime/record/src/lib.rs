@@ -139,11 +139,20 @@ mod tests {
     /// null) stays non-finite, an open band stays open.
     #[test]
     fn non_finite_measurements_read_back() {
-        let worst = Worst { index: 3, expected: 1.0, got: f64::NAN };
+        let worst = Worst {
+            index: 3,
+            expected: 1.0,
+            got: f64::NAN,
+        };
         let back: Worst = serde_json::from_str(&serde_json::to_string(&worst).unwrap()).unwrap();
         assert!(back.got.is_nan() && back.expected == 1.0);
         let step = r#"{"step":0,"past_length":0,"max_abs":null,"max_rel":null,"violations":1,"top1_disagreements":0,"sizes":{}}"#;
-        assert!(serde_json::from_str::<StepRecord>(step).unwrap().max_abs.is_nan());
+        assert!(
+            serde_json::from_str::<StepRecord>(step)
+                .unwrap()
+                .max_abs
+                .is_nan()
+        );
         let band = r#"{"scheme":"int4","group_size":32,"adapter":null,"layers_captured":null,"sampling":null,"layers":[],"mean_relative_error":null,"max_relative_error":null,"weight_bytes_float32":0,"weight_bytes_quantized":0,"memory_saved":null,"measured_rating":null,"expected_rating":null,"expected_band":[0.1,null]}"#;
         let quantization: QuantizationRecord = serde_json::from_str(band).unwrap();
         assert_eq!(quantization.expected_band, Some((0.1, f64::INFINITY)));

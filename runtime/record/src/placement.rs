@@ -41,7 +41,16 @@ impl ProviderEvidence {
         let shares: Vec<String> = self
             .shares
             .iter()
-            .map(|s| format!("{}: {} nodes ({:.0}%), {} µs ({:.0}%)", s.provider, s.nodes, s.node_share * 100.0, s.kernel_us, s.time_share * 100.0))
+            .map(|s| {
+                format!(
+                    "{}: {} nodes ({:.0}%), {} µs ({:.0}%)",
+                    s.provider,
+                    s.nodes,
+                    s.node_share * 100.0,
+                    s.kernel_us,
+                    s.time_share * 100.0
+                )
+            })
             .collect();
         shares.join("; ")
     }

@@ -83,15 +83,35 @@ pub struct Placement {
 
 /// Opens the fixture's model with the cell's engine: the float32 export, or
 /// the variant of `precision` (ONNX only: the quantizer works on ONNX graphs).
-pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: Mode) -> Result<Box<dyn Session>, CheckError> {
+pub fn open(
+    cell: &Cell,
+    fixture: &Fixture,
+    precision: Option<Precision>,
+    mode: Mode,
+) -> Result<Box<dyn Session>, CheckError> {
     match *cell.engine {
-        Engine::OnnxRuntime { .. } | Engine::Browser { .. } => open_graph(cell, &onnx_model(fixture, precision)?, declared_inputs(cell), graph_nodes(fixture), mode),
-        Engine::Libtorch { .. } if precision.is_some() => {
-            Err(CheckError::new(ErrorKind::EngineNotBuilt, format!("{}: the libtorch engine runs float32 TorchScript only", cell.id())))
-        }
+        Engine::OnnxRuntime { .. } | Engine::Browser { .. } => open_graph(
+            cell,
+            &onnx_model(fixture, precision)?,
+            declared_inputs(cell),
+            graph_nodes(fixture),
+            mode,
+        ),
+        Engine::Libtorch { .. } if precision.is_some() => Err(CheckError::new(
+            ErrorKind::EngineNotBuilt,
+            format!(
+                "{}: the libtorch engine runs float32 TorchScript only",
+                cell.id()
+            ),
+        )),
         Engine::Libtorch { device } => {
             let outputs: Vec<&'static str> = cell.model.outputs.iter().map(|o| o.name).collect();
-            torch::open(cell.platform.platform, device, &fixture.model_torchscript()?, &outputs)
+            torch::open(
+                cell.platform.platform,
+                device,
+                &fixture.model_torchscript()?,
+                &outputs,
+            )
         }
         engine => Err(CheckError::new(
             ErrorKind::EngineNotBuilt,
@@ -109,33 +129,70 @@ pub fn open(cell: &Cell, fixture: &Fixture, precision: Option<Precision>, mode: 
 /// Opens an ONNX graph of the model (its fixture's, a variant, a generation
 /// fixture's decoder) with the cell's engine, strictly; the named axes of
 /// `inputs` are fixed per run where the engine builds static graphs.
-pub fn open_graph(cell: &Cell, graph: &Path, inputs: onnx::StaticInputs, nodes: placement::GraphNodes, mode: Mode) -> Result<Box<dyn Session>, CheckError> {
+pub fn open_graph(
+    cell: &Cell,
+    graph: &Path,
+    inputs: onnx::StaticInputs,
+    nodes: placement::GraphNodes,
+    mode: Mode,
+) -> Result<Box<dyn Session>, CheckError> {
     match *cell.engine {
         Engine::OnnxRuntime { provider, options } => {
             let static_inputs = provider.static_shapes().then_some(inputs);
-            Ok(Box::new(onnx::OnnxSession::open(provider, options, graph, mode, static_inputs, nodes)?))
+            Ok(Box::new(onnx::OnnxSession::open(
+                provider,
+                options,
+                graph,
+                mode,
+                static_inputs,
+                nodes,
+            )?))
         }
-        Engine::Browser { backend, device_type } => open_browser(cell, backend, device_type, graph, inputs, nodes),
+        Engine::Browser {
+            backend,
+            device_type,
+        } => open_browser(cell, backend, device_type, graph, inputs, nodes),
         engine => Err(CheckError::new(
             ErrorKind::EngineNotBuilt,
-            format!("{}: the {} engine does not run ONNX graphs, and generation is checked on the ONNX decoder with its cache", cell.id(), engine.describe()),
+            format!(
+                "{}: the {} engine does not run ONNX graphs, and generation is checked on the ONNX decoder with its cache",
+                cell.id(),
+                engine.describe()
+            ),
         )),
     }
 }
 
 /// The model's declared inputs and their named axes, for engines that fix them per run.
 fn declared_inputs(cell: &Cell) -> onnx::StaticInputs {
-    cell.model.inputs.iter().map(|d| (d.name.to_string(), d.axes.iter().map(|a| a.to_string()).collect())).collect()
+    cell.model
+        .inputs
+        .iter()
+        .map(|d| {
+            (
+                d.name.to_string(),
+                d.axes.iter().map(|a| a.to_string()).collect(),
+            )
+        })
+        .collect()
 }
 
 /// The fixture's account of its graph's nodes (integer-only and float), for
 /// engines that judge CPU placements by node name.
 fn graph_nodes(fixture: &Fixture) -> placement::GraphNodes {
-    fixture.meta.integer_nodes.as_ref().map(|n| placement::GraphNodes::new(&n.names, &n.float)).unwrap_or_default()
+    fixture
+        .meta
+        .integer_nodes
+        .as_ref()
+        .map(|n| placement::GraphNodes::new(&n.names, &n.float))
+        .unwrap_or_default()
 }
 
 /// The ONNX export a check runs: float32, or the variant of `precision`.
-fn onnx_model(fixture: &Fixture, precision: Option<Precision>) -> Result<std::path::PathBuf, CheckError> {
+fn onnx_model(
+    fixture: &Fixture,
+    precision: Option<Precision>,
+) -> Result<std::path::PathBuf, CheckError> {
     match precision {
         None => Ok(fixture.model_onnx()),
         Some(p) => fixture.model_precision(p),
@@ -165,6 +222,9 @@ fn open_browser(
 ) -> Result<Box<dyn Session>, CheckError> {
     Err(CheckError::new(
         ErrorKind::EngineNotBuilt,
-        format!("{}: this runtime was built without its `browser` feature (the generated crate's `webgpu` and `webnn` features turn it on)", cell.id()),
+        format!(
+            "{}: this runtime was built without its `browser` feature (the generated crate's `webgpu` and `webnn` features turn it on)",
+            cell.id()
+        ),
     ))
 }

@@ -8,8 +8,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use ort::ep::{self, ArbitrarilyConfigurableExecutionProvider};
 use ort::session::{Session as OrtSession, SessionInputValue};
@@ -18,13 +18,16 @@ use ort::value::{TensorElementType, TensorRef, ValueType};
 use super::{Mode, Placement, Threads};
 use crate::ExecutionProvider;
 use crate::error::{CheckError, ErrorKind, Kind};
-use hwmatrix_cell::presence;
 use crate::placement::{GraphNodes, OpPlacement};
 use crate::tensor::{Data, Tensor};
+use hwmatrix_cell::presence;
 
 /// Every session runs on one thread, so timings compare across machines and
 /// with Python's onnxruntime under the same setting.
-const THREADS: Threads = Threads { intra_op: 1, inter_op: 1 };
+const THREADS: Threads = Threads {
+    intra_op: 1,
+    inter_op: 1,
+};
 
 /// The longest one run may take: a longer one fails its check with a time-out
 /// (a video UNet on a software WebGPU adapter takes minutes a run).
@@ -39,12 +42,23 @@ static TIMED_OUT: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
 /// ([`presence::onnxruntime_library`]). The first session loads its
 /// provider's; a later one whose provider needs another library is refused,
 /// never run on the wrong build: each platform's cells run in their own process.
-fn environment(provider: ExecutionProvider) -> Result<(&'static ort::environment::Environment, &'static Path), CheckError> {
-    static ENV: OnceLock<Result<(ort::environment::Environment, PathBuf), CheckError>> = OnceLock::new();
+fn environment(
+    provider: ExecutionProvider,
+) -> Result<(&'static ort::environment::Environment, &'static Path), CheckError> {
+    static ENV: OnceLock<Result<(ort::environment::Environment, PathBuf), CheckError>> =
+        OnceLock::new();
     let wanted = library(provider)?;
     let env = ENV.get_or_init(|| {
-        let builder = ort::init_from(&wanted).map_err(|e| CheckError::new(ErrorKind::LibraryMissing, format!("cannot load ONNX Runtime from {}: {e}", wanted.display())))?;
-        let env = builder.with_name("hwmatrix").build().kind(ErrorKind::LibraryMissing)?;
+        let builder = ort::init_from(&wanted).map_err(|e| {
+            CheckError::new(
+                ErrorKind::LibraryMissing,
+                format!("cannot load ONNX Runtime from {}: {e}", wanted.display()),
+            )
+        })?;
+        let env = builder
+            .with_name("hwmatrix")
+            .build()
+            .kind(ErrorKind::LibraryMissing)?;
         Ok((env, wanted.clone()))
     });
     let (env, loaded) = env.as_ref().map_err(Clone::clone)?;
@@ -119,15 +133,30 @@ impl OnnxSession {
         let mut library = library.display().to_string();
         let mut device = None;
         if let Some(plugin) = plugin(provider)? {
-            library = format!("{library} with the {} plugin {}", provider.ort_name(), plugin.display());
+            library = format!(
+                "{library} with the {} plugin {}",
+                provider.ort_name(),
+                plugin.display()
+            );
             device = Some(plugin_devices(provider)?.join("; "));
         }
         if provider == ExecutionProvider::WebGpu {
             // Left in `Drop`, which runs for this session from here on, even if its build fails.
             claim_context(&fixture_of(model));
         }
-        let mut session =
-            OnnxSession { provider, options, model: model.to_path_buf(), static_inputs, session: None, earlier: Vec::new(), library, device, nodes, cpu_preferred: Arc::default(), mode };
+        let mut session = OnnxSession {
+            provider,
+            options,
+            model: model.to_path_buf(),
+            static_inputs,
+            session: None,
+            earlier: Vec::new(),
+            library,
+            device,
+            nodes,
+            cpu_preferred: Arc::default(),
+            mode,
+        };
         if session.static_inputs.is_none() {
             session.session = Some((Vec::new(), session.build(&[])?));
         }
@@ -142,7 +171,10 @@ impl OnnxSession {
         }
         let library = library.display();
         fn setup(e: impl std::fmt::Display) -> CheckError {
-            CheckError::new(ErrorKind::ModelLoad, format!("ONNX Runtime session options: {e}"))
+            CheckError::new(
+                ErrorKind::ModelLoad,
+                format!("ONNX Runtime session options: {e}"),
+            )
         }
         let mut builder = OrtSession::builder(env)
             .map_err(setup)?
@@ -151,10 +183,14 @@ impl OnnxSession {
             .with_inter_threads(THREADS.inter_op)
             .map_err(setup)?;
         for (axis, size) in overrides {
-            builder = builder.with_dimension_override(axis, *size).map_err(setup)?;
+            builder = builder
+                .with_dimension_override(axis, *size)
+                .map_err(setup)?;
         }
         if self.mode == Mode::Profiled {
-            builder = builder.with_profiling(profile_prefix(&self.model)?).map_err(setup)?;
+            builder = builder
+                .with_profiling(profile_prefix(&self.model)?)
+                .map_err(setup)?;
         }
         if self.provider == ExecutionProvider::WebGpu {
             // The session's own log (a logger per session, so parallel tests do
@@ -162,38 +198,64 @@ impl OnnxSession {
             // engine reads them from onnxruntime-web's log.
             let found = Arc::clone(&self.cpu_preferred);
             builder = builder
-                .with_logger(Arc::new(move |_level, _category, _id, _location, message: &str| {
-                    if let Some(node) = cpu_preferred_node(message) {
-                        found.lock().unwrap_or_else(|e| e.into_inner()).insert(node.to_string());
-                    }
-                }))
+                .with_logger(Arc::new(
+                    move |_level, _category, _id, _location, message: &str| {
+                        if let Some(node) = cpu_preferred_node(message) {
+                            found
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .insert(node.to_string());
+                        }
+                    },
+                ))
                 .map_err(setup)?;
         }
         let name = self.provider.ort_name();
         if plugin(self.provider)?.is_some() {
             // A plugin provider registers through its devices; ORT adds no provider
             // of its own choosing, and the profile still says where each node ran.
-            let devices: Vec<_> = env.devices().filter(|d| d.ep().ok() == Some(name)).collect();
+            let devices: Vec<_> = env
+                .devices()
+                .filter(|d| d.ep().ok() == Some(name))
+                .collect();
             if devices.is_empty() {
-                let found: Vec<String> = env.devices().filter_map(|d| d.ep().ok().map(str::to_string)).collect();
-                return Err(CheckError::new(ErrorKind::ProviderRegistration, format!("the {name} plugin registered in {library} but offers no device (devices: {found:?})")));
+                let found: Vec<String> = env
+                    .devices()
+                    .filter_map(|d| d.ep().ok().map(str::to_string))
+                    .collect();
+                return Err(CheckError::new(
+                    ErrorKind::ProviderRegistration,
+                    format!(
+                        "the {name} plugin registered in {library} but offers no device (devices: {found:?})"
+                    ),
+                ));
             }
             // Option keys carry the provider's prefix; ort drops keys without it silently.
-            let options: Vec<(String, String)> = self.options.iter().map(|(k, v)| (format!("{name}.{k}"), v.to_string())).collect();
+            let options: Vec<(String, String)> = self
+                .options
+                .iter()
+                .map(|(k, v)| (format!("{name}.{k}"), v.to_string()))
+                .collect();
             builder = builder.with_devices(devices, Some(&options)).map_err(|e| {
-                CheckError::new(ErrorKind::ProviderRegistration, format!("{name} failed to register in {library} (no CPU fallback is allowed): {e}"))
+                CheckError::new(
+                    ErrorKind::ProviderRegistration,
+                    format!(
+                        "{name} failed to register in {library} (no CPU fallback is allowed): {e}"
+                    ),
+                )
             })?;
         } else if let Some(dispatch) = dispatch(self.provider, self.options)? {
             builder = builder.with_execution_providers([dispatch.error_on_failure()]).map_err(|e| {
                 CheckError::new(ErrorKind::ProviderRegistration, format!("{name} failed to register in {library} (no CPU fallback is allowed): {e}"))
             })?;
         }
-        builder
-            .commit_from_file(&self.model)
-            .map_err(|e| {
-                let message = format!("cannot load {}: {e}", hwmatrix_cell::paths::in_fixtures(&self.model));
-                CheckError::new(ErrorKind::ModelLoad.or_adapter_feature(&message), message)
-            })
+        builder.commit_from_file(&self.model).map_err(|e| {
+            let message = format!(
+                "cannot load {}: {e}",
+                hwmatrix_cell::paths::in_fixtures(&self.model)
+            );
+            CheckError::new(ErrorKind::ModelLoad.or_adapter_feature(&message), message)
+        })
     }
 
     /// The open session for these inputs: a static-shape provider's is rebuilt when
@@ -203,24 +265,44 @@ impl OnnxSession {
             let mut overrides: Vec<(String, i64)> = Vec::new();
             for (name, axes) in declared {
                 if let Some((_, tensor)) = inputs.iter().find(|(n, _)| n == name) {
-                    for (axis, size) in axes.iter().zip(&tensor.shape).filter(|(a, _)| !a.is_empty()) {
+                    for (axis, size) in axes
+                        .iter()
+                        .zip(&tensor.shape)
+                        .filter(|(a, _)| !a.is_empty())
+                    {
                         if !overrides.iter().any(|(a, _)| a == axis) {
                             overrides.push((axis.to_string(), *size as i64));
                         }
                     }
                 }
             }
-            if self.session.as_ref().is_none_or(|(open, _)| *open != overrides) {
+            if self
+                .session
+                .as_ref()
+                .is_none_or(|(open, _)| *open != overrides)
+            {
                 if let Some((_, mut old)) = self.session.take() {
                     if self.mode == Mode::Profiled {
-                        self.earlier.extend(read_profile(&mut old, self.provider, &self.nodes, &self.cpu_preferred)?.ops);
+                        self.earlier.extend(
+                            read_profile(
+                                &mut old,
+                                self.provider,
+                                &self.nodes,
+                                &self.cpu_preferred,
+                            )?
+                            .ops,
+                        );
                     }
                 }
                 let session = self.build(&overrides)?;
                 self.session = Some((overrides, session));
             }
         }
-        Ok(&mut self.session.as_mut().expect("a dynamic session opens with the OnnxSession").1)
+        Ok(&mut self
+            .session
+            .as_mut()
+            .expect("a dynamic session opens with the OnnxSession")
+            .1)
     }
 }
 
@@ -230,14 +312,18 @@ impl OnnxSession {
 /// SIGSEGV, while one at a time they pass. Other providers need no turn.
 fn turn(provider: ExecutionProvider) -> Option<std::sync::MutexGuard<'static, ()>> {
     static WEBGPU: Mutex<()> = Mutex::new(());
-    (provider == ExecutionProvider::WebGpu).then(|| WEBGPU.lock().unwrap_or_else(|e| e.into_inner()))
+    (provider == ExecutionProvider::WebGpu)
+        .then(|| WEBGPU.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// The plugin library a provider registers from, registered into the process's
 /// environment once (a failed registration is every later session's error too).
 fn plugin(provider: ExecutionProvider) -> Result<Option<&'static Path>, CheckError> {
-    static REGISTERED: Mutex<Vec<(ExecutionProvider, Result<&'static Path, CheckError>)>> = Mutex::new(Vec::new());
-    let Some(path) = presence::plugin_library(provider) else { return Ok(None) };
+    static REGISTERED: Mutex<Vec<(ExecutionProvider, Result<&'static Path, CheckError>)>> =
+        Mutex::new(Vec::new());
+    let Some(path) = presence::plugin_library(provider) else {
+        return Ok(None);
+    };
     let mut registered = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, outcome)) = registered.iter().find(|(p, _)| *p == provider) {
         return outcome.clone().map(Some);
@@ -245,9 +331,18 @@ fn plugin(provider: ExecutionProvider) -> Result<Option<&'static Path>, CheckErr
     let outcome = (|| {
         let path = path.map_err(|m| CheckError::new(ErrorKind::LibraryMissing, m))?;
         let (env, library) = environment(provider)?;
-        env.register_ep_library(provider.ort_name(), &path).map_err(|e| {
-            CheckError::new(ErrorKind::ProviderRegistration, format!("cannot register the {} plugin {} into {}: {e}", provider.ort_name(), path.display(), library.display()))
-        })?;
+        env.register_ep_library(provider.ort_name(), &path)
+            .map_err(|e| {
+                CheckError::new(
+                    ErrorKind::ProviderRegistration,
+                    format!(
+                        "cannot register the {} plugin {} into {}: {e}",
+                        provider.ort_name(),
+                        path.display(),
+                        library.display()
+                    ),
+                )
+            })?;
         Ok(&*Box::leak(path.into_boxed_path()))
     })();
     registered.push((provider, outcome.clone()));
@@ -265,11 +360,21 @@ fn plugin_devices(provider: ExecutionProvider) -> Result<Vec<String>, CheckError
         .filter(|d| d.ep().ok() == Some(name))
         .map(|d| {
             let hw = d.hardware_device();
-            format!("{name} device: {:?}, vendor {}, id {:#x}", hw.ty(), hw.vendor().unwrap_or("?"), hw.id())
+            format!(
+                "{name} device: {:?}, vendor {}, id {:#x}",
+                hw.ty(),
+                hw.vendor().unwrap_or("?"),
+                hw.id()
+            )
         })
         .collect();
-    if provider == ExecutionProvider::WebGpu && std::env::var_os(presence::ALLOW_SOFTWARE_ADAPTER).is_some_and(|v| v == "1") {
-        devices.push(format!("software adapter allowed ({}=1)", presence::ALLOW_SOFTWARE_ADAPTER));
+    if provider == ExecutionProvider::WebGpu
+        && std::env::var_os(presence::ALLOW_SOFTWARE_ADAPTER).is_some_and(|v| v == "1")
+    {
+        devices.push(format!(
+            "software adapter allowed ({}=1)",
+            presence::ALLOW_SOFTWARE_ADAPTER
+        ));
     }
     Ok(devices)
 }
@@ -280,7 +385,10 @@ fn plugin_devices(provider: ExecutionProvider) -> Result<Vec<String>, CheckError
 pub fn cpu_preferred_node(message: &str) -> Option<&str> {
     const MARK: &str = "Force fallback to CPU execution for node ";
     let rest = &message[message.find(MARK)? + MARK.len()..];
-    rest.split(" because ").next().map(str::trim).filter(|n| !n.is_empty())
+    rest.split(" because ")
+        .next()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
 }
 
 /// The placements of a session's runs so far. WebGPU's provider (the native
@@ -288,11 +396,19 @@ pub fn cpu_preferred_node(message: &str) -> Option<&str> {
 /// are judged by the browser engine's rule ([`GraphNodes::cpu_exemption`]),
 /// with the nodes the session's log says ORT preferred on the CPU. Every
 /// other provider must run every node.
-fn read_profile(session: &mut OrtSession, provider: ExecutionProvider, nodes: &GraphNodes, cpu_preferred: &Mutex<HashSet<String>>) -> Result<Placement, CheckError> {
+fn read_profile(
+    session: &mut OrtSession,
+    provider: ExecutionProvider,
+    nodes: &GraphNodes,
+    cpu_preferred: &Mutex<HashSet<String>>,
+) -> Result<Placement, CheckError> {
     let unverified = |message: String| CheckError::new(ErrorKind::ProviderUnverified, message);
     let turn = turn(provider);
-    let profile = session.end_profiling().map_err(|e| unverified(format!("cannot end profiling: {e}")))?;
-    let text = std::fs::read_to_string(&profile).map_err(|e| unverified(format!("cannot read ORT profile {profile}: {e}")))?;
+    let profile = session
+        .end_profiling()
+        .map_err(|e| unverified(format!("cannot end profiling: {e}")))?;
+    let text = std::fs::read_to_string(&profile)
+        .map_err(|e| unverified(format!("cannot read ORT profile {profile}: {e}")))?;
     drop(turn);
     let _ = std::fs::remove_file(&profile);
     // The session's own profile folder ([`profile_prefix`]) goes with it.
@@ -302,7 +418,9 @@ fn read_profile(session: &mut OrtSession, provider: ExecutionProvider, nodes: &G
     let preferred = cpu_preferred.lock().unwrap_or_else(|e| e.into_inner());
     let candidates: HashSet<&str> = preferred.iter().map(String::as_str).collect();
     let exempt = |op: &str, node: &str, ran_on: &str| match provider {
-        ExecutionProvider::WebGpu if ran_on == ExecutionProvider::Cpu.ort_name() => nodes.cpu_exemption(op, node, &candidates),
+        ExecutionProvider::WebGpu if ran_on == ExecutionProvider::Cpu.ort_name() => {
+            nodes.cpu_exemption(op, node, &candidates)
+        }
         _ => None,
     };
     parse_profile(&text, &exempt).map_err(unverified)
@@ -315,16 +433,34 @@ fn read_profile(session: &mut OrtSession, provider: ExecutionProvider, nodes: &G
 fn profile_prefix(model: &Path) -> Result<PathBuf, CheckError> {
     static SESSIONS: AtomicUsize = AtomicUsize::new(0);
     let session = SESSIONS.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("hwmatrix-ort-profile-{}-{session}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| CheckError::new(ErrorKind::ProviderUnverified, format!("{}: {e}", dir.display())))?;
-    let model_name = model.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("model");
+    let dir = std::env::temp_dir().join(format!(
+        "hwmatrix-ort-profile-{}-{session}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        CheckError::new(
+            ErrorKind::ProviderUnverified,
+            format!("{}: {e}", dir.display()),
+        )
+    })?;
+    let model_name = model
+        .parent()
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str())
+        .unwrap_or("model");
     Ok(dir.join(model_name))
 }
 
 /// The strict registration of each provider, with hardware.yaml's options;
 /// CPU needs none (it is always there).
-fn dispatch(provider: ExecutionProvider, options: &[(&str, &str)]) -> Result<Option<ep::ExecutionProviderDispatch>, CheckError> {
-    fn configured<E: ArbitrarilyConfigurableExecutionProvider>(mut ep: E, options: &[(&str, &str)]) -> E {
+fn dispatch(
+    provider: ExecutionProvider,
+    options: &[(&str, &str)],
+) -> Result<Option<ep::ExecutionProviderDispatch>, CheckError> {
+    fn configured<E: ArbitrarilyConfigurableExecutionProvider>(
+        mut ep: E,
+        options: &[(&str, &str)],
+    ) -> E {
         for (key, value) in options {
             ep = ep.with_arbitrary_config(key, value);
         }
@@ -336,7 +472,9 @@ fn dispatch(provider: ExecutionProvider, options: &[(&str, &str)]) -> Result<Opt
         } else {
             Err(CheckError::new(
                 ErrorKind::ProviderRegistration,
-                format!("hardware.yaml gives {name} options {options:?}, but ort cannot pass free-form options to it; remove them"),
+                format!(
+                    "hardware.yaml gives {name} options {options:?}, but ort cannot pass free-form options to it; remove them"
+                ),
             ))
         }
     };
@@ -391,7 +529,10 @@ struct Context {
     open: usize,
 }
 
-static CONTEXT: Mutex<Context> = Mutex::new(Context { fixture: None, open: 0 });
+static CONTEXT: Mutex<Context> = Mutex::new(Context {
+    fixture: None,
+    open: 0,
+});
 static CONTEXT_FREED: Condvar = Condvar::new();
 
 /// Claims the WebGPU context for a session of `fixture`'s model: waits while
@@ -399,7 +540,9 @@ static CONTEXT_FREED: Condvar = Condvar::new();
 fn claim_context(fixture: &Path) {
     let mut context = CONTEXT.lock().unwrap_or_else(|e| e.into_inner());
     while context.open > 0 && context.fixture.as_deref() != Some(fixture) {
-        context = CONTEXT_FREED.wait(context).unwrap_or_else(|e| e.into_inner());
+        context = CONTEXT_FREED
+            .wait(context)
+            .unwrap_or_else(|e| e.into_inner());
     }
     context.fixture = Some(fixture.to_path_buf());
     context.open += 1;
@@ -445,15 +588,34 @@ fn fixture_of(model: &Path) -> PathBuf {
 impl super::Session for OnnxSession {
     fn run(&mut self, inputs: &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, CheckError> {
         let model = self.model.clone();
-        if let Some(earlier) = TIMED_OUT.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(m, _)| *m == model) {
-            return Err(CheckError::new(ErrorKind::Timeout, format!("{} (measured by an earlier check in this process; not run again)", earlier.1)));
+        if let Some(earlier) = TIMED_OUT
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|(m, _)| *m == model)
+        {
+            return Err(CheckError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "{} (measured by an earlier check in this process; not run again)",
+                    earlier.1
+                ),
+            ));
         }
-        let values: Vec<(&str, SessionInputValue<'_>)> = inputs.iter().map(|(name, t)| to_ort(t).map(|v| (name.as_str(), v))).collect::<Result<_, _>>()?;
+        let values: Vec<(&str, SessionInputValue<'_>)> = inputs
+            .iter()
+            .map(|(name, t)| to_ort(t).map(|v| (name.as_str(), v)))
+            .collect::<Result<_, _>>()?;
         let provider = self.provider;
         let session = self.session_for(inputs)?;
         let _turn = turn(provider);
         let started = std::time::Instant::now();
-        let outputs = session.run(values).map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("ONNX Runtime run failed: {e}")))?;
+        let outputs = session.run(values).map_err(|e| {
+            CheckError::new(
+                ErrorKind::RunFailed,
+                format!("ONNX Runtime run failed: {e}"),
+            )
+        })?;
         let took = started.elapsed();
         if took > RUN_LIMIT {
             let message = format!(
@@ -462,18 +624,30 @@ impl super::Session for OnnxSession {
                 RUN_LIMIT.as_secs(),
                 provider.ort_name()
             );
-            TIMED_OUT.lock().unwrap_or_else(|e| e.into_inner()).push((model, message.clone()));
+            TIMED_OUT
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((model, message.clone()));
             return Err(CheckError::new(ErrorKind::Timeout, message));
         }
-        outputs.iter().map(|(name, value)| from_ort(&value).map(|t| (name.to_string(), t))).collect()
+        outputs
+            .iter()
+            .map(|(name, value)| from_ort(&value).map(|t| (name.to_string(), t)))
+            .collect()
     }
 
     fn placement(&mut self) -> Result<Placement, CheckError> {
         if self.mode != Mode::Profiled {
-            return Err(CheckError::new(ErrorKind::ProviderUnverified, "placement asked of a session opened without profiling"));
+            return Err(CheckError::new(
+                ErrorKind::ProviderUnverified,
+                "placement asked of a session opened without profiling",
+            ));
         }
         let Some((_, session)) = self.session.as_mut() else {
-            return Err(CheckError::new(ErrorKind::ProviderUnverified, "placement asked before any run (a static-shape session opens at its first run)"));
+            return Err(CheckError::new(
+                ErrorKind::ProviderUnverified,
+                "placement asked before any run (a static-shape session opens at its first run)",
+            ));
         };
         let mut placement = read_profile(session, self.provider, &self.nodes, &self.cpu_preferred)?;
         placement.ops.splice(0..0, self.earlier.drain(..));
@@ -489,7 +663,8 @@ impl super::Session for OnnxSession {
     }
 
     fn untimed(&self) -> Option<String> {
-        let software = self.provider == ExecutionProvider::WebGpu && plugin_on_cpu_only(self.provider);
+        let software =
+            self.provider == ExecutionProvider::WebGpu && plugin_on_cpu_only(self.provider);
         software.then(|| {
             "not timed: the WebGPU plugin's only adapter is a software one (a CPU device: SwiftShader where no GPU is), whose times say nothing of a GPU's".to_string()
         })
@@ -503,10 +678,16 @@ impl super::Session for OnnxSession {
 /// Whether every device a plugin provider offers is a CPU: the WebGPU
 /// plugin reports a software adapter (SwiftShader) as one.
 fn plugin_on_cpu_only(provider: ExecutionProvider) -> bool {
-    let Ok((env, _)) = environment(provider) else { return false };
+    let Ok((env, _)) = environment(provider) else {
+        return false;
+    };
     let name = provider.ort_name();
-    let mut devices = env.devices().filter(|d| d.ep().ok() == Some(name)).peekable();
-    devices.peek().is_some() && devices.all(|d| d.hardware_device().ty() == ort::memory::DeviceType::CPU)
+    let mut devices = env
+        .devices()
+        .filter(|d| d.ep().ok() == Some(name))
+        .peekable();
+    devices.peek().is_some()
+        && devices.all(|d| d.hardware_device().ty() == ort::memory::DeviceType::CPU)
 }
 
 /// Per-operator placement and arena figures from an ORT profile (Chrome trace
@@ -514,17 +695,36 @@ fn plugin_on_cpu_only(provider: ExecutionProvider) -> bool {
 /// fence events around it carry neither and are skipped.
 /// `exempt` may clear a node that ran off the requested provider (by op, node
 /// name and provider), as the engine's own evidence allows.
-pub fn parse_profile(profile_json: &str, exempt: &dyn Fn(&str, &str, &str) -> Option<&'static str>) -> Result<Placement, String> {
-    let events: Vec<serde_json::Value> = serde_json::from_str(profile_json).map_err(|e| format!("ORT profile is not JSON: {e}"))?;
+pub fn parse_profile(
+    profile_json: &str,
+    exempt: &dyn Fn(&str, &str, &str) -> Option<&'static str>,
+) -> Result<Placement, String> {
+    let events: Vec<serde_json::Value> =
+        serde_json::from_str(profile_json).map_err(|e| format!("ORT profile is not JSON: {e}"))?;
     let mut ops: BTreeMap<(String, String, Option<&'static str>), (usize, u64)> = BTreeMap::new();
     let mut placement = Placement::default();
-    for event in events.iter().filter(|e| e.get("cat").and_then(|c| c.as_str()) == Some("Node")) {
-        let args = |key: &str| event.pointer(&format!("/args/{key}")).and_then(|v| v.as_str());
-        let Some(provider) = args("provider") else { continue };
+    for event in events
+        .iter()
+        .filter(|e| e.get("cat").and_then(|c| c.as_str()) == Some("Node"))
+    {
+        let args = |key: &str| {
+            event
+                .pointer(&format!("/args/{key}"))
+                .and_then(|v| v.as_str())
+        };
+        let Some(provider) = args("provider") else {
+            continue;
+        };
         let op = args("op_name").unwrap_or("?");
         let name = event.get("name").and_then(|n| n.as_str()).unwrap_or("");
         let node = name.strip_suffix("_kernel_time").unwrap_or(name);
-        let entry = ops.entry((op.to_string(), provider.to_string(), exempt(op, node, provider))).or_default();
+        let entry = ops
+            .entry((
+                op.to_string(),
+                provider.to_string(),
+                exempt(op, node, provider),
+            ))
+            .or_default();
         entry.0 += 1;
         entry.1 += event.get("dur").and_then(|d| d.as_u64()).unwrap_or(0);
         let number = |key: &str| args(key).and_then(|v| v.parse::<u64>().ok());
@@ -532,13 +732,25 @@ pub fn parse_profile(profile_json: &str, exempt: &dyn Fn(&str, &str, &str) -> Op
             placement.arena_held_bytes = Some(placement.arena_held_bytes.unwrap_or(0).max(held));
         }
         if let Some(peak) = number("mem_in_use_peak") {
-            placement.arena_in_use_peak_bytes = Some(placement.arena_in_use_peak_bytes.unwrap_or(0).max(peak));
+            placement.arena_in_use_peak_bytes =
+                Some(placement.arena_in_use_peak_bytes.unwrap_or(0).max(peak));
         }
     }
     if ops.is_empty() {
-        return Err("the ORT profile records no node executions, so the provider cannot be verified".into());
+        return Err(
+            "the ORT profile records no node executions, so the provider cannot be verified".into(),
+        );
     }
-    placement.ops = ops.into_iter().map(|((op, provider, exempt), (nodes, kernel_us))| OpPlacement { op, provider, nodes, kernel_us, exempt }).collect();
+    placement.ops = ops
+        .into_iter()
+        .map(|((op, provider, exempt), (nodes, kernel_us))| OpPlacement {
+            op,
+            provider,
+            nodes,
+            kernel_us,
+            exempt,
+        })
+        .collect();
     Ok(placement)
 }
 
@@ -546,7 +758,10 @@ pub fn parse_profile(profile_json: &str, exempt: &dyn Fn(&str, &str, &str) -> Op
 /// Python's onnxruntime reads numpy arrays, with no copy per run.
 fn to_ort(tensor: &Tensor) -> Result<SessionInputValue<'_>, CheckError> {
     let shape: Vec<i64> = tensor.shape.iter().map(|&d| d as i64).collect();
-    fn view<T: ort::value::PrimitiveTensorElementType + Clone + std::fmt::Debug + 'static>(shape: Vec<i64>, data: &[T]) -> ort::Result<SessionInputValue<'_>> {
+    fn view<T: ort::value::PrimitiveTensorElementType + Clone + std::fmt::Debug + 'static>(
+        shape: Vec<i64>,
+        data: &[T],
+    ) -> ort::Result<SessionInputValue<'_>> {
         TensorRef::from_array_view((shape, data)).map(SessionInputValue::from)
     }
     let value = match &tensor.data {
@@ -559,7 +774,12 @@ fn to_ort(tensor: &Tensor) -> Result<SessionInputValue<'_>, CheckError> {
         Data::Uint8(v) => view(shape, v),
         Data::Bool(v) => view(shape, v),
     };
-    value.map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("cannot build input tensor: {e}")))
+    value.map_err(|e| {
+        CheckError::new(
+            ErrorKind::RunFailed,
+            format!("cannot build input tensor: {e}"),
+        )
+    })
 }
 
 fn from_ort(value: &ort::value::DynValueRef<'_>) -> Result<Tensor, CheckError> {
@@ -568,14 +788,20 @@ fn from_ort(value: &ort::value::DynValueRef<'_>) -> Result<Tensor, CheckError> {
         ValueType::Tensor { ty, .. } => *ty,
         other => return Err(mismatch(format!("output is not a tensor but {other:?}"))),
     };
-    fn extract<T: ort::value::PrimitiveTensorElementType + Clone>(value: &ort::value::DynValueRef<'_>) -> Result<(Vec<usize>, Vec<T>), CheckError> {
+    fn extract<T: ort::value::PrimitiveTensorElementType + Clone>(
+        value: &ort::value::DynValueRef<'_>,
+    ) -> Result<(Vec<usize>, Vec<T>), CheckError> {
         let (shape, data) = value.try_extract_tensor::<T>().kind(ErrorKind::RunFailed)?;
         Ok((shape.iter().map(|&d| d as usize).collect(), data.to_vec()))
     }
     let (shape, data) = match ty {
         TensorElementType::Float32 => extract::<f32>(value).map(|(s, d)| (s, Data::Float32(d)))?,
-        TensorElementType::Float16 => extract::<crate::tensor::f16>(value).map(|(s, d)| (s, Data::Float16(d)))?,
-        TensorElementType::Bfloat16 => extract::<crate::tensor::bf16>(value).map(|(s, d)| (s, Data::Bfloat16(d)))?,
+        TensorElementType::Float16 => {
+            extract::<crate::tensor::f16>(value).map(|(s, d)| (s, Data::Float16(d)))?
+        }
+        TensorElementType::Bfloat16 => {
+            extract::<crate::tensor::bf16>(value).map(|(s, d)| (s, Data::Bfloat16(d)))?
+        }
         TensorElementType::Int64 => extract::<i64>(value).map(|(s, d)| (s, Data::Int64(d)))?,
         TensorElementType::Int32 => extract::<i32>(value).map(|(s, d)| (s, Data::Int32(d)))?,
         TensorElementType::Int8 => extract::<i8>(value).map(|(s, d)| (s, Data::Int8(d)))?,
@@ -599,7 +825,10 @@ mod tests {
     /// while this model's own join at once.
     #[test]
     fn a_webgpu_session_of_another_model_waits_until_this_models_are_gone() {
-        let (a, b) = (Path::new("/fixtures/claims/a"), Path::new("/fixtures/claims/b"));
+        let (a, b) = (
+            Path::new("/fixtures/claims/a"),
+            Path::new("/fixtures/claims/b"),
+        );
         claim_context(a);
         let (entered, waited) = std::sync::mpsc::channel();
         let other = std::thread::spawn(move || {
@@ -608,12 +837,20 @@ mod tests {
             leave_context();
         });
         let wait = std::time::Duration::from_millis(300);
-        assert!(waited.recv_timeout(wait).is_err(), "a session of model b was built while one of model a was open");
+        assert!(
+            waited.recv_timeout(wait).is_err(),
+            "a session of model b was built while one of model a was open"
+        );
         claim_context(a);
         leave_context();
-        assert!(waited.recv_timeout(wait).is_err(), "model b entered while model a still had a session open");
+        assert!(
+            waited.recv_timeout(wait).is_err(),
+            "model b entered while model a still had a session open"
+        );
         leave_context();
-        waited.recv_timeout(std::time::Duration::from_secs(10)).expect("model b never entered after model a's sessions were gone");
+        waited
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("model b never entered after model a's sessions were gone");
         other.join().unwrap();
     }
 
@@ -630,17 +867,40 @@ mod tests {
         assert_eq!(
             placement.ops,
             vec![
-                OpPlacement { op: "Add".into(), provider: "CUDAExecutionProvider".into(), nodes: 2, kernel_us: 11, exempt: None },
-                OpPlacement { op: "MatMul".into(), provider: "CPUExecutionProvider".into(), nodes: 1, kernel_us: 40, exempt: None },
+                OpPlacement {
+                    op: "Add".into(),
+                    provider: "CUDAExecutionProvider".into(),
+                    nodes: 2,
+                    kernel_us: 11,
+                    exempt: None
+                },
+                OpPlacement {
+                    op: "MatMul".into(),
+                    provider: "CPUExecutionProvider".into(),
+                    nodes: 1,
+                    kernel_us: 40,
+                    exempt: None
+                },
             ]
         );
-        assert_eq!((placement.arena_held_bytes, placement.arena_in_use_peak_bytes), (Some(2048), Some(900)));
+        assert_eq!(
+            (
+                placement.arena_held_bytes,
+                placement.arena_in_use_peak_bytes
+            ),
+            (Some(2048), Some(900))
+        );
         assert!(parse_profile("not json", &|_, _, _| None).is_err());
         assert_eq!(
-            cpu_preferred_node("EP optimization: Force fallback to CPU execution for node /model/And because the CPU execution path is deemed faster than overhead"),
+            cpu_preferred_node(
+                "EP optimization: Force fallback to CPU execution for node /model/And because the CPU execution path is deemed faster than overhead"
+            ),
             Some("/model/And")
         );
-        assert_eq!(cpu_preferred_node("Some nodes were not assigned to the preferred execution providers"), None);
+        assert_eq!(
+            cpu_preferred_node("Some nodes were not assigned to the preferred execution providers"),
+            None
+        );
         assert!(parse_profile(r#"[{"cat":"Session","args":{}}]"#, &|_, _, _| None).is_err());
     }
 }

@@ -19,17 +19,26 @@ pub const HOW_TO_ENABLE: &str = "build with the `torch` feature (`cargo test -p 
      (the exporter venv: `source ~/.cache/hwmatrix/venv/bin/activate`) and LIBTORCH_USE_PYTORCH=1, as `bash tests/run.sh` does";
 
 /// Opens `model.pt` on `device` (hardware.yaml's `libtorch: {device}`) for `platform`.
-pub fn open(platform: Platform, device: &str, model: &Path, outputs: &[&'static str]) -> Result<Box<dyn Session>, CheckError> {
+pub fn open(
+    platform: Platform,
+    device: &str,
+    model: &Path,
+    outputs: &[&'static str],
+) -> Result<Box<dyn Session>, CheckError> {
     #[cfg(feature = "torch")]
     {
-        Ok(Box::new(imp::TorchSession::open(platform, device, model, outputs)?))
+        Ok(Box::new(imp::TorchSession::open(
+            platform, device, model, outputs,
+        )?))
     }
     #[cfg(not(feature = "torch"))]
     {
         let _ = (model, outputs);
         Err(CheckError::new(
             crate::error::ErrorKind::EngineNotBuilt,
-            format!("the libtorch engine (device {device}, platform {platform}) is not compiled into this runtime: {HOW_TO_ENABLE}"),
+            format!(
+                "the libtorch engine (device {device}, platform {platform}) is not compiled into this runtime: {HOW_TO_ENABLE}"
+            ),
         ))
     }
 }
@@ -48,7 +57,10 @@ pub fn linked_library() -> Option<&'static str> {
 fn root_cause(message: &str) -> String {
     let mut lines = message.lines().map(str::trim).filter(|l| !l.is_empty());
     let first = lines.next().unwrap_or_default();
-    let is_error_line = |l: &&str| l.split_once(": ").is_some_and(|(head, _)| head.ends_with("Error") && !head.contains(char::is_whitespace));
+    let is_error_line = |l: &&str| {
+        l.split_once(": ")
+            .is_some_and(|(head, _)| head.ends_with("Error") && !head.contains(char::is_whitespace))
+    };
     match lines.rfind(is_error_line) {
         Some(cause) => format!("{first} … {cause}"),
         None => first.to_string(),
@@ -76,12 +88,16 @@ mod imp {
     }
 
     fn error(kind: ErrorKind, what: &str, e: tch::TchError) -> CheckError {
-        CheckError::new(kind, format!("{what}: {}", super::root_cause(&e.to_string())))
+        CheckError::new(
+            kind,
+            format!("{what}: {}", super::root_cause(&e.to_string())),
+        )
     }
 
     /// Whether the linked libtorch is a ROCm (HIP) build, which reports AMD GPUs as `cuda`.
     fn is_hip_build() -> bool {
-        super::linked_library().is_some_and(|dir| hwmatrix_cell::presence::libtorch_is_hip(Path::new(dir)))
+        super::linked_library()
+            .is_some_and(|dir| hwmatrix_cell::presence::libtorch_is_hip(Path::new(dir)))
     }
 
     /// The torch device a platform's `device` names, or why this libtorch cannot give it.
@@ -125,14 +141,39 @@ mod imp {
     }
 
     impl TorchSession {
-        pub fn open(platform: Platform, device: &str, model: &Path, outputs: &[&'static str]) -> Result<TorchSession, CheckError> {
+        pub fn open(
+            platform: Platform,
+            device: &str,
+            model: &Path,
+            outputs: &[&'static str],
+        ) -> Result<TorchSession, CheckError> {
             let device = device_for(platform, device)?;
             // One thread, as every ONNX Runtime session here: timings compare across engines and machines.
             static THREADS: std::sync::Once = std::sync::Once::new();
             THREADS.call_once(|| tch::set_num_threads(1));
-            let mut module = CModule::load_on_device(model, device).map_err(|e| error(ErrorKind::ModelLoad, &format!("libtorch cannot load {}", hwmatrix_cell::paths::in_fixtures(model)), e))?;
-            module.f_set_eval().map_err(|e| error(ErrorKind::ModelLoad, "libtorch cannot set the module to eval mode", e))?;
-            Ok(TorchSession { module, device, outputs: outputs.to_vec(), output_devices: Vec::new() })
+            let mut module = CModule::load_on_device(model, device).map_err(|e| {
+                error(
+                    ErrorKind::ModelLoad,
+                    &format!(
+                        "libtorch cannot load {}",
+                        hwmatrix_cell::paths::in_fixtures(model)
+                    ),
+                    e,
+                )
+            })?;
+            module.f_set_eval().map_err(|e| {
+                error(
+                    ErrorKind::ModelLoad,
+                    "libtorch cannot set the module to eval mode",
+                    e,
+                )
+            })?;
+            Ok(TorchSession {
+                module,
+                device,
+                outputs: outputs.to_vec(),
+                output_devices: Vec::new(),
+            })
         }
     }
 
@@ -152,19 +193,28 @@ mod imp {
     }
 
     fn from_torch(tensor: &tch::Tensor) -> Result<Tensor, String> {
-        let host = tensor.f_to_device(Device::Cpu).and_then(|t| t.f_contiguous()).map_err(|e| e.to_string())?;
+        let host = tensor
+            .f_to_device(Device::Cpu)
+            .and_then(|t| t.f_contiguous())
+            .map_err(|e| e.to_string())?;
         let shape: Vec<usize> = host.size().iter().map(|&d| d as usize).collect();
         let flat = host.f_reshape([-1]).map_err(|e| e.to_string())?;
         let data = match host.kind() {
             Kind::Float => Data::Float32(Vec::<f32>::try_from(&flat).map_err(|e| e.to_string())?),
             Kind::Half => Data::Float16(Vec::<f16>::try_from(&flat).map_err(|e| e.to_string())?),
-            Kind::BFloat16 => Data::Bfloat16(Vec::<bf16>::try_from(&flat).map_err(|e| e.to_string())?),
+            Kind::BFloat16 => {
+                Data::Bfloat16(Vec::<bf16>::try_from(&flat).map_err(|e| e.to_string())?)
+            }
             Kind::Int64 => Data::Int64(Vec::<i64>::try_from(&flat).map_err(|e| e.to_string())?),
             Kind::Int => Data::Int32(Vec::<i32>::try_from(&flat).map_err(|e| e.to_string())?),
             Kind::Int8 => Data::Int8(Vec::<i8>::try_from(&flat).map_err(|e| e.to_string())?),
             Kind::Uint8 => Data::Uint8(Vec::<u8>::try_from(&flat).map_err(|e| e.to_string())?),
             Kind::Bool => Data::Bool(Vec::<bool>::try_from(&flat).map_err(|e| e.to_string())?),
-            other => return Err(format!("element type {other:?}, which hwmatrix tensors do not hold")),
+            other => {
+                return Err(format!(
+                    "element type {other:?}, which hwmatrix tensors do not hold"
+                ));
+            }
         };
         Ok(Tensor { shape, data })
     }
@@ -180,31 +230,62 @@ mod imp {
                 }
             }
             IValue::TensorList(items) => into.extend(items),
-            other => return Err(format!("the module returned a {other:?}-like value where tensors were expected")),
+            other => {
+                return Err(format!(
+                    "the module returned a {other:?}-like value where tensors were expected"
+                ));
+            }
         }
         Ok(())
     }
 
     impl Session for TorchSession {
-        fn run(&mut self, inputs: &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, CheckError> {
+        fn run(
+            &mut self,
+            inputs: &[(String, Tensor)],
+        ) -> Result<Vec<(String, Tensor)>, CheckError> {
             let args = inputs
                 .iter()
-                .map(|(name, t)| to_torch(t, self.device).map(IValue::Tensor).map_err(|e| error(ErrorKind::RunFailed, &format!("input {name} cannot go to {:?}", self.device), e)))
+                .map(|(name, t)| {
+                    to_torch(t, self.device).map(IValue::Tensor).map_err(|e| {
+                        error(
+                            ErrorKind::RunFailed,
+                            &format!("input {name} cannot go to {:?}", self.device),
+                            e,
+                        )
+                    })
+                })
                 .collect::<Result<Vec<_>, _>>()?;
-            let result = tch::no_grad(|| self.module.forward_is(&args)).map_err(|e| error(ErrorKind::RunFailed, "libtorch fails running model.pt", e))?;
+            let result = tch::no_grad(|| self.module.forward_is(&args))
+                .map_err(|e| error(ErrorKind::RunFailed, "libtorch fails running model.pt", e))?;
             let mut tensors = Vec::new();
-            flatten(result, &mut tensors).map_err(|e| CheckError::new(ErrorKind::OutputMismatch, e))?;
+            flatten(result, &mut tensors)
+                .map_err(|e| CheckError::new(ErrorKind::OutputMismatch, e))?;
             if tensors.len() != self.outputs.len() {
                 return Err(CheckError::new(
                     ErrorKind::OutputMismatch,
-                    format!("model.pt returns {} tensors, the spec declares {} outputs ({})", tensors.len(), self.outputs.len(), self.outputs.join(", ")),
+                    format!(
+                        "model.pt returns {} tensors, the spec declares {} outputs ({})",
+                        tensors.len(),
+                        self.outputs.len(),
+                        self.outputs.join(", ")
+                    ),
                 ));
             }
-            self.output_devices = self.outputs.iter().zip(&tensors).map(|(n, t)| (n.to_string(), t.device())).collect();
+            self.output_devices = self
+                .outputs
+                .iter()
+                .zip(&tensors)
+                .map(|(n, t)| (n.to_string(), t.device()))
+                .collect();
             self.outputs
                 .iter()
                 .zip(&tensors)
-                .map(|(name, t)| from_torch(t).map(|t| (name.to_string(), t)).map_err(|e| CheckError::new(ErrorKind::OutputMismatch, format!("output {name}: {e}"))))
+                .map(|(name, t)| {
+                    from_torch(t).map(|t| (name.to_string(), t)).map_err(|e| {
+                        CheckError::new(ErrorKind::OutputMismatch, format!("output {name}: {e}"))
+                    })
+                })
                 .collect()
         }
 
@@ -213,22 +294,47 @@ mod imp {
         /// computed. A module whose parameters or outputs sit on another
         /// device than the cell's did not run there.
         fn placement(&mut self) -> Result<Placement, CheckError> {
-            let parameters = self.module.named_parameters().map_err(|e| error(ErrorKind::ProviderUnverified, "libtorch cannot list the module's parameters", e))?;
+            let parameters = self.module.named_parameters().map_err(|e| {
+                error(
+                    ErrorKind::ProviderUnverified,
+                    "libtorch cannot list the module's parameters",
+                    e,
+                )
+            })?;
             let mut ops = Vec::new();
             let mut by_device: std::collections::BTreeMap<&'static str, usize> = Default::default();
             for (_, p) in &parameters {
                 *by_device.entry(device_name(p.device())).or_default() += 1;
             }
             for (device, count) in by_device {
-                ops.push(OpPlacement { op: "parameter".into(), provider: format!("libtorch:{device}"), nodes: count, kernel_us: 0, exempt: None });
+                ops.push(OpPlacement {
+                    op: "parameter".into(),
+                    provider: format!("libtorch:{device}"),
+                    nodes: count,
+                    kernel_us: 0,
+                    exempt: None,
+                });
             }
             for (name, device) in &self.output_devices {
-                ops.push(OpPlacement { op: format!("output {name}"), provider: format!("libtorch:{}", device_name(*device)), nodes: 1, kernel_us: 0, exempt: None });
+                ops.push(OpPlacement {
+                    op: format!("output {name}"),
+                    provider: format!("libtorch:{}", device_name(*device)),
+                    nodes: 1,
+                    kernel_us: 0,
+                    exempt: None,
+                });
             }
             if self.output_devices.is_empty() {
-                return Err(CheckError::new(ErrorKind::ProviderUnverified, "no run yet: nothing shows where libtorch computed"));
+                return Err(CheckError::new(
+                    ErrorKind::ProviderUnverified,
+                    "no run yet: nothing shows where libtorch computed",
+                ));
             }
-            Ok(Placement { ops, arena_held_bytes: None, arena_in_use_peak_bytes: None })
+            Ok(Placement {
+                ops,
+                arena_held_bytes: None,
+                arena_in_use_peak_bytes: None,
+            })
         }
 
         /// Read once per process (torch/version.py), not per session.
@@ -236,14 +342,22 @@ mod imp {
             static LIBRARY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
             LIBRARY
                 .get_or_init(|| {
-                    let version = hwmatrix_cell::presence::libtorch().map(|(_, v)| v).unwrap_or_else(|_| "unknown version".into());
-                    format!("libtorch {version} ({})", super::linked_library().unwrap_or("linked folder unknown"))
+                    let version = hwmatrix_cell::presence::libtorch()
+                        .map(|(_, v)| v)
+                        .unwrap_or_else(|_| "unknown version".into());
+                    format!(
+                        "libtorch {version} ({})",
+                        super::linked_library().unwrap_or("linked folder unknown")
+                    )
                 })
                 .clone()
         }
 
         fn threads(&self) -> Threads {
-            Threads { intra_op: tch::get_num_threads().max(0) as usize, inter_op: tch::get_num_interop_threads().max(0) as usize }
+            Threads {
+                intra_op: tch::get_num_threads().max(0) as usize,
+                inter_op: tch::get_num_interop_threads().max(0) as usize,
+            }
         }
     }
 }
@@ -263,6 +377,9 @@ mod tests {
             root_cause(message),
             "The following operation failed in the TorchScript interpreter. … RuntimeError: The size of tensor a (8) must match the size of tensor b (13) at non-singleton dimension 1"
         );
-        assert_eq!(root_cause("Could not run 'aten::empty' with arguments from the 'CUDA' backend."), "Could not run 'aten::empty' with arguments from the 'CUDA' backend.");
+        assert_eq!(
+            root_cause("Could not run 'aten::empty' with arguments from the 'CUDA' backend."),
+            "Could not run 'aten::empty' with arguments from the 'CUDA' backend."
+        );
     }
 }

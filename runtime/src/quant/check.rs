@@ -22,9 +22,21 @@ use crate::{Basis, EngineKind, QuantScheme, QuantizationCell};
 pub fn quantization(cell: &QuantizationCell, scheme: QuantScheme) {
     // A component with no matrix-product layer (a token embedding is a table lookup) has no
     // weights the kernels multiply: it is left out, unless every component is such.
-    let with_layers: Vec<&'static crate::ModelDecl> = cell.model.parts().iter().filter(|part| !has_no_linear_layers(part)).collect();
-    let parts: Vec<&'static crate::ModelDecl> = if with_layers.is_empty() { cell.model.parts().iter().collect() } else { with_layers };
-    let failures: Vec<String> = parts.into_iter().filter_map(|part| quantization_of_part(&cell.for_part(part), scheme).err()).collect();
+    let with_layers: Vec<&'static crate::ModelDecl> = cell
+        .model
+        .parts()
+        .iter()
+        .filter(|part| !has_no_linear_layers(part))
+        .collect();
+    let parts: Vec<&'static crate::ModelDecl> = if with_layers.is_empty() {
+        cell.model.parts().iter().collect()
+    } else {
+        with_layers
+    };
+    let failures: Vec<String> = parts
+        .into_iter()
+        .filter_map(|part| quantization_of_part(&cell.for_part(part), scheme).err())
+        .collect();
     if !failures.is_empty() {
         panic!("{}", failures.join("\n"));
     }
@@ -33,7 +45,12 @@ pub fn quantization(cell: &QuantizationCell, scheme: QuantScheme) {
 /// A component whose fixture says no matrix-product layer ran in it.
 fn has_no_linear_layers(part: &'static crate::ModelDecl) -> bool {
     part.component.is_some()
-        && crate::fixture::Fixture::open(part).is_ok_and(|f| f.meta.linear_layers.as_ref().is_some_and(|l| l.captured == 0))
+        && crate::fixture::Fixture::open(part).is_ok_and(|f| {
+            f.meta
+                .linear_layers
+                .as_ref()
+                .is_some_and(|l| l.captured == 0)
+        })
 }
 
 fn quantization_of_part(cell: &QuantizationCell, scheme: QuantScheme) -> Result<(), String> {
@@ -62,8 +79,15 @@ fn quantization_of_part(cell: &QuantizationCell, scheme: QuantScheme) -> Result<
     };
     let record = Record {
         engine,
-        status: if outcome.is_ok() { Outcome::Passed } else { Outcome::Failed },
-        reason: outcome.as_ref().err().map(|e| cell.model.qualify(&e.message)),
+        status: if outcome.is_ok() {
+            Outcome::Passed
+        } else {
+            Outcome::Failed
+        },
+        reason: outcome
+            .as_ref()
+            .err()
+            .map(|e| cell.model.qualify(&e.message)),
         error_kind: outcome.as_ref().err().map(|e| e.kind),
         stage: match &outcome {
             Ok(()) => Some(crate::Stage::Pass),
@@ -74,9 +98,22 @@ fn quantization_of_part(cell: &QuantizationCell, scheme: QuantScheme) -> Result<
         ..blank_record(cell, scheme)
     };
     if let Err(e) = record::append(&record) {
-        panic!("{}::{}: cannot write its result record ({:?}): {e}", cell.id(), scheme.check_name(), ErrorKind::RecordWrite);
+        panic!(
+            "{}::{}: cannot write its result record ({:?}): {e}",
+            cell.id(),
+            scheme.check_name(),
+            ErrorKind::RecordWrite
+        );
     }
-    outcome.map_err(|e| format!("{}::{} failed ({}): {}", cell.id(), scheme.check_name(), kind_name(e.kind), e.message))
+    outcome.map_err(|e| {
+        format!(
+            "{}::{} failed ({}): {}",
+            cell.id(),
+            scheme.check_name(),
+            kind_name(e.kind),
+            e.message
+        )
+    })
 }
 
 /// A record of `cell`'s `scheme` check with the identifying fields filled and nothing measured.
@@ -114,15 +151,28 @@ pub(crate) fn blank_record(cell: &QuantizationCell, scheme: QuantScheme) -> Reco
 }
 
 #[cfg(not(feature = "wgpu"))]
-fn perform(cell: &QuantizationCell, _: QuantScheme, _: &mut QuantizationRecord, _: &mut Option<FixtureRecord>) -> Result<(), CheckError> {
+fn perform(
+    cell: &QuantizationCell,
+    _: QuantScheme,
+    _: &mut QuantizationRecord,
+    _: &mut Option<FixtureRecord>,
+) -> Result<(), CheckError> {
     Err(CheckError::new(
         ErrorKind::EngineNotBuilt,
-        format!("{}: the runtime was built without its `wgpu` feature, which the quantization kernels need (the generated crate's `webgpu` feature turns it on)", cell.id()),
+        format!(
+            "{}: the runtime was built without its `wgpu` feature, which the quantization kernels need (the generated crate's `webgpu` feature turns it on)",
+            cell.id()
+        ),
     ))
 }
 
 #[cfg(feature = "wgpu")]
-fn perform(cell: &QuantizationCell, scheme: QuantScheme, measured: &mut QuantizationRecord, fixture_record: &mut Option<FixtureRecord>) -> Result<(), CheckError> {
+fn perform(
+    cell: &QuantizationCell,
+    scheme: QuantScheme,
+    measured: &mut QuantizationRecord,
+    fixture_record: &mut Option<FixtureRecord>,
+) -> Result<(), CheckError> {
     use crate::fixture::Fixture;
     use crate::quant::{max_abs_difference, products, quantize, relative_error};
     use crate::record::LayerQuantization;
@@ -130,17 +180,31 @@ fn perform(cell: &QuantizationCell, scheme: QuantScheme, measured: &mut Quantiza
     let gpu = crate::engine::wgpu::gpu()?;
     measured.adapter = Some(gpu.adapter.clone());
     let fixture = Fixture::open(cell.model)?;
-    *fixture_record = Some(FixtureRecord { dir: fixture.dir.display().to_string(), source: fixture.meta.source.clone(), cache_key: fixture.meta.cache_key.clone() });
+    *fixture_record = Some(FixtureRecord {
+        dir: fixture.dir.display().to_string(),
+        source: fixture.meta.source.clone(),
+        cache_key: fixture.meta.cache_key.clone(),
+    });
     let sample = fixture.meta.linear_layers.as_ref().ok_or_else(|| {
         CheckError::new(ErrorKind::FixtureInvalid, format!("{}'s fixture lists no linear_layers (exporters before 9 did not capture them): rebuild it with `gen fixtures`", cell.model.model_type))
     })?;
     measured.layers_captured = Some(sample.captured);
     let empty = sample.layers.iter().filter(|l| l.rows == 0).count();
-    measured.sampling = Some(if empty == 0 { sample.method.clone() } else { format!("{}; {empty} sampled layers ran on no rows and are left out", sample.method) });
+    measured.sampling = Some(if empty == 0 {
+        sample.method.clone()
+    } else {
+        format!(
+            "{}; {empty} sampled layers ran on no rows and are left out",
+            sample.method
+        )
+    });
     if sample.layers.is_empty() {
         return Err(CheckError::new(
             ErrorKind::DoesNotApply,
-            format!("{} has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)", cell.model.model_type),
+            format!(
+                "{} has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                cell.model.model_type
+            ),
         ));
     }
     let group_size = cell.settings.group_size as usize;
@@ -151,14 +215,26 @@ fn perform(cell: &QuantizationCell, scheme: QuantScheme, measured: &mut Quantiza
         let bits = scheme.bits(layer.role, &cell.settings.mixed);
         let packed = quantize(&w, layer.out_features, layer.in_features, bits, group_size);
         let got = gpu.linear(&x, layer.rows, &packed)?;
-        let products = products(&x, layer.rows, &w, &packed.dequantize(), layer.out_features, layer.in_features);
+        let products = products(
+            &x,
+            layer.rows,
+            &w,
+            &packed.dequantize(),
+            layer.out_features,
+            layer.in_features,
+        );
         // Sequential float32 summation of `in` products is within in·2⁻²⁴/(1 − in·2⁻²⁴) of Σ|xᵢwᵢ| (Higham's γₙ);
         // twice that leaves room for the kernel's own rounding of each product.
         let n = layer.in_features as f64 * 2f64.powi(-24);
-        let kernel_bound = 2.0 * n / (1.0 - n) * products.magnitude.iter().copied().fold(0.0, f64::max) + f64::from(f32::MIN_POSITIVE);
+        let kernel_bound = 2.0 * n / (1.0 - n)
+            * products.magnitude.iter().copied().fold(0.0, f64::max)
+            + f64::from(f32::MIN_POSITIVE);
         let kernel_difference = max_abs_difference(&got, &products.dequantized);
         if kernel_difference.is_nan() || kernel_difference > kernel_bound {
-            disagreements.push(format!("{} ({bits} bits): {kernel_difference:.3e} > {kernel_bound:.3e}", layer.name));
+            disagreements.push(format!(
+                "{} ({bits} bits): {kernel_difference:.3e} > {kernel_bound:.3e}",
+                layer.name
+            ));
         }
         let exact = products.exact;
         measured.weight_bytes_float32 += 4 * w.len();
@@ -176,9 +252,15 @@ fn perform(cell: &QuantizationCell, scheme: QuantScheme, measured: &mut Quantiza
             kernel_bound,
         });
     }
-    let errors: Vec<f64> = measured.layers.iter().filter_map(|l| l.relative_error).collect();
+    let errors: Vec<f64> = measured
+        .layers
+        .iter()
+        .filter_map(|l| l.relative_error)
+        .collect();
     if measured.weight_bytes_float32 > 0 {
-        measured.memory_saved = Some(1.0 - measured.weight_bytes_quantized as f64 / measured.weight_bytes_float32 as f64);
+        measured.memory_saved = Some(
+            1.0 - measured.weight_bytes_quantized as f64 / measured.weight_bytes_float32 as f64,
+        );
     }
     if !disagreements.is_empty() {
         return Err(CheckError::new(
@@ -189,15 +271,27 @@ fn perform(cell: &QuantizationCell, scheme: QuantScheme, measured: &mut Quantiza
                 gpu.adapter.name,
                 disagreements.len(),
                 measured.layers.len(),
-                disagreements.iter().take(3).cloned().collect::<Vec<_>>().join("; "),
-                if disagreements.len() > 3 { format!("; and {} more (all in the record)", disagreements.len() - 3) } else { String::new() }
+                disagreements
+                    .iter()
+                    .take(3)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                if disagreements.len() > 3 {
+                    format!("; and {} more (all in the record)", disagreements.len() - 3)
+                } else {
+                    String::new()
+                }
             ),
         ));
     }
     if errors.is_empty() {
         return Err(CheckError::new(
             ErrorKind::ReferenceNotInformative,
-            format!("every sampled layer's float32 product is all zeros on {}'s fixture activations: no error can be measured", cell.model.model_type),
+            format!(
+                "every sampled layer's float32 product is all zeros on {}'s fixture activations: no error can be measured",
+                cell.model.model_type
+            ),
         ));
     }
     let mean = errors.iter().sum::<f64>() / errors.len() as f64;

@@ -38,7 +38,11 @@ impl Packed {
     }
 
     pub fn groups_per_row(&self) -> usize {
-        if self.bits == 16 { 0 } else { self.in_features.div_ceil(self.group_size) }
+        if self.bits == 16 {
+            0
+        } else {
+            self.in_features.div_ceil(self.group_size)
+        }
     }
 
     /// Bytes the packed weights take, scales and minimums included.
@@ -58,7 +62,9 @@ impl Packed {
                     f16::from_bits((word >> shift) as u16).to_f32()
                 } else {
                     let code = (word >> shift) & ((1 << self.bits) - 1);
-                    let (scale, minimum) = unpack_f16_pair(self.groups[row * self.groups_per_row() + i / self.group_size]);
+                    let (scale, minimum) = unpack_f16_pair(
+                        self.groups[row * self.groups_per_row() + i / self.group_size],
+                    );
                     code as f32 * scale + minimum
                 });
             }
@@ -76,19 +82,46 @@ fn pack_f16_pair(low: f16, high: f16) -> u32 {
 }
 
 fn unpack_f16_pair(word: u32) -> (f32, f32) {
-    (f16::from_bits(word as u16).to_f32(), f16::from_bits((word >> 16) as u16).to_f32())
+    (
+        f16::from_bits(word as u16).to_f32(),
+        f16::from_bits((word >> 16) as u16).to_f32(),
+    )
 }
 
 /// Packs `weights` (`[out, in]`, row-major) at `bits` ∈ {16, 8, 4, 2}.
-pub fn quantize(weights: &[f32], out_features: usize, in_features: usize, bits: u32, group_size: usize) -> Packed {
+pub fn quantize(
+    weights: &[f32],
+    out_features: usize,
+    in_features: usize,
+    bits: u32,
+    group_size: usize,
+) -> Packed {
     assert!(matches!(bits, 16 | 8 | 4 | 2), "no packing for {bits} bits");
-    assert_eq!(weights.len(), out_features * in_features, "weights are not [{out_features}, {in_features}]");
+    assert_eq!(
+        weights.len(),
+        out_features * in_features,
+        "weights are not [{out_features}, {in_features}]"
+    );
     let per_word = values_per_word(bits);
     let words_per_row = in_features.div_ceil(per_word);
-    let mut packed = Packed { bits, out_features, in_features, group_size, words: vec![0; out_features * words_per_row], groups: Vec::new() };
+    let mut packed = Packed {
+        bits,
+        out_features,
+        in_features,
+        group_size,
+        words: vec![0; out_features * words_per_row],
+        groups: Vec::new(),
+    };
     let levels = ((1u32 << bits.min(8)) - 1) as f32;
-    for (row, row_weights) in weights.chunks(in_features.max(1)).enumerate().take(out_features) {
-        let mut put = |i: usize, code: u32| packed.words[row * words_per_row + i / per_word] |= code << ((i % per_word) as u32 * bits);
+    for (row, row_weights) in weights
+        .chunks(in_features.max(1))
+        .enumerate()
+        .take(out_features)
+    {
+        let mut put = |i: usize, code: u32| {
+            packed.words[row * words_per_row + i / per_word] |=
+                code << ((i % per_word) as u32 * bits)
+        };
         if bits == 16 {
             for (i, w) in row_weights.iter().enumerate() {
                 put(i, u32::from(f16::from_f32(*w).to_bits()));
@@ -96,14 +129,22 @@ pub fn quantize(weights: &[f32], out_features: usize, in_features: usize, bits: 
             continue;
         }
         for (g, group) in row_weights.chunks(group_size).enumerate() {
-            let (lo, hi) = group.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), w| (lo.min(*w), hi.max(*w)));
+            let (lo, hi) = group
+                .iter()
+                .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), w| {
+                    (lo.min(*w), hi.max(*w))
+                });
             // The scale and minimum are stored as float16; codes are computed
             // against the stored values so that rounding them costs nothing extra.
             let minimum = f16::from_f32(lo);
             let scale = f16::from_f32((hi - lo) / levels);
             let (scale_f, minimum_f) = (scale.to_f32(), minimum.to_f32());
             for (j, w) in group.iter().enumerate() {
-                let code = if scale_f > 0.0 { ((w - minimum_f) / scale_f).round().clamp(0.0, levels) as u32 } else { 0 };
+                let code = if scale_f > 0.0 {
+                    ((w - minimum_f) / scale_f).round().clamp(0.0, levels) as u32
+                } else {
+                    0
+                };
                 put(g * group_size + j, code);
             }
             packed.groups.push(pack_f16_pair(scale, minimum));
@@ -114,13 +155,23 @@ pub fn quantize(weights: &[f32], out_features: usize, in_features: usize, bits: 
 
 /// `x [rows, in] · wᵀ` with `w [out, in]`, accumulated in f64 (the tests' reference; the check uses [`products`]).
 #[cfg(test)]
-pub(crate) fn matmul(x: &[f32], rows: usize, w: &[f32], out_features: usize, in_features: usize) -> Vec<f64> {
+pub(crate) fn matmul(
+    x: &[f32],
+    rows: usize,
+    w: &[f32],
+    out_features: usize,
+    in_features: usize,
+) -> Vec<f64> {
     let mut y = vec![0.0; rows * out_features];
     for r in 0..rows {
         let xr = &x[r * in_features..(r + 1) * in_features];
         for o in 0..out_features {
             let wo = &w[o * in_features..(o + 1) * in_features];
-            y[r * out_features + o] = xr.iter().zip(wo).map(|(a, b)| f64::from(*a) * f64::from(*b)).sum();
+            y[r * out_features + o] = xr
+                .iter()
+                .zip(wo)
+                .map(|(a, b)| f64::from(*a) * f64::from(*b))
+                .sum();
         }
     }
     y
@@ -135,13 +186,27 @@ pub struct Products {
     pub magnitude: Vec<f64>,
 }
 
-pub fn products(x: &[f32], rows: usize, w: &[f32], dequantized: &[f32], out_features: usize, in_features: usize) -> Products {
+pub fn products(
+    x: &[f32],
+    rows: usize,
+    w: &[f32],
+    dequantized: &[f32],
+    out_features: usize,
+    in_features: usize,
+) -> Products {
     let n = rows * out_features;
-    let mut p = Products { exact: vec![0.0; n], dequantized: vec![0.0; n], magnitude: vec![0.0; n] };
+    let mut p = Products {
+        exact: vec![0.0; n],
+        dequantized: vec![0.0; n],
+        magnitude: vec![0.0; n],
+    };
     for r in 0..rows {
         let xr = &x[r * in_features..(r + 1) * in_features];
         for o in 0..out_features {
-            let (wo, qo) = (&w[o * in_features..(o + 1) * in_features], &dequantized[o * in_features..(o + 1) * in_features]);
+            let (wo, qo) = (
+                &w[o * in_features..(o + 1) * in_features],
+                &dequantized[o * in_features..(o + 1) * in_features],
+            );
             let (mut exact, mut deq, mut magnitude) = (0.0, 0.0, 0.0);
             for ((a, b), q) in xr.iter().zip(wo).zip(qo) {
                 let (a, b, q) = (f64::from(*a), f64::from(*b), f64::from(*q));
@@ -159,13 +224,21 @@ pub fn products(x: &[f32], rows: usize, w: &[f32], dequantized: &[f32], out_feat
 /// `‖got − want‖₂ / ‖want‖₂`; None where `want` is all zeros (nothing to be relative to).
 pub fn relative_error(got: &[f32], want: &[f64]) -> Option<f64> {
     let norm: f64 = want.iter().map(|v| v * v).sum::<f64>().sqrt();
-    let diff: f64 = got.iter().zip(want).map(|(g, w)| (f64::from(*g) - w).powi(2)).sum::<f64>().sqrt();
+    let diff: f64 = got
+        .iter()
+        .zip(want)
+        .map(|(g, w)| (f64::from(*g) - w).powi(2))
+        .sum::<f64>()
+        .sqrt();
     (norm > 0.0).then_some(diff / norm)
 }
 
 /// The largest elementwise distance, for kernel-against-CPU agreement.
 pub fn max_abs_difference(got: &[f32], want: &[f64]) -> f64 {
-    got.iter().zip(want).map(|(g, w)| (f64::from(*g) - w).abs()).fold(0.0, f64::max)
+    got.iter()
+        .zip(want)
+        .map(|(g, w)| (f64::from(*g) - w).abs())
+        .fold(0.0, f64::max)
 }
 
 #[cfg(test)]
@@ -177,7 +250,9 @@ mod tests {
         let mut state = seed;
         (0..n)
             .map(|_| {
-                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
                 ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
             })
             .collect()
@@ -195,7 +270,10 @@ mod tests {
                 for (g, (og, gg)) in orig.chunks(32).zip(got.chunks(32)).enumerate() {
                     let (scale, _) = unpack_f16_pair(packed.groups[row * 3 + g]);
                     for (a, b) in og.iter().zip(gg) {
-                        assert!((a - b).abs() <= scale / 2.0 + 1e-3, "{bits} bits, row {row} group {g}: {a} came back as {b} (step {scale})");
+                        assert!(
+                            (a - b).abs() <= scale / 2.0 + 1e-3,
+                            "{bits} bits, row {row} group {g}: {a} came back as {b} (step {scale})"
+                        );
                     }
                 }
             }
@@ -213,9 +291,16 @@ mod tests {
         let mut last = (0.0, usize::MAX);
         for bits in [16, 8, 4, 2] {
             let packed = quantize(&w, out, inp, bits, 32);
-            let y: Vec<f32> = matmul(&x, rows, &packed.dequantize(), out, inp).iter().map(|v| *v as f32).collect();
+            let y: Vec<f32> = matmul(&x, rows, &packed.dequantize(), out, inp)
+                .iter()
+                .map(|v| *v as f32)
+                .collect();
             let error = relative_error(&y, &exact).unwrap();
-            assert!(error > last.0 && packed.bytes() < last.1, "{bits} bits: error {error}, {} bytes; wider: {last:?}", packed.bytes());
+            assert!(
+                error > last.0 && packed.bytes() < last.1,
+                "{bits} bits: error {error}, {} bytes; wider: {last:?}",
+                packed.bytes()
+            );
             last = (error, packed.bytes());
         }
         assert!(last.0 > 0.1, "2 bits must lose a lot: {}", last.0);

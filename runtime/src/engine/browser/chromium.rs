@@ -102,7 +102,10 @@ static BROWSERS: Mutex<Vec<(PathBuf, Launched)>> = Mutex::new(Vec::new());
 /// that kill one to prove the checks fail cleanly).
 pub fn pids() -> Vec<u32> {
     let browsers = BROWSERS.lock().unwrap_or_else(|e| e.into_inner());
-    browsers.iter().filter_map(|(_, b)| b.as_ref().ok().map(|c| c.pid)).collect()
+    browsers
+        .iter()
+        .filter_map(|(_, b)| b.as_ref().ok().map(|c| c.pid))
+        .collect()
 }
 
 const PROFILE_PREFIX: &str = "hwmatrix-chromium-";
@@ -114,7 +117,10 @@ fn fresh_profile(n: usize) -> PathBuf {
     let temp = std::env::temp_dir();
     for entry in std::fs::read_dir(&temp).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let owner = name.strip_prefix(PROFILE_PREFIX).and_then(|rest| rest.split('-').next()).and_then(|pid| pid.parse::<u32>().ok());
+        let owner = name
+            .strip_prefix(PROFILE_PREFIX)
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok());
         if owner.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
@@ -146,25 +152,54 @@ fn launch(executable: &Path, flags: &[String], n: usize) -> Result<Chromium, Che
     std::thread::Builder::new()
         .name("hwmatrix-chromium".into())
         .spawn(move || keep(command, exe, tx, keeper_state))
-        .map_err(|e| CheckError::new(ErrorKind::EngineExited, format!("cannot start a thread for Chromium: {e}")))?;
+        .map_err(|e| {
+            CheckError::new(
+                ErrorKind::EngineExited,
+                format!("cannot start a thread for Chromium: {e}"),
+            )
+        })?;
     let (pid, ws_url) = match rx.recv_timeout(LAUNCH_TIMEOUT) {
         Ok(Ok(started)) => started,
         Ok(Err(e)) => return Err(e),
         Err(_) => {
             return Err(CheckError::new(
                 ErrorKind::Timeout,
-                format!("Chromium ({}) printed no DevTools address within {} s", executable.display(), LAUNCH_TIMEOUT.as_secs()),
+                format!(
+                    "Chromium ({}) printed no DevTools address within {} s",
+                    executable.display(),
+                    LAUNCH_TIMEOUT.as_secs()
+                ),
             ));
         }
     };
-    let config = HandlerConfig { request_timeout: Duration::from_secs(600), ..HandlerConfig::default() };
+    let config = HandlerConfig {
+        request_timeout: Duration::from_secs(600),
+        ..HandlerConfig::default()
+    };
     let connected = runtime().block_on(async {
-        tokio::time::timeout(LAUNCH_TIMEOUT, Browser::connect_with_config(ws_url.clone(), config)).await
+        tokio::time::timeout(
+            LAUNCH_TIMEOUT,
+            Browser::connect_with_config(ws_url.clone(), config),
+        )
+        .await
     });
     let (browser, mut handler) = match connected {
         Ok(Ok(pair)) => pair,
-        Ok(Err(e)) => return Err(CheckError::new(ErrorKind::EngineExited, format!("cannot connect to Chromium's DevTools at {ws_url}: {e}"))),
-        Err(_) => return Err(CheckError::new(ErrorKind::Timeout, format!("no CDP connection to {ws_url} within {} s", LAUNCH_TIMEOUT.as_secs()))),
+        Ok(Err(e)) => {
+            return Err(CheckError::new(
+                ErrorKind::EngineExited,
+                format!("cannot connect to Chromium's DevTools at {ws_url}: {e}"),
+            ));
+        }
+        Err(_) => {
+            return Err(CheckError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "no CDP connection to {ws_url} within {} s",
+                    LAUNCH_TIMEOUT.as_secs()
+                ),
+            ));
+        }
     };
     // The handler drives the connection; it ends when the browser goes away.
     runtime().spawn(async move { while handler.next().await.is_some() {} });
@@ -174,7 +209,13 @@ fn launch(executable: &Path, flags: &[String], n: usize) -> Result<Chromium, Che
         .and_then(Result::ok)
         .map(|v| v.product)
         .unwrap_or_else(|| "unknown version".into());
-    Ok(Chromium { browser, executable: executable.to_path_buf(), pid, version, state })
+    Ok(Chromium {
+        browser,
+        executable: executable.to_path_buf(),
+        pid,
+        version,
+        state,
+    })
 }
 
 type Started = Result<(u32, String), CheckError>;
@@ -182,11 +223,19 @@ type Started = Result<(u32, String), CheckError>;
 /// Starts Chromium, sends back its pid and DevTools address, keeps its stderr
 /// (a full pipe would block it) and records how it ended. The wait is not on
 /// stderr's end: Chromium's child processes share the pipe and may outlive it.
-fn keep(mut command: Command, executable: PathBuf, started: mpsc::Sender<Started>, state: Arc<Mutex<ProcessState>>) {
+fn keep(
+    mut command: Command,
+    executable: PathBuf,
+    started: mpsc::Sender<Started>,
+    state: Arc<Mutex<ProcessState>>,
+) {
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
-            let _ = started.send(Err(CheckError::new(ErrorKind::LibraryMissing, format!("cannot start Chromium {}: {e}", executable.display()))));
+            let _ = started.send(Err(CheckError::new(
+                ErrorKind::LibraryMissing,
+                format!("cannot start Chromium {}: {e}", executable.display()),
+            )));
             return;
         }
     };
@@ -194,21 +243,23 @@ fn keep(mut command: Command, executable: PathBuf, started: mpsc::Sender<Started
     let stderr = child.stderr.take().expect("stderr is piped");
     let reader_state = state.clone();
     let announce = started.clone();
-    let _ = std::thread::Builder::new().name("hwmatrix-chromium-stderr".into()).spawn(move || {
-        let mut announced = false;
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if !announced && let Some(url) = line.strip_prefix("DevTools listening on ") {
-                announced = true;
-                let _ = announce.send(Ok((pid, url.trim().to_string())));
-                continue;
+    let _ = std::thread::Builder::new()
+        .name("hwmatrix-chromium-stderr".into())
+        .spawn(move || {
+            let mut announced = false;
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if !announced && let Some(url) = line.strip_prefix("DevTools listening on ") {
+                    announced = true;
+                    let _ = announce.send(Ok((pid, url.trim().to_string())));
+                    continue;
+                }
+                let mut state = reader_state.lock().unwrap_or_else(|e| e.into_inner());
+                state.stderr.push_back(line);
+                if state.stderr.len() > STDERR_LINES {
+                    state.stderr.pop_front();
+                }
             }
-            let mut state = reader_state.lock().unwrap_or_else(|e| e.into_inner());
-            state.stderr.push_back(line);
-            if state.stderr.len() > STDERR_LINES {
-                state.stderr.pop_front();
-            }
-        }
-    });
+        });
     let how = match child.wait() {
         Ok(status) => describe_exit(status),
         Err(e) => format!("could not be waited on ({e})"),
@@ -218,7 +269,11 @@ fn keep(mut command: Command, executable: PathBuf, started: mpsc::Sender<Started
     let tail: Vec<String> = state.stderr.iter().cloned().collect();
     let _ = started.send(Err(CheckError::new(
         ErrorKind::EngineExited,
-        format!("Chromium ({}) {how} before it opened DevTools: {}", executable.display(), tail.join(" | ")),
+        format!(
+            "Chromium ({}) {how} before it opened DevTools: {}",
+            executable.display(),
+            tail.join(" | ")
+        ),
     )));
     state.exited = Some(how);
 }

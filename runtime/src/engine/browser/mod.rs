@@ -27,13 +27,13 @@ use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use hwmatrix_cell::{paths, presence};
 use serde_json::{Value, json};
 
-use self::chromium::{Chromium, runtime};
 pub use self::chromium::pids as chromium_pids;
+use self::chromium::{Chromium, runtime};
 use super::{Placement, Session, Threads};
+use crate::BrowserBackend;
 use crate::error::{CheckError, ErrorKind};
 use crate::placement::GraphNodes;
 use crate::tensor::{Data, Tensor, f16};
-use crate::BrowserBackend;
 
 /// Time limits of each step, generous for SwiftShader on two cores (a
 /// session of a large model compiles hundreds of shaders on the CPU).
@@ -75,12 +75,21 @@ pub fn open(
     inputs: StaticInputs,
     nodes: GraphNodes,
 ) -> Result<Box<dyn Session>, CheckError> {
-    let executable = presence::browser_executable(backend).map_err(|m| CheckError::new(ErrorKind::PlatformAbsent, m))?;
-    let ort_dist = presence::onnxruntime_web_dist().map_err(|m| CheckError::new(ErrorKind::LibraryMissing, m))?;
+    let executable = presence::browser_executable(backend)
+        .map_err(|m| CheckError::new(ErrorKind::PlatformAbsent, m))?;
+    let ort_dist = presence::onnxruntime_web_dist()
+        .map_err(|m| CheckError::new(ErrorKind::LibraryMissing, m))?;
     let fixtures = paths::fixtures_dir();
     let addr = server_address(&ort_dist)?;
     let relative = model.strip_prefix(&fixtures).map_err(|_| {
-        CheckError::new(ErrorKind::FixtureInvalid, format!("{} is not under the fixture root {}", model.display(), fixtures.display()))
+        CheckError::new(
+            ErrorKind::FixtureInvalid,
+            format!(
+                "{} is not under the fixture root {}",
+                model.display(),
+                fixtures.display()
+            ),
+        )
     })?;
     let model_url = format!("/fixtures/{}", relative.display());
     let key = format!("{} {model_url} {device_type:?}", backend.name());
@@ -88,11 +97,27 @@ pub fn open(
         Some(page) => page,
         None => {
             let chromium = chromium::shared(&executable, &flags(backend))?;
-            let page = new_page(&chromium, &format!("http://{addr}/harness.html?bundle={}", backend.ort_bundle()))?;
-            PageSession { chromium, page, key, opened: None }
+            let page = new_page(
+                &chromium,
+                &format!("http://{addr}/harness.html?bundle={}", backend.ort_bundle()),
+            )?;
+            PageSession {
+                chromium,
+                page,
+                key,
+                opened: None,
+            }
         }
     };
-    Ok(Box::new(BrowserSession { page: Some(page), healthy: true, backend, device_type, model_url, inputs, nodes }))
+    Ok(Box::new(BrowserSession {
+        page: Some(page),
+        healthy: true,
+        backend,
+        device_type,
+        model_url,
+        inputs,
+        nodes,
+    }))
 }
 
 /// Opens a local HTML file in the webgpu platform's Chromium (Debian's),
@@ -101,22 +126,50 @@ pub fn open(
 pub fn inspect_file(file: &Path, expression: &str) -> Result<(Value, Vec<u8>), CheckError> {
     use chromiumoxide::page::ScreenshotParams;
 
-    let executable = presence::browser_executable(BrowserBackend::Webgpu).map_err(|m| CheckError::new(ErrorKind::PlatformAbsent, m))?;
+    let executable = presence::browser_executable(BrowserBackend::Webgpu)
+        .map_err(|m| CheckError::new(ErrorKind::PlatformAbsent, m))?;
     let chromium = chromium::shared(&executable, &flags(BrowserBackend::Webgpu))?;
-    let file = std::fs::canonicalize(file).map_err(|e| CheckError::new(ErrorKind::FixtureInvalid, format!("{}: {e}", file.display())))?;
+    let file = std::fs::canonicalize(file).map_err(|e| {
+        CheckError::new(
+            ErrorKind::FixtureInvalid,
+            format!("{}: {e}", file.display()),
+        )
+    })?;
     let url = format!("file://{}", file.display());
-    let page = match runtime().block_on(async { tokio::time::timeout(PAGE_TIMEOUT, chromium.browser.new_page(url.as_str())).await }) {
+    let page = match runtime().block_on(async {
+        tokio::time::timeout(PAGE_TIMEOUT, chromium.browser.new_page(url.as_str())).await
+    }) {
         Ok(Ok(page)) => page,
-        Ok(Err(e)) => return Err(chromium.explain(CheckError::new(ErrorKind::ModelLoad, format!("cannot open {url}: {e}")))),
+        Ok(Err(e)) => {
+            return Err(chromium.explain(CheckError::new(
+                ErrorKind::ModelLoad,
+                format!("cannot open {url}: {e}"),
+            )));
+        }
         Err(_) => return Err(chromium.explain(timeout("opening the page", PAGE_TIMEOUT))),
     };
-    let value = evaluate(&chromium, &page, "reading the page", expression.to_string(), PAGE_TIMEOUT)?;
+    let value = evaluate(
+        &chromium,
+        &page,
+        "reading the page",
+        expression.to_string(),
+        PAGE_TIMEOUT,
+    )?;
     let shot = runtime().block_on(async {
-        tokio::time::timeout(PAGE_TIMEOUT, page.screenshot(ScreenshotParams::builder().full_page(true).build())).await
+        tokio::time::timeout(
+            PAGE_TIMEOUT,
+            page.screenshot(ScreenshotParams::builder().full_page(true).build()),
+        )
+        .await
     });
     let png = match shot {
         Ok(Ok(png)) => png,
-        Ok(Err(e)) => return Err(chromium.explain(CheckError::new(ErrorKind::RunFailed, format!("screenshot of {url}: {e}")))),
+        Ok(Err(e)) => {
+            return Err(chromium.explain(CheckError::new(
+                ErrorKind::RunFailed,
+                format!("screenshot of {url}: {e}"),
+            )));
+        }
         Err(_) => return Err(chromium.explain(timeout("taking the screenshot", PAGE_TIMEOUT))),
     };
     let _ = runtime().block_on(async { tokio::time::timeout(PAGE_TIMEOUT, page.close()).await });
@@ -160,7 +213,9 @@ struct PageSession {
 impl PageSession {
     fn close(self) {
         if self.chromium.exited().is_none() {
-            let _ = runtime().block_on(async { tokio::time::timeout(Duration::from_secs(10), self.page.close()).await });
+            let _ = runtime().block_on(async {
+                tokio::time::timeout(Duration::from_secs(10), self.page.close()).await
+            });
         }
     }
 }
@@ -179,8 +234,11 @@ fn server_address(ort_dist: &Path) -> Result<SocketAddr, CheckError> {
     static SERVER: OnceLock<Result<SocketAddr, String>> = OnceLock::new();
     SERVER
         .get_or_init(|| {
-            server::start(server::Roots { ort_dist: ort_dist.to_path_buf(), fixtures: paths::fixtures_dir })
-                .map_err(|e| format!("cannot serve the harness on 127.0.0.1: {e}"))
+            server::start(server::Roots {
+                ort_dist: ort_dist.to_path_buf(),
+                fixtures: paths::fixtures_dir,
+            })
+            .map_err(|e| format!("cannot serve the harness on 127.0.0.1: {e}"))
         })
         .clone()
         .map_err(|m| CheckError::new(ErrorKind::EngineExited, m))
@@ -191,22 +249,45 @@ fn new_page(chromium: &Chromium, url: &str) -> Result<Page, CheckError> {
         return Err(CheckError::new(ErrorKind::EngineExited, how));
     }
     let started = Instant::now();
-    let page = match runtime().block_on(async { tokio::time::timeout(PAGE_TIMEOUT, chromium.browser.new_page(url)).await }) {
+    let page = match runtime().block_on(async {
+        tokio::time::timeout(PAGE_TIMEOUT, chromium.browser.new_page(url)).await
+    }) {
         Ok(Ok(page)) => page,
-        Ok(Err(e)) => return Err(chromium.explain(CheckError::new(ErrorKind::ModelLoad, format!("cannot open the harness page {url}: {e}")))),
+        Ok(Err(e)) => {
+            return Err(chromium.explain(CheckError::new(
+                ErrorKind::ModelLoad,
+                format!("cannot open the harness page {url}: {e}"),
+            )));
+        }
         Err(_) => return Err(chromium.explain(timeout("opening the harness page", PAGE_TIMEOUT))),
     };
     // The harness module imports onnxruntime-web; wait until it has run.
     loop {
-        let ready = evaluate(chromium, &page, "opening the harness page", "window.hwmatrix?.ready === true".into(), PAGE_TIMEOUT)?;
+        let ready = evaluate(
+            chromium,
+            &page,
+            "opening the harness page",
+            "window.hwmatrix?.ready === true".into(),
+            PAGE_TIMEOUT,
+        )?;
         if ready == Value::Bool(true) {
             return Ok(page);
         }
         if started.elapsed() > PAGE_TIMEOUT {
-            let log = evaluate(chromium, &page, "reading the page's log", "window.hwmatrixLog ?? []".into(), PAGE_TIMEOUT).unwrap_or_default();
+            let log = evaluate(
+                chromium,
+                &page,
+                "reading the page's log",
+                "window.hwmatrixLog ?? []".into(),
+                PAGE_TIMEOUT,
+            )
+            .unwrap_or_default();
             return Err(CheckError::new(
                 ErrorKind::LibraryMissing,
-                format!("the harness at {url} did not start within {} s (is onnxruntime-web served from /ort/?); page log: {log}", PAGE_TIMEOUT.as_secs()),
+                format!(
+                    "the harness at {url} did not start within {} s (is onnxruntime-web served from /ort/?); page log: {log}",
+                    PAGE_TIMEOUT.as_secs()
+                ),
             ));
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -214,7 +295,13 @@ fn new_page(chromium: &Chromium, url: &str) -> Result<Page, CheckError> {
 }
 
 /// Evaluates `expression` in the page (awaiting a promise), within `limit`.
-fn evaluate(chromium: &Chromium, page: &Page, step: &str, expression: String, limit: Duration) -> Result<Value, CheckError> {
+fn evaluate(
+    chromium: &Chromium,
+    page: &Page,
+    step: &str,
+    expression: String,
+    limit: Duration,
+) -> Result<Value, CheckError> {
     if let Some(how) = chromium.exited() {
         return Err(CheckError::new(ErrorKind::EngineExited, how));
     }
@@ -224,15 +311,23 @@ fn evaluate(chromium: &Chromium, page: &Page, step: &str, expression: String, li
         .return_by_value(true)
         .build()
         .map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("{step}: {e}")))?;
-    match runtime().block_on(async { tokio::time::timeout(limit, page.evaluate_expression(params)).await }) {
+    match runtime()
+        .block_on(async { tokio::time::timeout(limit, page.evaluate_expression(params)).await })
+    {
         Ok(Ok(result)) => Ok(result.value().cloned().unwrap_or(Value::Null)),
-        Ok(Err(e)) => Err(chromium.explain(CheckError::new(ErrorKind::RunFailed, format!("{step}: {e}")))),
+        Ok(Err(e)) => Err(chromium.explain(CheckError::new(
+            ErrorKind::RunFailed,
+            format!("{step}: {e}"),
+        ))),
         Err(_) => Err(chromium.explain(timeout(step, limit))),
     }
 }
 
 fn timeout(step: &str, limit: Duration) -> CheckError {
-    CheckError::new(ErrorKind::Timeout, format!("{step} took longer than its limit of {} s", limit.as_secs()))
+    CheckError::new(
+        ErrorKind::Timeout,
+        format!("{step} took longer than its limit of {} s", limit.as_secs()),
+    )
 }
 
 struct BrowserSession {
@@ -256,20 +351,48 @@ struct Opened {
 
 impl BrowserSession {
     fn page(&self) -> &PageSession {
-        self.page.as_ref().expect("the page lives as long as the session")
+        self.page
+            .as_ref()
+            .expect("the page lives as long as the session")
     }
 
-    fn call(&mut self, step: &str, function: &str, argument: Value, limit: Duration) -> Result<Value, CheckError> {
+    fn call(
+        &mut self,
+        step: &str,
+        function: &str,
+        argument: Value,
+        limit: Duration,
+    ) -> Result<Value, CheckError> {
         let page = self.page();
-        let reply = evaluate(&page.chromium, &page.page, step, format!("window.hwmatrix.{function}({argument})"), limit);
+        let reply = evaluate(
+            &page.chromium,
+            &page.page,
+            step,
+            format!("window.hwmatrix.{function}({argument})"),
+            limit,
+        );
         let reply = reply.inspect_err(|_| self.healthy = false)?;
         if reply.get("ok") == Some(&Value::Bool(true)) {
             return Ok(reply);
         }
-        let error = reply.get("error").and_then(Value::as_str).unwrap_or("the harness gave no reply");
-        let kind = if function == "open" { ErrorKind::ModelLoad } else { ErrorKind::RunFailed }.or_adapter_feature(error);
+        let error = reply
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("the harness gave no reply");
+        let kind = if function == "open" {
+            ErrorKind::ModelLoad
+        } else {
+            ErrorKind::RunFailed
+        }
+        .or_adapter_feature(error);
         let log = last_lines(reply.get("log"), 5);
-        Err(CheckError::new(kind, format!("onnxruntime-web ({}) {step}: {error}{log}", self.backend.name())))
+        Err(CheckError::new(
+            kind,
+            format!(
+                "onnxruntime-web ({}) {step}: {error}{log}",
+                self.backend.name()
+            ),
+        ))
     }
 
     fn ensure_open(&mut self, inputs: &[(String, Tensor)]) -> Result<(), CheckError> {
@@ -277,14 +400,23 @@ impl BrowserSession {
         if self.backend == BrowserBackend::Webnn {
             for (name, axes) in &self.inputs {
                 if let Some((_, tensor)) = inputs.iter().find(|(n, _)| n == name) {
-                    for (axis, size) in axes.iter().zip(&tensor.shape).filter(|(a, _)| !a.is_empty()) {
+                    for (axis, size) in axes
+                        .iter()
+                        .zip(&tensor.shape)
+                        .filter(|(a, _)| !a.is_empty())
+                    {
                         overrides.insert(axis.to_string(), json!(size));
                     }
                 }
             }
         }
         // A pooled page's session serves again unless WebNN needs other static shapes.
-        if self.page().opened.as_ref().is_some_and(|o| o.overrides == overrides) {
+        if self
+            .page()
+            .opened
+            .as_ref()
+            .is_some_and(|o| o.overrides == overrides)
+        {
             return Ok(());
         }
         let argument = json!({
@@ -297,68 +429,153 @@ impl BrowserSession {
         // checks of the cell fail at once with that measurement, not after
         // another full time limit.
         let hung_key = format!("{} {overrides:?}", self.page().key);
-        if let Some(earlier) = HUNG.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(k, _)| *k == hung_key) {
-            return Err(CheckError::new(ErrorKind::Timeout, format!("{} (measured by an earlier check of this cell in this process; not retried)", earlier.1)));
+        if let Some(earlier) = HUNG
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|(k, _)| *k == hung_key)
+        {
+            return Err(CheckError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "{} (measured by an earlier check of this cell in this process; not retried)",
+                    earlier.1
+                ),
+            ));
         }
-        let reply = self.call("opening the model", "open", argument, open_timeout(self.backend)).inspect_err(|e| {
-            if e.kind == ErrorKind::Timeout {
-                HUNG.lock().unwrap_or_else(|e| e.into_inner()).push((hung_key.clone(), e.message.clone()));
-            }
-        })?;
-        let log: Vec<String> = reply.get("log").and_then(Value::as_array).map(|l| l.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default();
+        let reply = self
+            .call(
+                "opening the model",
+                "open",
+                argument,
+                open_timeout(self.backend),
+            )
+            .inspect_err(|e| {
+                if e.kind == ErrorKind::Timeout {
+                    HUNG.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((hung_key.clone(), e.message.clone()));
+                }
+            })?;
+        let log: Vec<String> = reply
+            .get("log")
+            .and_then(Value::as_array)
+            .map(|l| {
+                l.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
         // For a maintainer reading why nodes were placed where they were.
         if let Some(dir) = std::env::var_os("HWMATRIX_WEB_LOG_DIR") {
-            let file = Path::new(&dir).join(format!("{}.{}.log", self.model_url.trim_start_matches("/fixtures/").replace('/', "_"), self.backend.name()));
-            let _ = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&file, log.join("\n")));
+            let file = Path::new(&dir).join(format!(
+                "{}.{}.log",
+                self.model_url
+                    .trim_start_matches("/fixtures/")
+                    .replace('/', "_"),
+                self.backend.name()
+            ));
+            let _ =
+                std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&file, log.join("\n")));
         }
         let found = reply.get("found").cloned().unwrap_or(Value::Null);
-        self.page.as_mut().expect("the page lives as long as the session").opened = Some(Opened { log, found, overrides });
+        self.page
+            .as_mut()
+            .expect("the page lives as long as the session")
+            .opened = Some(Opened {
+            log,
+            found,
+            overrides,
+        });
         Ok(())
     }
 
-    fn run_in_page(&mut self, inputs: &[(String, Tensor)], time_only: bool) -> Result<Value, CheckError> {
+    fn run_in_page(
+        &mut self,
+        inputs: &[(String, Tensor)],
+        time_only: bool,
+    ) -> Result<Value, CheckError> {
         self.ensure_open(inputs)?;
-        let inputs: Vec<Value> = inputs.iter().map(|(name, t)| encode(name, t)).collect::<Result<_, _>>()?;
-        self.call("running the model", "run", json!({"inputs": inputs, "timeOnly": time_only}), RUN_TIMEOUT)
+        let inputs: Vec<Value> = inputs
+            .iter()
+            .map(|(name, t)| encode(name, t))
+            .collect::<Result<_, _>>()?;
+        self.call(
+            "running the model",
+            "run",
+            json!({"inputs": inputs, "timeOnly": time_only}),
+            RUN_TIMEOUT,
+        )
     }
 }
 
 impl Session for BrowserSession {
     fn run(&mut self, inputs: &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, CheckError> {
         let reply = self.run_in_page(inputs, false)?;
-        let outputs = reply.get("outputs").and_then(Value::as_array).cloned().unwrap_or_default();
+        let outputs = reply
+            .get("outputs")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         outputs.iter().map(decode).collect()
     }
 
     fn time_run(&mut self, inputs: &[(String, Tensor)]) -> Result<f64, CheckError> {
         let reply = self.run_in_page(inputs, true)?;
-        reply.get("ms").and_then(Value::as_f64).ok_or_else(|| CheckError::new(ErrorKind::RunFailed, "the harness returned no time"))
+        reply
+            .get("ms")
+            .and_then(Value::as_f64)
+            .ok_or_else(|| CheckError::new(ErrorKind::RunFailed, "the harness returned no time"))
     }
 
     fn placement(&mut self) -> Result<Placement, CheckError> {
-        let opened = self.page().opened.as_ref().ok_or_else(|| CheckError::new(ErrorKind::ProviderUnverified, "the model was never opened in the page"))?;
-        Ok(Placement { ops: ort_log::placements(&opened.log, &self.nodes)?, ..Placement::default() })
+        let opened = self.page().opened.as_ref().ok_or_else(|| {
+            CheckError::new(
+                ErrorKind::ProviderUnverified,
+                "the model was never opened in the page",
+            )
+        })?;
+        Ok(Placement {
+            ops: ort_log::placements(&opened.log, &self.nodes)?,
+            ..Placement::default()
+        })
     }
 
     fn library(&self) -> String {
         let page = self.page();
         let found = page.opened.as_ref().map(|o| &o.found);
-        let ort = found.and_then(|f| f.get("ortVersion")).and_then(Value::as_str).unwrap_or("?");
+        let ort = found
+            .and_then(|f| f.get("ortVersion"))
+            .and_then(Value::as_str)
+            .unwrap_or("?");
         let device = match self.backend {
             BrowserBackend::Webgpu => {
-                let adapter = found.and_then(|f| f.get("adapter")).cloned().unwrap_or(Value::Null);
+                let adapter = found
+                    .and_then(|f| f.get("adapter"))
+                    .cloned()
+                    .unwrap_or(Value::Null);
                 format!("WebGPU adapter {adapter}")
             }
-            BrowserBackend::Webnn => format!("WebNN deviceType {} asked", self.device_type.unwrap_or("default")),
+            BrowserBackend::Webnn => format!(
+                "WebNN deviceType {} asked",
+                self.device_type.unwrap_or("default")
+            ),
         };
         let bundle = self.backend.ort_bundle();
         let provider = self.backend.ort_provider();
-        format!("onnxruntime-web {ort} ({bundle}, {provider}) in {} ({}); {device}", page.chromium.version, page.chromium.executable.display())
+        format!(
+            "onnxruntime-web {ort} ({bundle}, {provider}) in {} ({}); {device}",
+            page.chromium.version,
+            page.chromium.executable.display()
+        )
     }
 
     fn threads(&self) -> Threads {
         // The harness sets onnxruntime-web's wasm threads to 1.
-        Threads { intra_op: 1, inter_op: 1 }
+        Threads {
+            intra_op: 1,
+            inter_op: 1,
+        }
     }
 
     fn reusable_for_timing(&self) -> bool {
@@ -379,11 +596,17 @@ impl Drop for BrowserSession {
 }
 
 fn last_lines(log: Option<&Value>, n: usize) -> String {
-    let lines: Vec<&str> = log.and_then(Value::as_array).map(|l| l.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let lines: Vec<&str> = log
+        .and_then(Value::as_array)
+        .map(|l| l.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
     if lines.is_empty() {
         return String::new();
     }
-    format!(" (page log: {})", lines[lines.len().saturating_sub(n)..].join(" | "))
+    format!(
+        " (page log: {})",
+        lines[lines.len().saturating_sub(n)..].join(" | ")
+    )
 }
 
 /// A tensor as the harness takes it: dtype name, shape, little-endian bytes in base64.
@@ -397,32 +620,79 @@ fn encode(name: &str, tensor: &Tensor) -> Result<Value, CheckError> {
         Data::Uint8(v) => v.clone(),
         Data::Bool(v) => v.iter().map(|x| u8::from(*x)).collect(),
         Data::Bfloat16(_) => {
-            return Err(CheckError::new(ErrorKind::RunFailed, format!("input {name} is bfloat16, which onnxruntime-web has no tensor type for")));
+            return Err(CheckError::new(
+                ErrorKind::RunFailed,
+                format!("input {name} is bfloat16, which onnxruntime-web has no tensor type for"),
+            ));
         }
     };
-    Ok(json!({"name": name, "dtype": tensor.dtype().name(), "shape": tensor.shape, "data": BASE64.encode(bytes)}))
+    Ok(
+        json!({"name": name, "dtype": tensor.dtype().name(), "shape": tensor.shape, "data": BASE64.encode(bytes)}),
+    )
 }
 
 fn decode(output: &Value) -> Result<(String, Tensor), CheckError> {
     let bad = |m: String| CheckError::new(ErrorKind::RunFailed, m);
-    let name = output.get("name").and_then(Value::as_str).ok_or_else(|| bad("an output without a name".into()))?;
+    let name = output
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("an output without a name".into()))?;
     let dtype = output.get("dtype").and_then(Value::as_str).unwrap_or("");
-    let shape: Vec<usize> = output.get("shape").and_then(Value::as_array).map(|s| s.iter().filter_map(Value::as_u64).map(|d| d as usize).collect()).unwrap_or_default();
-    let bytes = BASE64.decode(output.get("data").and_then(Value::as_str).unwrap_or("")).map_err(|e| bad(format!("output {name}: {e}")))?;
+    let shape: Vec<usize> = output
+        .get("shape")
+        .and_then(Value::as_array)
+        .map(|s| {
+            s.iter()
+                .filter_map(Value::as_u64)
+                .map(|d| d as usize)
+                .collect()
+        })
+        .unwrap_or_default();
+    let bytes = BASE64
+        .decode(output.get("data").and_then(Value::as_str).unwrap_or(""))
+        .map_err(|e| bad(format!("output {name}: {e}")))?;
     let data = match dtype {
-        "float32" => Data::Float32(bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()),
-        "float16" => Data::Float16(bytes.chunks_exact(2).map(|c| f16::from_bits(u16::from_le_bytes(c.try_into().unwrap()))).collect()),
-        "int64" => Data::Int64(bytes.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect()),
-        "int32" => Data::Int32(bytes.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect()),
+        "float32" => Data::Float32(
+            bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+                .collect(),
+        ),
+        "float16" => Data::Float16(
+            bytes
+                .chunks_exact(2)
+                .map(|c| f16::from_bits(u16::from_le_bytes(c.try_into().unwrap())))
+                .collect(),
+        ),
+        "int64" => Data::Int64(
+            bytes
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+                .collect(),
+        ),
+        "int32" => Data::Int32(
+            bytes
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+                .collect(),
+        ),
         "int8" => Data::Int8(bytes.iter().map(|b| *b as i8).collect()),
         "uint8" => Data::Uint8(bytes),
         "bool" => Data::Bool(bytes.iter().map(|b| *b != 0).collect()),
-        other => return Err(bad(format!("output {name} has type {other:?}, which hwmatrix does not read"))),
+        other => {
+            return Err(bad(format!(
+                "output {name} has type {other:?}, which hwmatrix does not read"
+            )));
+        }
     };
     let tensor = Tensor { shape, data };
     let elements: usize = tensor.shape.iter().product();
     if tensor.len() != elements {
-        return Err(bad(format!("output {name}: {} elements for shape {:?}", tensor.len(), tensor.shape)));
+        return Err(bad(format!(
+            "output {name}: {} elements for shape {:?}",
+            tensor.len(),
+            tensor.shape
+        )));
     }
     Ok((name.to_string(), tensor))
 }
@@ -434,10 +704,22 @@ mod tests {
     #[test]
     fn tensors_cross_to_the_page_and_back_unchanged() {
         for tensor in [
-            Tensor { shape: vec![2], data: Data::Float32(vec![1.5, -2.0]) },
-            Tensor { shape: vec![1, 2], data: Data::Int64(vec![7, -9]) },
-            Tensor { shape: vec![2], data: Data::Float16(vec![f16::from_f32(0.5), f16::from_f32(-3.0)]) },
-            Tensor { shape: vec![3], data: Data::Bool(vec![true, false, true]) },
+            Tensor {
+                shape: vec![2],
+                data: Data::Float32(vec![1.5, -2.0]),
+            },
+            Tensor {
+                shape: vec![1, 2],
+                data: Data::Int64(vec![7, -9]),
+            },
+            Tensor {
+                shape: vec![2],
+                data: Data::Float16(vec![f16::from_f32(0.5), f16::from_f32(-3.0)]),
+            },
+            Tensor {
+                shape: vec![3],
+                data: Data::Bool(vec![true, false, true]),
+            },
         ] {
             let (name, back) = decode(&encode("x", &tensor).unwrap()).unwrap();
             assert_eq!((name.as_str(), back), ("x", tensor));
@@ -447,7 +729,17 @@ mod tests {
     #[test]
     fn webnn_gets_its_feature_as_the_only_enable_features_switch() {
         let webnn = flags(BrowserBackend::Webnn);
-        assert_eq!(webnn.iter().filter(|f| f.starts_with("--enable-features")).count(), 1);
-        assert!(!flags(BrowserBackend::Webgpu).iter().any(|f| f.starts_with("--enable-features")));
+        assert_eq!(
+            webnn
+                .iter()
+                .filter(|f| f.starts_with("--enable-features"))
+                .count(),
+            1
+        );
+        assert!(
+            !flags(BrowserBackend::Webgpu)
+                .iter()
+                .any(|f| f.starts_with("--enable-features"))
+        );
     }
 }

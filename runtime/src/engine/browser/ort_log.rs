@@ -7,9 +7,9 @@
 use std::collections::{BTreeMap, HashSet};
 
 use crate::error::{CheckError, ErrorKind};
-use crate::placement::{GraphNodes, OpPlacement};
 #[cfg(test)]
 use crate::placement::{CPU_PREFERRED, INTEGER_ON_CPU, OPTIMIZER_DATA_MOVEMENT};
+use crate::placement::{GraphNodes, OpPlacement};
 
 const TAG: &str = "VerifyEachNodeIsAssignedToAnEp]";
 
@@ -25,22 +25,37 @@ const CPU: &str = "CPUExecutionProvider";
 /// candidates). Every other node off the requested provider is a fallback the
 /// check judges.
 pub fn placements(log: &[String], nodes: &GraphNodes) -> Result<Vec<OpPlacement>, CheckError> {
-    let candidates: HashSet<&str> = log.iter().filter_map(|l| l.find(CANDIDATE).map(|at| l[at + CANDIDATE.len()..].trim())).collect();
+    let candidates: HashSet<&str> = log
+        .iter()
+        .filter_map(|l| l.find(CANDIDATE).map(|at| l[at + CANDIDATE.len()..].trim()))
+        .collect();
     let mut counts: BTreeMap<(String, String, Option<&'static str>), usize> = BTreeMap::new();
     let mut provider: Option<String> = None;
     for line in log {
         let Some(at) = line.find(TAG) else { continue };
         let body = &line[at + TAG.len()..];
         if let Some((name, nodes)) = placed_on(body, "All nodes placed on [") {
-            return Ok(vec![OpPlacement { op: ALL_NODES.into(), provider: name, nodes, kernel_us: 0, exempt: None }]);
+            return Ok(vec![OpPlacement {
+                op: ALL_NODES.into(),
+                provider: name,
+                nodes,
+                kernel_us: 0,
+                exempt: None,
+            }]);
         }
         if let Some((name, _)) = placed_on(body, "Node(s) placed on [") {
             provider = Some(name);
             continue;
         }
         if let (Some(provider), Some((op, node))) = (&provider, node_line(body)) {
-            let exempt = if provider == CPU { nodes.cpu_exemption(op, node, &candidates) } else { None };
-            *counts.entry((op.to_string(), provider.clone(), exempt)).or_default() += 1;
+            let exempt = if provider == CPU {
+                nodes.cpu_exemption(op, node, &candidates)
+            } else {
+                None
+            };
+            *counts
+                .entry((op.to_string(), provider.clone(), exempt))
+                .or_default() += 1;
         }
     }
     if counts.is_empty() {
@@ -51,7 +66,13 @@ pub fn placements(log: &[String], nodes: &GraphNodes) -> Result<Vec<OpPlacement>
     }
     Ok(counts
         .into_iter()
-        .map(|((op, provider, exempt), nodes)| OpPlacement { op, provider, nodes, kernel_us: 0, exempt })
+        .map(|((op, provider, exempt), nodes)| OpPlacement {
+            op,
+            provider,
+            nodes,
+            kernel_us: 0,
+            exempt,
+        })
         .collect())
 }
 
@@ -59,14 +80,18 @@ pub fn placements(log: &[String], nodes: &GraphNodes) -> Result<Vec<OpPlacement>
 fn node_line(body: &str) -> Option<(&str, &str)> {
     let (op, rest) = body.trim().split_once(" (")?;
     let name = rest.strip_suffix(')')?;
-    (!op.is_empty() && op.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then_some((op, name))
+    (!op.is_empty() && op.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .then_some((op, name))
 }
 
 /// `[Provider]. Number of nodes: N` after `prefix`.
 fn placed_on(body: &str, prefix: &str) -> Option<(String, usize)> {
     let rest = &body[body.find(prefix)? + prefix.len()..];
     let (name, rest) = rest.split_once(']')?;
-    let nodes = rest.split_once("Number of nodes:").map(|(_, n)| n.trim().parse().unwrap_or(0)).unwrap_or(0);
+    let nodes = rest
+        .split_once("Number of nodes:")
+        .map(|(_, n)| n.trim().parse().unwrap_or(0))
+        .unwrap_or(0);
     Some((name.to_string(), nodes))
 }
 
@@ -75,13 +100,28 @@ mod tests {
     use super::*;
 
     fn lines(text: &str) -> Vec<String> {
-        text.lines().map(|l| format!("[V:onnxruntime:, session_state.cc:1 {TAG}{l}")).collect()
+        text.lines()
+            .map(|l| format!("[V:onnxruntime:, session_state.cc:1 {TAG}{l}"))
+            .collect()
     }
 
     #[test]
     fn a_graph_wholly_on_one_provider() {
-        let got = placements(&lines(" All nodes placed on [JsExecutionProvider]. Number of nodes: 25"), &GraphNodes::default()).unwrap();
-        assert_eq!(got, vec![OpPlacement { op: ALL_NODES.into(), provider: "JsExecutionProvider".into(), nodes: 25, kernel_us: 0, exempt: None }]);
+        let got = placements(
+            &lines(" All nodes placed on [JsExecutionProvider]. Number of nodes: 25"),
+            &GraphNodes::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            vec![OpPlacement {
+                op: ALL_NODES.into(),
+                provider: "JsExecutionProvider".into(),
+                nodes: 25,
+                kernel_us: 0,
+                exempt: None
+            }]
+        );
     }
 
     #[test]
@@ -90,24 +130,57 @@ mod tests {
         let log = lines(
             "  Node(s) placed on [JsExecutionProvider]. Number of nodes: 2\n   MatMul (/l/MatMul)\n   MatMul (/l2/MatMul)\n  Node(s) placed on [CPUExecutionProvider]. Number of nodes: 3\n   Shape (/Shape)\n   Gather (/Gather)\n   Gather (/emb/Gather)\n Some nodes were not assigned to the preferred execution providers which may or may not have an negative impact on performance. e.g. ORT explicitly assigns shape related ops to CPU to improve perf.\u{1b}[m",
         );
-        let nodes = GraphNodes::new(&["/Shape".into(), "/Gather".into()], &["/emb/Gather".into(), "/l/MatMul".into(), "/l2/MatMul".into()]);
+        let nodes = GraphNodes::new(
+            &["/Shape".into(), "/Gather".into()],
+            &[
+                "/emb/Gather".into(),
+                "/l/MatMul".into(),
+                "/l2/MatMul".into(),
+            ],
+        );
         let got = placements(&log, &nodes).unwrap();
         let js = "JsExecutionProvider".to_string();
         let cpu = CPU.to_string();
         assert_eq!(
             got,
             vec![
-                OpPlacement { op: "Gather".into(), provider: cpu.clone(), nodes: 1, kernel_us: 0, exempt: None },
-                OpPlacement { op: "Gather".into(), provider: cpu.clone(), nodes: 1, kernel_us: 0, exempt: Some(INTEGER_ON_CPU) },
-                OpPlacement { op: "MatMul".into(), provider: js, nodes: 2, kernel_us: 0, exempt: None },
-                OpPlacement { op: "Shape".into(), provider: cpu, nodes: 1, kernel_us: 0, exempt: Some(INTEGER_ON_CPU) },
+                OpPlacement {
+                    op: "Gather".into(),
+                    provider: cpu.clone(),
+                    nodes: 1,
+                    kernel_us: 0,
+                    exempt: None
+                },
+                OpPlacement {
+                    op: "Gather".into(),
+                    provider: cpu.clone(),
+                    nodes: 1,
+                    kernel_us: 0,
+                    exempt: Some(INTEGER_ON_CPU)
+                },
+                OpPlacement {
+                    op: "MatMul".into(),
+                    provider: js,
+                    nodes: 2,
+                    kernel_us: 0,
+                    exempt: None
+                },
+                OpPlacement {
+                    op: "Shape".into(),
+                    provider: cpu,
+                    nodes: 1,
+                    kernel_us: 0,
+                    exempt: Some(INTEGER_ON_CPU)
+                },
             ]
         );
     }
 
     #[test]
     fn candidates_and_optimizer_made_data_movement_are_exempt_but_not_optimizer_made_arithmetic() {
-        let mut log = vec![format!("[I:onnxruntime:, fallback_cpu_capability.cc:89 operator()] {CANDIDATE}/pos/Gather")];
+        let mut log = vec![format!(
+            "[I:onnxruntime:, fallback_cpu_capability.cc:89 operator()] {CANDIDATE}/pos/Gather"
+        )];
         log.extend(lines(
             "  Node(s) placed on [JsExecutionProvider]. Number of nodes: 1\n   MatMul (/l/MatMul)\n  Node(s) placed on [CPUExecutionProvider]. Number of nodes: 3\n   Gather (/pos/Gather)\n   Squeeze (Squeeze_token_18)\n   Abs (Abs_token_3)",
         ));

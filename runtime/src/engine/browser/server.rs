@@ -26,14 +26,18 @@ pub struct Roots {
 pub fn start(roots: Roots) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
-    std::thread::Builder::new().name("hwmatrix-web-server".into()).spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let roots = roots.clone();
-            // A thread per connection: Chromium opens a few at a time, and a
-            // large model file must not hold up the harness's other requests.
-            let _ = std::thread::Builder::new().name("hwmatrix-web-conn".into()).spawn(move || serve(stream, &roots));
-        }
-    })?;
+    std::thread::Builder::new()
+        .name("hwmatrix-web-server".into())
+        .spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let roots = roots.clone();
+                // A thread per connection: Chromium opens a few at a time, and a
+                // large model file must not hold up the harness's other requests.
+                let _ = std::thread::Builder::new()
+                    .name("hwmatrix-web-conn".into())
+                    .spawn(move || serve(stream, &roots));
+            }
+        })?;
     Ok(addr)
 }
 
@@ -75,7 +79,11 @@ fn serve(stream: TcpStream, roots: &Roots) {
             body.len()
         );
         let body: &[u8] = if method == "HEAD" { &[] } else { &body };
-        if stream.write_all(head.as_bytes()).and_then(|_| stream.write_all(body)).is_err() {
+        if stream
+            .write_all(head.as_bytes())
+            .and_then(|_| stream.write_all(body))
+            .is_err()
+        {
             return;
         }
     }
@@ -83,8 +91,15 @@ fn serve(stream: TcpStream, roots: &Roots) {
 
 fn respond(path: &str, roots: &Roots) -> Result<(&'static str, Vec<u8>), String> {
     match path {
-        "/" | "/harness.html" => return Ok(("text/html; charset=utf-8", HARNESS_HTML.as_bytes().to_vec())),
-        "/harness.mjs" => return Ok(("text/javascript; charset=utf-8", HARNESS_MJS.as_bytes().to_vec())),
+        "/" | "/harness.html" => {
+            return Ok(("text/html; charset=utf-8", HARNESS_HTML.as_bytes().to_vec()));
+        }
+        "/harness.mjs" => {
+            return Ok((
+                "text/javascript; charset=utf-8",
+                HARNESS_MJS.as_bytes().to_vec(),
+            ));
+        }
         "/favicon.ico" => return Err("no icon".into()),
         _ => {}
     }
@@ -95,7 +110,8 @@ fn respond(path: &str, roots: &Roots) -> Result<(&'static str, Vec<u8>), String>
     } else {
         return Err(format!("{path}: not served"));
     };
-    let file = inside(&root, rest).ok_or_else(|| format!("{path}: not a path under {}", root.display()))?;
+    let file = inside(&root, rest)
+        .ok_or_else(|| format!("{path}: not a path under {}", root.display()))?;
     let body = std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?;
     Ok((content_type(&file), body))
 }
@@ -103,7 +119,9 @@ fn respond(path: &str, roots: &Roots) -> Result<(&'static str, Vec<u8>), String>
 /// `root/rest` if `rest` is a plain relative path (no `..`, no root).
 fn inside(root: &Path, rest: &str) -> Option<PathBuf> {
     let rest = Path::new(rest);
-    rest.components().all(|c| matches!(c, Component::Normal(_))).then(|| root.join(rest))
+    rest.components()
+        .all(|c| matches!(c, Component::Normal(_)))
+        .then(|| root.join(rest))
 }
 
 fn content_type(file: &Path) -> &'static str {
@@ -123,14 +141,23 @@ mod tests {
     #[test]
     fn only_plain_relative_paths_are_served() {
         let root = Path::new("/srv");
-        assert_eq!(inside(root, "bert/model.onnx"), Some(PathBuf::from("/srv/bert/model.onnx")));
+        assert_eq!(
+            inside(root, "bert/model.onnx"),
+            Some(PathBuf::from("/srv/bert/model.onnx"))
+        );
         assert_eq!(inside(root, "../etc/passwd"), None);
         assert_eq!(inside(root, "/etc/passwd"), None);
     }
 
     #[test]
     fn wasm_and_modules_get_the_types_browsers_require() {
-        assert_eq!(content_type(Path::new("ort-wasm-simd-threaded.jsep.wasm")), "application/wasm");
-        assert_eq!(content_type(Path::new("ort.all.min.mjs")), "text/javascript; charset=utf-8");
+        assert_eq!(
+            content_type(Path::new("ort-wasm-simd-threaded.jsep.wasm")),
+            "application/wasm"
+        );
+        assert_eq!(
+            content_type(Path::new("ort.all.min.mjs")),
+            "text/javascript; charset=utf-8"
+        );
     }
 }
