@@ -158,10 +158,13 @@ pub fn render(plan: &Plan) -> Result<Files, String> {
         plan.models.len(),
         plan.platforms.len()
     );
+    // Generated files are prettyplease's output, checked by `gen --check`:
+    // rustfmt (`cargo fmt --check` in CI) skips every module of the crate.
     let lib = quote! {
         #![doc = #doc]
+        #[rustfmt::skip]
         pub mod platforms;
-        #(pub mod #category_mods;)*
+        #(#[rustfmt::skip] pub mod #category_mods;)*
 
         /// Every cell of this crate, in spec order.
         pub static CELLS: &[&runtime::Cell] = &[ #(#all_cells),* ];
@@ -173,6 +176,7 @@ pub fn render(plan: &Plan) -> Result<Files, String> {
         /// their platform's feature off) leave a record each, with its reason,
         /// so a report can tell "not tried" from "no evidence".
         #[cfg(test)]
+        #[rustfmt::skip]
         mod ledger {
             #[test]
             fn cells_that_do_not_run_are_recorded() {
