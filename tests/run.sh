@@ -123,8 +123,11 @@ fi
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
 "$gen" doctor --platform cpu --platform openvino --platform qnn --platform webgpu --platform webnn
 
-step "generated/ and the CI workflow are up to date with model-specs/, and actionlint passes the workflow"
+step "generated/ and the CI workflow are up to date with model-specs/, and actionlint passes the workflow; rustfmt's style"
 "$gen" --all --check
+# Every hand-written crate in rustfmt's default style; generated/ is prettyplease's output,
+# its modules marked rustfmt::skip (gen --check guards it).
+cargo fmt --all --check
 "$gen" ci --check
 # As GitHub would read it: contexts each key may use, action runtimes, runner labels
 # (the self-hosted ones from .github/actionlint.yaml, which gen ci writes too).

@@ -212,12 +212,19 @@ fn wait_within(
 /// Records a check's failure that its own process could not record (it crashed, or was
 /// killed), and returns the test's failure message.
 fn write_failure(cell: &Cell, check: Check, kind: ErrorKind, reason: String) -> String {
+    // The device the child ran on, as its own record would have said: an
+    // emulator's crash is this machine's, not the engine's (who failed).
+    let device = match hwmatrix_cell::presence::detect_engine(cell.platform.platform, cell.engine) {
+        hwmatrix_cell::presence::Availability::Present(device) => Some(device),
+        _ => None,
+    };
     let failed = record::Record {
         status: Outcome::Failed,
         basis: Basis::Measured,
         reason: Some(reason.clone()),
         error_kind: Some(kind),
         stage: kind.stage(),
+        device,
         ..crate::checks::blank_record(cell, check.name())
     };
     let kind_name = crate::checks::kind_name(kind);

@@ -44,7 +44,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -99,7 +99,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -141,7 +141,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -183,7 +183,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -225,7 +225,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -273,7 +273,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     )
@@ -331,7 +331,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -392,7 +392,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -453,7 +453,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );

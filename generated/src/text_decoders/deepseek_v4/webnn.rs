@@ -18,6 +18,6 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBNN_BROWSER, ignore =
-        "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: invalid literal for int() with base 10: 'compressor'"
+        "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): ValueError: invalid literal for int() with base 10: 'compressor'"
     );
 }

@@ -198,7 +198,14 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(&super::GENERATION, runtime::Planned::Run);
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "qwen3_next on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run 1795766161-11759 on vm, 2026-11-27T07:56:06Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (22%), 34 µs (0%); OpenVINOExecutionProvider: 14 nodes (78%), 83076 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/qwen3_next.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
+    );
 /// qwen3_next on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -240,7 +247,14 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(&super::GENERATION, runtime::Planned::Run)
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "qwen3_next on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795766120-10399 on vm, 2026-11-27T07:55:28Z): step 0 (decoder): cannot load <fixtures>/generation/qwen3_next/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Load),
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,

@@ -13,7 +13,7 @@ mod onnx {
         "known issue: qwen3_next's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))"
     );
     runtime::generation_test!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
+        super::super::cells::OPENVINO_ONNX, ignore =
+        "known issue: qwen3_next on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run 1795766161-11759 on vm, 2026-11-27T07:56:06Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (22%), 34 µs (0%); OpenVINOExecutionProvider: 14 nodes (78%), 83076 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/qwen3_next.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }

@@ -17,7 +17,7 @@ mod onnx {
         "known issue: zamba's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Add node. Name:'/model/layers.0/mamba/Add_20' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:563 void onnxruntime::BroadcastIterator::Init(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 8 by 13; dynamo on shape 2 exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero status code returned while running Gather node. Name:'node_select_118' Status Message: indices element out of data bounds, idx=12 must be within the inclusive range [-8,7]; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: TypeError: Unsupported attribute type: '<class 'torch.onnx._internal.exporter._tensors.SymbolicTensor'>')"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: zamba on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795766120-10399 on vm, 2026-11-27T07:55:30Z): step 0 (decoder): cannot load <fixtures>/generation/zamba/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002"
     );
 }

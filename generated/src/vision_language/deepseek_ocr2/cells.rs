@@ -240,9 +240,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_ocr2 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 333 of 2048 logits outside abs 0.04410047326637141 + rel 0, 0 of 2 rows with another top token (max abs error 1.889e-1; worst at flat index 1938: got 0.0675048902630806, expected -0.12136006355285645)",
+            reason: "deepseek_ocr2 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795766120-10399 on vm, 2026-11-27T07:55:42Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 333 of 2048 logits outside abs 0.04410047922065133 + rel 0, 1 of 2 rows with another top token (max abs error 1.889e-1; worst at flat index 1938: got 0.0675048902630806, expected -0.12136006355285645)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .computing_float32_in(

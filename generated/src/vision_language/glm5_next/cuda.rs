@@ -18,7 +18,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::CUDA_ONNX, ignore =
-        "known issue: glm5_next's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::copy' to ONNX opset version 17 is not supported; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/generation/glm5_next.partial-<pid>/decoder_with_past.onnx failed:Node (node_Reshape_1313) Op (Reshape) [ShapeInferenceError] Invalid Target shape product of 0. Product cannot be 0 in combination with -1"
+        "known issue: glm5_next's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::copy' to ONNX opset version 17 is not supported; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/generation/glm5_next.partial-<pid>/decoder_with_past.onnx failed:Node (node_Reshape_1313) Op (Reshape) [ShapeInferenceError] Invalid Target shape product of 0. Product cannot be 0 in combination with -1"
     );
 }
 /// glm5_next on cuda with libtorch, device cuda: run.

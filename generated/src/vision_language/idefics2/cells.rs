@@ -243,9 +243,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "idefics2 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 449 of 2048 logits outside abs 0.03909834725116071 + rel 0, 0 of 2 rows with another top token (max abs error 1.570e-1; worst at flat index 1122: got 0.1503906399011612, expected -0.006636898033320904)",
+            reason: "idefics2 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795766120-10399 on vm, 2026-11-27T07:55:49Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 449 of 2048 logits outside abs 0.03909834427195165 + rel 0, 1 of 2 rows with another top token (max abs error 1.570e-1; worst at flat index 1122: got 0.1503906399011612, expected -0.006636887788772583)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .computing_float32_in(

@@ -18,7 +18,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "known issue: inkling2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])"
+        "known issue: inkling2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])"
     );
 }
 /// inkling2 on cpu with libtorch, device cpu: known-issue (inkling2 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:59Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index_copy_(): Number of indices (8) should be equal to source.size(dim) (4)).

@@ -198,7 +198,14 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(&super::GENERATION, runtime::Planned::Run);
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "minicpmv4_6 on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run 1795766161-11759 on vm, 2026-11-27T07:56:19Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider, ScatterND ×28 on CPUExecutionProvider, Transpose ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 66 nodes (40%), 192 µs (0%); OpenVINOExecutionProvider: 100 nodes (60%), 85686 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/minicpmv4_6.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
+    );
 /// minicpmv4_6 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -240,7 +247,14 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(&super::GENERATION, runtime::Planned::Run)
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "minicpmv4_6 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795766120-10399 on vm, 2026-11-27T07:55:52Z): step 0 (decoder): cannot load <fixtures>/generation/minicpmv4_6/decoder.onnx: Failed to compose Qnn graph.",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Load),
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,

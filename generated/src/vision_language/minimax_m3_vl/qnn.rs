@@ -18,6 +18,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: minimax_m3_vl on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17443121534085120293_4 node. Name:'QNNExecutionProvider_QNNExecutionProvider_17443121534085120293_4_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004"
+        "known issue: minimax_m3_vl on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795766120-10399 on vm, 2026-11-27T07:55:55Z): step 0 (decoder): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17443121534085120293_4 node. Name:'QNNExecutionProvider_QNNExecutionProvider_17443121534085120293_4_1' Status Message: QNN graph execute error. Error: QNN_GRAPH_ERROR_INVALID_TENSOR: Invalid or NULL QNN tensor, Code: 6004"
     );
 }

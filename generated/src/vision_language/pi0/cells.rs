@@ -41,7 +41,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -96,7 +96,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -139,7 +139,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -182,7 +182,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -225,7 +225,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -270,7 +270,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     )
@@ -325,7 +325,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -382,7 +382,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -439,7 +439,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );

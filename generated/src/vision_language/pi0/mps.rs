@@ -14,7 +14,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::MPS_ONNX, ignore =
-        "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'"
+        "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'"
     );
 }
 /// pi0 on mps with libtorch, device mps: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pi0 (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: AttributeError: 'PI0Config' object has no attribute 'vision_config').

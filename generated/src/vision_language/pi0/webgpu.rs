@@ -22,7 +22,7 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, ignore =
-        "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'"
+        "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'"
     );
 }
 /// pi0 on webgpu with onnxruntime, WebGpuExecutionProvider: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for pi0 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'PI0Config' object has no attribute 'vision_config').
@@ -47,7 +47,7 @@ mod native {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'"
+        "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'"
     );
 }
 /// pi0's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

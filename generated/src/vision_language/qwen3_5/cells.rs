@@ -202,7 +202,14 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(&super::GENERATION, runtime::Planned::Run);
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "qwen3_5 on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run 1795766161-11759 on vm, 2026-11-27T07:56:24Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider, ScatterND ×28 on CPUExecutionProvider, Transpose ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 66 nodes (38%), 201 µs (0%); OpenVINOExecutionProvider: 107 nodes (62%), 88538 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
+    );
 /// qwen3_5 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -244,7 +251,14 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(&super::GENERATION, runtime::Planned::Run)
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "qwen3_5 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795766120-10399 on vm, 2026-11-27T07:55:57Z): step 0 (decoder): cannot load <fixtures>/generation/qwen3_5/decoder.onnx: Failed to compose Qnn graph.",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Load),
+        },
+    )
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,

@@ -17,7 +17,7 @@ mod onnx {
         "known issue: qwen3_5_moe's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not supported; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u7, 0) (unhinted: Eq(u7, 0)).  (Size-like symbols: u7))"
     );
     runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: qwen3_5_moe on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795766120-10399 on vm, 2026-11-27T07:55:59Z): step 0 (decoder): cannot load <fixtures>/generation/qwen3_5_moe/decoder.onnx: Failed to compose Qnn graph."
     );
 }
