@@ -137,7 +137,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_kvae_audio on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795768093-3042 on vm, 2026-11-27T08:28:13Z): cannot load <fixtures>/autoencoder_kl_kvae_audio/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Load),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
