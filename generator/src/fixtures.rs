@@ -67,18 +67,15 @@ pub fn build(
         let name = &model.spec.model_type;
         if model.spec.export.known_issue.is_some() {
             // The ONNX export failed: libtorch's cells may still run, on a fixture built without it.
-            match torchscript_only_job(model_plan, &root.join(name), source)? {
-                Some(job)
-                    if !cached(
-                        &root.join(name),
-                        &model.fixture_key(),
-                        FixtureKind::TorchScriptOnly,
-                    ) =>
-                {
-                    jobs.push((name.clone(), job))
-                }
-                Some(_) => summary.cached += 1,
+            let out_dir = root.join(name);
+            match onnx_failure_to_trace(model_plan, source) {
                 None => summary.skipped_known_issue += 1,
+                Some(_) if cached(&out_dir, &model.fixture_key(), FixtureKind::TorchScriptOnly) => {
+                    summary.cached += 1
+                }
+                Some(onnx_error) => {
+                    jobs.push((name.clone(), torchscript_job(model, &out_dir, onnx_error)?))
+                }
             }
             continue;
         }
@@ -230,26 +227,22 @@ pub fn cached(out_dir: &Path, key: &str, kind: FixtureKind) -> bool {
         && without_onnx == (kind == FixtureKind::TorchScriptOnly)
 }
 
-/// The libtorch-only fixture's job of a model whose ONNX export failed, where
-/// the plan runs its libtorch cells on a tiny random model: the export job
-/// without its ONNX step, with the exporters' failure.
-pub fn torchscript_only_job(
-    model_plan: &crate::plan::ModelPlan,
-    out_dir: &Path,
+/// The ONNX exporters' failure of a model whose libtorch cells the plan runs
+/// on a tiny random model: its libtorch-only fixture is built, with that
+/// failure as why it has no graph. None where no such fixture is wanted.
+fn onnx_failure_to_trace<'a>(
+    model_plan: &'a crate::plan::ModelPlan,
     source: &Source,
-) -> Result<Option<serde_json::Value>, String> {
-    let model = model_plan.model;
-    let Some(entry) = model.spec.pipeline_entry(crate::spec::evidence::EXPORT) else {
-        return Ok(None);
-    };
+) -> Option<&'a str> {
+    let entry = model_plan
+        .model
+        .spec
+        .pipeline_entry(crate::spec::evidence::EXPORT)?;
     let runs_libtorch = model_plan.cells.iter().any(|c| {
         c.engine.kind() == hwmatrix_cell::EngineKind::Libtorch
             && matches!(c.planned, hwmatrix_cell::Planned::Run)
     });
-    if !runs_libtorch || !matches!(source, Source::TinyRandom) {
-        return Ok(None);
-    }
-    Ok(Some(torchscript_job(model, out_dir, &entry.error)?))
+    (runs_libtorch && matches!(source, Source::TinyRandom)).then_some(entry.error.as_str())
 }
 
 /// The job that builds libtorch's fixture alone (torchscript.py), `onnx_error` being why there is no ONNX graph.

@@ -213,7 +213,7 @@ fn execute_part(cell: &Cell, check: Check) -> Result<(), String> {
             "{}::{} failed ({}): {}",
             cell.id(),
             check.name(),
-            kind_name(e.kind),
+            e.kind.name(),
             e.message
         )
     })
@@ -251,13 +251,6 @@ pub(crate) fn blank_record(cell: &Cell, check: &str) -> Record {
         generation: None,
         runtime_version: env!("CARGO_PKG_VERSION").into(),
     }
-}
-
-pub(crate) fn kind_name(kind: ErrorKind) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| format!("{kind:?}"))
 }
 
 fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), CheckError> {
@@ -353,7 +346,7 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
         None => Ok(()),
         Some(first) => {
             let more: Vec<String> = failures
-                .map(|e| format!("{}: {}", kind_name(e.kind), e.message))
+                .map(|e| format!("{}: {}", e.kind.name(), e.message))
                 .collect();
             let message = if more.is_empty() {
                 first.message

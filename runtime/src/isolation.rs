@@ -227,7 +227,7 @@ fn write_failure(cell: &Cell, check: Check, kind: ErrorKind, reason: String) -> 
         device,
         ..crate::checks::blank_record(cell, check.name())
     };
-    let kind_name = crate::checks::kind_name(kind);
+    let kind_name = kind.name();
     match record::append(&failed) {
         Ok(()) => format!(
             "{}::{} failed ({kind_name}): {reason}",

@@ -11,7 +11,6 @@
 //! on these matrices, not evidence for or against a rating that trained
 //! weights earned (only a real checkpoint's records can be).
 
-use crate::checks::kind_name;
 use crate::error::{CheckError, ErrorKind};
 use crate::record::{self, FixtureRecord, Outcome, QuantizationRecord, Record};
 use crate::{Basis, EngineKind, QuantScheme, QuantizationCell};
@@ -110,7 +109,7 @@ fn quantization_of_part(cell: &QuantizationCell, scheme: QuantScheme) -> Result<
             "{}::{} failed ({}): {}",
             cell.id(),
             scheme.check_name(),
-            kind_name(e.kind),
+            e.kind.name(),
             e.message
         )
     })
