@@ -126,25 +126,21 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// vibevoice_acoustic_tokenizer on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// vibevoice_acoustic_tokenizer on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
-        runtime::Planned::KnownIssue {
-            reason: "OpenVINO (onnxruntime-openvino 1.31.1) crashes the test process with SIGSEGV running the int8 variant (int8_matches_reference); the float32 checks passed (measured 2026-11-23)",
-            basis: runtime::Basis::Spec,
-            stage: None,
-        },
+        runtime::Planned::Run,
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "OpenVINO (onnxruntime-openvino 1.31.1) crashes the test process with SIGSEGV running the int8 variant (int8_matches_reference); the float32 checks passed (measured 2026-11-23)",
-                    basis: runtime::Basis::Spec,
-                    stage: None,
+                    reason: "vibevoice_acoustic_tokenizer on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795773489-993 on vm, 2026-11-27T09:58:10Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU) (its last lines: none)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
