@@ -123,11 +123,16 @@ fi
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
 "$gen" doctor --platform cpu --platform openvino --platform qnn --platform webgpu --platform webnn
 
-step "generated/ and the CI workflow are up to date with model-specs/, and actionlint passes the workflow; rustfmt's style"
+step "generated/ and the CI workflow are up to date with model-specs/, and actionlint passes the workflow; rustfmt's style, clippy"
 "$gen" --all --check
 # Every hand-written crate in rustfmt's default style; generated/ is prettyplease's output,
 # its modules marked rustfmt::skip (gen --check guards it).
 cargo fmt --all --check
+# clippy with its warnings denied: every crate's library (generated's cells included), the
+# hand-written crates' tests and binaries, and the runtime with every engine feature.
+cargo clippy --locked --workspace -- -D warnings
+cargo clippy --locked --workspace --exclude generated --all-targets -- -D warnings
+cargo clippy --locked -p runtime --all-features --all-targets -- -D warnings
 "$gen" ci --check
 # As GitHub would read it: contexts each key may use, action runtimes, runner labels
 # (the self-hosted ones from .github/actionlint.yaml, which gen ci writes too).

@@ -189,8 +189,8 @@ pub fn render_actionlint(specs: &Specs) -> String {
     let mut labels: Vec<&str> = specs
         .hardware
         .platforms
-        .iter()
-        .map(|(_, spec)| spec.runner.as_str())
+        .values()
+        .map(|spec| spec.runner.as_str())
         .filter(|l| !hosted(l))
         .collect();
     labels.sort_unstable();

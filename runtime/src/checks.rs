@@ -779,6 +779,8 @@ fn check_reference(
 /// What an output of a precision variant misses of its bound, if anything:
 /// each metric past its bound, with the bound (NaN misses every bound).
 /// Integer outputs have no agreement and must match exactly.
+// `!(x >= bound)` is meant: a NaN measure misses the bound.
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
 fn missed_agreement(
     agreement: Option<&compare::Agreement>,
     dev: &Deviation,

@@ -121,7 +121,7 @@ pub fn agreement(
     actual: &Tensor,
     expected: &Tensor,
 ) -> Option<Agreement> {
-    if !expected.dtype().is_float() || actual.shape != expected.shape || expected.len() == 0 {
+    if !expected.dtype().is_float() || actual.shape != expected.shape || expected.is_empty() {
         return None;
     }
     let width = match (feature_last, expected.shape.first()) {

@@ -23,6 +23,15 @@ use crate::tensor::{Data, Tensor};
 use crate::{GenerationDecl, ModelDecl, TensorDecl, Tolerance};
 pub use hwmatrix_record::{Divergence, GenerationRecord, NearTie, StepRecord};
 
+/// Runs one graph of a generation fixture on an engine: its name and feeds in,
+/// its named outputs back.
+pub type RunGraph<'a> =
+    dyn FnMut(&str, &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, CheckError> + 'a;
+
+/// Sees one step of the loop: its index, inputs and outputs.
+pub type SeeStep<'a> =
+    dyn FnMut(usize, &[(String, Tensor)], &[(String, Tensor)]) -> Result<(), CheckError> + 'a;
+
 /// How a cache's past inputs are named: `past_key_values.<layer>.<name>`.
 pub const CACHE_PREFIX: &str = "past_key_values.";
 
@@ -278,12 +287,8 @@ impl GenerationFixture {
     /// step's inputs and outputs. Errors name the step.
     pub fn run_loop(
         &self,
-        run: &mut dyn FnMut(&str, &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, CheckError>,
-        each_step: &mut dyn FnMut(
-            usize,
-            &[(String, Tensor)],
-            &[(String, Tensor)],
-        ) -> Result<(), CheckError>,
+        run: &mut RunGraph<'_>,
+        each_step: &mut SeeStep<'_>,
     ) -> Result<(), CheckError> {
         let meta = &self.meta;
         let mut latest: BTreeMap<String, Tensor> = BTreeMap::new();
@@ -385,7 +390,7 @@ pub fn generate(
     fixture: &GenerationFixture,
     tolerance: Tolerance,
     near_tie: NearTie,
-    run: &mut dyn FnMut(&str, &[(String, Tensor)]) -> Result<Vec<(String, Tensor)>, CheckError>,
+    run: &mut RunGraph<'_>,
     record: &mut GenerationRecord,
 ) -> Result<(), CheckError> {
     let meta = &fixture.meta;

@@ -105,7 +105,7 @@ fn bench_one(cell: &runtime::Cell, options: &Options) -> bool {
         options.runs,
         options.batches
     );
-    match bench::run(cell, &options) {
+    match bench::run(cell, options) {
         Ok(result) => {
             let l = &result.latency;
             println!(

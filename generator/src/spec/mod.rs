@@ -789,6 +789,24 @@ fn check_tolerance(
     }
 }
 
+/// What is wrong with a precision's bound, if anything: a cosine or top-1
+/// bound outside (0, 1] can never pass or never fail, nor can a relative L2
+/// bound at or below 0.
+// `!(x > 0.0)` is meant: a NaN bound is a problem too.
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
+fn agreement_bound_problem(bound: &PrecisionTolerance) -> Option<String> {
+    let fraction = |v: f64| v > 0.0 && v <= 1.0;
+    if !fraction(bound.min_cosine) {
+        Some(format!("min_cosine {} is not in (0, 1]", bound.min_cosine))
+    } else if !fraction(bound.min_top1) {
+        Some(format!("min_top1 {} is not in (0, 1]", bound.min_top1))
+    } else if !(bound.max_rel_l2 > 0.0) {
+        Some(format!("max_rel_l2 {} is not above 0", bound.max_rel_l2))
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -828,21 +846,5 @@ mod tests {
                 .contains("not allowed")
         );
         assert!(check_model_type("").is_err());
-    }
-}
-
-/// What is wrong with a precision's bound, if anything: a cosine or top-1
-/// bound outside (0, 1] can never pass or never fail, nor can a relative L2
-/// bound at or below 0.
-fn agreement_bound_problem(bound: &PrecisionTolerance) -> Option<String> {
-    let fraction = |v: f64| v > 0.0 && v <= 1.0;
-    if !fraction(bound.min_cosine) {
-        Some(format!("min_cosine {} is not in (0, 1]", bound.min_cosine))
-    } else if !fraction(bound.min_top1) {
-        Some(format!("min_top1 {} is not in (0, 1]", bound.min_top1))
-    } else if !(bound.max_rel_l2 > 0.0) {
-        Some(format!("max_rel_l2 {} is not above 0", bound.max_rel_l2))
-    } else {
-        None
     }
 }

@@ -281,18 +281,13 @@ impl OnnxSession {
                 .as_ref()
                 .is_none_or(|(open, _)| *open != overrides)
             {
-                if let Some((_, mut old)) = self.session.take() {
-                    if self.mode == Mode::Profiled {
-                        self.earlier.extend(
-                            read_profile(
-                                &mut old,
-                                self.provider,
-                                &self.nodes,
-                                &self.cpu_preferred,
-                            )?
+                if let Some((_, mut old)) = self.session.take()
+                    && self.mode == Mode::Profiled
+                {
+                    self.earlier.extend(
+                        read_profile(&mut old, self.provider, &self.nodes, &self.cpu_preferred)?
                             .ops,
-                        );
-                    }
+                    );
                 }
                 let session = self.build(&overrides)?;
                 self.session = Some((overrides, session));
@@ -506,10 +501,10 @@ impl Drop for OnnxSession {
     /// WebGPU session is kept for the next check of its model ([`keep`]).
     fn drop(&mut self) {
         let turn = turn(self.provider);
-        if let Some((_, session)) = self.session.take() {
-            if self.provider == ExecutionProvider::WebGpu {
-                keep(fixture_of(&self.model), session);
-            }
+        if let Some((_, session)) = self.session.take()
+            && self.provider == ExecutionProvider::WebGpu
+        {
+            keep(fixture_of(&self.model), session);
         }
         drop(turn);
         if self.provider == ExecutionProvider::WebGpu {
