@@ -155,7 +155,7 @@ fn sigkill_to_gen_alone_ends_its_workers_and_a_rerun_builds_every_fixture() {
 /// signal ends it.
 #[test]
 fn a_worker_ends_when_its_parent_does_even_with_its_stdin_open() {
-    let script = generator::workers::worker_script();
+    let script = hwmatrix_importer::workers::worker_script();
     let mut shell = Command::new("sh")
         .arg("-c")
         // A background job's stdin is /dev/null unless redirected: fd 3 keeps the test's pipe for it.

@@ -23,6 +23,8 @@ import functools
 import inspect
 import re
 
+from tiny import MAX_PARAMETERS, cap_widths, check_size, tensor
+
 FAMILIES = re.compile(r"^(UNet\w*Model|Autoencoder\w*|VQModel|\w*Transformer[23]DModel|\w*DiT2DModel)$")
 LEFT_OUT = re.compile(r"ControlNet|Adapter|Multi")
 
@@ -76,16 +78,15 @@ def classify(row: dict) -> dict:
 
 def shrink(row: dict, wide: bool = False) -> dict:
     """The constructor arguments of a tiny model: the defaults that are widths or depths, smaller.
-    `wide` also caps every other width-named default (registry.WIDE_KEY), for a model the table
+    `wide` also caps every other width-named default (tiny.WIDE_KEY), for a model the table
     leaves over the parameter limit."""
     from export import model_class
 
     params = inspect.signature(model_class(row["base_class"]).__init__).parameters
     out = {}
     if wide:
-        from registry import _wide
 
-        _wide({k: p.default for k, p in params.items() if p.default is not inspect.Parameter.empty}, out)
+        cap_widths({k: p.default for k, p in params.items() if p.default is not inspect.Parameter.empty}, out)
     for target, keys in SHRINK.items():
         for key in keys:
             default = params[key].default if key in params else None
@@ -103,7 +104,6 @@ def build(row: dict, tiny_config: dict, wide: bool = False):
     its parameter count is under the tiny-model limit (building one that is not could take
     the machine's memory: three classes would need tens of billions of parameters)."""
     from export import model_class
-    from registry import MAX_PARAMETERS, check_size
 
     cls = model_class(row["base_class"])
     check_size(lambda: cls(**tiny_config), MAX_PARAMETERS, mild=False, wide=wide)
@@ -118,7 +118,6 @@ def _size(config) -> int:
 
 def candidate_layouts(params: list[str], config) -> list[tuple[list[dict], list[dict]]]:
     """Inputs by forward parameter name: the sample, then what conditions it."""
-    from registry import tensor
 
     first = params[0]
     if first not in ("sample", "hidden_states"):

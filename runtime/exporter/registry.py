@@ -24,6 +24,7 @@ import torch
 import transformers
 
 import diffusion
+from tiny import MAX_PARAMETERS, cap_widths, check_size, tensor
 from transformers.models.auto import configuration_auto, modeling_auto
 
 # ---- registries ---------------------------------------------------------------------------
@@ -201,32 +202,7 @@ LAYER_TYPE_LISTS = ["layer_types", "layers_block_type", "block_types", "attentio
 # tied to each other, channels to norm groups): every width stays, only depth, vocabulary and
 # positions shrink. It is kept only when the model still fits the one parameter limit.
 MILD_SHRINK = {2: SHRINK[2], 512: ["max_position_embeddings"], SHRINK_VOCAB: ["vocab_size"]}
-# Every tiny model, however it was shrunk, must make a fixture folder of 16 MB or less, every
-# variant included (float32 ONNX and TorchScript, float16, int8: about 11 bytes a parameter),
-# so that the whole store stays near 1.5 GB and the web engines load it quickly. transformers'
-# and diffusers' own testers stay far below this; more means some width the shrinking does not
-# know stayed full size. diffusers' tiny models (diffusion.build) have the same limit.
-MAX_PARAMETERS = 1_400_000
-
-
-# The widest shrinking, tried last and only for a model the others leave over the parameter
-# limit: every int key that names a width (below) and is over 64 becomes 32 (64 for a feed-forward
-# width), and lists of widths (per-stage channels) are capped at 32. Such keys are architecture-
-# specific spellings the table above does not list (`vision_hidden_size`, `codebook_dim`...).
-WIDE_KEY = re.compile(r"(hidden|_dim$|^dim$|_dims$|width|channels|embed|ffn|intermediate|inner|_size$)")
-WIDE_SKIP = re.compile(r"(vocab|position|image|patch|token|kernel|stride|window|bins|sample|group|layer|head|batch|chunk|"
-                       r"length|frames|rate|num_|max_|min_|seq|n_fft|hop|pad|spatial|temporal|resolution|codebook_size|bucket)")
-
-
-def _wide(values: dict, out: dict) -> None:
-    for key, value in values.items():
-        if key in out or WIDE_SKIP.search(key) or not WIDE_KEY.search(key):
-            continue
-        if isinstance(value, int) and not isinstance(value, bool) and value > 64:
-            out[key] = 64 if re.search(r"ffn|intermediate|inner", key) else 32
-        elif isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value) and max(value) > 64:
-            out[key] = [min(v, 32) for v in value]
-
+# The parameter limit every tiny model keeps is tiny.MAX_PARAMETERS.
 
 # The placeholder tokens an image-text or audio-text prompt repeats.
 PLACEHOLDER_KEYS = {"image_token_id", "image_token_index", "audio_token_id", "audio_token_index"}
@@ -326,7 +302,7 @@ def _shrink_one(config, mild: bool = False, small_images: bool = True, wide: boo
         elif key.endswith("_token_id") and isinstance(values[key], list) and any(isinstance(v, int) and v >= vocab for v in values[key]):
             out[key] = [next(taken) if isinstance(v, int) and v >= vocab else v for v in values[key]]
     if wide:
-        _wide(values, out)
+        cap_widths(values, out)
     for key in getattr(config, "sub_configs", {}) or {}:
         sub = getattr(config, key, None)
         if sub is not None and hasattr(sub, "to_dict"):
@@ -425,10 +401,6 @@ def audio_prompt_layouts(params: list[str], config) -> list[tuple[list[dict], No
             inputs.append(tensor("attention_mask", "int64", ["batch", "sequence"], "mask"))
         layouts.append((inputs, None))  # shapes need the audio token count: `_placeholder_shapes`
     return layouts
-
-
-def tensor(name, dtype, axes, fill=None) -> dict:
-    return {"name": name, "dtype": dtype, "axes": axes, **({"fill": fill} if fill else {})}
 
 
 def candidate_layouts(category: str, params: list[str], config) -> list[tuple[list[dict], list[dict]]]:
@@ -722,17 +694,6 @@ BLOWN_UP = 1e6
 
 class NoInformativeOutput(RuntimeError):
     """The tiny model ran but every output it returned is constant (or there were none)."""
-
-
-def check_size(build, limit: int, mild: bool, wide: bool = False) -> None:
-    """Refuses a model over `limit` parameters, counted on a model `build()` makes on the meta
-    device (no memory): transformers' and diffusers' tiny models alike."""
-    with torch.device("meta"):
-        count = sum(p.numel() for p in build().parameters())
-    if count > limit:
-        kept = ("with every width-named key capped at 32" if wide else "with every width kept" if mild
-                else "after shrinking (some width it does not know stayed full size)")
-        raise RuntimeError(f"the tiny model has {count / 1e6:.1f}M parameters {kept}; the limit is {limit / 1e6:.1f}M")
 
 
 # Inputs that may be ignored by a model; to find out, they are made all ones.

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use crate::checks::blank_record;
 use crate::engine::{self, Mode, Threads};
 use crate::error::{CheckError, ErrorKind};
 use crate::fixture::{Fixture, Shape};
@@ -64,7 +63,7 @@ fn tile(tensor: &Tensor, batch: usize) -> Tensor {
 /// Benchmarks the cell and appends its `bench` record (failed, with what it
 /// measured, if a step fails).
 pub fn run(cell: &Cell, options: &Options) -> Result<Bench, CheckError> {
-    let mut rec = blank_record(cell, "bench");
+    let mut rec = crate::record::blank(cell, "bench");
     let result = measure(cell, options, &mut rec);
     match &result {
         Ok(bench) => {

@@ -131,7 +131,7 @@ static TIMING: Mutex<()> = Mutex::new(());
 /// any part failed: a cell passes only when all of its components pass.
 pub fn execute(cell: &Cell, check: Check) {
     // An engine that can crash its process runs the check in a process of its own.
-    if let Some(verdict) = crate::isolation::run_in_own_process(cell, check) {
+    if let Some(verdict) = crate::isolation::run_in_own_process(cell, check.name()) {
         if let Err(failure) = verdict {
             panic!("{failure}");
         }
@@ -198,7 +198,7 @@ fn execute_part(cell: &Cell, check: Check) -> Result<(), String> {
             .precision()
             .map_or("float32", Precision::name)
             .to_string(),
-        ..blank_record(cell, check.name())
+        ..record::blank(cell, check.name())
     };
     if let Err(e) = record::append(&record) {
         panic!(
@@ -217,40 +217,6 @@ fn execute_part(cell: &Cell, check: Check) -> Result<(), String> {
             e.message
         )
     })
-}
-
-/// A record of `cell`'s `check` with the identifying fields filled and nothing measured.
-pub(crate) fn blank_record(cell: &Cell, check: &str) -> Record {
-    Record {
-        run_id: record::run_id().to_string(),
-        time: record::now_rfc3339(),
-        host: record::host(),
-        model: cell.model.model_type.to_string(),
-        component: cell.model.component.map(str::to_string),
-        category: cell.model.category.to_string(),
-        platform: cell.platform.platform,
-        engine_kind: cell.engine.kind(),
-        engine: cell.engine.describe(),
-        check: check.to_string(),
-        status: Outcome::Failed,
-        basis: Basis::Measured,
-        reason: None,
-        error_kind: None,
-        stage: None,
-        providers: None,
-        deviation: None,
-        timing: None,
-        untimed: None,
-        memory: None,
-        fixture: None,
-        library: None,
-        device: None,
-        precision: "float32".into(),
-        quantization: None,
-        bench: None,
-        generation: None,
-        runtime_version: env!("CARGO_PKG_VERSION").into(),
-    }
 }
 
 fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), CheckError> {

@@ -18,7 +18,6 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::checks::Check;
 use crate::error::ErrorKind;
 use crate::record::{self, Outcome};
 use crate::{Basis, Cell, Engine, ExecutionProvider};
@@ -46,14 +45,14 @@ fn needs_own_process(cell: &Cell) -> bool {
 /// The check's verdict from a child process, or None where it runs in this
 /// one: an engine that never crashed a process, the child itself, or a caller
 /// that is not a libtest test (its thread names no test to rerun).
-pub fn run_in_own_process(cell: &Cell, check: Check) -> Option<Result<(), String>> {
+pub fn run_in_own_process(cell: &Cell, check: &str) -> Option<Result<(), String>> {
     if !needs_own_process(cell) || std::env::var_os(CHILD).is_some() {
         return None;
     }
     // libtest runs each test on a thread named after the test's path.
     let test = std::thread::current()
         .name()
-        .filter(|n| n.ends_with(check.name()) && n.contains("::"))?
+        .filter(|n| n.ends_with(check) && n.contains("::"))?
         .to_string();
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -63,7 +62,7 @@ pub fn run_in_own_process(cell: &Cell, check: Check) -> Option<Result<(), String
             return Some(Err(format!(
                 "{}::{}: cannot find the test binary to run the check in its own process: {e}",
                 cell.id(),
-                check.name()
+                check
             )));
         }
     };
@@ -87,7 +86,7 @@ pub fn run_in_own_process(cell: &Cell, check: Check) -> Option<Result<(), String
             return Some(Err(format!(
                 "{}::{}: cannot start {} for the check's own process: {e}",
                 cell.id(),
-                check.name(),
+                check,
                 exe.display()
             )));
         }
@@ -98,7 +97,7 @@ pub fn run_in_own_process(cell: &Cell, check: Check) -> Option<Result<(), String
             return Some(Err(format!(
                 "{}::{}: waiting for the check's own process: {e}",
                 cell.id(),
-                check.name()
+                check
             )));
         }
     };
@@ -121,7 +120,7 @@ pub fn run_in_own_process(cell: &Cell, check: Check) -> Option<Result<(), String
             Err(format!(
                 "{}::{}: its own process ran no test named {test}",
                 cell.id(),
-                check.name()
+                check
             ))
         });
     }
@@ -153,7 +152,7 @@ pub fn run_in_own_process(cell: &Cell, check: Check) -> Option<Result<(), String
             format!(
                 "{}::{} failed in its own process (exit status {status}); its output is above",
                 cell.id(),
-                check.name()
+                check
             )
         }),
     }))
@@ -211,7 +210,7 @@ fn wait_within(
 
 /// Records a check's failure that its own process could not record (it crashed, or was
 /// killed), and returns the test's failure message.
-fn write_failure(cell: &Cell, check: Check, kind: ErrorKind, reason: String) -> String {
+fn write_failure(cell: &Cell, check: &str, kind: ErrorKind, reason: String) -> String {
     // The device the child ran on, as its own record would have said: an
     // emulator's crash is this machine's, not the engine's (who failed).
     let device = match hwmatrix_cell::presence::detect_engine(cell.platform.platform, cell.engine) {
@@ -225,19 +224,15 @@ fn write_failure(cell: &Cell, check: Check, kind: ErrorKind, reason: String) -> 
         error_kind: Some(kind),
         stage: kind.stage(),
         device,
-        ..crate::checks::blank_record(cell, check.name())
+        ..record::blank(cell, check)
     };
     let kind_name = kind.name();
     match record::append(&failed) {
-        Ok(()) => format!(
-            "{}::{} failed ({kind_name}): {reason}",
-            cell.id(),
-            check.name()
-        ),
+        Ok(()) => format!("{}::{} failed ({kind_name}): {reason}", cell.id(), check),
         Err(e) => format!(
             "{}::{} failed ({kind_name}): {reason}; and its record could not be written: {e}",
             cell.id(),
-            check.name()
+            check
         ),
     }
 }

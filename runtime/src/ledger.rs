@@ -6,7 +6,7 @@
 //! reason and basis (an expectation from the seeds, a person's spec, or
 //! simply not tried).
 
-use crate::checks::{Check, blank_record};
+use crate::checks::Check;
 use crate::record::{self, Outcome, Record};
 use crate::{Basis, Cell, Planned, QuantizationCell, Stage};
 
@@ -115,7 +115,7 @@ pub fn record_cells_not_run(
                     .precision()
                     .map_or("float32", crate::Precision::name)
                     .to_string(),
-                ..blank_record(cell, check.name())
+                ..crate::record::blank(cell, check.name())
             };
             record::append(&record).map_err(|e| {
                 format!(

@@ -6,6 +6,7 @@ use std::io::Write;
 use std::sync::Mutex;
 
 use crate::paths;
+use crate::{Basis, Cell};
 /// Who and when, shared with gen (which stamps the evidence it writes alike).
 pub use hwmatrix_cell::run::{host, now_rfc3339, run_id};
 /// The record and its parts, defined once for writer and readers (runtime/record).
@@ -46,4 +47,38 @@ fn proc_status_kb(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A record of `cell`'s `check` with the identifying fields filled and nothing measured.
+pub(crate) fn blank(cell: &Cell, check: &str) -> Record {
+    Record {
+        run_id: run_id().to_string(),
+        time: now_rfc3339(),
+        host: host(),
+        model: cell.model.model_type.to_string(),
+        component: cell.model.component.map(str::to_string),
+        category: cell.model.category.to_string(),
+        platform: cell.platform.platform,
+        engine_kind: cell.engine.kind(),
+        engine: cell.engine.describe(),
+        check: check.to_string(),
+        status: Outcome::Failed,
+        basis: Basis::Measured,
+        reason: None,
+        error_kind: None,
+        stage: None,
+        providers: None,
+        deviation: None,
+        timing: None,
+        untimed: None,
+        memory: None,
+        fixture: None,
+        library: None,
+        device: None,
+        precision: "float32".into(),
+        quantization: None,
+        bench: None,
+        generation: None,
+        runtime_version: env!("CARGO_PKG_VERSION").into(),
+    }
 }

@@ -14,6 +14,7 @@
 
 mod import;
 mod query;
+pub mod report;
 
 pub use import::{ImportSummary, Rejected};
 pub use query::{Evidence, Run};

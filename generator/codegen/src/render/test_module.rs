@@ -1,0 +1,157 @@
+//! The test module of a model on a platform, rendered from
+//! templates/cell_tests.rs.tera: a module per engine with one
+//! `runtime::cell_tests!` invocation each, so the check names and their
+//! bodies live in the runtime only.
+
+use hwmatrix_cell::{EngineKind, Planned, Platform};
+use tera::{Context, Tera};
+
+use hwmatrix_specs::plan::{CellPlan, QuantizationPlan};
+use hwmatrix_specs::spec::{LoadedModel, PlatformSpec};
+
+const TEMPLATE: &str = include_str!("../../../../templates/cell_tests.rs.tera");
+
+/// The test module of one model on one platform: a module per engine cell.
+pub fn render(
+    model: &LoadedModel,
+    platform: Platform,
+    cells: &[&CellPlan],
+    hardware: &PlatformSpec,
+    quantization: Option<&QuantizationPlan>,
+) -> Result<String, String> {
+    let mut ctx = Context::new();
+    ctx.insert("model_type", &model.spec.model_type);
+    ctx.insert("module", &model.module);
+    ctx.insert("category", &model.spec.category);
+    ctx.insert("platform", platform.name());
+    let cells: Vec<_> = cells
+        .iter()
+        .map(|cell| engine_cell(cell, hardware))
+        .collect();
+    ctx.insert("cells", &cells);
+    ctx.insert(
+        "quantization",
+        &quantization.map(|q| quantization_checks(q, hardware)),
+    );
+    template()?
+        .render("cell_tests", &ctx)
+        .map_err(|e| format!("templates/cell_tests.rs.tera: {e:?}"))
+}
+
+/// What the template needs of one engine's cell.
+fn engine_cell(cell: &CellPlan, hardware: &PlatformSpec) -> serde_json::Value {
+    let kind = cell.engine.kind();
+    let features: Vec<&str> = std::iter::once(hardware.feature.as_str())
+        .chain(kind.cargo_feature())
+        .collect();
+    let ignore_always = ignore_reason;
+    let precision_checks: Vec<serde_json::Value> = cell
+        .precision_checks
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "test": p.precision.check_name(),
+                "variant": format!("{:?}", p.precision),
+                "name": p.precision.name(),
+                "ignore_always": ignore_always(&p.planned),
+            })
+        })
+        .collect();
+    let needs = match kind.cargo_feature() {
+        Some(_) => format!(
+            "{} is present, with {}",
+            hardware.requires,
+            engine_requires(kind)
+        ),
+        None => format!("{} is present", hardware.requires),
+    };
+    serde_json::json!({
+        "engine_module": kind.module(cell.platform),
+        "engine_doc": crate::render::cells::engine_doc(&cell.engine),
+        "status": cell.planned.label(),
+        "reason": cell.planned.reason(),
+        "reason_doc": cell.planned.reason().map(one_line),
+        "cell_const": super::cells::cell_const(cell),
+        "features": features.iter().map(|f| rust_literal(f)).collect::<Vec<_>>().join(", "),
+        "ignore_always": ignore_always(&cell.planned),
+        "precision_checks": precision_checks,
+        // The `generates` check: Some(ignore reason or null) for a generating model's ONNX cells.
+        "generation": cell.generation.as_ref().map(|g| serde_json::json!({ "ignore_always": ignore_always(g) })),
+        "ignore_feature_off": rust_literal(&format!(
+            "{} off: run `cargo test -p generated --features {}` where {needs}",
+            features.join(" or "),
+            features.join(",")
+        )),
+    })
+}
+
+/// What the template needs of a model's quantization checks: one test per scheme.
+fn quantization_checks(plan: &QuantizationPlan, hardware: &PlatformSpec) -> serde_json::Value {
+    let checks: Vec<serde_json::Value> = plan
+        .checks
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "test": c.scheme.check_name(),
+                "variant": format!("{:?}", c.scheme),
+                "expected": c.expected.map(|r| r.name()),
+                "ignore_always": ignore_reason(&c.planned),
+            })
+        })
+        .collect();
+    let feature = &hardware.feature;
+    serde_json::json!({
+        "cell_const": super::cells::quantization_const(plan.platform),
+        "features": rust_literal(feature),
+        "checks": checks,
+        "ignore_feature_off": rust_literal(&format!(
+            "{feature} off: run `cargo test -p generated --features {feature}` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        )),
+    })
+}
+
+/// The `#[ignore]` reason of a test that never runs (unsupported or known issue), as a Rust literal.
+fn ignore_reason(planned: &Planned<String>) -> Option<String> {
+    match planned {
+        Planned::Run | Planned::NoEngine { .. } => None,
+        Planned::Unsupported { reason, .. } => {
+            Some(rust_literal(&format!("unsupported: {reason}")))
+        }
+        Planned::KnownIssue { reason, .. } => Some(rust_literal(&format!("known issue: {reason}"))),
+        Planned::NotTested { reason, .. } => Some(rust_literal(reason)),
+    }
+}
+
+/// What an engine behind its own cargo feature needs, in messages.
+pub fn engine_requires(kind: EngineKind) -> &'static str {
+    match kind {
+        EngineKind::Libtorch => {
+            "libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
+        }
+        _ => "its engine",
+    }
+}
+
+/// The template, parsed once for all the cells (thousands of them).
+fn template() -> Result<&'static Tera, String> {
+    static PARSED: std::sync::OnceLock<Result<Tera, String>> = std::sync::OnceLock::new();
+    PARSED
+        .get_or_init(|| {
+            let mut tera = Tera::default();
+            tera.autoescape_on(vec![]);
+            tera.add_raw_template("cell_tests", TEMPLATE)
+                .map_err(|e| format!("templates/cell_tests.rs.tera: {e:?}"))?;
+            Ok(tera)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// A Rust string literal for any text (Debug escaping is valid Rust syntax).
+pub fn rust_literal(text: &str) -> String {
+    format!("{text:?}")
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

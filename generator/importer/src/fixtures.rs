@@ -1,0 +1,327 @@
+//! `gen fixtures`: builds the fixture of each selected model with the Python
+//! exporter (runtime/exporter/export.py), skipping those whose cache key
+//! (spec + exporter + its pinned requirements) has not changed.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use hwmatrix_cell::fixture_key::SEED;
+
+use crate::workers::{Pool, Progress};
+use hwmatrix_specs::plan::Plan;
+use hwmatrix_specs::spec::LoadedModel;
+
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub built: usize,
+    pub cached: usize,
+    pub skipped_known_issue: usize,
+    /// (model_type, the exporter's error)
+    pub failed: Vec<(String, String)>,
+}
+
+/// Where a fixture's model comes from.
+#[derive(Clone, Debug, Default)]
+pub enum Source {
+    /// The spec's tiny config with seeded random weights (the default).
+    #[default]
+    TinyRandom,
+    /// A local pretrained checkpoint folder (config and weights, e.g. one in the HF cache).
+    Checkpoint(PathBuf),
+}
+
+/// Builds (or finds cached) the fixture of every model of the plan, spread
+/// over `workers` Python processes. Failed exports leave
+/// `<root>/<model_type>.error.txt` with the real error.
+/// `retry_generation`: also export the models whose generation exporter failed before
+/// (`imported.generation_export`), to see whether a change to it fixed them.
+pub fn build(
+    plan: &Plan,
+    root: &Path,
+    python: &Path,
+    workers: usize,
+    source: &Source,
+    retry_generation: bool,
+    log: &mut dyn Write,
+) -> Result<Summary, String> {
+    let script = crate::workers::worker_script();
+    if !script.is_file() {
+        return Err(format!("no exporter at {}", script.display()));
+    }
+    if !python.exists() {
+        return Err(format!(
+            "no Python for the exporter at {}: run `bash tests/run.sh` once (it creates the venv), or set HWMATRIX_PYTHON",
+            python.display()
+        ));
+    }
+    let _lock = StoreLock::acquire(root, log)?;
+    let mut summary = Summary::default();
+    let mut jobs = Vec::new();
+    for model_plan in &plan.models {
+        let model = model_plan.model;
+        let name = &model.spec.model_type;
+        if model.spec.export.known_issue.is_some() {
+            // The ONNX export failed: libtorch's cells may still run, on a fixture built without it.
+            let out_dir = root.join(name);
+            match onnx_failure_to_trace(model_plan, source) {
+                None => summary.skipped_known_issue += 1,
+                Some(_) if cached(&out_dir, &model.fixture_key(), FixtureKind::TorchScriptOnly) => {
+                    summary.cached += 1
+                }
+                Some(onnx_error) => {
+                    jobs.push((name.clone(), torchscript_job(model, &out_dir, onnx_error)?))
+                }
+            }
+            continue;
+        }
+        let mut key = model.fixture_key();
+        if let Source::Checkpoint(dir) = source {
+            // Never mistaken for the tiny fixture: `gen fixtures` without
+            // --checkpoint rebuilds the tiny one.
+            key = format!("checkpoint:{}:{key}", dir.display());
+        }
+        let out_dir = root.join(name);
+        if cached(&out_dir, &key, FixtureKind::Whole) {
+            summary.cached += 1;
+            continue;
+        }
+        jobs.push((name.clone(), export_job(model, &out_dir, &key, source)?));
+    }
+    // Generation fixtures: tiny random models only (a checkpoint's generation is not built yet).
+    let generation_root = hwmatrix_cell::paths::generation_fixtures(root);
+    let mut generation_names = std::collections::BTreeSet::new();
+    for model_plan in plan
+        .models
+        .iter()
+        .filter(|m| matches!(source, Source::TinyRandom) && m.model.generates())
+    {
+        let model = model_plan.model;
+        // A measured failure of the generation exporter (`imported.generation_export`) is the
+        // spec's known issue, skipped like a float32 export's: its checks say why, and
+        // `gen import --platform cpu` records a fixture built after a fix (`--retry-generation`).
+        if model
+            .spec
+            .pipeline_entry(hwmatrix_specs::spec::evidence::GENERATION_EXPORT)
+            .is_some()
+            && !retry_generation
+        {
+            summary.skipped_known_issue += 1;
+            continue;
+        }
+        let out_dir = generation_root.join(&model.spec.model_type);
+        let key = model.generation_fixture_key();
+        if cached(&out_dir, &key, FixtureKind::Whole) {
+            summary.cached += 1;
+            continue;
+        }
+        let label = format!("{} (generation)", model.spec.model_type);
+        generation_names.insert(label.clone());
+        jobs.push((label, generation_job(model, "generation", &out_dir, &key)?));
+    }
+    if jobs.is_empty() {
+        return Ok(summary);
+    }
+    let pool = Pool {
+        python: python.to_path_buf(),
+        workers,
+        timeout: EXPORT_TIMEOUT,
+        log_dir: root.join(".logs"),
+    };
+    let tty = Progress::stderr_is_terminal();
+    let mut progress = Progress::new("exported", jobs.len(), log, tty);
+    for (name, outcome) in pool.run(jobs, &mut progress)? {
+        let error_path = match name
+            .strip_suffix(" (generation)")
+            .filter(|_| generation_names.contains(&name))
+        {
+            Some(model) => hwmatrix_cell::paths::export_error_file(&generation_root, model),
+            None => hwmatrix_cell::paths::export_error_file(root, &name),
+        };
+        match outcome {
+            Ok(_) => {
+                let _ = std::fs::remove_file(&error_path);
+                summary.built += 1;
+            }
+            Err(error) => {
+                std::fs::write(&error_path, format!("{error}\n"))
+                    .map_err(|e| format!("{}: {e}", error_path.display()))?;
+                summary.failed.push((name, error.to_string()));
+            }
+        }
+    }
+    Ok(summary)
+}
+
+/// One export job for the worker: the spec exactly as its digest was taken.
+pub fn export_job(
+    model: &LoadedModel,
+    out_dir: &Path,
+    key: &str,
+    source: &Source,
+) -> Result<serde_json::Value, String> {
+    let spec: serde_json::Value =
+        serde_json::from_slice(&model.exporter_json()).map_err(|e| e.to_string())?;
+    let checkpoint = match source {
+        Source::TinyRandom => serde_json::Value::Null,
+        Source::Checkpoint(dir) => serde_json::Value::String(dir.display().to_string()),
+    };
+    Ok(serde_json::json!({
+        "kind": "export",
+        "job": {
+            "spec": spec,
+            "out_dir": out_dir,
+            "cache_key": key,
+            "seed": SEED,
+            "tolerance": {"abs": model.spec.tolerance.abs, "rel": model.spec.tolerance.rel},
+            "checkpoint": checkpoint,
+        }
+    }))
+}
+
+/// A worker's job on a generating model (`kind`: `generation` builds its fixture in
+/// `out_dir`, `cache` only reads its cache for gen import): the spec as the
+/// generation exporter receives it, with the declared cache.
+pub fn generation_job(
+    model: &LoadedModel,
+    kind: &str,
+    out_dir: &Path,
+    key: &str,
+) -> Result<serde_json::Value, String> {
+    let mut job = export_job(model, out_dir, key, &Source::TinyRandom)?;
+    job["kind"] = kind.into();
+    job["job"]["spec"] =
+        serde_json::from_slice(&model.generation_json()).map_err(|e| e.to_string())?;
+    // Decoder-only or encoder-decoder: not part of the exporter's spec view (nor of the key).
+    job["job"]["task"] = model.spec.task.clone().into();
+    Ok(job)
+}
+
+/// A job may take this long (the dynamo exporter on a large tiny model takes ~30 s here).
+pub const EXPORT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(240);
+
+/// Which fixture a model gets: the whole one (its ONNX graph, the precision
+/// variants, the TorchScript trace), or, where its ONNX export failed,
+/// libtorch's alone (runtime/exporter/torchscript.py: `onnx.error` in meta.json).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FixtureKind {
+    Whole,
+    TorchScriptOnly,
+}
+
+/// Whether `out_dir` holds a fixture of this kind built under `key`: a
+/// libtorch-only fixture is never taken for a whole one (nor the reverse).
+pub fn cached(out_dir: &Path, key: &str, kind: FixtureKind) -> bool {
+    let Some(meta) = std::fs::read_to_string(out_dir.join("meta.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+    else {
+        return false;
+    };
+    let without_onnx = meta.get("onnx").is_some();
+    meta.get("cache_key").and_then(|k| k.as_str()) == Some(key)
+        && without_onnx == (kind == FixtureKind::TorchScriptOnly)
+}
+
+/// The ONNX exporters' failure of a model whose libtorch cells the plan runs
+/// on a tiny random model: its libtorch-only fixture is built, with that
+/// failure as why it has no graph. None where no such fixture is wanted.
+fn onnx_failure_to_trace<'a>(
+    model_plan: &'a hwmatrix_specs::plan::ModelPlan,
+    source: &Source,
+) -> Option<&'a str> {
+    let entry = model_plan
+        .model
+        .spec
+        .pipeline_entry(hwmatrix_specs::spec::evidence::EXPORT)?;
+    let runs_libtorch = model_plan.cells.iter().any(|c| {
+        c.engine.kind() == hwmatrix_cell::EngineKind::Libtorch
+            && matches!(c.planned, hwmatrix_cell::Planned::Run)
+    });
+    (runs_libtorch && matches!(source, Source::TinyRandom)).then_some(entry.error.as_str())
+}
+
+/// The job that builds libtorch's fixture alone (torchscript.py), `onnx_error` being why there is no ONNX graph.
+pub fn torchscript_job(
+    model: &LoadedModel,
+    out_dir: &Path,
+    onnx_error: &str,
+) -> Result<serde_json::Value, String> {
+    let mut job = export_job(model, out_dir, &model.fixture_key(), &Source::TinyRandom)?;
+    job["kind"] = "torchscript".into();
+    job["job"]["onnx_error"] = onnx_error.into();
+    Ok(job)
+}
+
+/// The fixture store, held by one gen at a time: an exclusive lock on
+/// `<root>/.lock` for as long as this value lives (the OS drops it when gen
+/// ends, however it ends). A second gen waits, saying for whom. Once held,
+/// partial exports left by a gen that was killed are removed: no worker of
+/// another run can still be writing them (workers end with their gen), and
+/// none can be mistaken for a model's failure.
+pub struct StoreLock {
+    _file: std::fs::File,
+}
+
+impl StoreLock {
+    pub fn acquire(root: &Path, log: &mut dyn Write) -> Result<StoreLock, String> {
+        std::fs::create_dir_all(root)
+            .map_err(|e| format!("cannot create the fixture root {}: {e}", root.display()))?;
+        let path = root.join(".lock");
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                let _ = writeln!(
+                    log,
+                    "waiting: another gen ({}) is building fixtures in {}",
+                    holder.trim(),
+                    root.display()
+                );
+                file.lock().map_err(|e| {
+                    format!("{}: cannot lock the fixture store: {e}", path.display())
+                })?;
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(format!(
+                    "{}: cannot lock the fixture store: {e}",
+                    path.display()
+                ));
+            }
+        }
+        use std::io::Seek;
+        let _ = file
+            .set_len(0)
+            .and_then(|_| file.rewind())
+            .and_then(|_| write!(file, "pid {}", std::process::id()));
+        remove_partial_exports(root)?;
+        let generation = hwmatrix_cell::paths::generation_fixtures(root);
+        if generation.is_dir() {
+            remove_partial_exports(&generation)?;
+        }
+        Ok(StoreLock { _file: file })
+    }
+}
+
+/// Removes every `<model>.partial*` folder of the store (the exporter's
+/// scratch space; a finished export renames its own into place).
+fn remove_partial_exports(root: &Path) -> Result<(), String> {
+    let entries = std::fs::read_dir(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().contains(".partial") {
+            std::fs::remove_dir_all(entry.path()).map_err(|e| {
+                format!(
+                    "cannot remove the leftover partial export {}: {e}",
+                    entry.path().display()
+                )
+            })?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,700 @@
+//! `gen import`: one spec per architecture of transformers' base-model
+//! registry, derived by the Python worker (runtime/exporter/registry.py):
+//! category, architecture type and task from the task registries, a generic
+//! tiny config, and inputs and outputs from running the tiny model. Each
+//! architecture then goes through the fixture pipeline once (export, then
+//! onnxruntime against PyTorch); a failure is written into the spec as
+//! `imported.known_issue`, so a cell that cannot run says why, in the
+//! pipeline's own words.
+//!
+//! Why Rust drives and Python derives: only Python can ask transformers; only
+//! gen knows the specs, their defaults and the fixture cache, and it already
+//! owns the worker pool that `gen fixtures` uses.
+//!
+//! A spec file has two parts. Everything above [`MARKER`] is curated: the
+//! importer never changes a byte of it. Everything below is the `imported:`
+//! block, which the importer rewrites. A curated field wins over the imported
+//! one. A file whose content would not change is not written.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use hwmatrix_cell::Stage;
+
+use crate::workers::{JobError, Pool, Progress};
+use hwmatrix_specs::spec::evidence::PipelineFailure;
+use hwmatrix_specs::spec::{self, DefaultsFile, Imported, LoadedModel, SpecFile};
+
+pub const MARKER: &str = "# ---- written by `gen import`: everything below this line is derived and rewritten on each import; edit above it ----";
+
+/// The checked-in list of architectures the importer leaves out, each with its reason.
+pub const EXCLUSIONS: &str = "import-exclusions.yaml";
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExclusionsFile {
+    exclusions: BTreeMap<String, String>,
+}
+
+pub struct Options {
+    pub python: PathBuf,
+    pub fixtures: PathBuf,
+    pub workers: usize,
+    /// Only these model_types (all when empty).
+    pub only: Vec<String>,
+    /// Compare category, architecture and task with the registries; write nothing.
+    pub check: bool,
+}
+
+pub fn run(
+    specs_dir: &Path,
+    options: &Options,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32, String> {
+    let started = Instant::now();
+    let pool = Pool {
+        python: options.python.clone(),
+        workers: options.workers,
+        timeout: Duration::from_secs(300),
+        log_dir: options.fixtures.join(".logs"),
+    };
+    let tty = Progress::stderr_is_terminal();
+    let listed = pool.run(
+        vec![("registries".into(), serde_json::json!({"kind": "list"}))],
+        &mut Progress::new("listed", 1, &mut std::io::sink(), false),
+    )?;
+    let listed = listed
+        .into_iter()
+        .next()
+        .expect("one job")
+        .1
+        .map_err(|e| format!("error: cannot read transformers' registries: {e}"))?;
+    let version = listed["transformers"].as_str().unwrap_or("?").to_string();
+    let rows: Vec<Value> = listed["rows"].as_array().cloned().unwrap_or_default();
+
+    let exclusions_path = specs_dir.join(EXCLUSIONS);
+    let exclusions: ExclusionsFile = serde_yaml::from_str(
+        &std::fs::read_to_string(&exclusions_path)
+            .map_err(|e| format!("error: {}: {e}", exclusions_path.display()))?,
+    )
+    .map_err(|e| format!("error: {}: {e}", exclusions_path.display()))?;
+    let registered: BTreeSet<&str> = rows
+        .iter()
+        .filter_map(|r| r["model_type"].as_str())
+        .collect();
+    for (model_type, reason) in &exclusions.exclusions {
+        if reason.trim().is_empty() {
+            return Err(format!(
+                "error: {}: the exclusion of `{model_type}` has no reason\n  help: say why it is left out",
+                exclusions_path.display()
+            ));
+        }
+        if !registered.contains(model_type.as_str()) {
+            let _ = writeln!(
+                err,
+                "warning: {} excludes `{model_type}`, which transformers {version} does not register",
+                exclusions_path.display()
+            );
+        }
+    }
+    let defaults: DefaultsFile = serde_yaml::from_str(
+        &std::fs::read_to_string(specs_dir.join("defaults.yaml"))
+            .map_err(|e| format!("error: defaults.yaml: {e}"))?,
+    )
+    .map_err(|e| format!("error: defaults.yaml: {e}"))?;
+    let existing = existing_specs(&specs_dir.join("models"))?;
+
+    let selected: Vec<String> = registered
+        .iter()
+        .filter(|m| !exclusions.exclusions.contains_key(**m))
+        .filter(|m| options.only.is_empty() || options.only.iter().any(|o| o == *m))
+        .map(|m| m.to_string())
+        .collect();
+    for wanted in &options.only {
+        if !registered.contains(wanted.as_str()) {
+            return Err(format!(
+                "error: transformers {version} has no model_type `{wanted}` in its base-model registry"
+            ));
+        }
+    }
+
+    if options.check {
+        return check(&pool, &selected, &existing, &defaults, out, tty);
+    }
+
+    // 1. Derive every selected architecture.
+    let mut jobs = Vec::new();
+    // Each existing spec is read once: its curated fields start the derive, and its
+    // curated part and platform measurements go into the new file.
+    let mut texts: BTreeMap<&str, String> = BTreeMap::new();
+    for m in &selected {
+        let mut job = serde_json::json!({"kind": "derive", "model_type": m});
+        if let Some(path) = existing.get(m) {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            for (key, value) in curated_derive_fields(&text, path)? {
+                job[key] = value;
+            }
+            texts.insert(m, text);
+        }
+        jobs.push((m.clone(), job));
+    }
+    let mut progress = Progress::new("derived", selected.len(), err, tty);
+    let derived = pool.run(jobs, &mut progress)?;
+
+    // 2. Compose each file in memory: its curated part and the new imported block.
+    let mut drafts: Vec<Draft> = Vec::new();
+    let mut undecided = Vec::new();
+    for (model_type, outcome) in derived {
+        // The pipeline's failure is evidence (model-specs/evidence/), not part of the spec:
+        // the job's own (our pool's limit, a dead worker), or the one the worker reports
+        // with the stage it stopped at.
+        let (mut value, mut failure) = match outcome {
+            Ok(value) => (value, None),
+            Err(e) => {
+                let failure = PipelineFailure {
+                    error: format!("deriving: {e}"),
+                    ..e.failure_at(Stage::Reference)
+                };
+                (
+                    serde_json::json!({"registries": [], "export_class": ""}),
+                    Some(failure),
+                )
+            }
+        };
+        if let Some(error) = value.get("known_issue").and_then(Value::as_str) {
+            let stage = value
+                .get("stage")
+                .and_then(Value::as_str)
+                .map(str::parse::<Stage>)
+                .transpose()
+                .map_err(|e| format!("error: the worker's answer for {model_type}: {e}"))?;
+            failure = Some(PipelineFailure {
+                stage: stage.unwrap_or(Stage::Reference),
+                timed_out: false,
+                harness_limit: false,
+                error: error.to_string(),
+            });
+        }
+        // A successful derive always has inputs: without them, deriving failed.
+        let derive_failed = failure.is_some() && value.get("inputs").is_none();
+        if let Some(object) = value.as_object_mut() {
+            object.remove("known_issue");
+            object.remove("stage");
+        }
+        let mut imported = to_imported(&value, &version)?;
+        let path = existing.get(&model_type).cloned();
+        let curated = match (&path, texts.get(model_type.as_str())) {
+            (Some(_), Some(text)) => curated_part(text),
+            _ => format!(
+                "# {model_type}: imported by `gen import`. Curated fields go here, above the line.\nmodel_type: {model_type}\n"
+            ),
+        };
+        let file: SpecFile = parse_draft(&curated, &imported, &model_type)?;
+        // Deriving failed, but a person wrote every field it derives: the
+        // fixture pipeline judges the curated spec instead (its own error, if
+        // any, becomes the known issue below).
+        let curated_io = file.inputs.is_some()
+            && file.outputs.is_some()
+            && file.shapes.is_some()
+            && !file.tiny_config.is_empty();
+        if curated_io && derive_failed {
+            failure = None;
+        }
+        let category = file.category.clone().or_else(|| imported.category.clone());
+        let Some(category) = category else {
+            undecided.push((
+                model_type.clone(),
+                imported.undecided.clone().unwrap_or_default(),
+            ));
+            continue;
+        };
+        omit_defaults(&mut imported, &file, &defaults);
+        let target = specs_dir
+            .join("models")
+            .join(&category)
+            .join(format!("{model_type}.yaml"));
+        drafts.push(Draft {
+            model_type,
+            curated,
+            imported,
+            failure,
+            old_path: path,
+            path: target,
+        });
+    }
+
+    // 3. Each architecture through the fixture pipeline once: export, then
+    // onnxruntime against PyTorch. Cached fixtures are not rebuilt.
+    let mut jobs = Vec::new();
+    for draft in &drafts {
+        let Some(model) = draft.loaded(&defaults)? else {
+            continue;
+        };
+        if model.spec.export.known_issue.is_some() {
+            continue;
+        }
+        let key = model.fixture_key();
+        let out_dir = options.fixtures.join(&draft.model_type);
+        if crate::fixtures::cached(&out_dir, &key, crate::fixtures::FixtureKind::Whole) {
+            continue;
+        }
+        jobs.push((
+            draft.model_type.clone(),
+            crate::fixtures::export_job(
+                &model,
+                &out_dir,
+                &key,
+                &crate::fixtures::Source::TinyRandom,
+            )?,
+        ));
+    }
+    let mut failures: BTreeMap<String, JobError> = BTreeMap::new();
+    if !jobs.is_empty() {
+        let _lock = crate::fixtures::StoreLock::acquire(&options.fixtures, err)?;
+        let mut progress = Progress::new("exported", jobs.len(), err, tty);
+        for (model_type, outcome) in pool.run(jobs, &mut progress)? {
+            let error_path =
+                hwmatrix_cell::paths::export_error_file(&options.fixtures, &model_type);
+            match outcome {
+                Ok(_) => {
+                    let _ = std::fs::remove_file(&error_path);
+                }
+                Err(e) => {
+                    let _ = std::fs::write(&error_path, format!("{e}\n"));
+                    failures.insert(model_type, e);
+                }
+            }
+        }
+    }
+
+    // 3b. Where the ONNX export failed, the TorchScript trace libtorch runs, tried all the
+    // same (torchscript.py): its fixture, or its own failure.
+    let mut jobs = Vec::new();
+    for draft in drafts
+        .iter()
+        .filter(|d| failures.contains_key(&d.model_type))
+    {
+        let Some(model) = draft.loaded(&defaults)? else {
+            continue;
+        };
+        let onnx_error = format!("exporting: {}", failures[&draft.model_type]);
+        jobs.push((
+            draft.model_type.clone(),
+            crate::fixtures::torchscript_job(
+                &model,
+                &options.fixtures.join(&draft.model_type),
+                &onnx_error,
+            )?,
+        ));
+    }
+    let mut traced: BTreeMap<String, Result<(), JobError>> = BTreeMap::new();
+    if !jobs.is_empty() {
+        let _lock = crate::fixtures::StoreLock::acquire(&options.fixtures, err)?;
+        let mut progress = Progress::new("traced (TorchScript without ONNX)", jobs.len(), err, tty);
+        for (model_type, outcome) in pool.run(jobs, &mut progress)? {
+            traced.insert(model_type, outcome.map(|_| ()));
+        }
+    }
+
+    // 4. The cache of each generating model, traced as its generation fixture traces it
+    // (a float32 export's known issue does not stop it: generation has its own exporter).
+    let mut jobs = Vec::new();
+    for draft in &drafts {
+        let Some(model) = draft.loaded(&defaults)? else {
+            continue;
+        };
+        if model.generates() {
+            let out_dir = hwmatrix_cell::paths::generation_fixtures(&options.fixtures)
+                .join(&draft.model_type);
+            jobs.push((
+                draft.model_type.clone(),
+                crate::fixtures::generation_job(&model, "cache", &out_dir, "")?,
+            ));
+        }
+    }
+    let mut caches_unread = 0;
+    if !jobs.is_empty() {
+        let mut progress = Progress::new("caches read", jobs.len(), err, tty);
+        for (model_type, outcome) in pool.run(jobs, &mut progress)? {
+            let draft = drafts
+                .iter_mut()
+                .find(|d| d.model_type == model_type)
+                .expect("a job per draft");
+            // Unread (a cache this exporter cannot flatten, a model generate() cannot run): the
+            // generation exporter fails the same way, and its error becomes `generation_export`.
+            draft.imported.cache = outcome.ok().and_then(|v| serde_json::from_value(v).ok());
+            caches_unread += usize::from(draft.imported.cache.is_none());
+        }
+    }
+
+    // 5. Write what changed. A file that changed on disk since step 1 read it (a person's edit,
+    // another gen import) is left as it is: writing the draft would lose that change.
+    let (mut written, mut unchanged, mut known) = (0, 0, 0);
+    let mut changed_meanwhile = Vec::new();
+    for mut draft in drafts {
+        if let Some(old) = &draft.old_path {
+            let now = std::fs::read_to_string(old).ok();
+            if now.as_deref() != texts.get(draft.model_type.as_str()).map(String::as_str) {
+                changed_meanwhile.push(old.clone());
+                continue;
+            }
+        }
+        if let Some(error) = failures.get(&draft.model_type) {
+            draft.failure = Some(PipelineFailure {
+                error: format!("exporting: {error}"),
+                ..error.failure_at(Stage::Export)
+            });
+        }
+        if draft.failure.is_some() {
+            known += 1;
+        }
+        // The pipeline's outcome into the evidence store: a failure with this run's
+        // provenance (kept as it was when it says the same), a pass clears it.
+        if let Some(model) = draft.loaded(&defaults)? {
+            let key = model.fixture_key();
+            let mut file = spec::evidence::read(specs_dir, &draft.model_type)?;
+            let measured = draft.failure.as_ref().map(|failure| {
+                spec::evidence::pipeline_failure(spec::evidence::EXPORT, failure, &key)
+            });
+            // The trace's own outcome where it was tried; none where the ONNX export passed or the pipeline stopped before it.
+            let trace = match traced.get(&draft.model_type) {
+                Some(Err(e)) => Some(spec::evidence::pipeline_failure(
+                    spec::evidence::TORCHSCRIPT_EXPORT,
+                    &e.failure_at(Stage::Export),
+                    &key,
+                )),
+                _ => None,
+            };
+            let check = |name: &str| spec::evidence::EntryKey {
+                platform: None,
+                engine: None,
+                check: name.into(),
+            };
+            spec::evidence::merge(
+                &mut file.entries,
+                vec![
+                    (check(spec::evidence::EXPORT), measured),
+                    (check(spec::evidence::TORCHSCRIPT_EXPORT), trace),
+                ],
+                &key,
+            );
+            spec::evidence::write(specs_dir, file)?;
+        }
+        let text = format!(
+            "{}{MARKER}\n{}",
+            draft.curated,
+            imported_yaml(&draft.imported)?
+        );
+        let same_place = draft.old_path.as_deref() == Some(draft.path.as_path());
+        if same_place && std::fs::read_to_string(&draft.path).ok().as_deref() == Some(text.as_str())
+        {
+            unchanged += 1;
+            continue;
+        }
+        if let Some(parent) = draft.path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        hwmatrix_specs::files::write_atomically(&draft.path, text.as_bytes())?;
+        if let Some(old) = draft.old_path.filter(|old| old != &draft.path) {
+            std::fs::remove_file(&old).map_err(|e| format!("{}: {e}", old.display()))?;
+            let _ = writeln!(
+                out,
+                "moved {} to {} (its category is now {})",
+                old.display(),
+                draft.path.display(),
+                draft
+                    .path
+                    .parent()
+                    .and_then(|p| p.file_name())
+                    .and_then(|n| n.to_str())
+                    .unwrap_or("?")
+            );
+        }
+        written += 1;
+    }
+    let _ = writeln!(
+        out,
+        "gen import (transformers {version}): {} architectures, {} excluded ({}), {written} specs written, {unchanged} unchanged, {known} with a known issue, {caches_unread} generating with a cache it could not read, {} undecided ({:.0} s)",
+        registered.len(),
+        exclusions.exclusions.len(),
+        exclusions_path.display(),
+        undecided.len(),
+        started.elapsed().as_secs_f64()
+    );
+    for (model_type, why) in &undecided {
+        let _ = writeln!(
+            err,
+            "error: the registries cannot decide the category of `{model_type}`: {why}\n  help: write a spec with `category:` (and `architecture:`, `modality:`, `task:`) or exclude it in {} with the reason",
+            exclusions_path.display()
+        );
+    }
+    for path in &changed_meanwhile {
+        let _ = writeln!(
+            err,
+            "error: {} changed while gen import ran; it is left as it is, with its change\n  help: run `gen import --model {}` again",
+            path.display(),
+            path.file_stem().and_then(|s| s.to_str()).unwrap_or("?")
+        );
+    }
+    Ok(if undecided.is_empty() && changed_meanwhile.is_empty() {
+        0
+    } else {
+        1
+    })
+}
+
+struct Draft {
+    model_type: String,
+    curated: String,
+    imported: Imported,
+    /// The fixture pipeline's failure (deriving or exporting): its stage and the worker's words.
+    failure: Option<PipelineFailure>,
+    old_path: Option<PathBuf>,
+    path: PathBuf,
+}
+
+impl Draft {
+    /// The draft resolved as gen will load it once written; None where it does not resolve
+    /// (gen's own load then says why).
+    fn loaded(&self, defaults: &DefaultsFile) -> Result<Option<LoadedModel>, String> {
+        let file = parse_draft(&self.curated, &self.imported, &self.model_type)?;
+        // The draft's own pipeline failure, as its evidence entry would hold it (the key is not compared here).
+        let evidence = self
+            .failure
+            .iter()
+            .map(|failure| spec::evidence::pipeline_failure(spec::evidence::EXPORT, failure, ""))
+            .collect();
+        let Ok((spec, sources)) = spec::resolve::resolve(file, defaults, evidence) else {
+            return Ok(None);
+        };
+        Ok(Some(LoadedModel {
+            module: String::new(),
+            path: self.path.clone(),
+            display_path: String::new(),
+            sources,
+            imported: Some(self.imported.clone()),
+            spec,
+        }))
+    }
+}
+
+/// model_type → its spec file, for every file under models/.
+pub(crate) fn existing_specs(models: &Path) -> Result<BTreeMap<String, PathBuf>, String> {
+    let mut found = BTreeMap::new();
+    let Ok(categories) = std::fs::read_dir(models) else {
+        return Ok(found);
+    };
+    for category in categories.flatten() {
+        let Ok(files) = std::fs::read_dir(category.path()) else {
+            continue;
+        };
+        for file in files.flatten() {
+            let path = file.path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                let stem = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .unwrap_or_default()
+                    .to_string();
+                found.insert(stem, path);
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Everything above the marker (the whole file when it has none), ending in a newline.
+pub fn curated_part(text: &str) -> String {
+    let curated = match text.find(MARKER) {
+        Some(at) => &text[..at],
+        None => text,
+    };
+    let mut curated = curated.trim_end().to_string();
+    curated.push('\n');
+    curated
+}
+
+/// What a person wrote that the derive must start from: `tiny_config_overrides` (over the
+/// generic shrink), and `inputs` with `shapes` (the input layout to run, when no generic one
+/// fits: LayoutLM's boxes, an AST spectrogram), and `components`. The derive then measures
+/// the outputs, and each component's inputs and outputs.
+fn curated_derive_fields(text: &str, path: &Path) -> Result<Vec<(&'static str, Value)>, String> {
+    let curated: serde_yaml::Value = serde_yaml::from_str(&curated_part(text)).map_err(|e| {
+        format!(
+            "error: {}: the curated part does not parse: {e}",
+            path.display()
+        )
+    })?;
+    let mut fields = Vec::new();
+    let layout = curated.get("inputs").is_some() && curated.get("shapes").is_some();
+    // `components` too: the derive measures each one's tensors on the whole model's run.
+    for (key, wanted) in [
+        ("tiny_config_overrides", true),
+        ("inputs", layout),
+        ("shapes", layout),
+        ("components", true),
+    ] {
+        if let (true, Some(v)) = (wanted, curated.get(key)) {
+            fields.push((
+                key,
+                serde_json::to_value(v)
+                    .map_err(|e| format!("error: {}: {key}: {e}", path.display()))?,
+            ));
+        }
+    }
+    Ok(fields)
+}
+
+fn parse_draft(curated: &str, imported: &Imported, model_type: &str) -> Result<SpecFile, String> {
+    let text = format!("{curated}{}", imported_yaml(imported)?);
+    serde_yaml::from_str(&text).map_err(|e| {
+        format!("error: the spec of {model_type} does not parse with its imported block: {e}")
+    })
+}
+
+pub(crate) fn imported_yaml(imported: &Imported) -> Result<String, String> {
+    #[derive(serde::Serialize)]
+    struct Block<'a> {
+        imported: &'a Imported,
+    }
+    serde_yaml::to_string(&Block { imported }).map_err(|e| e.to_string())
+}
+
+fn to_imported(value: &Value, version: &str) -> Result<Imported, String> {
+    let mut value = value.clone();
+    // A diffusers architecture says which library it came from; the rest are transformers'.
+    if value.get("from").and_then(Value::as_str).is_none() {
+        value["from"] = format!("transformers {version}").into();
+    }
+    if value.get("tiny_config").is_none() {
+        value["tiny_config"] = serde_json::json!({});
+    }
+    let yaml: serde_yaml::Value = serde_yaml::to_value(&value).map_err(|e| e.to_string())?;
+    serde_yaml::from_value(yaml).map_err(|e| {
+        format!("error: the importer's answer does not fit the imported block: {e}: {value}")
+    })
+}
+
+/// A spec states only what differs: imported inputs, outputs and shapes equal
+/// to defaults.yaml's are left out of the block.
+fn omit_defaults(imported: &mut Imported, file: &SpecFile, defaults: &DefaultsFile) {
+    let architecture = file
+        .architecture
+        .as_ref()
+        .or(imported.architecture.as_ref());
+    if let Some(io) = architecture.and_then(|a| defaults.io.get(a)) {
+        if imported.inputs.as_ref() == Some(&io.inputs) {
+            imported.inputs = None;
+        }
+        if imported.outputs.as_ref() == Some(&io.outputs) {
+            imported.outputs = None;
+        }
+    }
+    let modality = file.modality.or(imported.modality);
+    if let Some(shapes) = modality.and_then(|m| defaults.shapes.get(&m))
+        && imported.shapes.as_ref() == Some(shapes)
+    {
+        imported.shapes = None;
+    }
+}
+
+/// `gen import --check`: every spec's effective category, architecture type
+/// and task against what the registries decide now. A curated field may
+/// differ (a person decided); an imported one may not (the import is stale).
+fn check(
+    pool: &Pool,
+    selected: &[String],
+    existing: &BTreeMap<String, PathBuf>,
+    defaults: &DefaultsFile,
+    out: &mut dyn Write,
+    tty: bool,
+) -> Result<i32, String> {
+    let jobs = selected
+        .iter()
+        .filter(|m| existing.contains_key(*m))
+        .map(|m| {
+            (
+                m.clone(),
+                serde_json::json!({"kind": "classify", "model_type": m}),
+            )
+        })
+        .collect();
+    let mut sink = std::io::sink();
+    let mut progress = Progress::new("classified", selected.len(), &mut sink, tty);
+    let mut problems = Vec::new();
+    let mut curated_differs = 0;
+    let mut checked = 0;
+    let without_spec: Vec<&String> = selected
+        .iter()
+        .filter(|m| !existing.contains_key(*m))
+        .collect();
+    for (model_type, outcome) in pool.run(jobs, &mut progress)? {
+        let derived = outcome.map_err(|e| format!("error: classifying {model_type}: {e}"))?;
+        let Some(path) = existing.get(&model_type) else {
+            continue;
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let file: SpecFile =
+            serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let curated = (
+            file.category.clone(),
+            file.architecture.clone(),
+            file.task.clone(),
+        );
+        // <specs>/models/<category>/<model_type>.yaml: the model's evidence decides whether it stopped before export.
+        let root = path.ancestors().nth(3).unwrap_or(Path::new("."));
+        let evidence = spec::evidence::read(root, &model_type)?.entries;
+        let Ok((spec, sources)) = spec::resolve::resolve(file, defaults, evidence) else {
+            problems.push(format!("{}: does not resolve", path.display()));
+            continue;
+        };
+        checked += 1;
+        for (field, have, curated, want) in [
+            (
+                "category",
+                &spec.category,
+                &curated.0,
+                derived.get("category"),
+            ),
+            (
+                "architecture",
+                &spec.architecture,
+                &curated.1,
+                derived.get("architecture"),
+            ),
+            ("task", &spec.task, &curated.2, derived.get("task")),
+        ] {
+            let want = want.and_then(Value::as_str);
+            if want == Some(have.as_str()) || want.is_none() {
+                continue;
+            }
+            if curated.is_some() && sources.get(field) == Some(&spec::resolve::Source::Curated) {
+                curated_differs += 1;
+                let _ = writeln!(
+                    out,
+                    "note: {} sets {field} `{have}` by hand; the registries say `{}`",
+                    path.display(),
+                    want.unwrap_or("?")
+                );
+            } else {
+                problems.push(format!("{}: imported {field} `{have}`, but the registries now say `{}` (run `gen import --model {model_type}`)", path.display(), want.unwrap_or("?")));
+            }
+        }
+    }
+    for p in &problems {
+        let _ = writeln!(out, "error: {p}");
+    }
+    let _ = writeln!(
+        out,
+        "gen import --check: {checked} specs checked against the registries, {} problems, {curated_differs} curated fields that differ on purpose; {} registered architectures have no spec yet (`gen import` writes them)",
+        problems.len(),
+        without_spec.len()
+    );
+    Ok(if problems.is_empty() { 0 } else { 1 })
+}

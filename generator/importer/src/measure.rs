@@ -1,0 +1,903 @@
+//! `gen import --platform P`: a platform's cells run for real, and what they
+//! measured goes into the evidence store (`model-specs/evidence/`). Every
+//! cell of P that can run (its model has a fixture, no person set its status
+//! on P, its engine is built) is tested with the cargo features of P and its
+//! engines, today's stored failures on P included. Each check keeps its own
+//! outcome: a pass clears its entry, a failure is written with who failed and
+//! the record's provenance (run, date, host, device, engine, library, fixture
+//! key), kept as it was when a later run measures the same failure again. So
+//! a platform's known issues are measurements, never typed by hand, and they
+//! come back to `run` when a new engine or library fixes them.
+//!
+//! The cells are the generated tests themselves (`cargo test -p generated`),
+//! read back from their result records: the same checks, engine and library
+//! as any test run, so `gen import --platform` and `cargo test` cannot
+//! disagree about a cell. Only one run's records are taken (the newest run in
+//! the folder), the newest record per check, and only checks that ran
+//! (`basis: measured`, passed or failed): never the records the ledger writes
+//! for cells that did not run.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use hwmatrix_cell::{
+    Attribution, Basis, CHECKS, EngineKind, ErrorKind, GENERATES, GENERATION_EXPORT_FAILED,
+    Outcome, Planned, Platform, Stage,
+};
+use hwmatrix_record::Record;
+
+use hwmatrix_specs::plan::{self, Selection};
+use hwmatrix_specs::spec::evidence::{self, Entry, EntryKey, EntryOutcome, Provenance};
+use hwmatrix_specs::spec::{LoadedModel, Specs};
+
+/// A record as gen import reads it: what an evidence entry keeps of it.
+trait AsEntry {
+    fn measured(&self) -> bool;
+    fn entry(&self) -> Option<Entry>;
+}
+
+impl AsEntry for Record {
+    /// Whether a check of this run ran it (never the ledger's records of cells not run).
+    fn measured(&self) -> bool {
+        self.basis == Basis::Measured && matches!(self.status, Outcome::Passed | Outcome::Failed)
+    }
+
+    /// The record as an evidence entry; None for a pass.
+    fn entry(&self) -> Option<Entry> {
+        if self.status == Outcome::Passed {
+            return None;
+        }
+        let error =
+            evidence::relative_paths(self.reason.as_deref().unwrap_or("failed without a reason"));
+        let emulated = self
+            .device
+            .as_deref()
+            .is_some_and(|d| d.contains("emulator"));
+        let (outcome, attribution) = if self.error_kind == Some(ErrorKind::DoesNotApply) {
+            (EntryOutcome::DoesNotApply, None)
+        } else {
+            (
+                EntryOutcome::Failed,
+                Some(Attribution::of_failure(
+                    self.error_kind,
+                    self.platform,
+                    emulated,
+                )),
+            )
+        };
+        Some(Entry {
+            platform: Some(self.platform),
+            engine: Some(self.engine_kind),
+            check: self.check.clone(),
+            outcome,
+            attribution,
+            stage: self.stage,
+            error_kind: self.error_kind,
+            error,
+            provenance: Provenance {
+                run: Some(self.run_id.clone()),
+                date: self.time.clone(),
+                host: Some(self.host.clone()),
+                device: self.device.as_deref().map(evidence::relative_paths),
+                engine: Some(evidence::relative_paths(&self.engine)),
+                library: self.library.as_deref().map(evidence::relative_paths),
+                fixture_key: self.fixture.as_ref().and_then(|f| f.cache_key.clone()),
+                runtime: Some(self.runtime_version.clone()),
+                legacy: None,
+            },
+        })
+    }
+}
+
+/// The records of one model's cell on the platform: per check, the record
+/// that decides it (of a model checked as components, the first failed one).
+#[derive(Default)]
+struct Measured {
+    checks: BTreeMap<String, Record>,
+}
+
+impl Measured {
+    fn passed(&self, check: &str) -> Option<bool> {
+        self.checks.get(check).map(|r| r.status == Outcome::Passed)
+    }
+}
+
+/// An entry for a check that should have a record and has none (its test
+/// process died first): our harness's gap, with the provenance of the
+/// cell's other records.
+fn no_record(platform: Platform, engine: EngineKind, check: &str, beside: &Record) -> Entry {
+    let mut entry = Record {
+        check: check.to_string(),
+        status: Outcome::Failed,
+        error_kind: Some(ErrorKind::NoRecord),
+        stage: Some(Stage::Run),
+        reason: Some(
+            "no record (the test did not run: its process ended before it could write one)".into(),
+        ),
+        ..beside.clone()
+    }
+    .entry()
+    .expect("a failure");
+    entry.platform = Some(platform);
+    entry.engine = Some(engine);
+    entry
+}
+
+fn key(platform: Platform, engine: EngineKind, check: &str) -> EntryKey {
+    EntryKey {
+        platform: Some(platform),
+        engine: Some(engine),
+        check: check.to_string(),
+    }
+}
+
+/// How `gen import --platform` runs.
+#[derive(Default)]
+pub struct Options<'a> {
+    /// A results folder of a run already made (here or on another machine) to
+    /// import instead of running the cells.
+    pub records: Option<&'a Path>,
+    /// Re-measure the cells the store has entries of and compare; write nothing.
+    pub verify: bool,
+    /// Only the cells of slice K of N.
+    pub slice: Option<(u32, u32)>,
+    /// The test binary's cargo features, where not the platform's and its engines'.
+    pub features: Option<String>,
+}
+
+/// `K/N` with K < N.
+pub fn parse_slice(text: &str) -> Result<(u32, u32), String> {
+    let (k, n) = text
+        .split_once('/')
+        .ok_or("write the slice as K/N, e.g. 3/8")?;
+    let (k, n): (u32, u32) = (
+        k.trim().parse().map_err(|e| format!("K: {e}"))?,
+        n.trim().parse().map_err(|e| format!("N: {e}"))?,
+    );
+    if n == 0 || k >= n {
+        return Err(format!("slice {k}/{n}: K counts from 0 and stays below N"));
+    }
+    Ok((k, n))
+}
+
+/// The slice a cell falls in, of `n`: by a stable hash (FNV-1a) of its name,
+/// so every checkout and run puts it in the same one.
+pub fn slice_of(model_type: &str, platform: Platform, engine: EngineKind, n: u32) -> u32 {
+    let name = format!("{model_type}/{platform}/{}", engine.name());
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    (hash % u64::from(n)) as u32
+}
+
+/// What a verifying run found: an entry whose status (passed, failed, does
+/// not apply) its records disagree with. Who failed is not compared: an entry
+/// moved from the specs had it inferred from its message, a run names it.
+fn disagreement(
+    model_type: &str,
+    key: &EntryKey,
+    stored: Option<&Entry>,
+    measured: Option<&Entry>,
+) -> Option<String> {
+    let status = |e: Option<&Entry>| match e {
+        None => "passed",
+        Some(e) if e.outcome == EntryOutcome::DoesNotApply => "does not apply",
+        Some(_) => "failed",
+    };
+    let (before, now) = (status(stored), status(measured));
+    let place = format!(
+        "{model_type} {}{}{}",
+        key.platform.map(|p| format!("{p}/")).unwrap_or_default(),
+        key.engine
+            .map(|e| format!("{}/", e.name()))
+            .unwrap_or_default(),
+        key.check
+    );
+    (before != now).then(|| {
+        let error = measured
+            .map(|e| format!(": {}", hwmatrix_specs::text::shorten(&e.error, 300)))
+            .unwrap_or_default();
+        format!(
+            "{place}: the store says {before}{}, this run measured {now}{error}",
+            stored
+                .map(|e| format!(" (since {})", e.provenance.date))
+                .unwrap_or_default()
+        )
+    })
+}
+
+pub fn run(
+    root: &Path,
+    specs: &Specs,
+    platform: Platform,
+    models: &[String],
+    options: &Options,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32, String> {
+    let records = options.records;
+    let selection = Selection {
+        models: models.to_vec(),
+        categories: vec![],
+        platforms: vec![platform],
+    };
+    let plan = plan::plan(specs, &selection).map_err(|e| format!("error: {e}"))?;
+    let from_store = |planned: &Planned<String>| {
+        matches!(
+            planned,
+            Planned::KnownIssue {
+                basis: Basis::Evidence,
+                ..
+            } | Planned::NotTested { .. }
+                | Planned::Unsupported {
+                    basis: Basis::Evidence,
+                    ..
+                }
+        )
+    };
+    // The cells to measure: those that run, and those the evidence store keeps from running.
+    let mut cells = Vec::new();
+    for model in &plan.models {
+        for cell in &model.cells {
+            let exported = model.model.spec.has_fixture(cell.engine.kind());
+            let runnable =
+                matches!(cell.planned, Planned::Run) || (exported && from_store(&cell.planned));
+            // A cell whose float32 checks are a known issue still generates with another graph.
+            let generates = cell
+                .generation
+                .as_ref()
+                .is_some_and(|g| matches!(g, Planned::Run) || from_store(g));
+            let kind = cell.engine.kind();
+            // Verifying re-measures what the store holds: cells with an entry, in the slice asked for.
+            let stored = model
+                .model
+                .spec
+                .evidence
+                .iter()
+                .any(|e| e.is_for(platform, kind));
+            let in_slice = options.slice.is_none_or(|(k, n)| {
+                slice_of(&model.model.spec.model_type, platform, kind, n) == k
+            });
+            if (runnable || generates) && in_slice && (stored || !options.verify) {
+                cells.push((model.model, kind));
+            }
+        }
+    }
+    // Quantization checks (wgpu kernels) that can run: those of models with a fixture.
+    let quantized: Vec<&LoadedModel> = plan
+        .models
+        .iter()
+        .filter(|m| {
+            m.model.spec.export.known_issue.is_none()
+                && m.quantization.as_ref().is_some_and(|q| {
+                    q.checks
+                        .iter()
+                        .any(|c| matches!(c.planned, Planned::Run) || from_store(&c.planned))
+                })
+        })
+        .filter(|m| {
+            options.slice.is_none_or(|(k, n)| {
+                slice_of(&m.model.spec.model_type, platform, EngineKind::Wgpu, n) == k
+            })
+        })
+        .filter(|m| {
+            !options.verify
+                || m.model
+                    .spec
+                    .evidence
+                    .iter()
+                    .any(|e| e.is_for(platform, EngineKind::Wgpu))
+        })
+        .map(|m| m.model)
+        .collect();
+    if cells.is_empty() && quantized.is_empty() {
+        let _ = writeln!(
+            out,
+            "gen import --platform {platform}: no cell to measure (every selected model is a known issue, unsupported or has no engine on {platform})"
+        );
+        return Ok(0);
+    }
+    let mut features = vec![specs.hardware.platforms[&platform].feature.clone()];
+    for (_, engine) in &cells {
+        if let Some(f) = engine
+            .cargo_feature()
+            .filter(|f| !features.iter().any(|g| g == f))
+        {
+            features.push(f.to_string());
+        }
+    }
+    let features = options
+        .features
+        .clone()
+        .unwrap_or_else(|| features.join(","));
+    let (run_id, records) = match records {
+        Some(dir) => read_records(dir, platform, err)?,
+        None => {
+            let mut filters: Vec<String> = cells
+                .iter()
+                .map(|(m, e)| {
+                    format!(
+                        "{}::{}::{platform}::{}::",
+                        m.spec.category,
+                        m.module,
+                        e.module(platform)
+                    )
+                })
+                .collect();
+            filters.extend(quantized.iter().map(|m| {
+                format!(
+                    "{}::{}::{platform}::{}::",
+                    m.spec.category,
+                    m.module,
+                    EngineKind::Wgpu.module(platform)
+                )
+            }));
+            measure(root, platform, &filters, &features, err)?
+        }
+    };
+
+    let mut measured_checks: BTreeMap<&str, Vec<(EntryKey, Option<Entry>)>> = BTreeMap::new();
+    let (mut passed, mut failed, mut precision_only, mut precision_failed, mut generation_failed) =
+        (0, 0, 0, 0, 0);
+    for (model, engine) in &cells {
+        let (model, engine) = (*model, *engine);
+        let model_type = &model.spec.model_type;
+        let Some(measured) = records.get(&(model_type.clone(), engine)) else {
+            let _ = writeln!(
+                err,
+                "warning: no record of {model_type} on {platform} with {}: its entries are left as they were",
+                engine.name()
+            );
+            continue;
+        };
+        let changes = measured_checks.entry(model_type.as_str()).or_default();
+        let cell_plan = plan
+            .models
+            .iter()
+            .find(|m| m.model.spec.model_type == *model_type)
+            .and_then(|m| m.cells.iter().find(|c| c.engine.kind() == engine));
+        // Each float32 check keeps its own outcome; a check without a record where the
+        // cell's others have one did not run (its process died): our harness's gap.
+        // A model without a fixture (its export failed) ran its float32 checks only to fail on
+        // the missing fixture: the pipeline's entry says it all, so they are neither imported
+        // nor compared (its cell is measured for its `generates` check only). Its libtorch
+        // cells have a fixture of their own where the ONNX export's failure was measured and
+        // the TorchScript trace passed (fixtures.rs, `torchscript_only_job`).
+        let exported = model.spec.has_fixture(engine);
+        let float32_beside = CHECKS
+            .iter()
+            .filter(|_| exported)
+            .find_map(|c| measured.checks.get(*c));
+        if let Some(beside) = float32_beside {
+            for check in CHECKS {
+                let entry = match measured.checks.get(check) {
+                    Some(record) => record.entry(),
+                    None => Some(no_record(platform, engine, check, beside)),
+                };
+                changes.push((key(platform, engine, check), entry));
+            }
+        } else {
+            let _ = writeln!(
+                err,
+                "note: no record of {model_type}'s float32 checks on {platform} with {}: their entries are left as they were",
+                engine.name()
+            );
+        }
+        let float32_passes = match float32_beside {
+            Some(_) => CHECKS.iter().all(|c| measured.passed(c) == Some(true)),
+            None => cell_plan.is_some_and(|c| c.planned == Planned::Run),
+        };
+        match (float32_beside, float32_passes) {
+            (None, _) => precision_only += 1,
+            (Some(_), true) => passed += 1,
+            (Some(_), false) => failed += 1,
+        }
+        // Precision variants are checks of their own, planned only where the float32 checks
+        // pass (else the cell's entries say it all, and theirs are cleared).
+        for p in cell_plan
+            .map(|c| c.precision_checks.as_slice())
+            .unwrap_or_default()
+        {
+            let check = p.precision.check_name();
+            let entry = match (measured.checks.get(check), float32_beside) {
+                // Not run where the float32 checks fail: an import clears them, a verification compares nothing.
+                _ if !float32_passes && options.verify => continue,
+                _ if !float32_passes => None,
+                (Some(record), _) => record.entry(),
+                (None, Some(beside)) => Some(no_record(platform, engine, check, beside)),
+                (None, None) => continue,
+            };
+            precision_failed += usize::from(entry.is_some());
+            changes.push((key(platform, engine, check), entry));
+        }
+        // The `generates` check, where it has a record: its own graph, so recorded whatever the float32 checks say.
+        if let (Some(_), Some(record)) = (
+            cell_plan.and_then(|c| c.generation.as_ref()),
+            measured.checks.get(GENERATES),
+        ) {
+            let reason = record.reason.as_deref().unwrap_or_default();
+            // No generation fixture because the generation exporter failed: the exporter's error,
+            // the same on every platform, is the pipeline's entry; the check itself measured nothing.
+            if let Some((_, error)) = reason.split_once(GENERATION_EXPORT_FAILED) {
+                let fixture_key = model.generation_fixture_key();
+                // The generation exporter's error file holds its words only (fixtures.rs): where
+                // torch.onnx ran, its exporters name themselves; else the exporter stopped at its
+                // own limit (a cache it cannot flatten), before torch.onnx.
+                let torch_onnx =
+                    error.contains("legacy exporter: ") || error.contains("dynamo exporter: ");
+                let failure = evidence::PipelineFailure {
+                    stage: if torch_onnx {
+                        Stage::Export
+                    } else {
+                        Stage::Reference
+                    },
+                    timed_out: false,
+                    harness_limit: !torch_onnx,
+                    error: error.to_string(),
+                };
+                changes.push((
+                    EntryKey {
+                        platform: None,
+                        engine: None,
+                        check: evidence::GENERATION_EXPORT.into(),
+                    },
+                    Some(evidence::pipeline_failure(
+                        evidence::GENERATION_EXPORT,
+                        &failure,
+                        &fixture_key,
+                    )),
+                ));
+            } else if !(record.status == Outcome::Failed
+                && reason.starts_with("no generation fixture"))
+            {
+                let entry = record.entry();
+                generation_failed += usize::from(entry.is_some());
+                changes.push((key(platform, engine, GENERATES), entry));
+                if record.status == Outcome::Passed {
+                    changes.push((
+                        EntryKey {
+                            platform: None,
+                            engine: None,
+                            check: evidence::GENERATION_EXPORT.into(),
+                        },
+                        None,
+                    ));
+                }
+            }
+        }
+    }
+    // Quantization checks are recorded per scheme, each on its own.
+    let (mut quantization_measured, mut quantization_failed) = (0, 0);
+    for model in &quantized {
+        let model_type = &model.spec.model_type;
+        let Some(measured) = records.get(&(model_type.clone(), EngineKind::Wgpu)) else {
+            let _ = writeln!(
+                err,
+                "warning: no record of {model_type}'s quantization checks on {platform}: their entries are left as they were"
+            );
+            continue;
+        };
+        quantization_measured += 1;
+        let plan_checks = plan
+            .models
+            .iter()
+            .find(|m| m.model.spec.model_type == *model_type)
+            .and_then(|m| m.quantization.as_ref())
+            .map(|q| q.checks.as_slice())
+            .unwrap_or_default();
+        for check in plan_checks {
+            // A check without a record did not run (skipped, or its process died): its entry stays.
+            let Some(record) = measured.checks.get(check.scheme.check_name()) else {
+                let _ = writeln!(
+                    err,
+                    "warning: no record of {model_type}'s {} on {platform}: its entry is left as it was",
+                    check.scheme.check_name()
+                );
+                continue;
+            };
+            let entry = record.entry();
+            quantization_failed += usize::from(
+                entry
+                    .as_ref()
+                    .is_some_and(|e| e.outcome == EntryOutcome::Failed),
+            );
+            measured_checks
+                .entry(model_type.as_str())
+                .or_default()
+                .push((
+                    key(platform, EngineKind::Wgpu, check.scheme.check_name()),
+                    entry,
+                ));
+        }
+    }
+    if options.verify {
+        return verify(specs, platform, &run_id, &measured_checks, out, err);
+    }
+    // One write per model's evidence file: every check measured, merged into its entries.
+    let mut changed = 0;
+    for (model_type, checks) in measured_checks {
+        let model = specs.model(model_type).expect("a planned model");
+        let mut file = evidence::read(&specs.root, model_type)?;
+        let fixture_key = model.fixture_key();
+        evidence::merge(&mut file.entries, checks, &fixture_key);
+        changed += usize::from(evidence::write(&specs.root, file)?);
+    }
+    let _ = writeln!(
+        out,
+        "gen import --platform {platform} (run {run_id}): {} cells measured, {passed} pass every float32 check, {failed} with a failed float32 check, {precision_only} with precision checks only; {precision_failed} precision checks did not pass, {generation_failed} generates checks failed; quantization checks of {quantization_measured} models measured ({} planned), {quantization_failed} failed; {changed} evidence files written (run `gen` to regenerate the cells)",
+        passed + failed + precision_only,
+        quantized.len()
+    );
+    Ok(0)
+}
+
+/// Compares a run's measured checks with the store's entries: 0 when every
+/// one agrees (status and who failed), else 1, naming each disagreement.
+fn verify(
+    specs: &Specs,
+    platform: Platform,
+    run_id: &str,
+    measured: &BTreeMap<&str, Vec<(EntryKey, Option<Entry>)>>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32, String> {
+    let (mut compared, mut entries, mut uncomparable) = (0, 0, 0);
+    let mut disagreements = Vec::new();
+    for (model_type, checks) in measured {
+        let model = specs.model(model_type).expect("a planned model");
+        for (key, now) in checks {
+            let stored = model.spec.evidence.iter().find(|e| {
+                e.platform == key.platform
+                    && e.check == key.check
+                    && (e.engine == key.engine || e.engine.is_none())
+            });
+            // An entry moved from the specs held a cell's first failed check only: the cell's
+            // other checks have no entry, which says nothing of them.
+            let legacy_cell = model.spec.evidence.iter().any(|e| {
+                e.platform == key.platform
+                    && e.engine.is_none_or(|k| Some(k) == key.engine)
+                    && e.provenance.legacy.is_some()
+            });
+            if stored.is_none() && legacy_cell {
+                uncomparable += 1;
+                continue;
+            }
+            compared += 1;
+            entries += usize::from(stored.is_some());
+            disagreements.extend(disagreement(model_type, key, stored, now.as_ref()));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "gen import --platform {platform} --verify (run {run_id}): {compared} checks re-measured and compared, {entries} of them with a stored entry; {} disagree with the store ({uncomparable} more re-measured without an entry in a cell whose entry predates per-check evidence: not compared)",
+        disagreements.len()
+    );
+    for line in &disagreements {
+        let _ = writeln!(err, "error: {line}");
+    }
+    if !disagreements.is_empty() {
+        let _ = writeln!(
+            err,
+            "  help: a change the run confirms is accepted with `gen import --platform {platform} --model M` and reviewed as a diff of model-specs/evidence/"
+        );
+    }
+    Ok(i32::from(!disagreements.is_empty()))
+}
+
+/// Runs the tests under `filters` in a scratch results folder and reads their records.
+fn measure(
+    root: &Path,
+    platform: Platform,
+    filters: &[String],
+    features: &str,
+    err: &mut dyn Write,
+) -> Result<(String, Records), String> {
+    let results = std::env::temp_dir().join(format!(
+        "hwmatrix-measure-{platform}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&results);
+    std::fs::create_dir_all(&results).map_err(|e| format!("error: {}: {e}", results.display()))?;
+    let _ = writeln!(
+        err,
+        "measuring on {platform}: cargo test -p generated --features {features} -- --include-ignored <{} filters>",
+        filters.len()
+    );
+    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .current_dir(root)
+        .args([
+            "test",
+            "--quiet",
+            "-p",
+            "generated",
+            "--lib",
+            "--features",
+            features,
+            "--no-fail-fast",
+            "--",
+            "--include-ignored",
+        ])
+        .args(filters)
+        .env("HWMATRIX_RESULTS", &results)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("error: cannot run cargo: {e}"))?;
+    // Failed cells make cargo exit 101; that is what is being measured. No record at all is not.
+    let records = read_records(&results, platform, err);
+    let _ = std::fs::remove_dir_all(&results);
+    records.map_err(|e| format!("{e} (cargo exited with {status}; see the build output above)"))
+}
+
+type Records = BTreeMap<(String, EngineKind), Measured>;
+
+/// The records of the platform's checks, by model and engine: one run's (the
+/// newest in the folder), the newest record per check and component, and
+/// only checks that ran.
+fn read_records(
+    dir: &Path,
+    platform: Platform,
+    err: &mut dyn Write,
+) -> Result<(String, Records), String> {
+    let mut all: Vec<Record> = Vec::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("error: {}: {e}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    for file in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "jsonl"))
+    {
+        let text =
+            std::fs::read_to_string(file).map_err(|e| format!("error: {}: {e}", file.display()))?;
+        for (n, line) in text.lines().enumerate() {
+            let record: Record = serde_json::from_str(line).map_err(|e| {
+                format!(
+                    "error: {}:{}: not a record this gen reads: {e}",
+                    file.display(),
+                    n + 1
+                )
+            })?;
+            if record.platform == platform && record.measured() {
+                all.push(record);
+            }
+        }
+    }
+    // One run: the one whose newest record is newest.
+    let mut runs: BTreeMap<&str, &str> = BTreeMap::new();
+    for record in &all {
+        let newest = runs.entry(&record.run_id).or_insert(&record.time);
+        if record.time.as_str() > *newest {
+            *newest = &record.time;
+        }
+    }
+    let Some(run_id) = runs
+        .iter()
+        .max_by_key(|(run, time)| (**time, **run))
+        .map(|(run, _)| run.to_string())
+    else {
+        return Err(format!(
+            "error: {} holds no record of a {platform} check that ran",
+            dir.display()
+        ));
+    };
+    if runs.len() > 1 {
+        let _ = writeln!(
+            err,
+            "note: {} holds records of {} runs; taking the newest, {run_id} (the others are left out)",
+            dir.display(),
+            runs.len()
+        );
+    }
+    all.retain(|r| r.run_id == run_id);
+    all.sort_by(|a, b| a.time.cmp(&b.time));
+    // The newest record per check and component; then per check, a failed component decides.
+    let mut newest: BTreeMap<(String, EngineKind, String, Option<String>), Record> =
+        BTreeMap::new();
+    for record in all {
+        newest.insert(
+            (
+                record.model.clone(),
+                record.engine_kind,
+                record.check.clone(),
+                record.component.clone(),
+            ),
+            record,
+        );
+    }
+    let mut by_cell: Records = BTreeMap::new();
+    for ((model, engine, check, _), record) in newest {
+        let checks = &mut by_cell.entry((model, engine)).or_default().checks;
+        if checks
+            .get(&check)
+            .is_none_or(|kept| kept.status == Outcome::Passed)
+        {
+            checks.insert(check, record);
+        }
+    }
+    Ok((run_id, by_cell))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(
+        platform: Platform,
+        status: Outcome,
+        kind: Option<ErrorKind>,
+        device: &str,
+    ) -> Record {
+        Record {
+            run_id: "run-1".into(),
+            time: "2026-11-27T03:00:00Z".into(),
+            host: "h".into(),
+            model: "bert".into(),
+            component: None,
+            category: "text_encoders".into(),
+            platform,
+            engine_kind: EngineKind::Onnxruntime,
+            engine: "onnxruntime".into(),
+            check: "runs".into(),
+            status,
+            basis: Basis::Measured,
+            reason: Some("runs: failed".into()),
+            error_kind: kind,
+            stage: kind.and_then(ErrorKind::stage),
+            device: Some(device.into()),
+            library: None,
+            fixture: Some(hwmatrix_record::FixtureRecord {
+                dir: "<fixtures>/bert".into(),
+                source: "tiny-random".into(),
+                cache_key: Some("k".into()),
+            }),
+            runtime_version: "0.1.0".into(),
+            providers: None,
+            deviation: None,
+            timing: None,
+            untimed: None,
+            memory: None,
+            generation: None,
+            precision: "float32".into(),
+            quantization: None,
+            bench: None,
+        }
+    }
+
+    #[test]
+    fn a_record_becomes_an_entry_that_names_who_failed() {
+        assert!(
+            record(
+                Platform::Qnn,
+                Outcome::Passed,
+                None,
+                "QNN HTP emulator (x86_64)"
+            )
+            .entry()
+            .is_none(),
+            "a pass has no entry"
+        );
+        let engine = record(
+            Platform::Openvino,
+            Outcome::Failed,
+            Some(ErrorKind::ModelLoad),
+            "cpu",
+        )
+        .entry()
+        .unwrap();
+        assert_eq!(engine.attribution, Some(Attribution::Engine));
+        assert_eq!(
+            (
+                engine.provenance.run.as_deref(),
+                engine.provenance.fixture_key.as_deref()
+            ),
+            (Some("run-1"), Some("k"))
+        );
+        let cpu = record(
+            Platform::Cpu,
+            Outcome::Failed,
+            Some(ErrorKind::OutOfTolerance),
+            "cpu",
+        )
+        .entry()
+        .unwrap();
+        assert_eq!(
+            cpu.attribution,
+            Some(Attribution::Model),
+            "the reference engine failing torch.onnx's graph"
+        );
+        let crash = record(
+            Platform::Qnn,
+            Outcome::Failed,
+            Some(ErrorKind::EngineExited),
+            "QNN HTP emulator (x86_64)",
+        )
+        .entry()
+        .unwrap();
+        assert_eq!(
+            crash.attribution,
+            Some(Attribution::Environment),
+            "an emulator's crash"
+        );
+        let f16 = record(
+            Platform::Webgpu,
+            Outcome::Failed,
+            Some(ErrorKind::AdapterFeatureMissing),
+            "SwiftShader",
+        )
+        .entry()
+        .unwrap();
+        assert_eq!(
+            (f16.attribution, f16.is_known_issue()),
+            (Some(Attribution::Environment), false)
+        );
+        let none = record(
+            Platform::Cpu,
+            Outcome::Failed,
+            Some(ErrorKind::DoesNotApply),
+            "cpu",
+        )
+        .entry()
+        .unwrap();
+        assert_eq!(
+            (none.outcome, none.attribution),
+            (EntryOutcome::DoesNotApply, None)
+        );
+        // The ledger's own records (cells that did not run) are never measurements.
+        let ledger = Record {
+            basis: Basis::Evidence,
+            status: Outcome::KnownIssue,
+            ..record(Platform::Cpu, Outcome::Failed, None, "cpu")
+        };
+        assert!(!ledger.measured());
+    }
+
+    #[test]
+    fn slices_split_the_cells_and_cover_them_all() {
+        assert_eq!(parse_slice("3/8"), Ok((3, 8)));
+        assert!(parse_slice("8/8").is_err() && parse_slice("1").is_err());
+        let names = [
+            "bert", "llama", "vit", "whisper", "t5", "clip", "sam", "gpt2", "roberta", "deit",
+        ];
+        let slices: std::collections::BTreeSet<u32> = names
+            .iter()
+            .map(|m| slice_of(m, Platform::Qnn, EngineKind::Onnxruntime, 4))
+            .collect();
+        assert!(slices.len() > 1, "names spread over the slices: {slices:?}");
+        assert_eq!(
+            slice_of("bert", Platform::Qnn, EngineKind::Onnxruntime, 4),
+            slice_of("bert", Platform::Qnn, EngineKind::Onnxruntime, 4)
+        );
+    }
+
+    #[test]
+    fn a_verification_names_the_entries_it_disagrees_with() {
+        let key = EntryKey {
+            platform: Some(Platform::Qnn),
+            engine: Some(EngineKind::Onnxruntime),
+            check: "runs".into(),
+        };
+        let stored = record(
+            Platform::Qnn,
+            Outcome::Failed,
+            Some(ErrorKind::RunFailed),
+            "QNN HTP emulator",
+        )
+        .entry();
+        let why = disagreement("bert", &key, stored.as_ref(), None)
+            .expect("the store says failed, the run passed");
+        assert!(
+            why.contains("bert qnn/onnxruntime/runs: the store says failed")
+                && why.contains("measured passed"),
+            "{why}"
+        );
+        assert_eq!(
+            disagreement("bert", &key, stored.as_ref(), stored.as_ref()),
+            None
+        );
+        assert_eq!(disagreement("bert", &key, None, None), None);
+    }
+}

@@ -1,0 +1,229 @@
+//! The precision checks' evidence: how far each format (int8, q4, qdq8...) strays from
+//! float32 on each engine, from the records' agreement metrics.
+//!
+//! Two kinds of weights, never merged. On the tiny random models of our fixtures a
+//! record is the deviation of that format on that engine, nothing more: random weights
+//! cannot support or contradict a rating that trained weights earned. A record made on a
+//! real checkpoint (`gen fixtures --checkpoint`, the fixture's `source` says which) is
+//! rating evidence, shown beside what the spec's `web_quantization` rates the format.
+
+use std::collections::BTreeMap;
+
+use crate::Evidence;
+use hwmatrix_record::Agreement;
+use serde::Serialize;
+
+use super::{Counts, KERNEL_ENGINE, Status, median};
+use hwmatrix_specs::plan::Plan;
+
+/// One format on one engine of one platform, over the models of one kind of weights.
+#[derive(Debug, Serialize)]
+pub struct PrecisionRow {
+    pub platform: String,
+    pub engine: String,
+    pub precision: String,
+    /// `tiny random` or `checkpoint`.
+    pub weights: String,
+    pub counts: Counts,
+    /// Over the records that measured (passed or failed with metrics): the median of each
+    /// record's worst row cosine (the lowest over its outputs) and of its worst relative L2.
+    pub median_worst_cosine: Option<f64>,
+    pub median_rel_l2: Option<f64>,
+}
+
+/// A precision record made on a real checkpoint: evidence a rating can rest on.
+#[derive(Debug, Serialize)]
+pub struct CheckpointRecord {
+    pub model: String,
+    /// The fixture's source (`checkpoint:<folder or reference>`).
+    pub checkpoint: String,
+    pub platform: String,
+    pub engine: String,
+    pub precision: String,
+    pub status: Status,
+    pub worst_cosine: Option<f64>,
+    pub rel_l2: Option<f64>,
+    pub top1: Option<f64>,
+    /// The check's error where it failed before any output (the engine refused the format).
+    pub reason: Option<String>,
+    /// What the spec's `web_quantization` rates this format on this platform, where it rates it.
+    pub rating: Option<String>,
+    pub record: String,
+}
+
+/// A figure as the report prints it: four decimals, or nothing where none was measured.
+pub fn figure(value: Option<f64>) -> String {
+    value.map(|v| format!("{v:.4}")).unwrap_or_default()
+}
+
+impl CheckpointRecord {
+    /// What it measured (or the engine's error where the format was refused) and the spec's
+    /// rating, as one phrase for both renderings of the report.
+    pub fn measured(&self) -> String {
+        let measured = match &self.reason {
+            Some(reason) => super::shorten(reason, 200),
+            None => format!(
+                "worst-row cosine {}, relative L2 {}{}",
+                figure(self.worst_cosine),
+                figure(self.rel_l2),
+                self.top1
+                    .map(|t| format!(", top-1 {t:.3}"))
+                    .unwrap_or_default()
+            ),
+        };
+        let rating = self
+            .rating
+            .as_deref()
+            .map(|r| format!("; the spec rates {r}"))
+            .unwrap_or_default();
+        format!("{measured}{rating}")
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct PrecisionEvidence {
+    pub what: String,
+    pub rows: Vec<PrecisionRow>,
+    pub checkpoints: Vec<CheckpointRecord>,
+}
+
+const WHAT: &str = "Each precision check runs the fixture's variant in that format (made by the standard tool with its users' settings) on the platform's engine and compares it with the float32 reference: worst row cosine and relative L2 per output, top-1 for logits. On tiny random weights this is the deviation of the format on the engine, never a verdict on a spec's web_quantization rating; only records on a real checkpoint are rating evidence";
+
+/// The fixture source of a record made on a real checkpoint.
+fn checkpoint_of(e: &Evidence) -> Option<String> {
+    e.body
+        .fixture
+        .as_ref()
+        .map(|f| f.source.clone())
+        .filter(|s| s.starts_with("checkpoint:"))
+}
+
+/// A record's worst figures over its outputs: (lowest worst-row cosine, highest relative L2, lowest top-1).
+fn worst_agreement(e: &Evidence) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let agreements: Vec<Agreement> = e
+        .body
+        .deviation
+        .iter()
+        .flat_map(|d| &d.outputs)
+        .filter_map(|o| o.agreement)
+        .collect();
+    let figure =
+        |of: fn(&Agreement) -> Option<f64>| agreements.iter().filter_map(of).collect::<Vec<f64>>();
+    let lowest = |v: Vec<f64>| v.into_iter().reduce(f64::min);
+    (
+        lowest(figure(|a| a.cosine_min)),
+        figure(|a| Some(a.rel_l2)).into_iter().reduce(f64::max),
+        lowest(figure(|a| a.top1)),
+    )
+}
+
+/// The spec's `web_quantization` rating of the scheme a format is an instance of, on a web platform.
+fn rating(plan: &Plan, model: &str, platform: &str, precision: &str) -> Option<String> {
+    use hwmatrix_cell::QuantScheme;
+    let scheme = match precision {
+        "fp16" => QuantScheme::Fp16,
+        "int8" | "qdq8" => QuantScheme::Int8,
+        "q4" => QuantScheme::Int4,
+        _ => return None,
+    };
+    let spec = &plan
+        .models
+        .iter()
+        .find(|m| m.model.spec.model_type == model)?
+        .model
+        .spec;
+    let web = spec.web_quantization.as_ref()?;
+    let ratings = match platform {
+        "webgpu" => web.webgpu.as_ref(),
+        "webnn" => web.webnn.as_ref(),
+        _ => None,
+    }?;
+    ratings.get(&scheme).map(|q| {
+        format!(
+            "{} {}",
+            scheme.name(),
+            serde_json::to_value(q)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        )
+    })
+}
+
+/// The precision rows of the report's records (`evidence`), and the real checkpoints' records
+/// among `checkpoint_evidence` (every run's, where the report is of some runs only).
+pub fn precision_evidence(
+    plan: &Plan,
+    evidence: &[Evidence],
+    checkpoint_evidence: &[Evidence],
+) -> PrecisionEvidence {
+    let is_precision_check = |e: &&Evidence| {
+        e.precision != "float32" && e.engine_kind != KERNEL_ENGINE && e.check != super::BENCH
+    };
+    type Key = (String, String, String, String);
+    let mut groups: BTreeMap<Key, (Counts, Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let mut checkpoints = Vec::new();
+    for e in evidence.iter().filter(is_precision_check) {
+        let weights = if checkpoint_of(e).is_some() {
+            "checkpoint"
+        } else {
+            "tiny random"
+        };
+        let status = Status::of_record(e.status);
+        let (cosine, rel_l2, _) = worst_agreement(e);
+        let group = groups
+            .entry((
+                e.platform.clone(),
+                e.engine_kind.clone(),
+                e.precision.clone(),
+                weights.to_string(),
+            ))
+            .or_default();
+        group.0.add(status);
+        if matches!(status, Status::Passed | Status::Failed) {
+            group.1.extend(cosine);
+            group.2.extend(rel_l2);
+        }
+    }
+    for e in checkpoint_evidence.iter().filter(is_precision_check) {
+        let status = Status::of_record(e.status);
+        let (cosine, rel_l2, top1) = worst_agreement(e);
+        if let Some(checkpoint) = checkpoint_of(e) {
+            checkpoints.push(CheckpointRecord {
+                model: e.model.clone(),
+                checkpoint,
+                platform: e.platform.clone(),
+                engine: e.engine_kind.clone(),
+                precision: e.precision.clone(),
+                status,
+                worst_cosine: cosine,
+                rel_l2,
+                top1,
+                reason: e.body.reason.clone().filter(|_| cosine.is_none()),
+                rating: rating(plan, &e.model, &e.platform, &e.precision),
+                record: e.record.clone(),
+            });
+        }
+    }
+    let rows = groups
+        .into_iter()
+        .map(
+            |((platform, engine, precision, weights), (counts, mut cosines, mut rel_l2s))| {
+                PrecisionRow {
+                    platform,
+                    engine,
+                    precision,
+                    weights,
+                    counts,
+                    median_worst_cosine: (!cosines.is_empty()).then(|| median(&mut cosines)),
+                    median_rel_l2: (!rel_l2s.is_empty()).then(|| median(&mut rel_l2s)),
+                }
+            },
+        )
+        .collect();
+    PrecisionEvidence {
+        what: WHAT.into(),
+        rows,
+        checkpoints,
+    }
+}

@@ -1,0 +1,871 @@
+//! The evidence store, `model-specs/evidence/<model_type>.yaml`: what runs
+//! measured of a model that was not a pass, each outcome with who failed and
+//! its provenance. Specs say what a model is; this says what happened. `gen
+//! import` writes it from one run's records, reviewers read its diffs as they
+//! read snapshots, and the planner plans cells from it: a failure of the model
+//! or the engine is a known issue, one of this machine or of our harness is
+//! not tested here, a format with nothing to act on does not apply.
+//!
+//! Deterministic and quiet: entries sorted by platform, engine and check, and
+//! an entry is rewritten only when what it says changed (status, stage, error)
+//! or it went stale, so a run that measures the same failure again writes
+//! nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use hwmatrix_cell::{Attribution, EngineKind, ErrorKind, Platform, Stage};
+use serde::{Deserialize, Serialize};
+
+use super::{ModelSpec, SpecError, locate_key};
+
+/// The banner every evidence file starts with.
+pub const BANNER: &str = "# Evidence: what runs measured (not a pass), with who failed and its provenance.\n# Written by `gen import`; review a change like a snapshot, never edit it by hand.\n";
+
+/// The fixture pipeline's checks (no platform): the float32 export, the
+/// TorchScript trace of a model whose ONNX export failed (libtorch's own
+/// fixture, runtime/exporter/torchscript.py), and the generation exporter's
+/// decoder with its cache.
+pub const EXPORT: &str = "export";
+pub const TORCHSCRIPT_EXPORT: &str = "torchscript_export";
+pub const GENERATION_EXPORT: &str = "generation_export";
+pub const PIPELINE_CHECKS: [&str; 3] = [EXPORT, TORCHSCRIPT_EXPORT, GENERATION_EXPORT];
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EvidenceFile {
+    pub model_type: String,
+    pub entries: Vec<Entry>,
+}
+
+/// One check's stored outcome.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    /// None for the fixture pipeline's checks ([`EXPORT`], [`GENERATION_EXPORT`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<Platform>,
+    /// None for the pipeline, and for a precision check measured before entries
+    /// named their engine (it stands for every ONNX engine of the platform).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineKind>,
+    /// The record's check (`runs`, `int8_matches_reference`, `generates`,
+    /// `int4_quantization`) or a pipeline check.
+    pub check: String,
+    pub outcome: EntryOutcome,
+    /// Who failed; every failure names one, a format that does not apply none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<Attribution>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<Stage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<ErrorKind>,
+    /// The whole error, never shortened here (displays may); paths relative
+    /// to the fixture root (`<fixtures>/bert/model.onnx`).
+    pub error: String,
+    pub provenance: Provenance,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EntryOutcome {
+    /// The check failed (a known issue or not tested here: see the attribution).
+    Failed,
+    /// The check has nothing to act on (q4 on a graph with no MatMul weight).
+    DoesNotApply,
+}
+
+/// Where and with what an entry was measured.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    /// The run id (`HWMATRIX_RUN_ID`) of the records it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// UTC, RFC 3339 (the record's time), or the day a legacy entry was written.
+    pub date: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The device or adapter the check found (`QNN HTP emulator (x86_64)`, `SwiftShader ...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// The engine and its settings (`onnxruntime, OpenVINOExecutionProvider`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// The engine library and its version, as the check loaded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<String>,
+    /// The fixture key the check ran (or the export tried) with: a spec, an
+    /// exporter or requirements that changed since make the entry stale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixture_key: Option<String>,
+    /// The runtime (and so the harness) version that measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
+    /// Set on an entry moved from a spec's `imported:` block, written before
+    /// entries carried their run, host and versions: where it came from. Such
+    /// an entry is stale until a run measures the check again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legacy: Option<String>,
+}
+
+impl Entry {
+    /// What the planner makes of it: a known issue of the model (its failure
+    /// or its engine's), or not tested here (this machine's or our harness's).
+    pub fn is_known_issue(&self) -> bool {
+        self.outcome == EntryOutcome::Failed
+            && self.attribution.is_some_and(Attribution::is_known_issue)
+    }
+
+    /// Whether the entry is about `platform` with `engine` (an entry without an
+    /// engine stands for every engine of its platform).
+    pub fn is_for(&self, platform: Platform, engine: EngineKind) -> bool {
+        self.platform == Some(platform) && self.engine.is_none_or(|e| e == engine)
+    }
+
+    /// Why the entry no longer describes today's checkout, if it does not:
+    /// measured before provenance, with another fixture key than
+    /// `fixture_key` (another spec, exporter source or exporter requirements:
+    /// the key digests them all, so the exporter's version is in it), or
+    /// with another version of the engine library than this checkout pins.
+    pub fn stale(&self, fixture_key: &str) -> Option<String> {
+        if self.provenance.legacy.is_some() {
+            return Some("recorded before evidence carried its run, host and versions".into());
+        }
+        if let Some(key) = self
+            .provenance
+            .fixture_key
+            .as_deref()
+            .filter(|key| *key != fixture_key)
+        {
+            return Some(format!(
+                "measured with fixture key {}, today's is {}",
+                short(key),
+                short(fixture_key)
+            ));
+        }
+        let library = self.provenance.library.as_deref()?;
+        if self.platform.is_none() {
+            let today = exporter_libraries();
+            return (library != today)
+                .then(|| format!("exported with {library}, today's exporter pins {today}"));
+        }
+        let (package, then) = library_version(library)?;
+        let now = pinned_version(package)?;
+        (then != now).then(|| format!("measured with {package} {then}, this checkout pins {now}"))
+    }
+
+    /// The entry as a planned status's reason: its error, who failed, and when.
+    pub fn reason(&self, what: &str) -> String {
+        let who = match (self.outcome, self.attribution) {
+            (EntryOutcome::DoesNotApply, _) => "does not apply".to_string(),
+            (_, Some(attribution)) => format!("failed: {}", attribution.phrase()),
+            (_, None) => "failed".to_string(),
+        };
+        let when = match (&self.provenance.run, &self.provenance.legacy) {
+            (Some(run), _) => format!(
+                "run {run} on {}, {}",
+                self.provenance.host.as_deref().unwrap_or("an unnamed host"),
+                self.provenance.date
+            ),
+            (None, Some(_)) => format!(
+                "recorded {} before evidence carried provenance; stale",
+                self.provenance.date
+            ),
+            (None, None) => self.provenance.date.clone(),
+        };
+        format!("{what} {who} (evidence: {when}): {}", self.error)
+    }
+
+    /// The order entries are kept in: by name (a pipeline check first).
+    fn sort_key(&self) -> (&'static str, &'static str, &str) {
+        (
+            self.platform.map_or("", Platform::name),
+            self.engine.map_or("", EngineKind::name),
+            &self.check,
+        )
+    }
+
+    /// Whether `other` says the same as this one (all but provenance).
+    pub fn same_outcome(&self, other: &Entry) -> bool {
+        (
+            self.outcome,
+            self.attribution,
+            self.stage,
+            self.error_kind,
+            &self.error,
+        ) == (
+            other.outcome,
+            other.attribution,
+            other.stage,
+            other.error_kind,
+            &other.error,
+        )
+    }
+}
+
+fn short(key: &str) -> &str {
+    &key[..key.len().min(12)]
+}
+
+/// Replaces this machine's absolute paths in an error: the fixture root by
+/// `<fixtures>`, the cache by `<cache>`, the home folder by `~`.
+pub fn relative_paths(error: &str) -> String {
+    let mut text = error.to_string();
+    let cache = hwmatrix_cell::paths::cache_dir();
+    let fixtures = hwmatrix_cell::paths::fixtures_dir();
+    let home = std::env::var("HOME").ok().filter(|h| h.len() > 1);
+    for (path, name) in [
+        (Some(fixtures), "<fixtures>"),
+        (Some(cache), "<cache>"),
+        (home.map(PathBuf::from), "~"),
+    ] {
+        if let Some(path) = path
+            .and_then(|p| p.to_str().map(str::to_string))
+            .filter(|p| !p.is_empty())
+        {
+            text = text.replace(&path, name);
+        }
+    }
+    without_scratch_pids(&text)
+}
+
+/// The exporter's scratch folder is `<model>.partial-<pid>` (export.py): the
+/// process id differs from run to run, so stored errors say `.partial-<pid>`
+/// and the same failure measured again rewrites nothing.
+fn without_scratch_pids(text: &str) -> String {
+    const MARK: &str = ".partial-";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(MARK) {
+        let after = &rest[at + MARK.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        out.push_str(&rest[..at + MARK.len()]);
+        out.push_str(if digits > 0 { "<pid>" } else { "" });
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Every evidence file under `<root>/evidence`, by model type.
+pub fn load_all(
+    root: &Path,
+    errors: &mut Vec<SpecError>,
+) -> BTreeMap<String, (PathBuf, EvidenceFile)> {
+    let dir = root.join("evidence");
+    let mut found = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return found;
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    paths.sort();
+    for path in paths {
+        let Some((file, source)) = super::parse_file::<EvidenceFile>(&path, errors) else {
+            continue;
+        };
+        validate(&path, &source, &file, errors);
+        if path.file_stem().and_then(|s| s.to_str()) != Some(file.model_type.as_str()) {
+            errors.push(SpecError::new(
+                &path,
+                locate_key(&source, "model_type", 0).unwrap_or((1, 1)),
+                format!(
+                    "evidence for `{}` in a file named otherwise",
+                    file.model_type
+                ),
+                format!(
+                    "an evidence file is named after its model: {}.yaml",
+                    file.model_type
+                ),
+            ));
+            continue;
+        }
+        found.insert(file.model_type.clone(), (path, file));
+    }
+    found
+}
+
+fn validate(path: &Path, source: &str, file: &EvidenceFile, errors: &mut Vec<SpecError>) {
+    let at = locate_key(source, "entries", 0).unwrap_or((1, 1));
+    let mut seen = std::collections::BTreeSet::new();
+    for entry in &file.entries {
+        let name = format!(
+            "{}{}{}",
+            entry.platform.map(|p| format!("{p}/")).unwrap_or_default(),
+            entry
+                .engine
+                .map(|e| format!("{}/", e.name()))
+                .unwrap_or_default(),
+            entry.check
+        );
+        let pipeline = PIPELINE_CHECKS.contains(&entry.check.as_str());
+        let problem = if pipeline == entry.platform.is_some() {
+            Some((
+                format!("entry {name}: a pipeline check has no platform, and any other has one"),
+                "give `platform:` to a cell's check, none to `export`, `torchscript_export` or `generation_export`",
+            ))
+        } else if entry.outcome == EntryOutcome::Failed && entry.attribution.is_none() {
+            Some((
+                format!("entry {name} failed but names no attribution"),
+                "say who failed: model, engine, environment or harness",
+            ))
+        } else if entry.error.trim().is_empty() {
+            Some((
+                format!("entry {name} has no error"),
+                "keep the check's whole error",
+            ))
+        } else if entry.error.contains("/root/") || entry.error.contains("/home/") {
+            Some((
+                format!("entry {name}'s error names a path of the machine that measured it"),
+                "write paths relative to the fixture root (`<fixtures>/...`): gen import does",
+            ))
+        } else if entry.provenance.legacy.is_none()
+            && (entry.provenance.run.is_none() || entry.provenance.host.is_none())
+        {
+            Some((
+                format!("entry {name} has no run or host"),
+                "evidence comes from a run's records: gen import writes their run id, host, device and versions",
+            ))
+        } else if !seen.insert(entry.sort_key()) {
+            Some((
+                format!("entry {name} is there twice"),
+                "keep one entry per check",
+            ))
+        } else {
+            None
+        };
+        if let Some((message, help)) = problem {
+            errors.push(SpecError::new(path, at, message, help));
+        }
+    }
+    if !file
+        .entries
+        .windows(2)
+        .all(|w| w[0].sort_key() <= w[1].sort_key())
+    {
+        errors.push(SpecError::new(
+            path,
+            at,
+            "entries are not sorted by platform, engine and check",
+            "let gen import write the file",
+        ));
+    }
+}
+
+/// Writes a model's evidence (or removes the file when it has no entry);
+/// true when the file changed.
+pub fn write(root: &Path, mut file: EvidenceFile) -> Result<bool, String> {
+    let path = root
+        .join("evidence")
+        .join(format!("{}.yaml", file.model_type));
+    file.entries.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    let old = std::fs::read_to_string(&path).ok();
+    if file.entries.is_empty() {
+        if old.is_some() {
+            std::fs::remove_file(&path).map_err(|e| format!("error: {}: {e}", path.display()))?;
+            return Ok(true);
+        }
+        return Ok(false);
+    }
+    let text = format!(
+        "{BANNER}{}",
+        serde_yaml::to_string(&file).map_err(|e| e.to_string())?
+    );
+    if old.as_deref() == Some(text.as_str()) {
+        return Ok(false);
+    }
+    std::fs::create_dir_all(path.parent().expect("a file in a folder"))
+        .map_err(|e| format!("error: {e}"))?;
+    let tmp = path.with_extension("yaml.tmp");
+    std::fs::write(&tmp, &text)
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .map_err(|e| format!("error: {}: {e}", path.display()))?;
+    Ok(true)
+}
+
+/// Merges a run's measured outcomes into a model's entries: each measured
+/// check replaces its entry when what it says changed or the old one is stale
+/// (a pass removes it); an entry the run did not measure stays as it was.
+pub fn merge(
+    entries: &mut Vec<Entry>,
+    measured: Vec<(EntryKey, Option<Entry>)>,
+    fixture_key: &str,
+) {
+    for (key, new) in measured {
+        let at = entries.iter().position(|e| {
+            e.platform == key.platform
+                && e.check == key.check
+                && (e.engine == key.engine || (e.engine.is_none() && e.provenance.legacy.is_some()))
+        });
+        match (at, new) {
+            (Some(i), Some(new))
+                if entries[i].same_outcome(&new) && entries[i].stale(fixture_key).is_none() => {}
+            (Some(i), Some(new)) => entries[i] = new,
+            (Some(i), None) => {
+                entries.remove(i);
+            }
+            (None, Some(new)) => entries.push(new),
+            (None, None) => {}
+        }
+    }
+    entries.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+}
+
+/// Which check an entry is about.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EntryKey {
+    pub platform: Option<Platform>,
+    pub engine: Option<EngineKind>,
+    pub check: String,
+}
+
+impl Provenance {
+    /// This process's run on this host, now: the provenance of what gen itself
+    /// measures (the fixture pipeline), with the exporter's pinned libraries.
+    pub fn of_pipeline(fixture_key: &str) -> Provenance {
+        Provenance {
+            run: Some(hwmatrix_cell::run::run_id().to_string()),
+            date: hwmatrix_cell::run::now_rfc3339(),
+            host: Some(hwmatrix_cell::run::host()),
+            device: Some("cpu (the exporter's PyTorch)".into()),
+            engine: Some(
+                "torch.onnx (legacy, then dynamo), checked by onnxruntime's CPU provider".into(),
+            ),
+            library: Some(exporter_libraries()),
+            fixture_key: Some(fixture_key.to_string()),
+            runtime: Some(env!("CARGO_PKG_VERSION").to_string()),
+            legacy: None,
+        }
+    }
+}
+
+/// The engine library a record's `library` names, and its version:
+/// `onnxruntime (<cache>/venv/.../libonnxruntime.so.1.31.1 ...)`,
+/// `libtorch 2.13.0+cu130 (...)`, `onnxruntime-web 1.30.0 (...)`. None for
+/// a library this checkout does not pin (wgpu's, a system library).
+fn library_version(library: &str) -> Option<(&'static str, String)> {
+    let version = |text: &str| -> String {
+        text.chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect::<String>()
+            .trim_end_matches('.')
+            .to_string()
+    };
+    let found = if let Some(rest) = library.strip_prefix("onnxruntime-web ") {
+        ("onnxruntime-web", version(rest))
+    } else if let Some(rest) = library.strip_prefix("libtorch ") {
+        ("torch", version(rest))
+    } else if let Some((_, rest)) = library.split_once("libonnxruntime.so.") {
+        // The OpenVINO provider build ships its own libonnxruntime (requirements-openvino.txt).
+        (
+            if library.contains("venv-openvino") {
+                "onnxruntime-openvino"
+            } else {
+                "onnxruntime"
+            },
+            version(rest),
+        )
+    } else {
+        return None;
+    };
+    (!found.1.is_empty()).then_some(found)
+}
+
+/// The version this checkout pins of an engine library: the exporter's
+/// requirements (onnxruntime, torch, onnxruntime-openvino) or the browser
+/// harness's npm packages (onnxruntime-web).
+fn pinned_version(package: &str) -> Option<String> {
+    const REQUIREMENTS: [&str; 2] = [
+        include_str!("../../../../runtime/exporter/requirements.txt"),
+        include_str!("../../../../runtime/exporter/requirements-openvino.txt"),
+    ];
+    const PACKAGE_JSON: &str = include_str!("../../../../runtime/web/package.json");
+    let pin = format!("{package}==");
+    let from_requirements = REQUIREMENTS
+        .iter()
+        .flat_map(|text| text.lines())
+        .find_map(|line| {
+            line.trim()
+                .strip_prefix(pin.as_str())
+                .map(|v| v.trim().to_string())
+        });
+    from_requirements.or_else(|| {
+        let key = format!("\"{package}\":");
+        let rest = PACKAGE_JSON.split_once(key.as_str())?.1;
+        Some(
+            rest.split('"')
+                .nth(1)?
+                .trim_start_matches(['^', '~'])
+                .to_string(),
+        )
+    })
+}
+
+/// The exporter's pinned libraries (runtime/exporter/requirements.txt), as
+/// `torch==2.13.0, transformers==5.23.0, ...`.
+pub fn exporter_libraries() -> String {
+    let requirements = String::from_utf8_lossy(hwmatrix_cell::fixture_key::EXPORTER_REQUIREMENTS);
+    requirements
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.contains("==") && !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl ModelSpec {
+    /// The fixture pipeline's entry for `check` ([`EXPORT`], [`GENERATION_EXPORT`]).
+    pub fn pipeline_entry(&self, check: &str) -> Option<&Entry> {
+        self.evidence
+            .iter()
+            .find(|e| e.platform.is_none() && e.check == check)
+    }
+
+    /// Whether the engine's cells have a fixture to run on: the model's, where
+    /// its export passed; libtorch's own, where a run measured the ONNX
+    /// export failing (not our harness stopping before it) and the TorchScript
+    /// trace passed (fixtures.rs, `torchscript_only_job`).
+    pub fn has_fixture(&self, engine: EngineKind) -> bool {
+        self.export.known_issue.is_none()
+            || (engine == EngineKind::Libtorch && self.traced_without_onnx())
+    }
+
+    /// A run measured the ONNX export failing, after our harness built and ran
+    /// the tiny model, and no trace failure is stored: libtorch's cells run on
+    /// a fixture of their own. Whole models only: one checked as its
+    /// components has its components' fixtures, which torchscript.py does not build.
+    pub fn traced_without_onnx(&self) -> bool {
+        self.export.known_issue_measured
+            && !self.export.stage.is_some_and(Stage::is_harness)
+            && self.components.is_empty()
+            && self.pipeline_entry(TORCHSCRIPT_EXPORT).is_none()
+    }
+}
+
+/// How the fixture pipeline failed, as values its parts report: the stage
+/// the worker says it stopped at, and whether our pool's limit stopped it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PipelineFailure {
+    pub stage: Stage,
+    /// Our worker pool's time limit killed the job (workers.rs): the environment's, not the model's.
+    pub timed_out: bool,
+    /// The generation exporter's own limit (a cache it cannot flatten), not torch.onnx's.
+    pub harness_limit: bool,
+    /// The whole error, in the worker's words.
+    pub error: String,
+}
+
+impl PipelineFailure {
+    /// Who failed: our harness before any exporter ran (config, reference)
+    /// or at its own limits, the environment at our time limit, else the
+    /// model with torch.onnx.
+    pub fn attribution(&self) -> Attribution {
+        if self.stage.is_harness() || self.harness_limit {
+            Attribution::Harness
+        } else if self.timed_out {
+            Attribution::Environment
+        } else {
+            Attribution::Model
+        }
+    }
+}
+
+/// The fixture pipeline's failure as an entry: its stage, who failed, and
+/// this run's provenance.
+pub fn pipeline_failure(check: &str, failure: &PipelineFailure, fixture_key: &str) -> Entry {
+    let attribution = failure.attribution();
+    Entry {
+        platform: None,
+        engine: None,
+        check: check.to_string(),
+        outcome: EntryOutcome::Failed,
+        attribution: Some(attribution),
+        stage: Some(failure.stage),
+        error_kind: Some(if failure.timed_out {
+            ErrorKind::Timeout
+        } else if attribution == Attribution::Harness {
+            ErrorKind::FixtureMissing
+        } else {
+            ErrorKind::ExportFailed
+        }),
+        error: relative_paths(&failure.error),
+        provenance: Provenance::of_pipeline(fixture_key),
+    }
+}
+
+/// Reads a model's evidence file (empty when it has none).
+pub fn read(root: &Path, model_type: &str) -> Result<EvidenceFile, String> {
+    let path = root.join("evidence").join(format!("{model_type}.yaml"));
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            serde_yaml::from_str(&text).map_err(|e| format!("error: {}: {e}", path.display()))
+        }
+        Err(_) => Ok(EvidenceFile {
+            model_type: model_type.to_string(),
+            entries: Vec::new(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(platform: Option<Platform>, check: &str, error: &str, key: &str) -> Entry {
+        Entry {
+            platform,
+            engine: platform.map(|_| EngineKind::Onnxruntime),
+            check: check.into(),
+            outcome: EntryOutcome::Failed,
+            attribution: Some(Attribution::Engine),
+            stage: Some(Stage::Run),
+            error_kind: Some(ErrorKind::RunFailed),
+            error: error.into(),
+            provenance: Provenance {
+                run: Some("run-1".into()),
+                date: "2026-11-27T03:00:00Z".into(),
+                host: Some("h".into()),
+                fixture_key: Some(key.into()),
+                ..Provenance::default()
+            },
+        }
+    }
+
+    #[test]
+    fn the_same_failure_keeps_its_entry_another_replaces_it_and_a_pass_clears_it() {
+        let key = |check: &str| EntryKey {
+            platform: Some(Platform::Openvino),
+            engine: Some(EngineKind::Onnxruntime),
+            check: check.into(),
+        };
+        let old = failure(Some(Platform::Openvino), "runs", "runs: failed", "k1");
+        let mut entries = vec![old.clone()];
+        // Measured again by a later run, the same: nothing churns (the first run's provenance stays).
+        let mut again = old.clone();
+        again.provenance.run = Some("run-2".into());
+        merge(&mut entries, vec![(key("runs"), Some(again.clone()))], "k1");
+        assert_eq!(entries, vec![old.clone()]);
+        // The same failure on another fixture key: the old entry was stale, the new one replaces it.
+        let mut rebuilt = again.clone();
+        rebuilt.provenance.fixture_key = Some("k2".into());
+        assert!(old.stale("k2").is_some());
+        merge(
+            &mut entries,
+            vec![(key("runs"), Some(rebuilt.clone()))],
+            "k2",
+        );
+        assert_eq!(entries, vec![rebuilt]);
+        // Each check keeps its own outcome; a pass clears only its own entry.
+        merge(
+            &mut entries,
+            vec![
+                (
+                    key("dynamic_shapes"),
+                    Some(failure(
+                        Some(Platform::Openvino),
+                        "dynamic_shapes",
+                        "other",
+                        "k2",
+                    )),
+                ),
+                (key("runs"), None),
+            ],
+            "k2",
+        );
+        assert_eq!(
+            entries.iter().map(|e| e.check.as_str()).collect::<Vec<_>>(),
+            ["dynamic_shapes"]
+        );
+    }
+
+    #[test]
+    fn an_entry_measured_with_another_engine_library_is_stale() {
+        let with = |library: &str| {
+            let mut entry = failure(Some(Platform::Cpu), "runs", "failed", "k");
+            entry.provenance.library = Some(library.into());
+            entry
+        };
+        let pinned = pinned_version("onnxruntime").expect("requirements.txt pins onnxruntime");
+        let today = with(&format!(
+            "onnxruntime (<cache>/venv/lib/python3.11/site-packages/onnxruntime/capi/libonnxruntime.so.{pinned})"
+        ));
+        assert_eq!(today.stale("k"), None);
+        let older = with(
+            "onnxruntime (<cache>/venv/lib/python3.11/site-packages/onnxruntime/capi/libonnxruntime.so.1.20.0 with the QNNExecutionProvider plugin x)",
+        );
+        assert!(
+            older
+                .stale("k")
+                .is_some_and(|why| why.contains("onnxruntime 1.20.0") && why.contains(&pinned)),
+            "{:?}",
+            older.stale("k")
+        );
+        // OpenVINO's provider build is its own package and pin.
+        let openvino =
+            pinned_version("onnxruntime-openvino").expect("requirements-openvino.txt pins it");
+        assert_eq!(
+            with(&format!(
+                "onnxruntime (<cache>/venv-openvino/lib/libonnxruntime.so.{openvino})"
+            ))
+            .stale("k"),
+            None
+        );
+        assert!(
+            with("libtorch 1.0.0+cpu (x)")
+                .stale("k")
+                .is_some_and(|why| why.contains("torch 1.0.0"))
+        );
+        assert!(
+            with("onnxruntime-web 0.1.0 (ort.webgpu.min.mjs, webgpu) in Chromium")
+                .stale("k")
+                .is_some()
+        );
+        assert_eq!(
+            with("wgpu 30").stale("k"),
+            None,
+            "a library this checkout does not pin says nothing"
+        );
+        // The pipeline's entries are compared with the exporter's pins.
+        let mut export = failure(None, EXPORT, "failed", "k");
+        export.provenance.library = Some(exporter_libraries());
+        assert_eq!(export.stale("k"), None);
+        export.provenance.library = Some("torch==1.0.0".into());
+        assert!(export.stale("k").is_some());
+    }
+
+    #[test]
+    fn who_failed_decides_known_issue_or_not_tested_here() {
+        let mut entry = failure(
+            Some(Platform::Webgpu),
+            "fp16_matches_reference",
+            "requires f16",
+            "k",
+        );
+        assert!(entry.is_known_issue());
+        entry.attribution = Some(Attribution::Environment);
+        assert!(
+            !entry.is_known_issue(),
+            "a software adapter without shader-f16 is this machine's, not the model's"
+        );
+        assert!(
+            entry
+                .reason("bert on webgpu")
+                .contains("the environment here (not tested here)")
+        );
+        let legacy = Entry {
+            provenance: Provenance {
+                date: "2026-11-20".into(),
+                legacy: Some("moved".into()),
+                ..Provenance::default()
+            },
+            ..entry
+        };
+        assert!(
+            legacy
+                .stale("k")
+                .is_some_and(|why| why.contains("before evidence carried")),
+            "an entry without provenance is always stale"
+        );
+    }
+
+    #[test]
+    fn the_pipeline_names_who_failed() {
+        let failed = |stage, error: &str| PipelineFailure {
+            stage,
+            timed_out: false,
+            harness_limit: false,
+            error: error.into(),
+        };
+        let model = pipeline_failure(
+            EXPORT,
+            &failed(
+                Stage::Export,
+                "RuntimeError: legacy exporter: x; dynamo exporter: y",
+            ),
+            "k",
+        );
+        assert_eq!(
+            (model.attribution, model.stage, model.error_kind),
+            (
+                Some(Attribution::Model),
+                Some(Stage::Export),
+                Some(ErrorKind::ExportFailed)
+            )
+        );
+        // The words do not decide: a message that merely mentions a time limit is still the model's.
+        let words = pipeline_failure(
+            EXPORT,
+            &failed(Stage::Export, "RuntimeError: timed out after 300 s"),
+            "k",
+        );
+        assert_eq!(words.attribution, Some(Attribution::Model));
+        let ours = pipeline_failure(
+            EXPORT,
+            &failed(
+                Stage::Reference,
+                "running the tiny model: RuntimeError: shapes",
+            ),
+            "k",
+        );
+        assert_eq!(
+            (ours.attribution, ours.stage),
+            (Some(Attribution::Harness), Some(Stage::Reference))
+        );
+        let limit = pipeline_failure(
+            EXPORT,
+            &PipelineFailure {
+                stage: Stage::Export,
+                timed_out: true,
+                harness_limit: false,
+                error: "timed out after 300 s".into(),
+            },
+            "k",
+        );
+        assert_eq!(
+            (limit.attribution, limit.error_kind),
+            (Some(Attribution::Environment), Some(ErrorKind::Timeout)),
+            "our worker's limit is not the model's"
+        );
+        assert_eq!(limit.error, "timed out after 300 s");
+        let flatten = PipelineFailure {
+            harness_limit: true,
+            ..failed(Stage::Reference, "RuntimeError: cannot flatten the cache")
+        };
+        assert_eq!(
+            pipeline_failure(GENERATION_EXPORT, &flatten, "k").attribution,
+            Some(Attribution::Harness)
+        );
+        assert_eq!(model.provenance.fixture_key.as_deref(), Some("k"));
+        assert!(
+            model.provenance.run.is_some()
+                && model.provenance.host.is_some()
+                && model
+                    .provenance
+                    .library
+                    .as_deref()
+                    .is_some_and(|l| l.contains("torch=="))
+        );
+    }
+
+    #[test]
+    fn errors_name_paths_relative_to_the_fixture_root() {
+        let fixtures = hwmatrix_cell::paths::fixtures_dir();
+        let error = format!("cannot load {}/bert/model.onnx: bad", fixtures.display());
+        assert_eq!(
+            relative_paths(&error),
+            "cannot load <fixtures>/bert/model.onnx: bad"
+        );
+        let scratch = format!(
+            "Load model from {}/aria.partial-4661/model.onnx failed",
+            fixtures.display()
+        );
+        assert_eq!(
+            relative_paths(&scratch),
+            "Load model from <fixtures>/aria.partial-<pid>/model.onnx failed"
+        );
+    }
+}

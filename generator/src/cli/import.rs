@@ -1,0 +1,135 @@
+//! `gen import`: specs derived from transformers' registries, or, with
+//! --platform, a platform's cells measured into the evidence store.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use hwmatrix_importer::{import, measure};
+
+use super::{Context, workers};
+
+pub const ABOUT: &str = "\
+Writes one spec per architecture of transformers' base-model registry into
+model-specs/models/<category>/<model_type>.yaml, with a Python worker per core:
+
+- category, architecture type, modality and task from the task registries the
+  architecture appears in (causal LM and not masked LM: decoder-only, ...);
+  where they cannot decide, it says so and the spec needs a hand-written field;
+- a tiny config (the real config shrunk generically), inputs and two shapes
+  for the modality, and the outputs the tiny model really returns;
+- then each architecture goes through the fixture pipeline once (export, then
+  onnxruntime against PyTorch); a failure becomes the model's `export` entry
+  in the evidence store (model-specs/evidence/<model_type>.yaml), with its
+  stage, who failed, the whole error and this run's provenance; a pass
+  clears it.
+
+The importer owns only the `imported:` block below the marker line of each
+file; what a person wrote above it is never changed, and wins. A re-run that
+finds nothing new writes nothing. Architectures left out are listed with
+their reasons in model-specs/import-exclusions.yaml. Use --model to import
+some only.
+
+With --platform P, it measures instead: P's cells run for real (`cargo test
+-p generated --features P`, the store's entries on P included), and the
+newest run's records go into the evidence store check by check: a failure
+becomes an entry (who failed: the model, the engine, the environment or our
+harness), a pass clears its entry, and an unchanged failure rewrites nothing.
+Run `gen` afterwards to regenerate the cells. A status a person set for P in
+a spec is never measured over.";
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Compare each spec's category, architecture type and task with the registries; write nothing
+    #[arg(long = "check")]
+    check_only: bool,
+    /// Fixture root the trial exports go to (default: $HWMATRIX_FIXTURES, else ~/.cache/hwmatrix/fixtures)
+    #[arg(long, value_name = "DIR")]
+    fixtures: Option<PathBuf>,
+    /// The exporter venv's Python (default: $HWMATRIX_PYTHON, else ~/.cache/hwmatrix/venv/bin/python)
+    #[arg(long, value_name = "FILE")]
+    python: Option<PathBuf>,
+    /// Python worker processes (default: one per core)
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// With --platform: import the records of a run already made (a results
+    /// folder of *.jsonl, e.g. from another machine) instead of running the cells
+    #[arg(long, value_name = "DIR")]
+    records: Option<PathBuf>,
+    /// With --platform: re-measure the cells the evidence store holds entries of and
+    /// compare, writing nothing; exit 1 naming each entry the run disagrees with
+    /// (accepting a new status is `gen import --platform P`, a reviewed change)
+    #[arg(long)]
+    verify: bool,
+    /// With --verify: only the cells of slice K of N (`3/8`: each cell falls in one
+    /// slice by its name, so N runs with K = 0..N-1 cover the whole store)
+    #[arg(long, value_name = "K/N", value_parser = measure::parse_slice)]
+    slice: Option<(u32, u32)>,
+    /// The cargo features of the test binary that runs the cells (default: the
+    /// platform's and its engines'); a run that built one binary for several
+    /// platforms (`qnn,openvino`) reuses it
+    #[arg(long, value_name = "F,G")]
+    features: Option<String>,
+}
+
+pub fn run(
+    cx: &Context,
+    args: &Args,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32, String> {
+    if !args.check_only && !cx.select.platform.is_empty() {
+        return measure_platforms(cx, args, out, err);
+    }
+    if args.verify || args.slice.is_some() {
+        return Err(
+            "error: --verify and --slice re-measure a platform's stored entries: add --platform P"
+                .into(),
+        );
+    }
+    if args.records.is_some() {
+        return Err("error: --records imports a run's records for the platforms given with --platform: add --platform P".into());
+    }
+    let options = import::Options {
+        python: args
+            .python
+            .clone()
+            .unwrap_or_else(hwmatrix_cell::paths::python),
+        fixtures: args
+            .fixtures
+            .clone()
+            .unwrap_or_else(hwmatrix_cell::paths::fixtures_dir),
+        workers: workers(args.jobs),
+        only: cx.select.model.clone(),
+        check: args.check_only,
+    };
+    import::run(&cx.specs_dir, &options, out, err)
+}
+
+/// Measures the platforms' cells rather than derive from transformers.
+fn measure_platforms(
+    cx: &Context,
+    args: &Args,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32, String> {
+    let specs = cx.specs()?;
+    let options = measure::Options {
+        records: args.records.as_deref(),
+        verify: args.verify,
+        slice: args.slice,
+        features: args.features.clone(),
+    };
+    let mut code = 0;
+    for platform in &cx.select.platform {
+        code = code.max(measure::run(
+            &cx.root,
+            &specs,
+            *platform,
+            &cx.select.model,
+            &options,
+            out,
+            err,
+        )?);
+    }
+    Ok(code)
+}
