@@ -108,8 +108,8 @@ pub fn run(
     };
     for format in formats {
         let text = match format {
-            Format::Markdown => report::markdown(&built),
-            Format::Html => report::html(&built),
+            Format::Markdown => report::markdown(&built)?,
+            Format::Html => report::html(&built)?,
             Format::Json => serde_json::to_string_pretty(&built).map_err(|e| e.to_string())? + "\n",
         };
         match args.out.as_deref() {

@@ -1,7 +1,9 @@
 //! The report as Markdown: what a reviewer reads in a pull request.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
+
+use serde::Serialize;
+use serde_json::json;
 
 use super::{Cell, Counts, MatrixRow, Report, Status};
 
@@ -68,15 +70,37 @@ fn escape(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
 
+/// A table as the template lays it out: a header row and rows of cells,
+/// every cell already text.
+#[derive(Serialize)]
+struct Table {
+    head: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new<S: ToString>(head: &[S]) -> Table {
+        Table {
+            head: head.iter().map(ToString::to_string).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+}
+
+/// A row per matrix row, a column per platform: the row's counts (and, with
+/// `with_expected`, architectures.yaml's expectation).
 fn matrix_table(
-    out: &mut String,
     rows: &[MatrixRow],
     platforms: &[String],
     first: &str,
     with_expected: bool,
-) {
-    let _ = writeln!(out, "| {first} | {} |", platforms.join(" | "));
-    let _ = writeln!(out, "|---|{}", "---|".repeat(platforms.len()));
+) -> Table {
+    let mut table = Table::new(&[first.to_string()]);
+    table.head.extend(platforms.iter().cloned());
     let mut by_row: BTreeMap<&str, BTreeMap<&str, &MatrixRow>> = BTreeMap::new();
     for row in rows {
         by_row
@@ -85,159 +109,40 @@ fn matrix_table(
             .insert(&row.platform, row);
     }
     for (name, columns) in by_row {
-        let values: Vec<String> = platforms
-            .iter()
-            .map(|p| {
-                columns.get(p.as_str()).map_or(String::new(), |r| {
-                    let counts = counts_text(&r.counts);
-                    if with_expected {
-                        format!("{counts} (expected {})", support(r.expected))
-                    } else {
-                        counts
-                    }
-                })
+        let mut cells = vec![name.to_string()];
+        cells.extend(platforms.iter().map(|p| {
+            columns.get(p.as_str()).map_or(String::new(), |r| {
+                let counts = counts_text(&r.counts);
+                if with_expected {
+                    format!("{counts} (expected {})", support(r.expected))
+                } else {
+                    counts
+                }
             })
-            .collect();
-        let _ = writeln!(out, "| {name} | {} |", values.join(" | "));
+        }));
+        table.row(cells);
     }
+    table
 }
 
-fn stage_table(out: &mut String, stages: &[super::StageRow]) {
-    let _ = writeln!(
-        out,
-        "| platform | {} | - |",
-        hwmatrix_cell::Stage::ALL.map(|s| s.name()).join(" | ")
-    );
-    let _ = writeln!(
-        out,
-        "|---|{}---|",
-        "---|".repeat(hwmatrix_cell::Stage::ALL.len())
-    );
+fn stage_table(stages: &[super::StageRow]) -> Table {
+    let mut table = Table::new(&["platform"]);
+    table
+        .head
+        .extend(hwmatrix_cell::Stage::ALL.map(|s| s.name().to_string()));
+    table.head.push("-".into());
     for row in stages {
-        let counts: Vec<String> = row.counts.iter().map(|(_, n)| n.to_string()).collect();
-        let _ = writeln!(out, "| {} | {} |", row.platform, counts.join(" | "));
+        let mut cells = vec![row.platform.clone()];
+        cells.extend(row.counts.iter().map(|(_, n)| n.to_string()));
+        table.row(cells);
     }
+    table
 }
 
-pub fn render(report: &Report) -> String {
-    let mut out = String::new();
-    let s = &report.summary;
-    let platforms: Vec<String> = report
-        .platforms
-        .iter()
-        .map(|p| p.platform.clone())
-        .collect();
-    let _ = writeln!(out, "# hwmatrix compatibility report\n");
-    let _ = writeln!(
-        out,
-        "Computed by `gen report` from {} records in `{}` ({} runs) and the specs; every mark names its records in the JSON and HTML reports.\n",
-        report.source.records,
-        report.source.database,
-        report.source.runs.len()
-    );
-    let _ = writeln!(out, "## Summary\n");
-    let _ = writeln!(
-        out,
-        "- {} models on {} platforms: {} cells (model × platform × engine)",
-        s.models, s.platforms, s.cells
-    );
-    for status in Status::ALL {
-        let _ = writeln!(
-            out,
-            "- {} {}: {}",
-            mark(status),
-            status.label(),
-            s.counts.get(status)
-        );
-    }
-    let _ = writeln!(
-        out,
-        "- disagreements with architectures.yaml: {}\n",
-        s.disagreements
-    );
-    let _ = writeln!(out, "Legend: {LEGEND}.\n");
-
-    let _ = writeln!(out, "## Platforms\n");
-    let _ = writeln!(
-        out,
-        "| platform | tested | hosts | devices | libraries | cells |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|---|");
-    for p in &report.platforms {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} |",
-            p.platform,
-            if p.tested { "yes" } else { "no" },
-            p.hosts.join(", "),
-            escape(&p.devices.join("; ")),
-            escape(&p.libraries.join("; ")),
-            counts_text(&p.counts)
-        );
-    }
-
-    let k = &report.kernel_checks;
-    let _ = writeln!(out, "\n## Kernel checks (not model runs)\n");
-    let _ = writeln!(
-        out,
-        "`{}`: {}. Not counted above, nor in the matrices.\n",
-        k.engine, k.what
-    );
-    let _ = writeln!(
-        out,
-        "- {} models: {}",
-        k.cells.len(),
-        counts_text(&k.counts)
-    );
-    for group in &k.issues {
-        let models: Vec<&str> = group.cells.iter().map(|c| c.model.as_str()).collect();
-        let _ = writeln!(
-            out,
-            "- {} ({}): {}",
-            group.cause,
-            group.cells.len(),
-            models.join(", ")
-        );
-    }
-
-    precision_section(&mut out, &report.precision);
-    generation_section(&mut out, &report.generation);
-
-    let _ = writeln!(out, "\n## Stages\n");
-    let _ = writeln!(
-        out,
-        "How far each cell got, per platform: `config` and `reference` are our harness's (not tested), `export` the exporters', `load`, `run` and `mismatch` the engine's, `fallback` and `pass` successes; `-` where no check reached the model (the platform's feature was off or it is absent).\n"
-    );
-    stage_table(&mut out, &report.stages);
-
-    let _ = writeln!(out, "\n## Matrix: category × platform\n");
-    matrix_table(
-        &mut out,
-        &report.matrices.category_platform,
-        &platforms,
-        "category",
-        false,
-    );
-    let _ = writeln!(out, "\n## Matrix: architecture type × platform\n");
-    let _ = writeln!(
-        out,
-        "Counts of cells, and what architectures.yaml expects.\n"
-    );
-    matrix_table(
-        &mut out,
-        &report.matrices.architecture_platform,
-        &platforms,
-        "architecture",
-        true,
-    );
-
-    let _ = writeln!(out, "\n## Matrix: model × platform\n");
-    let _ = writeln!(
-        out,
-        "⚠: the measurement contradicts architectures.yaml's expectation. A date in parentheses: the status is stored evidence (model-specs/evidence) measured that day, not this run's; `stale`: measured on another fixture key, or before entries carried provenance.\n"
-    );
-    let _ = writeln!(out, "| model | {} |", platforms.join(" | "));
-    let _ = writeln!(out, "|---|{}", "---|".repeat(platforms.len()));
+/// The model × platform matrix: each platform's engines of the model, marked.
+fn model_table(report: &Report, platforms: &[String]) -> Table {
+    let mut table = Table::new(&["model"]);
+    table.head.extend(platforms.iter().cloned());
     let mut by_model: BTreeMap<&str, BTreeMap<&str, Vec<&Cell>>> = BTreeMap::new();
     for cell in &report.cells {
         by_model
@@ -248,269 +153,340 @@ pub fn render(report: &Report) -> String {
             .push(cell);
     }
     for (model, columns) in &by_model {
-        let values: Vec<String> = platforms
-            .iter()
-            .map(|p| {
-                columns
-                    .get(p.as_str())
-                    .map_or(String::new(), |c| engines_text(c))
-            })
-            .collect();
-        let _ = writeln!(out, "| {model} | {} |", values.join(" | "));
+        let mut cells = vec![model.to_string()];
+        cells.extend(platforms.iter().map(|p| {
+            columns
+                .get(p.as_str())
+                .map_or(String::new(), |c| engines_text(c))
+        }));
+        table.row(cells);
     }
+    table
+}
 
-    let _ = writeln!(out, "\n## Disagreements with the expectations\n");
-    let disagreeing: Vec<&Cell> = report
-        .cells
-        .iter()
-        .filter(|c| c.disagreement.is_some())
-        .collect();
-    if disagreeing.is_empty() {
-        let _ = writeln!(out, "None.");
-    } else {
-        let _ = writeln!(
-            out,
-            "| model | platform | engine | expected | measured | record |"
-        );
-        let _ = writeln!(out, "|---|---|---|---|---|---|");
-        for c in disagreeing {
-            let record = c
-                .records
-                .first()
-                .map(|r| format!("{} ({}, {})", r.record, r.host, r.time))
-                .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {record} |",
-                c.model,
-                c.platform,
-                c.engine,
-                support(c.expected),
-                c.disagreement.as_deref().unwrap_or("")
-            );
+fn platforms_table(report: &Report) -> Table {
+    let mut table = Table::new(&[
+        "platform",
+        "tested",
+        "hosts",
+        "devices",
+        "libraries",
+        "cells",
+    ]);
+    for p in &report.platforms {
+        table.row(vec![
+            p.platform.clone(),
+            if p.tested { "yes" } else { "no" }.into(),
+            p.hosts.join(", "),
+            escape(&p.devices.join("; ")),
+            escape(&p.libraries.join("; ")),
+            counts_text(&p.counts),
+        ]);
+    }
+    table
+}
+
+fn disagreements_table(report: &Report) -> Table {
+    let mut table = Table::new(&[
+        "model", "platform", "engine", "expected", "measured", "record",
+    ]);
+    for c in report.cells.iter().filter(|c| c.disagreement.is_some()) {
+        let record = c
+            .records
+            .first()
+            .map(|r| format!("{} ({}, {})", r.record, r.host, r.time))
+            .unwrap_or_default();
+        table.row(vec![
+            c.model.clone(),
+            c.platform.clone(),
+            c.engine.clone(),
+            support(c.expected).into(),
+            c.disagreement.clone().unwrap_or_default(),
+            record,
+        ]);
+    }
+    table
+}
+
+fn engine_disagreements_table(report: &Report) -> Table {
+    let mut table = Table::new(&["model", "platform", "engine", "status", "reason"]);
+    for d in &report.engine_disagreements {
+        for (engine, status, reason) in &d.engines {
+            table.row(vec![
+                d.model.clone(),
+                d.platform.clone(),
+                engine.clone(),
+                status.label().into(),
+                reason.as_deref().unwrap_or("").replace('|', "\\|"),
+            ]);
         }
     }
+    table
+}
 
-    let _ = writeln!(out, "\n## Engines that run the same kernels and disagree\n");
-    let _ = writeln!(
-        out,
-        "webgpu's browser engine and its native engine run the same C++ WebGPU provider (wasm in Chromium, and ONNX Runtime's plugin with Dawn): a model one passes and the other fails points at an engine, not at the model.\n"
-    );
-    if report.engine_disagreements.is_empty() {
-        let _ = writeln!(out, "None.");
-    } else {
-        let _ = writeln!(out, "| model | platform | engine | status | reason |");
-        let _ = writeln!(out, "|---|---|---|---|---|");
-        for d in &report.engine_disagreements {
-            for (engine, status, reason) in &d.engines {
-                let _ = writeln!(
-                    out,
-                    "| {} | {} | {engine} | {} | {} |",
-                    d.model,
-                    d.platform,
-                    status.label(),
-                    reason.as_deref().unwrap_or("").replace('|', "\\|")
-                );
-            }
-        }
-    }
-
-    let _ = writeln!(out, "\n## Implementation issues\n");
-    for group in &report.issues {
-        let _ = writeln!(out, "### {} ({} cells)\n", group.cause, group.cells.len());
-        for cell in &group.cells {
-            let reason = super::shorten(&cell.reason, 300);
-            let _ = writeln!(
-                out,
-                "- {} on {} ({}): {} [record {}]",
-                cell.model,
-                cell.platform,
-                cell.engine,
-                escape(&reason),
-                cell.record
-            );
-        }
-        let _ = writeln!(out);
-    }
-
-    let _ = writeln!(out, "## Performance\n");
-    let _ = writeln!(
-        out,
-        "Latency of passed checks as recorded, with what was running. Test timings are indications; `gen bench` records are the measurements (p90 and throughput).\n"
-    );
-    let _ = writeln!(
-        out,
-        "| model | platform | engine | check | median ms | p90 ms | memory | conditions | record |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+fn performance_table(report: &Report) -> Table {
+    let mut table = Table::new(&[
+        "model",
+        "platform",
+        "engine",
+        "check",
+        "median ms",
+        "p90 ms",
+        "memory",
+        "conditions",
+        "record",
+    ]);
     for p in &report.performance {
         let memory = match (p.peak_rss_kb, p.rss_growth_kb) {
             (Some(peak), _) => format!("peak RSS {peak} KiB"),
             (None, Some(growth)) => format!("RSS +{growth} KiB"),
             _ => String::new(),
         };
-        let p90 = p.p90_ms.map(|v| format!("{v:.3}")).unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {:.3} | {p90} | {memory} | {} | {} |",
-            p.model,
-            p.platform,
-            p.engine,
-            p.check,
-            p.median_ms,
+        table.row(vec![
+            p.model.clone(),
+            p.platform.clone(),
+            p.engine.clone(),
+            p.check.clone(),
+            format!("{:.3}", p.median_ms),
+            p.p90_ms.map(|v| format!("{v:.3}")).unwrap_or_default(),
+            memory,
             escape(&p.conditions),
-            p.record
-        );
+            p.record.to_string(),
+        ]);
     }
+    table
+}
 
-    let _ = writeln!(out, "\n## Recommendations\n");
-    let _ = writeln!(out, "### Fastest verified platform per category\n");
-    let _ = writeln!(
-        out,
-        "| category | platform | engine | median of model medians (ms) | models |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|");
+fn fastest_table(report: &Report) -> Table {
+    let mut table = Table::new(&[
+        "category",
+        "platform",
+        "engine",
+        "median of model medians (ms)",
+        "models",
+    ]);
     for f in &report.recommendations.fastest_verified_platform {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {:.3} | {} |",
-            f.category, f.platform, f.engine, f.median_ms, f.models
-        );
+        table.row(vec![
+            f.category.clone(),
+            f.platform.clone(),
+            f.engine.clone(),
+            format!("{:.3}", f.median_ms),
+            f.models.to_string(),
+        ]);
     }
-    let _ = writeln!(out, "\n### Expectations the evidence contradicts\n");
-    if report.recommendations.contradicted_expectations.is_empty() {
-        let _ = writeln!(out, "None.");
-    }
-    for c in &report.recommendations.contradicted_expectations {
-        let _ = writeln!(
-            out,
-            "- {} on {}: architectures.yaml says {}, {} in {} cells ({}): revisit the expectation or the cells",
-            c.architecture,
-            c.platform,
-            support(Some(c.expected)),
-            c.measured,
-            c.cells,
-            c.models.join(", ")
-        );
-    }
+    table
+}
 
-    let _ = writeln!(out, "\n## Models tested\n");
-    let _ = writeln!(
-        out,
-        "| model | checkpoint | category | modality | architecture |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|");
+fn models_table(report: &Report) -> Table {
+    let mut table = Table::new(&[
+        "model",
+        "checkpoint",
+        "category",
+        "modality",
+        "architecture",
+    ]);
     for m in &report.models {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} |",
-            m.model,
-            m.checkpoint.as_deref().unwrap_or(""),
-            m.category,
-            m.modality,
-            m.architecture
-        );
+        table.row(vec![
+            m.model.clone(),
+            m.checkpoint.clone().unwrap_or_default(),
+            m.category.clone(),
+            m.modality.clone(),
+            m.architecture.clone(),
+        ]);
     }
+    table
+}
 
-    let _ = writeln!(out, "\n## Evidence\n");
-    let _ = writeln!(
-        out,
-        "| run | hosts | first record | last record | records |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|");
+fn runs_table(report: &Report) -> Table {
+    let mut table = Table::new(&["run", "hosts", "first record", "last record", "records"]);
     for r in &report.source.runs {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} |",
-            r.run_id,
+        table.row(vec![
+            r.run_id.clone(),
             r.hosts.join(", "),
-            r.first,
-            r.last,
-            r.records
-        );
+            r.first.clone(),
+            r.last.clone(),
+            r.records.to_string(),
+        ]);
     }
-    out
+    table
 }
 
 /// The generation checks: per platform and engine, then the generation column of each generating model.
-fn generation_section(out: &mut String, g: &super::generation::GenerationEvidence) {
-    let _ = writeln!(out, "\n## Generation with a KV cache\n");
-    let _ = writeln!(out, "{}.\n", g.what);
-    let _ = writeln!(
-        out,
-        "| platform | engine | checks | first diverged at the prefill | first diverged decoding |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|");
+fn generation_view(g: &super::generation::GenerationEvidence) -> serde_json::Value {
+    let mut table = Table::new(&[
+        "platform",
+        "engine",
+        "checks",
+        "first diverged at the prefill",
+        "first diverged decoding",
+    ]);
     for e in &g.engines {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} |",
-            e.platform,
-            e.engine,
+        table.row(vec![
+            e.platform.clone(),
+            e.engine.clone(),
             counts_text(&e.counts),
-            e.diverged_at_prefill,
-            e.diverged_decoding
-        );
+            e.diverged_at_prefill.to_string(),
+            e.diverged_decoding.to_string(),
+        ]);
     }
     let platforms: std::collections::BTreeSet<&String> =
         g.models.iter().flat_map(|m| m.platforms.keys()).collect();
-    if platforms.is_empty() {
-        return;
-    }
-    let names: Vec<&str> = platforms.iter().map(|p| p.as_str()).collect();
-    let _ = writeln!(out, "\n| model | {} |", names.join(" | "));
-    let _ = writeln!(out, "|---|{}", "---|".repeat(names.len()));
-    for m in &g.models {
-        let cells: Vec<&str> = platforms
-            .iter()
-            .map(|p| m.platforms.get(*p).map_or("", |s| s.label()))
-            .collect();
-        let _ = writeln!(out, "| {} | {} |", m.model, cells.join(" | "));
-    }
+    let models = (!platforms.is_empty()).then(|| {
+        let mut models = Table::new(&["model"]);
+        models.head.extend(platforms.iter().map(|p| p.to_string()));
+        for m in &g.models {
+            let mut cells = vec![m.model.clone()];
+            cells.extend(
+                platforms
+                    .iter()
+                    .map(|p| m.platforms.get(*p).map_or("", |s| s.label()).to_string()),
+            );
+            models.row(cells);
+        }
+        models
+    });
+    json!({ "what": g.what, "table": table, "models": models })
 }
 
 /// The precision checks: the deviation per platform, engine and format, then the real checkpoints' records.
-fn precision_section(out: &mut String, p: &super::precision::PrecisionEvidence) {
+fn precision_view(p: &super::precision::PrecisionEvidence) -> serde_json::Value {
     use super::precision::figure;
-    let _ = writeln!(out, "\n## Precision\n");
-    let _ = writeln!(out, "{}.\n", p.what);
-    let _ = writeln!(
-        out,
-        "| platform | engine | format | weights | checks | median worst-row cosine | median relative L2 |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    let mut table = Table::new(&[
+        "platform",
+        "engine",
+        "format",
+        "weights",
+        "checks",
+        "median worst-row cosine",
+        "median relative L2",
+    ]);
     for r in &p.rows {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            r.platform,
-            r.engine,
-            r.precision,
-            r.weights,
+        table.row(vec![
+            r.platform.clone(),
+            r.engine.clone(),
+            r.precision.clone(),
+            r.weights.to_string(),
             counts_text(&r.counts),
             figure(r.median_worst_cosine),
-            figure(r.median_rel_l2)
-        );
+            figure(r.median_rel_l2),
+        ]);
     }
-    let _ = writeln!(out, "\nOn real checkpoints (rating evidence):\n");
-    if p.checkpoints.is_empty() {
-        let _ = writeln!(
-            out,
-            "- none recorded: no spec's web_quantization rating is judged"
-        );
-    }
-    for c in &p.checkpoints {
-        let _ = writeln!(
-            out,
-            "- {} ({}) on {} ({}), {}: {}, {} [record {}]",
-            c.model,
-            escape(&c.checkpoint),
-            c.platform,
-            c.engine,
-            c.precision,
-            c.status.label(),
-            escape(&c.measured()),
-            c.record
-        );
-    }
+    let checkpoints: Vec<String> = p
+        .checkpoints
+        .iter()
+        .map(|c| {
+            format!(
+                "{} ({}) on {} ({}), {}: {}, {} [record {}]",
+                c.model,
+                escape(&c.checkpoint),
+                c.platform,
+                c.engine,
+                c.precision,
+                c.status.label(),
+                escape(&c.measured()),
+                c.record
+            )
+        })
+        .collect();
+    json!({ "what": p.what, "table": table, "checkpoints": checkpoints })
 }
+
+/// The report as Markdown: `templates/report.md.tera` over a context of text.
+pub fn render(report: &Report) -> Result<String, String> {
+    let platforms: Vec<String> = report
+        .platforms
+        .iter()
+        .map(|p| p.platform.clone())
+        .collect();
+    let s = &report.summary;
+    let statuses: Vec<serde_json::Value> = Status::ALL
+        .iter()
+        .map(|st| json!({ "mark": mark(*st), "label": st.label(), "count": s.counts.get(*st) }))
+        .collect();
+    let k = &report.kernel_checks;
+    let kernel_issues: Vec<serde_json::Value> = k
+        .issues
+        .iter()
+        .map(|g| {
+            let models: Vec<&str> = g.cells.iter().map(|c| c.model.as_str()).collect();
+            json!({ "cause": g.cause, "count": g.cells.len(), "models": models.join(", ") })
+        })
+        .collect();
+    let issues: Vec<serde_json::Value> = report
+        .issues
+        .iter()
+        .map(|group| {
+            let cells: Vec<String> = group
+                .cells
+                .iter()
+                .map(|cell| {
+                    format!(
+                        "{} on {} ({}): {} [record {}]",
+                        cell.model,
+                        cell.platform,
+                        cell.engine,
+                        escape(&super::shorten(&cell.reason, 300)),
+                        cell.record
+                    )
+                })
+                .collect();
+            json!({ "cause": group.cause, "cells": cells })
+        })
+        .collect();
+    let contradicted: Vec<String> = report
+        .recommendations
+        .contradicted_expectations
+        .iter()
+        .map(|c| {
+            format!(
+                "{} on {}: architectures.yaml says {}, {} in {} cells ({}): revisit the expectation or the cells",
+                c.architecture,
+                c.platform,
+                support(Some(c.expected)),
+                c.measured,
+                c.cells,
+                c.models.join(", ")
+            )
+        })
+        .collect();
+    let context = json!({
+        "source": {
+            "records": report.source.records,
+            "database": report.source.database,
+            "runs": report.source.runs.len(),
+        },
+        "summary": {
+            "models": s.models,
+            "platforms": s.platforms,
+            "cells": s.cells,
+            "statuses": statuses,
+            "disagreements": s.disagreements,
+        },
+        "legend": LEGEND,
+        "platforms": platforms_table(report),
+        "kernel": {
+            "engine": k.engine,
+            "what": k.what,
+            "models": k.cells.len(),
+            "counts": counts_text(&k.counts),
+            "issues": kernel_issues,
+        },
+        "precision": precision_view(&report.precision),
+        "generation": generation_view(&report.generation),
+        "stages": stage_table(&report.stages),
+        "category_platform": matrix_table(&report.matrices.category_platform, &platforms, "category", false),
+        "architecture_platform": matrix_table(&report.matrices.architecture_platform, &platforms, "architecture", true),
+        "model_platform": model_table(report, &platforms),
+        "disagreements": disagreements_table(report),
+        "engine_disagreements": engine_disagreements_table(report),
+        "issues": issues,
+        "performance": performance_table(report),
+        "fastest": fastest_table(report),
+        "contradicted": contradicted,
+        "models": models_table(report),
+        "runs": runs_table(report),
+    });
+    super::template::render("report.md", TEMPLATE, &context)
+}
+
+const TEMPLATE: &str = include_str!("../../../../templates/report.md.tera");

@@ -15,6 +15,9 @@ pub mod generation;
 mod html;
 mod markdown;
 pub mod precision;
+#[cfg(test)]
+mod snapshots;
+mod template;
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,256 @@
+//! The report's Markdown and HTML templates, guarded by insta snapshots of a
+//! small report built by hand: two platforms, two models, and one of each
+//! thing a section shows (a stored and stale status, a disagreement, text
+//! with `|`, `<` and `"` in it). Review a change with `cargo insta review`.
+
+use std::collections::BTreeMap;
+
+use hwmatrix_specs::spec::Support;
+
+use super::generation::{GenerationEngine, GenerationEvidence, GenerationRow};
+use super::precision::{CheckpointRecord, PrecisionEvidence, PrecisionRow};
+use super::*;
+
+fn counts(of: &[(Status, usize)]) -> Counts {
+    let mut counts = Counts::default();
+    for (status, n) in of {
+        (0..*n).for_each(|_| counts.add(*status));
+    }
+    counts
+}
+
+fn record(check: &str, status: &str) -> RecordRef {
+    RecordRef {
+        record: format!("r-{check}"),
+        check: check.into(),
+        precision: "float32".into(),
+        status: status.into(),
+        run_id: "run-1".into(),
+        host: "vm".into(),
+        time: "2026-11-27T10:00:00Z".into(),
+    }
+}
+
+fn cell(model: &str, platform: &str, engine: &str, status: Status) -> Cell {
+    Cell {
+        model: model.into(),
+        category: "text_encoders".into(),
+        architecture: "encoder-only".into(),
+        platform: platform.into(),
+        engine: engine.into(),
+        status,
+        expected: Some(Support::Yes),
+        disagreement: None,
+        reason: None,
+        error_kind: None,
+        stage: None,
+        basis: Some("measured".into()),
+        source: "this run",
+        evidence: None,
+        records: vec![record("runs", status.label())],
+    }
+}
+
+fn small_report() -> Report {
+    let mut failing = cell("roberta", "webgpu", "browser", Status::KnownIssue);
+    failing.reason = Some("runs: a <Gather> node | \"axis\" 2 is out of range".into());
+    failing.disagreement = Some("known-issue where architectures.yaml expects yes".into());
+    failing.source = "stored evidence";
+    failing.evidence = Some(StoredEvidence {
+        check: "runs".into(),
+        date: "2026-11-20T08:00:00Z".into(),
+        run: Some("run-0".into()),
+        host: Some("vm".into()),
+        attribution: Some("engine".into()),
+        stale: Some("measured on another fixture key".into()),
+    });
+    let cells = vec![
+        cell("bert", "cpu", "onnxruntime", Status::Passed),
+        cell("bert", "webgpu", "browser", Status::Passed),
+        cell("roberta", "cpu", "onnxruntime", Status::Passed),
+        failing,
+    ];
+    let platform = |name: &str, tested, of: &[(Status, usize)]| PlatformSummary {
+        platform: name.into(),
+        hosts: vec!["vm".into()],
+        libraries: vec!["onnxruntime 1.31.1".into()],
+        devices: vec!["cpu".into()],
+        counts: counts(of),
+        tested,
+    };
+    let matrix = |row: &str, platform: &str, of: &[(Status, usize)], expected| MatrixRow {
+        row: row.into(),
+        platform: platform.into(),
+        counts: counts(of),
+        expected,
+    };
+    Report {
+        source: Source {
+            database: "results/hwmatrix.sqlite".into(),
+            records: 6,
+            runs: vec![RunRow {
+                run_id: "run-1".into(),
+                hosts: vec!["vm".into()],
+                first: "2026-11-27T10:00:00Z".into(),
+                last: "2026-11-27T10:05:00Z".into(),
+                records: 6,
+            }],
+        },
+        summary: Summary {
+            models: 2,
+            platforms: 2,
+            cells: 4,
+            counts: counts(&[(Status::Passed, 3), (Status::KnownIssue, 1)]),
+            disagreements: 1,
+        },
+        platforms: vec![
+            platform("cpu", true, &[(Status::Passed, 2)]),
+            platform(
+                "webgpu",
+                true,
+                &[(Status::Passed, 1), (Status::KnownIssue, 1)],
+            ),
+        ],
+        stages: vec![StageRow {
+            platform: "cpu".into(),
+            counts: hwmatrix_cell::Stage::ALL
+                .iter()
+                .map(|s| (s.name().to_string(), usize::from(s.name() == "pass") * 2))
+                .chain([("-".to_string(), 0)])
+                .collect(),
+        }],
+        models: vec![ModelRow {
+            model: "bert".into(),
+            checkpoint: Some("google-bert/bert-base-uncased".into()),
+            category: "text_encoders".into(),
+            modality: "text".into(),
+            architecture: "encoder-only".into(),
+        }],
+        matrices: Matrices {
+            category_platform: vec![
+                matrix("text_encoders", "cpu", &[(Status::Passed, 2)], None),
+                matrix(
+                    "text_encoders",
+                    "webgpu",
+                    &[(Status::Passed, 1), (Status::NotTested, 1)],
+                    None,
+                ),
+            ],
+            architecture_platform: vec![matrix(
+                "encoder-only",
+                "cpu",
+                &[(Status::Passed, 2)],
+                Some(Support::Yes),
+            )],
+        },
+        issues: vec![IssueGroup {
+            cause: "WebGPU: Gather axis".into(),
+            cells: vec![IssueCell {
+                model: "roberta".into(),
+                platform: "webgpu".into(),
+                engine: "browser".into(),
+                reason: "runs: a <Gather> node | \"axis\" 2 is out of range".into(),
+                record: "r-runs".into(),
+            }],
+        }],
+        kernel_checks: KernelChecks {
+            engine: KERNEL_ENGINE.into(),
+            what: "our WGSL kernels".into(),
+            counts: counts(&[(Status::Passed, 1)]),
+            cells: vec![cell("bert", "webgpu", "wgpu", Status::Passed)],
+            issues: Vec::new(),
+        },
+        precision: PrecisionEvidence {
+            what: "Each precision check".into(),
+            rows: vec![PrecisionRow {
+                platform: "cpu".into(),
+                engine: "onnxruntime".into(),
+                precision: "int8".into(),
+                weights: "tiny random".into(),
+                counts: counts(&[(Status::Passed, 2)]),
+                median_worst_cosine: Some(0.9991),
+                median_rel_l2: Some(0.021),
+            }],
+            checkpoints: vec![CheckpointRecord {
+                model: "bert".into(),
+                checkpoint: "google-bert/bert-base-uncased".into(),
+                platform: "cpu".into(),
+                engine: "onnxruntime".into(),
+                precision: "int8".into(),
+                status: Status::Passed,
+                worst_cosine: Some(0.998),
+                rel_l2: Some(0.03),
+                top1: None,
+                reason: None,
+                rating: Some("good".into()),
+                record: "r-int8".into(),
+            }],
+        },
+        generation: GenerationEvidence {
+            what: "The generates check".into(),
+            engines: vec![GenerationEngine {
+                platform: "cpu".into(),
+                engine: "onnxruntime".into(),
+                counts: counts(&[(Status::Passed, 1)]),
+                diverged_at_prefill: 0,
+                diverged_decoding: 0,
+            }],
+            models: vec![GenerationRow {
+                model: "gpt2".into(),
+                platforms: BTreeMap::from([("cpu".to_string(), Status::Passed)]),
+            }],
+        },
+        engine_disagreements: vec![EngineDisagreement {
+            model: "roberta".into(),
+            platform: "webgpu".into(),
+            engines: vec![
+                ("browser".into(), Status::KnownIssue, Some("a | b".into())),
+                ("onnxruntime".into(), Status::Passed, None),
+            ],
+        }],
+        performance: vec![Performance {
+            model: "bert".into(),
+            category: "text_encoders".into(),
+            platform: "cpu".into(),
+            engine: "onnxruntime".into(),
+            check: "runs".into(),
+            median_ms: 1.23456,
+            p90_ms: Some(1.5),
+            throughput: None,
+            rss_growth_kb: None,
+            peak_rss_kb: Some(81_920),
+            rust_over_python: None,
+            conditions: "1 thread, no other check".into(),
+            device: None,
+            record: "r-runs".into(),
+        }],
+        recommendations: Recommendations {
+            fastest_verified_platform: vec![Fastest {
+                category: "text_encoders".into(),
+                platform: "cpu".into(),
+                engine: "onnxruntime".into(),
+                median_ms: 1.2,
+                models: 2,
+            }],
+            contradicted_expectations: vec![Contradiction {
+                architecture: "encoder-only".into(),
+                platform: "webgpu".into(),
+                expected: Support::Yes,
+                measured: "known-issue".into(),
+                cells: 1,
+                models: vec!["roberta".into()],
+            }],
+        },
+        cells,
+    }
+}
+
+#[test]
+fn the_markdown_report() {
+    insta::assert_snapshot!(markdown(&small_report()).unwrap());
+}
+
+#[test]
+fn the_html_report() {
+    insta::assert_snapshot!(html(&small_report()).unwrap());
+}
