@@ -3,9 +3,9 @@
 //! category, architecture type and task from the task registries, a generic
 //! tiny config, and inputs and outputs from running the tiny model. Each
 //! architecture then goes through the fixture pipeline once (export, then
-//! onnxruntime against PyTorch); a failure is written into the spec as
-//! `imported.known_issue`, so a cell that cannot run says why, in the
-//! pipeline's own words.
+//! onnxruntime against PyTorch; TorchScript where ONNX fails); a failure is
+//! written into the evidence store (model-specs/evidence/) with who failed,
+//! so a cell that cannot run says why, in the pipeline's own words.
 //!
 //! Why Rust drives and Python derives: only Python can ask transformers; only
 //! gen knows the specs, their defaults and the fixture cache, and it already
@@ -50,6 +50,39 @@ pub struct Options {
     pub check: bool,
 }
 
+/// What the stages share: the specs folder, the options, the worker pool and defaults.
+struct Import<'a> {
+    specs_dir: &'a Path,
+    options: &'a Options,
+    pool: Pool,
+    defaults: DefaultsFile,
+    /// Progress redraws in place on a terminal.
+    tty: bool,
+}
+
+/// The architectures transformers registers, and which of them this import takes.
+struct Registered {
+    version: String,
+    all: BTreeSet<String>,
+    exclusions: ExclusionsFile,
+    exclusions_path: PathBuf,
+    selected: Vec<String>,
+}
+
+/// The architectures a derive left without a category: the model_type and why.
+type Undecided = Vec<(String, String)>;
+
+/// What writing found: counts, and the files a person changed while the import ran.
+#[derive(Default)]
+struct Written {
+    written: usize,
+    unchanged: usize,
+    known: usize,
+    changed_meanwhile: Vec<PathBuf>,
+}
+
+/// The stages, in order: list the registries, derive, compose, trial export,
+/// trace TorchScript where ONNX failed, trace the caches, write.
 pub fn run(
     specs_dir: &Path,
     options: &Options,
@@ -57,210 +90,312 @@ pub fn run(
     err: &mut dyn Write,
 ) -> Result<i32, String> {
     let started = Instant::now();
-    let pool = Pool {
-        python: options.python.clone(),
-        workers: options.workers,
-        timeout: Duration::from_secs(300),
-        log_dir: options.fixtures.join(".logs"),
-    };
-    let tty = Progress::stderr_is_terminal();
-    let listed = pool.run(
-        vec![("registries".into(), serde_json::json!({"kind": "list"}))],
-        &mut Progress::new("listed", 1, &mut std::io::sink(), false),
-    )?;
-    let listed = listed
-        .into_iter()
-        .next()
-        .expect("one job")
-        .1
-        .map_err(|e| format!("error: cannot read transformers' registries: {e}"))?;
-    let version = listed["transformers"].as_str().unwrap_or("?").to_string();
-    let rows: Vec<Value> = listed["rows"].as_array().cloned().unwrap_or_default();
-
-    let exclusions_path = specs_dir.join(EXCLUSIONS);
-    let exclusions: ExclusionsFile = serde_yaml::from_str(
-        &std::fs::read_to_string(&exclusions_path)
-            .map_err(|e| format!("error: {}: {e}", exclusions_path.display()))?,
-    )
-    .map_err(|e| format!("error: {}: {e}", exclusions_path.display()))?;
-    let registered: BTreeSet<&str> = rows
-        .iter()
-        .filter_map(|r| r["model_type"].as_str())
-        .collect();
-    for (model_type, reason) in &exclusions.exclusions {
-        if reason.trim().is_empty() {
-            return Err(format!(
-                "error: {}: the exclusion of `{model_type}` has no reason\n  help: say why it is left out",
-                exclusions_path.display()
-            ));
-        }
-        if !registered.contains(model_type.as_str()) {
-            let _ = writeln!(
-                err,
-                "warning: {} excludes `{model_type}`, which transformers {version} does not register",
-                exclusions_path.display()
-            );
-        }
-    }
     let defaults: DefaultsFile = serde_yaml::from_str(
         &std::fs::read_to_string(specs_dir.join("defaults.yaml"))
             .map_err(|e| format!("error: defaults.yaml: {e}"))?,
     )
     .map_err(|e| format!("error: defaults.yaml: {e}"))?;
+    let import = Import {
+        specs_dir,
+        options,
+        pool: Pool {
+            python: options.python.clone(),
+            workers: options.workers,
+            timeout: Duration::from_secs(300),
+            log_dir: options.fixtures.join(".logs"),
+        },
+        defaults,
+        tty: Progress::stderr_is_terminal(),
+    };
+    let registered = import.registered(err)?;
     let existing = existing_specs(&specs_dir.join("models"))?;
+    if options.check {
+        return check(
+            &import.pool,
+            &registered.selected,
+            &existing,
+            &import.defaults,
+            out,
+            import.tty,
+        );
+    }
+    // Each existing spec is read once: its curated fields start the derive, and its
+    // curated part goes into the new file.
+    let (derived, texts) = import.derive(&registered.selected, &existing, err)?;
+    let (mut drafts, undecided) =
+        import.compose(derived, &existing, &texts, &registered.version)?;
+    let failures = import.trial_export(&drafts, err)?;
+    let traced = import.trace_torchscript(&drafts, &failures, err)?;
+    let caches_unread = import.trace_caches(&mut drafts, err)?;
+    let written = import.write(drafts, &texts, &failures, &traced, out)?;
+    let _ = writeln!(
+        out,
+        "gen import (transformers {}): {} architectures, {} excluded ({}), {} specs written, {} unchanged, {} with a known issue, {caches_unread} generating with a cache it could not read, {} undecided ({:.0} s)",
+        registered.version,
+        registered.all.len(),
+        registered.exclusions.exclusions.len(),
+        registered.exclusions_path.display(),
+        written.written,
+        written.unchanged,
+        written.known,
+        undecided.len(),
+        started.elapsed().as_secs_f64()
+    );
+    for (model_type, why) in &undecided {
+        let _ = writeln!(
+            err,
+            "error: the registries cannot decide the category of `{model_type}`: {why}\n  help: write a spec with `category:` (and `architecture:`, `modality:`, `task:`) or exclude it in {} with the reason",
+            registered.exclusions_path.display()
+        );
+    }
+    for path in &written.changed_meanwhile {
+        let _ = writeln!(
+            err,
+            "error: {} changed while gen import ran; it is left as it is, with its change\n  help: run `gen import --model {}` again",
+            path.display(),
+            path.file_stem().and_then(|s| s.to_str()).unwrap_or("?")
+        );
+    }
+    Ok(
+        if undecided.is_empty() && written.changed_meanwhile.is_empty() {
+            0
+        } else {
+            1
+        },
+    )
+}
 
-    let selected: Vec<String> = registered
-        .iter()
-        .filter(|m| !exclusions.exclusions.contains_key(**m))
-        .filter(|m| options.only.is_empty() || options.only.iter().any(|o| o == *m))
-        .map(|m| m.to_string())
-        .collect();
-    for wanted in &options.only {
-        if !registered.contains(wanted.as_str()) {
+impl Import<'_> {
+    /// transformers' base-model registry, less the checked-in exclusions (each
+    /// must say why), narrowed to `--model`.
+    fn registered(&self, err: &mut dyn Write) -> Result<Registered, String> {
+        let listed = self.pool.run(
+            vec![("registries".into(), serde_json::json!({"kind": "list"}))],
+            &mut Progress::new("listed", 1, &mut std::io::sink(), false),
+        )?;
+        let listed = listed
+            .into_iter()
+            .next()
+            .expect("one job")
+            .1
+            .map_err(|e| format!("error: cannot read transformers' registries: {e}"))?;
+        let version = listed["transformers"].as_str().unwrap_or("?").to_string();
+        let all: BTreeSet<String> = listed["rows"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["model_type"].as_str().map(str::to_string))
+            .collect();
+        let exclusions_path = self.specs_dir.join(EXCLUSIONS);
+        let exclusions: ExclusionsFile = serde_yaml::from_str(
+            &std::fs::read_to_string(&exclusions_path)
+                .map_err(|e| format!("error: {}: {e}", exclusions_path.display()))?,
+        )
+        .map_err(|e| format!("error: {}: {e}", exclusions_path.display()))?;
+        for (model_type, reason) in &exclusions.exclusions {
+            if reason.trim().is_empty() {
+                return Err(format!(
+                    "error: {}: the exclusion of `{model_type}` has no reason\n  help: say why it is left out",
+                    exclusions_path.display()
+                ));
+            }
+            if !all.contains(model_type) {
+                let _ = writeln!(
+                    err,
+                    "warning: {} excludes `{model_type}`, which transformers {version} does not register",
+                    exclusions_path.display()
+                );
+            }
+        }
+        let only = &self.options.only;
+        if let Some(wanted) = only.iter().find(|w| !all.contains(*w)) {
             return Err(format!(
                 "error: transformers {version} has no model_type `{wanted}` in its base-model registry"
             ));
         }
+        let selected = all
+            .iter()
+            .filter(|m| !exclusions.exclusions.contains_key(*m))
+            .filter(|m| only.is_empty() || only.contains(m))
+            .cloned()
+            .collect();
+        Ok(Registered {
+            version,
+            all,
+            exclusions,
+            exclusions_path,
+            selected,
+        })
     }
 
-    if options.check {
-        return check(&pool, &selected, &existing, &defaults, out, tty);
-    }
-
-    // 1. Derive every selected architecture.
-    let mut jobs = Vec::new();
-    // Each existing spec is read once: its curated fields start the derive, and its
-    // curated part and platform measurements go into the new file.
-    let mut texts: BTreeMap<&str, String> = BTreeMap::new();
-    for m in &selected {
-        let mut job = serde_json::json!({"kind": "derive", "model_type": m});
-        if let Some(path) = existing.get(m) {
-            let text =
-                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            for (key, value) in curated_derive_fields(&text, path)? {
-                job[key] = value;
+    /// Stage 1: the worker derives every selected architecture, starting from
+    /// the curated fields of its existing spec. Returns the answers and the
+    /// existing specs' text as read.
+    #[allow(clippy::type_complexity)]
+    fn derive(
+        &self,
+        selected: &[String],
+        existing: &BTreeMap<String, PathBuf>,
+        err: &mut dyn Write,
+    ) -> Result<
+        (
+            Vec<(String, Result<Value, JobError>)>,
+            BTreeMap<String, String>,
+        ),
+        String,
+    > {
+        let mut jobs = Vec::new();
+        let mut texts = BTreeMap::new();
+        for m in selected {
+            let mut job = serde_json::json!({"kind": "derive", "model_type": m});
+            if let Some(path) = existing.get(m) {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                for (key, value) in curated_derive_fields(&text, path)? {
+                    job[key] = value;
+                }
+                texts.insert(m.clone(), text);
             }
-            texts.insert(m, text);
+            jobs.push((m.clone(), job));
         }
-        jobs.push((m.clone(), job));
+        let mut progress = Progress::new("derived", selected.len(), err, self.tty);
+        Ok((self.pool.run(jobs, &mut progress)?, texts))
     }
-    let mut progress = Progress::new("derived", selected.len(), err, tty);
-    let derived = pool.run(jobs, &mut progress)?;
 
-    // 2. Compose each file in memory: its curated part and the new imported block.
-    let mut drafts: Vec<Draft> = Vec::new();
-    let mut undecided = Vec::new();
-    for (model_type, outcome) in derived {
-        // The pipeline's failure is evidence (model-specs/evidence/), not part of the spec:
-        // the job's own (our pool's limit, a dead worker), or the one the worker reports
-        // with the stage it stopped at.
-        let (mut value, mut failure) = match outcome {
-            Ok(value) => (value, None),
-            Err(e) => {
-                let failure = PipelineFailure {
-                    error: format!("deriving: {e}"),
-                    ..e.failure_at(Stage::Reference)
-                };
-                (
-                    serde_json::json!({"registries": [], "export_class": ""}),
-                    Some(failure),
-                )
+    /// Stage 2: each file composed in memory, its curated part and the new
+    /// imported block, with the derive's failure (evidence, not spec). An
+    /// architecture without a category is left undecided.
+    fn compose(
+        &self,
+        derived: Vec<(String, Result<Value, JobError>)>,
+        existing: &BTreeMap<String, PathBuf>,
+        texts: &BTreeMap<String, String>,
+        version: &str,
+    ) -> Result<(Vec<Draft>, Undecided), String> {
+        let mut drafts: Vec<Draft> = Vec::new();
+        let mut undecided = Vec::new();
+        for (model_type, outcome) in derived {
+            // The pipeline's failure is evidence (model-specs/evidence/), not part of the spec:
+            // the job's own (our pool's limit, a dead worker), or the one the worker reports
+            // with the stage it stopped at.
+            let (mut value, mut failure) = match outcome {
+                Ok(value) => (value, None),
+                Err(e) => {
+                    let failure = PipelineFailure {
+                        error: format!("deriving: {e}"),
+                        ..e.failure_at(Stage::Reference)
+                    };
+                    (
+                        serde_json::json!({"registries": [], "export_class": ""}),
+                        Some(failure),
+                    )
+                }
+            };
+            if let Some(error) = value.get("known_issue").and_then(Value::as_str) {
+                let stage = value
+                    .get("stage")
+                    .and_then(Value::as_str)
+                    .map(str::parse::<Stage>)
+                    .transpose()
+                    .map_err(|e| format!("error: the worker's answer for {model_type}: {e}"))?;
+                failure = Some(PipelineFailure {
+                    stage: stage.unwrap_or(Stage::Reference),
+                    timed_out: false,
+                    harness_limit: false,
+                    error: error.to_string(),
+                });
             }
-        };
-        if let Some(error) = value.get("known_issue").and_then(Value::as_str) {
-            let stage = value
-                .get("stage")
-                .and_then(Value::as_str)
-                .map(str::parse::<Stage>)
-                .transpose()
-                .map_err(|e| format!("error: the worker's answer for {model_type}: {e}"))?;
-            failure = Some(PipelineFailure {
-                stage: stage.unwrap_or(Stage::Reference),
-                timed_out: false,
-                harness_limit: false,
-                error: error.to_string(),
+            // A successful derive always has inputs: without them, deriving failed.
+            let derive_failed = failure.is_some() && value.get("inputs").is_none();
+            if let Some(object) = value.as_object_mut() {
+                object.remove("known_issue");
+                object.remove("stage");
+            }
+            let mut imported = to_imported(&value, version)?;
+            let path = existing.get(&model_type).cloned();
+            let curated = match (&path, texts.get(&model_type)) {
+                (Some(_), Some(text)) => curated_part(text),
+                _ => format!(
+                    "# {model_type}: imported by `gen import`. Curated fields go here, above the line.\nmodel_type: {model_type}\n"
+                ),
+            };
+            let file: SpecFile = parse_draft(&curated, &imported, &model_type)?;
+            // Deriving failed, but a person wrote every field it derives: the
+            // fixture pipeline judges the curated spec instead (its own error, if
+            // any, becomes the known issue below).
+            let curated_io = file.inputs.is_some()
+                && file.outputs.is_some()
+                && file.shapes.is_some()
+                && !file.tiny_config.is_empty();
+            if curated_io && derive_failed {
+                failure = None;
+            }
+            let category = file.category.clone().or_else(|| imported.category.clone());
+            let Some(category) = category else {
+                undecided.push((
+                    model_type.clone(),
+                    imported.undecided.clone().unwrap_or_default(),
+                ));
+                continue;
+            };
+            omit_defaults(&mut imported, &file, &self.defaults);
+            let target = self
+                .specs_dir
+                .join("models")
+                .join(&category)
+                .join(format!("{model_type}.yaml"));
+            drafts.push(Draft {
+                model_type,
+                curated,
+                imported,
+                failure,
+                old_path: path,
+                path: target,
             });
         }
-        // A successful derive always has inputs: without them, deriving failed.
-        let derive_failed = failure.is_some() && value.get("inputs").is_none();
-        if let Some(object) = value.as_object_mut() {
-            object.remove("known_issue");
-            object.remove("stage");
-        }
-        let mut imported = to_imported(&value, &version)?;
-        let path = existing.get(&model_type).cloned();
-        let curated = match (&path, texts.get(model_type.as_str())) {
-            (Some(_), Some(text)) => curated_part(text),
-            _ => format!(
-                "# {model_type}: imported by `gen import`. Curated fields go here, above the line.\nmodel_type: {model_type}\n"
-            ),
-        };
-        let file: SpecFile = parse_draft(&curated, &imported, &model_type)?;
-        // Deriving failed, but a person wrote every field it derives: the
-        // fixture pipeline judges the curated spec instead (its own error, if
-        // any, becomes the known issue below).
-        let curated_io = file.inputs.is_some()
-            && file.outputs.is_some()
-            && file.shapes.is_some()
-            && !file.tiny_config.is_empty();
-        if curated_io && derive_failed {
-            failure = None;
-        }
-        let category = file.category.clone().or_else(|| imported.category.clone());
-        let Some(category) = category else {
-            undecided.push((
-                model_type.clone(),
-                imported.undecided.clone().unwrap_or_default(),
-            ));
-            continue;
-        };
-        omit_defaults(&mut imported, &file, &defaults);
-        let target = specs_dir
-            .join("models")
-            .join(&category)
-            .join(format!("{model_type}.yaml"));
-        drafts.push(Draft {
-            model_type,
-            curated,
-            imported,
-            failure,
-            old_path: path,
-            path: target,
-        });
+        Ok((drafts, undecided))
     }
 
-    // 3. Each architecture through the fixture pipeline once: export, then
-    // onnxruntime against PyTorch. Cached fixtures are not rebuilt.
-    let mut jobs = Vec::new();
-    for draft in &drafts {
-        let Some(model) = draft.loaded(&defaults)? else {
-            continue;
-        };
-        if model.spec.export.known_issue.is_some() {
-            continue;
+    /// Stage 3: each architecture through the fixture pipeline once (export,
+    /// then onnxruntime against PyTorch); cached fixtures are not rebuilt.
+    /// Returns the exports that failed.
+    fn trial_export(
+        &self,
+        drafts: &[Draft],
+        err: &mut dyn Write,
+    ) -> Result<BTreeMap<String, JobError>, String> {
+        let fixtures = &self.options.fixtures;
+        let mut jobs = Vec::new();
+        for draft in drafts {
+            let Some(model) = draft.loaded(&self.defaults)? else {
+                continue;
+            };
+            if model.spec.export.known_issue.is_some() {
+                continue;
+            }
+            let key = model.fixture_key();
+            let out_dir = fixtures.join(&draft.model_type);
+            if crate::fixtures::cached(&out_dir, &key, crate::fixtures::FixtureKind::Whole) {
+                continue;
+            }
+            jobs.push((
+                draft.model_type.clone(),
+                crate::fixtures::export_job(
+                    &model,
+                    &out_dir,
+                    &key,
+                    &crate::fixtures::Source::TinyRandom,
+                )?,
+            ));
         }
-        let key = model.fixture_key();
-        let out_dir = options.fixtures.join(&draft.model_type);
-        if crate::fixtures::cached(&out_dir, &key, crate::fixtures::FixtureKind::Whole) {
-            continue;
+        let mut failures = BTreeMap::new();
+        if jobs.is_empty() {
+            return Ok(failures);
         }
-        jobs.push((
-            draft.model_type.clone(),
-            crate::fixtures::export_job(
-                &model,
-                &out_dir,
-                &key,
-                &crate::fixtures::Source::TinyRandom,
-            )?,
-        ));
-    }
-    let mut failures: BTreeMap<String, JobError> = BTreeMap::new();
-    if !jobs.is_empty() {
-        let _lock = crate::fixtures::StoreLock::acquire(&options.fixtures, err)?;
-        let mut progress = Progress::new("exported", jobs.len(), err, tty);
-        for (model_type, outcome) in pool.run(jobs, &mut progress)? {
-            let error_path =
-                hwmatrix_cell::paths::export_error_file(&options.fixtures, &model_type);
+        let _lock = crate::fixtures::StoreLock::acquire(fixtures, err)?;
+        let mut progress = Progress::new("exported", jobs.len(), err, self.tty);
+        for (model_type, outcome) in self.pool.run(jobs, &mut progress)? {
+            let error_path = hwmatrix_cell::paths::export_error_file(fixtures, &model_type);
             match outcome {
                 Ok(_) => {
                     let _ = std::fs::remove_file(&error_path);
@@ -271,57 +406,76 @@ pub fn run(
                 }
             }
         }
+        Ok(failures)
     }
 
-    // 3b. Where the ONNX export failed, the TorchScript trace libtorch runs, tried all the
-    // same (torchscript.py): its fixture, or its own failure.
-    let mut jobs = Vec::new();
-    for draft in drafts
-        .iter()
-        .filter(|d| failures.contains_key(&d.model_type))
-    {
-        let Some(model) = draft.loaded(&defaults)? else {
-            continue;
-        };
-        let onnx_error = format!("exporting: {}", failures[&draft.model_type]);
-        jobs.push((
-            draft.model_type.clone(),
-            crate::fixtures::torchscript_job(
-                &model,
-                &options.fixtures.join(&draft.model_type),
-                &onnx_error,
-            )?,
-        ));
-    }
-    let mut traced: BTreeMap<String, Result<(), JobError>> = BTreeMap::new();
-    if !jobs.is_empty() {
-        let _lock = crate::fixtures::StoreLock::acquire(&options.fixtures, err)?;
-        let mut progress = Progress::new("traced (TorchScript without ONNX)", jobs.len(), err, tty);
-        for (model_type, outcome) in pool.run(jobs, &mut progress)? {
-            traced.insert(model_type, outcome.map(|_| ()));
-        }
-    }
-
-    // 4. The cache of each generating model, traced as its generation fixture traces it
-    // (a float32 export's known issue does not stop it: generation has its own exporter).
-    let mut jobs = Vec::new();
-    for draft in &drafts {
-        let Some(model) = draft.loaded(&defaults)? else {
-            continue;
-        };
-        if model.generates() {
-            let out_dir = hwmatrix_cell::paths::generation_fixtures(&options.fixtures)
-                .join(&draft.model_type);
+    /// Stage 3b: where the ONNX export failed, the TorchScript trace libtorch
+    /// runs, tried all the same (torchscript.py): its fixture, or its own failure.
+    fn trace_torchscript(
+        &self,
+        drafts: &[Draft],
+        failures: &BTreeMap<String, JobError>,
+        err: &mut dyn Write,
+    ) -> Result<BTreeMap<String, Result<(), JobError>>, String> {
+        let mut jobs = Vec::new();
+        for draft in drafts
+            .iter()
+            .filter(|d| failures.contains_key(&d.model_type))
+        {
+            let Some(model) = draft.loaded(&self.defaults)? else {
+                continue;
+            };
+            let onnx_error = format!("exporting: {}", failures[&draft.model_type]);
             jobs.push((
                 draft.model_type.clone(),
-                crate::fixtures::generation_job(&model, "cache", &out_dir, "")?,
+                crate::fixtures::torchscript_job(
+                    &model,
+                    &self.options.fixtures.join(&draft.model_type),
+                    &onnx_error,
+                )?,
             ));
         }
+        let mut traced = BTreeMap::new();
+        if jobs.is_empty() {
+            return Ok(traced);
+        }
+        let _lock = crate::fixtures::StoreLock::acquire(&self.options.fixtures, err)?;
+        let mut progress = Progress::new(
+            "traced (TorchScript without ONNX)",
+            jobs.len(),
+            err,
+            self.tty,
+        );
+        for (model_type, outcome) in self.pool.run(jobs, &mut progress)? {
+            traced.insert(model_type, outcome.map(|_| ()));
+        }
+        Ok(traced)
     }
-    let mut caches_unread = 0;
-    if !jobs.is_empty() {
-        let mut progress = Progress::new("caches read", jobs.len(), err, tty);
-        for (model_type, outcome) in pool.run(jobs, &mut progress)? {
+
+    /// Stage 4: the cache of each generating model, traced as its generation
+    /// fixture traces it (a float32 export's known issue does not stop it:
+    /// generation has its own exporter). Returns how many stayed unread.
+    fn trace_caches(&self, drafts: &mut [Draft], err: &mut dyn Write) -> Result<usize, String> {
+        let mut jobs = Vec::new();
+        for draft in drafts.iter() {
+            let Some(model) = draft.loaded(&self.defaults)? else {
+                continue;
+            };
+            if model.generates() {
+                let out_dir = hwmatrix_cell::paths::generation_fixtures(&self.options.fixtures)
+                    .join(&draft.model_type);
+                jobs.push((
+                    draft.model_type.clone(),
+                    crate::fixtures::generation_job(&model, "cache", &out_dir, "")?,
+                ));
+            }
+        }
+        let mut unread = 0;
+        if jobs.is_empty() {
+            return Ok(unread);
+        }
+        let mut progress = Progress::new("caches read", jobs.len(), err, self.tty);
+        for (model_type, outcome) in self.pool.run(jobs, &mut progress)? {
             let draft = drafts
                 .iter_mut()
                 .find(|d| d.model_type == model_type)
@@ -329,124 +483,126 @@ pub fn run(
             // Unread (a cache this exporter cannot flatten, a model generate() cannot run): the
             // generation exporter fails the same way, and its error becomes `generation_export`.
             draft.imported.cache = outcome.ok().and_then(|v| serde_json::from_value(v).ok());
-            caches_unread += usize::from(draft.imported.cache.is_none());
+            unread += usize::from(draft.imported.cache.is_none());
         }
+        Ok(unread)
     }
 
-    // 5. Write what changed. A file that changed on disk since step 1 read it (a person's edit,
-    // another gen import) is left as it is: writing the draft would lose that change.
-    let (mut written, mut unchanged, mut known) = (0, 0, 0);
-    let mut changed_meanwhile = Vec::new();
-    for mut draft in drafts {
-        if let Some(old) = &draft.old_path {
-            let now = std::fs::read_to_string(old).ok();
-            if now.as_deref() != texts.get(draft.model_type.as_str()).map(String::as_str) {
-                changed_meanwhile.push(old.clone());
-                continue;
+    /// Stage 5: what changed is written, the pipeline's outcome into the
+    /// evidence store. A file that changed on disk since stage 1 read it (a
+    /// person's edit, another gen import) is left as it is: writing the draft
+    /// would lose that change.
+    fn write(
+        &self,
+        drafts: Vec<Draft>,
+        texts: &BTreeMap<String, String>,
+        failures: &BTreeMap<String, JobError>,
+        traced: &BTreeMap<String, Result<(), JobError>>,
+        out: &mut dyn Write,
+    ) -> Result<Written, String> {
+        let mut written = Written::default();
+        for mut draft in drafts {
+            if let Some(old) = &draft.old_path {
+                let now = std::fs::read_to_string(old).ok();
+                if now.as_ref() != texts.get(&draft.model_type) {
+                    written.changed_meanwhile.push(old.clone());
+                    continue;
+                }
+            }
+            if let Some(error) = failures.get(&draft.model_type) {
+                draft.failure = Some(PipelineFailure {
+                    error: format!("exporting: {error}"),
+                    ..error.failure_at(Stage::Export)
+                });
+            }
+            if draft.failure.is_some() {
+                written.known += 1;
+            }
+            self.record_pipeline(&draft, traced.get(&draft.model_type))?;
+            if write_spec(draft, out)? {
+                written.written += 1;
+            } else {
+                written.unchanged += 1;
             }
         }
-        if let Some(error) = failures.get(&draft.model_type) {
-            draft.failure = Some(PipelineFailure {
-                error: format!("exporting: {error}"),
-                ..error.failure_at(Stage::Export)
-            });
-        }
-        if draft.failure.is_some() {
-            known += 1;
-        }
-        // The pipeline's outcome into the evidence store: a failure with this run's
-        // provenance (kept as it was when it says the same), a pass clears it.
-        if let Some(model) = draft.loaded(&defaults)? {
-            let key = model.fixture_key();
-            let mut file = spec::evidence::read(specs_dir, &draft.model_type)?;
-            let measured = draft.failure.as_ref().map(|failure| {
-                spec::evidence::pipeline_failure(spec::evidence::EXPORT, failure, &key)
-            });
-            // The trace's own outcome where it was tried; none where the ONNX export passed or the pipeline stopped before it.
-            let trace = match traced.get(&draft.model_type) {
-                Some(Err(e)) => Some(spec::evidence::pipeline_failure(
-                    spec::evidence::TORCHSCRIPT_EXPORT,
-                    &e.failure_at(Stage::Export),
-                    &key,
-                )),
-                _ => None,
-            };
-            let check = |name: &str| spec::evidence::EntryKey {
-                platform: None,
-                engine: None,
-                check: name.into(),
-            };
-            spec::evidence::merge(
-                &mut file.entries,
-                vec![
-                    (check(spec::evidence::EXPORT), measured),
-                    (check(spec::evidence::TORCHSCRIPT_EXPORT), trace),
-                ],
+        Ok(written)
+    }
+
+    /// The pipeline's outcome into the evidence store: a failure with this
+    /// run's provenance (kept as it was when it says the same), a pass clears
+    /// it; the TorchScript trace's own outcome where it was tried.
+    fn record_pipeline(
+        &self,
+        draft: &Draft,
+        traced: Option<&Result<(), JobError>>,
+    ) -> Result<(), String> {
+        let Some(model) = draft.loaded(&self.defaults)? else {
+            return Ok(());
+        };
+        let key = model.fixture_key();
+        let mut file = spec::evidence::read(self.specs_dir, &draft.model_type)?;
+        let measured = draft
+            .failure
+            .as_ref()
+            .map(|failure| spec::evidence::pipeline_failure(spec::evidence::EXPORT, failure, &key));
+        let trace = match traced {
+            Some(Err(e)) => Some(spec::evidence::pipeline_failure(
+                spec::evidence::TORCHSCRIPT_EXPORT,
+                &e.failure_at(Stage::Export),
                 &key,
-            );
-            spec::evidence::write(specs_dir, file)?;
-        }
-        let text = format!(
-            "{}{MARKER}\n{}",
-            draft.curated,
-            imported_yaml(&draft.imported)?
+            )),
+            _ => None,
+        };
+        let check = |name: &str| spec::evidence::EntryKey {
+            platform: None,
+            engine: None,
+            check: name.into(),
+        };
+        spec::evidence::merge(
+            &mut file.entries,
+            vec![
+                (check(spec::evidence::EXPORT), measured),
+                (check(spec::evidence::TORCHSCRIPT_EXPORT), trace),
+            ],
+            &key,
         );
-        let same_place = draft.old_path.as_deref() == Some(draft.path.as_path());
-        if same_place && std::fs::read_to_string(&draft.path).ok().as_deref() == Some(text.as_str())
-        {
-            unchanged += 1;
-            continue;
-        }
-        if let Some(parent) = draft.path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-        }
-        hwmatrix_specs::files::write_atomically(&draft.path, text.as_bytes())?;
-        if let Some(old) = draft.old_path.filter(|old| old != &draft.path) {
-            std::fs::remove_file(&old).map_err(|e| format!("{}: {e}", old.display()))?;
-            let _ = writeln!(
-                out,
-                "moved {} to {} (its category is now {})",
-                old.display(),
-                draft.path.display(),
-                draft
-                    .path
-                    .parent()
-                    .and_then(|p| p.file_name())
-                    .and_then(|n| n.to_str())
-                    .unwrap_or("?")
-            );
-        }
-        written += 1;
+        spec::evidence::write(self.specs_dir, file)?;
+        Ok(())
     }
-    let _ = writeln!(
-        out,
-        "gen import (transformers {version}): {} architectures, {} excluded ({}), {written} specs written, {unchanged} unchanged, {known} with a known issue, {caches_unread} generating with a cache it could not read, {} undecided ({:.0} s)",
-        registered.len(),
-        exclusions.exclusions.len(),
-        exclusions_path.display(),
-        undecided.len(),
-        started.elapsed().as_secs_f64()
+}
+
+/// Writes a draft's spec file where its category puts it (moving it when its
+/// category changed); false when the file already says the same.
+fn write_spec(draft: Draft, out: &mut dyn Write) -> Result<bool, String> {
+    let text = format!(
+        "{}{MARKER}\n{}",
+        draft.curated,
+        imported_yaml(&draft.imported)?
     );
-    for (model_type, why) in &undecided {
+    let same_place = draft.old_path.as_deref() == Some(draft.path.as_path());
+    if same_place && std::fs::read_to_string(&draft.path).ok().as_deref() == Some(text.as_str()) {
+        return Ok(false);
+    }
+    if let Some(parent) = draft.path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    hwmatrix_specs::files::write_atomically(&draft.path, text.as_bytes())?;
+    if let Some(old) = draft.old_path.filter(|old| old != &draft.path) {
+        std::fs::remove_file(&old).map_err(|e| format!("{}: {e}", old.display()))?;
         let _ = writeln!(
-            err,
-            "error: the registries cannot decide the category of `{model_type}`: {why}\n  help: write a spec with `category:` (and `architecture:`, `modality:`, `task:`) or exclude it in {} with the reason",
-            exclusions_path.display()
+            out,
+            "moved {} to {} (its category is now {})",
+            old.display(),
+            draft.path.display(),
+            draft
+                .path
+                .parent()
+                .and_then(|p| p.file_name())
+                .and_then(|n| n.to_str())
+                .unwrap_or("?")
         );
     }
-    for path in &changed_meanwhile {
-        let _ = writeln!(
-            err,
-            "error: {} changed while gen import ran; it is left as it is, with its change\n  help: run `gen import --model {}` again",
-            path.display(),
-            path.file_stem().and_then(|s| s.to_str()).unwrap_or("?")
-        );
-    }
-    Ok(if undecided.is_empty() && changed_meanwhile.is_empty() {
-        0
-    } else {
-        1
-    })
+    Ok(true)
 }
 
 struct Draft {
