@@ -28,7 +28,7 @@ use hwmatrix_cell::{
 };
 use hwmatrix_record::Record;
 
-use hwmatrix_specs::plan::{self, Selection};
+use hwmatrix_specs::plan::{self, CellPlan, Plan, Selection};
 use hwmatrix_specs::spec::evidence::{self, Entry, EntryKey, EntryOutcome, Provenance};
 use hwmatrix_specs::spec::{LoadedModel, Specs};
 
@@ -208,6 +208,48 @@ fn disagreement(
     })
 }
 
+/// The cells a measurement runs: (model, engine) pairs, and the models whose
+/// quantization checks (wgpu kernels) run.
+struct Selected<'a> {
+    cells: Vec<(&'a LoadedModel, EngineKind)>,
+    quantized: Vec<&'a LoadedModel>,
+}
+
+/// The evidence changes a run makes, per model: each check's entry, or None
+/// where it passed (its entry is cleared).
+type Changes<'a> = BTreeMap<&'a str, Vec<(EntryKey, Option<Entry>)>>;
+
+/// What the run measured, counted for its summary line.
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+    precision_only: usize,
+    precision_failed: usize,
+    generation_failed: usize,
+    quantization_measured: usize,
+    quantization_failed: usize,
+}
+
+/// Whether a planned status comes from the evidence store (what a
+/// measurement re-measures), not from a person's spec.
+fn from_store(planned: &Planned<String>) -> bool {
+    matches!(
+        planned,
+        Planned::KnownIssue {
+            basis: Basis::Evidence,
+            ..
+        } | Planned::NotTested { .. }
+            | Planned::Unsupported {
+                basis: Basis::Evidence,
+                ..
+            }
+    )
+}
+
+/// The stages: select the cells, run them (or read a run's records), turn
+/// each check's record into its entry, then write the store or, verifying,
+/// compare with it.
 pub fn run(
     root: &Path,
     specs: &Specs,
@@ -217,31 +259,96 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<i32, String> {
-    let records = options.records;
     let selection = Selection {
         models: models.to_vec(),
         categories: vec![],
         platforms: vec![platform],
     };
     let plan = plan::plan(specs, &selection).map_err(|e| format!("error: {e}"))?;
-    let from_store = |planned: &Planned<String>| {
-        matches!(
-            planned,
-            Planned::KnownIssue {
-                basis: Basis::Evidence,
-                ..
-            } | Planned::NotTested { .. }
-                | Planned::Unsupported {
-                    basis: Basis::Evidence,
-                    ..
-                }
-        )
+    let selected = select(&plan, platform, options);
+    if selected.cells.is_empty() && selected.quantized.is_empty() {
+        let _ = writeln!(
+            out,
+            "gen import --platform {platform}: no cell to measure (every selected model is a known issue, unsupported or has no engine on {platform})"
+        );
+        return Ok(0);
+    }
+    let (run_id, records) = match options.records {
+        Some(dir) => read_records(dir, platform, err)?,
+        None => run_cells(root, specs, platform, &selected, options, err)?,
     };
-    // The cells to measure: those that run, and those the evidence store keeps from running.
+    let mut changes: Changes = BTreeMap::new();
+    let mut tally = Tally::default();
+    for (model, engine) in &selected.cells {
+        let Some(measured) = records.get(&(model.spec.model_type.clone(), *engine)) else {
+            let _ = writeln!(
+                err,
+                "warning: no record of {} on {platform} with {}: its entries are left as they were",
+                model.spec.model_type,
+                engine.name()
+            );
+            continue;
+        };
+        let cell_plan = plan
+            .models
+            .iter()
+            .find(|m| m.model.spec.model_type == model.spec.model_type)
+            .and_then(|m| m.cells.iter().find(|c| c.engine.kind() == *engine));
+        let cell = MeasuredCell {
+            model,
+            platform,
+            engine: *engine,
+            measured,
+            plan: cell_plan,
+        };
+        let entries = changes.entry(model.spec.model_type.as_str()).or_default();
+        entries.extend(cell.changes(options.verify, &mut tally, err));
+    }
+    for model in &selected.quantized {
+        let model_type = model.spec.model_type.as_str();
+        let Some(measured) = records.get(&(model_type.to_string(), EngineKind::Wgpu)) else {
+            let _ = writeln!(
+                err,
+                "warning: no record of {model_type}'s quantization checks on {platform}: their entries are left as they were"
+            );
+            continue;
+        };
+        let entries = quantization_changes(&plan, model_type, platform, measured, &mut tally, err);
+        changes.entry(model_type).or_default().extend(entries);
+    }
+    if options.verify {
+        return verify(specs, platform, &run_id, &changes, out, err);
+    }
+    let written = write_store(specs, changes)?;
+    let _ = writeln!(
+        out,
+        "gen import --platform {platform} (run {run_id}): {} cells measured, {} pass every float32 check, {} with a failed float32 check, {} with precision checks only; {} precision checks did not pass, {} generates checks failed; quantization checks of {} models measured ({} planned), {} failed; {written} evidence files written (run `gen` to regenerate the cells)",
+        tally.passed + tally.failed + tally.precision_only,
+        tally.passed,
+        tally.failed,
+        tally.precision_only,
+        tally.precision_failed,
+        tally.generation_failed,
+        tally.quantization_measured,
+        selected.quantized.len(),
+        tally.quantization_failed,
+    );
+    Ok(0)
+}
+
+/// The cells to measure: those that run, and those the evidence store keeps
+/// from running; verifying, only those with an entry, in the slice asked for.
+fn select<'a>(plan: &Plan<'a>, platform: Platform, options: &Options) -> Selected<'a> {
+    let in_slice = |model_type: &str, kind: EngineKind| {
+        options
+            .slice
+            .is_none_or(|(k, n)| slice_of(model_type, platform, kind, n) == k)
+    };
     let mut cells = Vec::new();
     for model in &plan.models {
         for cell in &model.cells {
-            let exported = model.model.spec.has_fixture(cell.engine.kind());
+            let kind = cell.engine.kind();
+            let exported = model.model.spec.has_fixture(kind);
             let runnable =
                 matches!(cell.planned, Planned::Run) || (exported && from_store(&cell.planned));
             // A cell whose float32 checks are a known issue still generates with another graph.
@@ -249,24 +356,22 @@ pub fn run(
                 .generation
                 .as_ref()
                 .is_some_and(|g| matches!(g, Planned::Run) || from_store(g));
-            let kind = cell.engine.kind();
-            // Verifying re-measures what the store holds: cells with an entry, in the slice asked for.
             let stored = model
                 .model
                 .spec
                 .evidence
                 .iter()
                 .any(|e| e.is_for(platform, kind));
-            let in_slice = options.slice.is_none_or(|(k, n)| {
-                slice_of(&model.model.spec.model_type, platform, kind, n) == k
-            });
-            if (runnable || generates) && in_slice && (stored || !options.verify) {
+            if (runnable || generates)
+                && in_slice(&model.model.spec.model_type, kind)
+                && (stored || !options.verify)
+            {
                 cells.push((model.model, kind));
             }
         }
     }
     // Quantization checks (wgpu kernels) that can run: those of models with a fixture.
-    let quantized: Vec<&LoadedModel> = plan
+    let quantized = plan
         .models
         .iter()
         .filter(|m| {
@@ -277,11 +382,7 @@ pub fn run(
                         .any(|c| matches!(c.planned, Planned::Run) || from_store(&c.planned))
                 })
         })
-        .filter(|m| {
-            options.slice.is_none_or(|(k, n)| {
-                slice_of(&m.model.spec.model_type, platform, EngineKind::Wgpu, n) == k
-            })
-        })
+        .filter(|m| in_slice(&m.model.spec.model_type, EngineKind::Wgpu))
         .filter(|m| {
             !options.verify
                 || m.model
@@ -292,80 +393,82 @@ pub fn run(
         })
         .map(|m| m.model)
         .collect();
-    if cells.is_empty() && quantized.is_empty() {
-        let _ = writeln!(
-            out,
-            "gen import --platform {platform}: no cell to measure (every selected model is a known issue, unsupported or has no engine on {platform})"
-        );
-        return Ok(0);
-    }
-    let mut features = vec![specs.hardware.platforms[&platform].feature.clone()];
-    for (_, engine) in &cells {
-        if let Some(f) = engine
-            .cargo_feature()
-            .filter(|f| !features.iter().any(|g| g == f))
-        {
-            features.push(f.to_string());
-        }
-    }
-    let features = options
-        .features
-        .clone()
-        .unwrap_or_else(|| features.join(","));
-    let (run_id, records) = match records {
-        Some(dir) => read_records(dir, platform, err)?,
-        None => {
-            let mut filters: Vec<String> = cells
-                .iter()
-                .map(|(m, e)| {
-                    format!(
-                        "{}::{}::{platform}::{}::",
-                        m.spec.category,
-                        m.module,
-                        e.module(platform)
-                    )
-                })
-                .collect();
-            filters.extend(quantized.iter().map(|m| {
-                format!(
-                    "{}::{}::{platform}::{}::",
-                    m.spec.category,
-                    m.module,
-                    EngineKind::Wgpu.module(platform)
-                )
-            }));
-            measure(root, platform, &filters, &features, err)?
-        }
-    };
+    Selected { cells, quantized }
+}
 
-    let mut measured_checks: BTreeMap<&str, Vec<(EntryKey, Option<Entry>)>> = BTreeMap::new();
-    let (mut passed, mut failed, mut precision_only, mut precision_failed, mut generation_failed) =
-        (0, 0, 0, 0, 0);
-    for (model, engine) in &cells {
-        let (model, engine) = (*model, *engine);
-        let model_type = &model.spec.model_type;
-        let Some(measured) = records.get(&(model_type.clone(), engine)) else {
-            let _ = writeln!(
-                err,
-                "warning: no record of {model_type} on {platform} with {}: its entries are left as they were",
-                engine.name()
-            );
-            continue;
-        };
-        let changes = measured_checks.entry(model_type.as_str()).or_default();
-        let cell_plan = plan
-            .models
-            .iter()
-            .find(|m| m.model.spec.model_type == *model_type)
-            .and_then(|m| m.cells.iter().find(|c| c.engine.kind() == engine));
+/// Runs the selected cells' tests with the platform's and engines' cargo
+/// features (or `--features`), and reads the run's records.
+fn run_cells(
+    root: &Path,
+    specs: &Specs,
+    platform: Platform,
+    selected: &Selected,
+    options: &Options,
+    err: &mut dyn Write,
+) -> Result<(String, Records), String> {
+    let features = options.features.clone().unwrap_or_else(|| {
+        let mut features = vec![specs.hardware.platforms[&platform].feature.clone()];
+        for (_, engine) in &selected.cells {
+            if let Some(f) = engine
+                .cargo_feature()
+                .filter(|f| !features.iter().any(|g| g == f))
+            {
+                features.push(f.to_string());
+            }
+        }
+        features.join(",")
+    });
+    let mut filters: Vec<String> = selected
+        .cells
+        .iter()
+        .map(|(m, e)| {
+            format!(
+                "{}::{}::{platform}::{}::",
+                m.spec.category,
+                m.module,
+                e.module(platform)
+            )
+        })
+        .collect();
+    filters.extend(selected.quantized.iter().map(|m| {
+        format!(
+            "{}::{}::{platform}::{}::",
+            m.spec.category,
+            m.module,
+            EngineKind::Wgpu.module(platform)
+        )
+    }));
+    measure(root, platform, &filters, &features, err)
+}
+
+/// One cell's records, with its plan: what it means for the store's entries.
+struct MeasuredCell<'a> {
+    model: &'a LoadedModel,
+    platform: Platform,
+    engine: EngineKind,
+    measured: &'a Measured,
+    plan: Option<&'a CellPlan>,
+}
+
+impl MeasuredCell<'_> {
+    /// Each check's entry (None: cleared): the float32 checks, the precision
+    /// variants and `generates`, each its own outcome.
+    fn changes(
+        &self,
+        verify: bool,
+        tally: &mut Tally,
+        err: &mut dyn Write,
+    ) -> Vec<(EntryKey, Option<Entry>)> {
+        let (platform, engine, measured) = (self.platform, self.engine, self.measured);
+        let mut changes = Vec::new();
         // Each float32 check keeps its own outcome; a check without a record where the
         // cell's others have one did not run (its process died): our harness's gap.
         // A model without a fixture (its export failed) ran its float32 checks only to fail on
         // the missing fixture: the pipeline's entry says it all, so they are neither imported
         // nor compared (its cell is measured for its `generates` check only). Its libtorch
         // cells have a fixture of their own where the ONNX export's failure was measured and
-        // the TorchScript trace passed (fixtures.rs, `torchscript_only_job`).
-        let exported = model.spec.has_fixture(engine);
+        // the TorchScript trace passed (fixtures.rs, `torchscript_job`).
+        let exported = self.model.spec.has_fixture(engine);
         let float32_beside = CHECKS
             .iter()
             .filter(|_| exported)
@@ -381,156 +484,149 @@ pub fn run(
         } else {
             let _ = writeln!(
                 err,
-                "note: no record of {model_type}'s float32 checks on {platform} with {}: their entries are left as they were",
+                "note: no record of {}'s float32 checks on {platform} with {}: their entries are left as they were",
+                self.model.spec.model_type,
                 engine.name()
             );
         }
         let float32_passes = match float32_beside {
             Some(_) => CHECKS.iter().all(|c| measured.passed(c) == Some(true)),
-            None => cell_plan.is_some_and(|c| c.planned == Planned::Run),
+            None => self.plan.is_some_and(|c| c.planned == Planned::Run),
         };
         match (float32_beside, float32_passes) {
-            (None, _) => precision_only += 1,
-            (Some(_), true) => passed += 1,
-            (Some(_), false) => failed += 1,
+            (None, _) => tally.precision_only += 1,
+            (Some(_), true) => tally.passed += 1,
+            (Some(_), false) => tally.failed += 1,
         }
         // Precision variants are checks of their own, planned only where the float32 checks
         // pass (else the cell's entries say it all, and theirs are cleared).
-        for p in cell_plan
+        for p in self
+            .plan
             .map(|c| c.precision_checks.as_slice())
             .unwrap_or_default()
         {
             let check = p.precision.check_name();
             let entry = match (measured.checks.get(check), float32_beside) {
                 // Not run where the float32 checks fail: an import clears them, a verification compares nothing.
-                _ if !float32_passes && options.verify => continue,
+                _ if !float32_passes && verify => continue,
                 _ if !float32_passes => None,
                 (Some(record), _) => record.entry(),
                 (None, Some(beside)) => Some(no_record(platform, engine, check, beside)),
                 (None, None) => continue,
             };
-            precision_failed += usize::from(entry.is_some());
+            tally.precision_failed += usize::from(entry.is_some());
             changes.push((key(platform, engine, check), entry));
         }
-        // The `generates` check, where it has a record: its own graph, so recorded whatever the float32 checks say.
-        if let (Some(_), Some(record)) = (
-            cell_plan.and_then(|c| c.generation.as_ref()),
-            measured.checks.get(GENERATES),
-        ) {
-            let reason = record.reason.as_deref().unwrap_or_default();
-            // No generation fixture because the generation exporter failed: the exporter's error,
-            // the same on every platform, is the pipeline's entry; the check itself measured nothing.
-            if let Some((_, error)) = reason.split_once(GENERATION_EXPORT_FAILED) {
-                let fixture_key = model.generation_fixture_key();
-                // The generation exporter's error file holds its words only (fixtures.rs): where
-                // torch.onnx ran, its exporters name themselves; else the exporter stopped at its
-                // own limit (a cache it cannot flatten), before torch.onnx.
-                let torch_onnx =
-                    error.contains("legacy exporter: ") || error.contains("dynamo exporter: ");
-                let failure = evidence::PipelineFailure {
-                    stage: if torch_onnx {
-                        Stage::Export
-                    } else {
-                        Stage::Reference
-                    },
-                    timed_out: false,
-                    harness_limit: !torch_onnx,
-                    error: error.to_string(),
-                };
-                changes.push((
-                    EntryKey {
-                        platform: None,
-                        engine: None,
-                        check: evidence::GENERATION_EXPORT.into(),
-                    },
-                    Some(evidence::pipeline_failure(
-                        evidence::GENERATION_EXPORT,
-                        &failure,
-                        &fixture_key,
-                    )),
-                ));
-            } else if !(record.status == Outcome::Failed
-                && reason.starts_with("no generation fixture"))
-            {
-                let entry = record.entry();
-                generation_failed += usize::from(entry.is_some());
-                changes.push((key(platform, engine, GENERATES), entry));
-                if record.status == Outcome::Passed {
-                    changes.push((
-                        EntryKey {
-                            platform: None,
-                            engine: None,
-                            check: evidence::GENERATION_EXPORT.into(),
-                        },
-                        None,
-                    ));
-                }
-            }
+        if self.plan.and_then(|c| c.generation.as_ref()).is_some()
+            && let Some(record) = measured.checks.get(GENERATES)
+        {
+            changes.extend(self.generation_changes(record, tally));
         }
+        changes
     }
-    // Quantization checks are recorded per scheme, each on its own.
-    let (mut quantization_measured, mut quantization_failed) = (0, 0);
-    for model in &quantized {
-        let model_type = &model.spec.model_type;
-        let Some(measured) = records.get(&(model_type.clone(), EngineKind::Wgpu)) else {
+
+    /// The `generates` check, where it has a record: its own graph, so
+    /// recorded whatever the float32 checks say.
+    fn generation_changes(
+        &self,
+        record: &Record,
+        tally: &mut Tally,
+    ) -> Vec<(EntryKey, Option<Entry>)> {
+        let pipeline = || EntryKey {
+            platform: None,
+            engine: None,
+            check: evidence::GENERATION_EXPORT.into(),
+        };
+        let reason = record.reason.as_deref().unwrap_or_default();
+        // No generation fixture because the generation exporter failed: the exporter's error,
+        // the same on every platform, is the pipeline's entry; the check itself measured nothing.
+        if let Some((_, error)) = reason.split_once(GENERATION_EXPORT_FAILED) {
+            let fixture_key = self.model.generation_fixture_key();
+            // The generation exporter's error file holds its words only (fixtures.rs): where
+            // torch.onnx ran, its exporters name themselves; else the exporter stopped at its
+            // own limit (a cache it cannot flatten), before torch.onnx.
+            let torch_onnx =
+                error.contains("legacy exporter: ") || error.contains("dynamo exporter: ");
+            let failure = evidence::PipelineFailure {
+                stage: if torch_onnx {
+                    Stage::Export
+                } else {
+                    Stage::Reference
+                },
+                timed_out: false,
+                harness_limit: !torch_onnx,
+                error: error.to_string(),
+            };
+            let entry =
+                evidence::pipeline_failure(evidence::GENERATION_EXPORT, &failure, &fixture_key);
+            return vec![(pipeline(), Some(entry))];
+        }
+        if record.status == Outcome::Failed && reason.starts_with("no generation fixture") {
+            return Vec::new();
+        }
+        let entry = record.entry();
+        tally.generation_failed += usize::from(entry.is_some());
+        let mut changes = vec![(key(self.platform, self.engine, GENERATES), entry)];
+        if record.status == Outcome::Passed {
+            changes.push((pipeline(), None));
+        }
+        changes
+    }
+}
+
+/// A model's quantization checks, recorded per scheme, each on its own.
+fn quantization_changes(
+    plan: &Plan,
+    model_type: &str,
+    platform: Platform,
+    measured: &Measured,
+    tally: &mut Tally,
+    err: &mut dyn Write,
+) -> Vec<(EntryKey, Option<Entry>)> {
+    tally.quantization_measured += 1;
+    let plan_checks = plan
+        .models
+        .iter()
+        .find(|m| m.model.spec.model_type == model_type)
+        .and_then(|m| m.quantization.as_ref())
+        .map(|q| q.checks.as_slice())
+        .unwrap_or_default();
+    let mut changes = Vec::new();
+    for check in plan_checks {
+        // A check without a record did not run (skipped, or its process died): its entry stays.
+        let Some(record) = measured.checks.get(check.scheme.check_name()) else {
             let _ = writeln!(
                 err,
-                "warning: no record of {model_type}'s quantization checks on {platform}: their entries are left as they were"
+                "warning: no record of {model_type}'s {} on {platform}: its entry is left as it was",
+                check.scheme.check_name()
             );
             continue;
         };
-        quantization_measured += 1;
-        let plan_checks = plan
-            .models
-            .iter()
-            .find(|m| m.model.spec.model_type == *model_type)
-            .and_then(|m| m.quantization.as_ref())
-            .map(|q| q.checks.as_slice())
-            .unwrap_or_default();
-        for check in plan_checks {
-            // A check without a record did not run (skipped, or its process died): its entry stays.
-            let Some(record) = measured.checks.get(check.scheme.check_name()) else {
-                let _ = writeln!(
-                    err,
-                    "warning: no record of {model_type}'s {} on {platform}: its entry is left as it was",
-                    check.scheme.check_name()
-                );
-                continue;
-            };
-            let entry = record.entry();
-            quantization_failed += usize::from(
-                entry
-                    .as_ref()
-                    .is_some_and(|e| e.outcome == EntryOutcome::Failed),
-            );
-            measured_checks
-                .entry(model_type.as_str())
-                .or_default()
-                .push((
-                    key(platform, EngineKind::Wgpu, check.scheme.check_name()),
-                    entry,
-                ));
-        }
+        let entry = record.entry();
+        tally.quantization_failed += usize::from(
+            entry
+                .as_ref()
+                .is_some_and(|e| e.outcome == EntryOutcome::Failed),
+        );
+        changes.push((
+            key(platform, EngineKind::Wgpu, check.scheme.check_name()),
+            entry,
+        ));
     }
-    if options.verify {
-        return verify(specs, platform, &run_id, &measured_checks, out, err);
-    }
-    // One write per model's evidence file: every check measured, merged into its entries.
+    changes
+}
+
+/// One write per model's evidence file: every check measured, merged into
+/// its entries. Returns how many files changed.
+fn write_store(specs: &Specs, changes: Changes) -> Result<usize, String> {
     let mut changed = 0;
-    for (model_type, checks) in measured_checks {
+    for (model_type, checks) in changes {
         let model = specs.model(model_type).expect("a planned model");
         let mut file = evidence::read(&specs.root, model_type)?;
-        let fixture_key = model.fixture_key();
-        evidence::merge(&mut file.entries, checks, &fixture_key);
+        evidence::merge(&mut file.entries, checks, &model.fixture_key());
         changed += usize::from(evidence::write(&specs.root, file)?);
     }
-    let _ = writeln!(
-        out,
-        "gen import --platform {platform} (run {run_id}): {} cells measured, {passed} pass every float32 check, {failed} with a failed float32 check, {precision_only} with precision checks only; {precision_failed} precision checks did not pass, {generation_failed} generates checks failed; quantization checks of {quantization_measured} models measured ({} planned), {quantization_failed} failed; {changed} evidence files written (run `gen` to regenerate the cells)",
-        passed + failed + precision_only,
-        quantized.len()
-    );
-    Ok(0)
+    Ok(changed)
 }
 
 /// Compares a run's measured checks with the store's entries: 0 when every
