@@ -17,7 +17,7 @@ use crate::record::{
 };
 use crate::tensor::Tensor;
 use crate::{AgreementBound, Basis, Cell, Engine, Precision, Stage, Tolerance};
-use hwmatrix_cell::presence::{self, Availability};
+use hwmatrix_platforms::{self as platforms, Availability};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Check {
@@ -220,7 +220,7 @@ fn execute_part(cell: &Cell, check: Check) -> Result<(), String> {
 }
 
 fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), CheckError> {
-    let found = presence::detect_engine(cell.platform.platform, cell.engine);
+    let found = platforms::detect_engine(cell.platform.platform, cell.engine);
     if let Availability::Present(device) = &found {
         evidence.device = Some(device.clone());
     }

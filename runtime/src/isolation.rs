@@ -20,26 +20,20 @@ use std::time::{Duration, Instant};
 
 use crate::error::ErrorKind;
 use crate::record::{self, Outcome};
-use crate::{Basis, Cell, Engine, ExecutionProvider};
+use crate::{Basis, Cell};
+
+pub use hwmatrix_platforms::ISOLATE_ALL;
 
 /// Set in the child: it runs the check itself.
 const CHILD: &str = "HWMATRIX_ISOLATED_CHECK";
 
-/// Set (to anything) to run every engine's checks in a process of their own:
-/// for a sweep over an engine that has crashed on a model (OpenVINO on some
-/// per-channel int8 graphs), so the crash is that check's record and the
-/// sweep goes on.
-pub const ISOLATE_ALL: &str = "HWMATRIX_ISOLATE";
-
-/// The engines whose checks run in a process of their own.
+/// The engines whose checks run in a process of their own: their provider's
+/// policy (hwmatrix_platforms, `Provider::isolate`: QNN's HTP emulator), or
+/// every engine's with `HWMATRIX_ISOLATE` set (for a sweep over an engine that
+/// has crashed on a model, OpenVINO on some per-channel int8 graphs, so the
+/// crash is that check's record and the sweep goes on).
 fn needs_own_process(cell: &Cell) -> bool {
-    matches!(
-        cell.engine,
-        Engine::OnnxRuntime {
-            provider: ExecutionProvider::Qnn,
-            ..
-        }
-    ) || std::env::var_os(ISOLATE_ALL).is_some()
+    hwmatrix_platforms::isolate(cell.engine)
 }
 
 /// The check's verdict from a child process, or None where it runs in this
@@ -213,8 +207,8 @@ fn wait_within(
 fn write_failure(cell: &Cell, check: &str, kind: ErrorKind, reason: String) -> String {
     // The device the child ran on, as its own record would have said: an
     // emulator's crash is this machine's, not the engine's (who failed).
-    let device = match hwmatrix_cell::presence::detect_engine(cell.platform.platform, cell.engine) {
-        hwmatrix_cell::presence::Availability::Present(device) => Some(device),
+    let device = match hwmatrix_platforms::detect_engine(cell.platform.platform, cell.engine) {
+        hwmatrix_platforms::Availability::Present(device) => Some(device),
         _ => None,
     };
     let failed = record::Record {

@@ -2,7 +2,7 @@
 //!
 //! A cell in `generated/` is static data ([`Cell`], from `hwmatrix-cell`)
 //! plus [`cell_tests!`]. The checks ([`checks`]) find the platform
-//! ([`hwmatrix_cell::presence`]), open the fixture ([`fixture`]), run it on a real engine
+//! ([`hwmatrix_platforms`]), open the fixture ([`fixture`]), run it on a real engine
 //! ([`engine`]), judge where it ran ([`placement`]), compare with the
 //! reference ([`compare`]) and write a result record ([`record`]); cells
 //! that do not run get records too ([`ledger`]); an engine that can crash

@@ -17,7 +17,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use hwmatrix_cell::presence;
+use hwmatrix_platforms as platforms;
 
 use hwmatrix_specs::spec::{EngineSpec, Specs};
 
@@ -56,8 +56,8 @@ fn platform_env(platform: &str) -> String {
     match platform {
         "webgpu" => format!(
             "{}=1 VK_ICD_FILENAMES={} ",
-            presence::ALLOW_SOFTWARE_ADAPTER,
-            presence::SWIFTSHADER_ICD
+            platforms::webgpu::ALLOW_SOFTWARE_ADAPTER,
+            platforms::webgpu::SWIFTSHADER_ICD
         ),
         _ => String::new(),
     }

@@ -3,21 +3,21 @@
 //! and the command that runs the platform's cells.
 //!
 //! Everything here is looked up, never loaded: the hardware by
-//! [`hwmatrix_cell::presence::detect`] (the same probe a check runs before it
+//! [`hwmatrix_platforms::detect`] (the same probe a check runs before it
 //! opens an engine, so doctor and tests never disagree), the ONNX Runtime
-//! build by [`hwmatrix_cell::presence::onnxruntime_library`] (the one the
+//! build by [`hwmatrix_platforms::onnxruntime_library`] (the one the
 //! runtime loads) and its provider library beside it, for the engine the
 //! planner gives the platform ([`hwmatrix_specs::plan::plan_platform`]). A platform is
 //! usable when the hardware is there and that engine has what it needs.
 //! One probe does load something: webgpu's quantization checks need a wgpu
 //! adapter, and only asking wgpu for one tells whether the driver works
-//! ([`hwmatrix_cell::wgpu_adapter::request`], the runtime's own lookup).
+//! ([`hwmatrix_platforms::wgpu_adapter::request`], the runtime's own lookup).
 
 use std::io::Write;
 use std::path::Path;
 
-use hwmatrix_cell::presence::{self, Availability};
 use hwmatrix_cell::{BrowserBackend, ExecutionProvider, Platform};
+use hwmatrix_platforms::{self as platforms, Availability};
 
 use hwmatrix_specs::spec::{EngineSpec, Specs};
 
@@ -68,7 +68,7 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
     let spec = &specs.hardware.platforms[&platform];
     let mut found = Vec::new();
     let mut missing = Vec::new();
-    match presence::detect(platform) {
+    match platforms::detect(platform) {
         Availability::Present(what) => found.push(format!("hardware: {what}")),
         Availability::Absent(why) => missing.push(why),
     }
@@ -86,7 +86,7 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
                 onnxruntime(*provider).and_then(|mut lines| {
                     // The native WebGPU plugin needs a Vulkan adapter, not the browser the platform's probe looks for.
                     if *provider == ExecutionProvider::WebGpu {
-                        match presence::native_webgpu() {
+                        match platforms::webgpu::native() {
                             Availability::Present(what) => lines.push(what),
                             Availability::Absent(why) => return Err(why),
                         }
@@ -112,7 +112,7 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
     }
     // The quantization checks run on wgpu's adapter, found the same way the runtime finds it.
     if platform == specs.quantization.platform {
-        match hwmatrix_cell::wgpu_adapter::request() {
+        match hwmatrix_platforms::wgpu_adapter::request() {
             Ok((_, adapter)) => found.push(format!(
                 "wgpu (quantization checks): {}; driver {} {}; max buffer {} MiB, workgroup x {}",
                 adapter.summary(),
@@ -125,7 +125,7 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
         }
     }
     // The runtime finds the platform's own ONNX Runtime library
-    // (presence::onnxruntime_library); libtorch is linked at build time from
+    // (hwmatrix_platforms::onnxruntime_library); libtorch is linked at build time from
     // the venv's torch (LIBTORCH_USE_PYTORCH=1 with its python first on PATH).
     let command = format!(
         "cargo test -p generated --features {} ::{}::",
@@ -142,19 +142,19 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
 
 /// What was found of the library a provider loads, or what is missing.
 fn onnxruntime(provider: ExecutionProvider) -> Result<Vec<String>, String> {
-    let library = presence::onnxruntime_library(provider)?;
+    let library = platforms::onnxruntime_library(provider)?;
     if !library.is_file() {
         return Err(format!(
             "ONNX Runtime library {} does not exist (ORT_DYLIB_PATH?)",
             library.display()
         ));
     }
-    let version = presence::onnxruntime_version(&library).unwrap_or("unknown version");
+    let version = platforms::onnxruntime_version(&library).unwrap_or("unknown version");
     let mut lines = vec![format!("onnxruntime {version}: {}", library.display())];
-    if let Some(name) = presence::provider_library(provider) {
+    if let Some(name) = platforms::provider(provider).library() {
         let beside = library.parent().unwrap_or(Path::new(".")).join(name);
         if !beside.is_file() {
-            let (venv, wheel) = presence::onnxruntime_venv(provider);
+            let (venv, wheel) = platforms::provider(provider).build();
             return Err(format!(
                 "{name} not found beside {} (that build has no {}): install the PyPI wheel `{wheel}` into {} or set ORT_DYLIB_PATH to a build that has it",
                 library.display(),
@@ -163,7 +163,7 @@ fn onnxruntime(provider: ExecutionProvider) -> Result<Vec<String>, String> {
             ));
         }
         lines.push(format!("{}: {}", provider.ort_name(), beside.display()));
-    } else if let Some(plugin) = presence::plugin_library(provider) {
+    } else if let Some(plugin) = platforms::plugin_library(provider) {
         lines.push(format!(
             "{} (plugin, registered into that build): {}",
             provider.ort_name(),
@@ -179,8 +179,8 @@ fn onnxruntime(provider: ExecutionProvider) -> Result<Vec<String>, String> {
 /// Whether that Chromium really has a WebGPU adapter or a WebNN context is
 /// for its cells to find out (they fail saying so).
 fn browser(backend: BrowserBackend, device_type: Option<&str>) -> Result<Vec<String>, String> {
-    let chromium = presence::browser_executable(backend)?;
-    let ort = presence::onnxruntime_web_dist()?;
+    let chromium = platforms::browser::browser_executable(backend)?;
+    let ort = platforms::browser::onnxruntime_web_dist()?;
     let device = device_type
         .map(|d| format!(", deviceType {d}"))
         .unwrap_or_default();
@@ -199,8 +199,8 @@ fn browser(backend: BrowserBackend, device_type: Option<&str>) -> Result<Vec<Str
 /// platform needs is missing, whatever the hardware. Whether the device is
 /// really there is the hardware probe's, and the engine's at run time.
 fn libtorch(platform: Platform, device: &str) -> Result<Vec<String>, String> {
-    let (dir, version) = presence::libtorch()?;
-    let hip = presence::libtorch_is_hip(&dir);
+    let (dir, version) = platforms::libtorch::find()?;
+    let hip = platforms::libtorch::is_hip(&dir);
     match platform {
         Platform::Cuda if !dir.join("libtorch_cuda.so").is_file() || hip => {
             return Err(format!(

@@ -11,7 +11,6 @@ pub mod fixture_key;
 pub mod paths;
 pub mod planned;
 pub mod platform;
-pub mod presence;
 pub mod quantization;
 pub mod run;
 pub mod stage;

@@ -20,7 +20,7 @@ use crate::ExecutionProvider;
 use crate::error::{CheckError, ErrorKind, Kind};
 use crate::placement::{GraphNodes, OpPlacement};
 use crate::tensor::{Data, Tensor};
-use hwmatrix_cell::presence;
+use hwmatrix_platforms as platforms;
 
 /// Every session runs on one thread, so timings compare across machines and
 /// with Python's onnxruntime under the same setting.
@@ -39,7 +39,7 @@ static TIMED_OUT: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
 
 /// One environment per process: `ort` loads one ONNX Runtime library per
 /// process, and each provider's build is a library of its own
-/// ([`presence::onnxruntime_library`]). The first session loads its
+/// ([`platforms::onnxruntime_library`]). The first session loads its
 /// provider's; a later one whose provider needs another library is refused,
 /// never run on the wrong build: each platform's cells run in their own process.
 fn environment(
@@ -84,7 +84,7 @@ fn library(provider: ExecutionProvider) -> Result<PathBuf, CheckError> {
     let entry = match found.iter().find(|(p, _)| *p == provider) {
         Some((_, entry)) => entry.clone(),
         None => {
-            let entry = presence::onnxruntime_library(provider);
+            let entry = platforms::onnxruntime_library(provider);
             found.push((provider, entry.clone()));
             entry
         }
@@ -316,7 +316,7 @@ fn turn(provider: ExecutionProvider) -> Option<std::sync::MutexGuard<'static, ()
 fn plugin(provider: ExecutionProvider) -> Result<Option<&'static Path>, CheckError> {
     static REGISTERED: Mutex<Vec<(ExecutionProvider, Result<&'static Path, CheckError>)>> =
         Mutex::new(Vec::new());
-    let Some(path) = presence::plugin_library(provider) else {
+    let Some(path) = platforms::plugin_library(provider) else {
         return Ok(None);
     };
     let mut registered = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
@@ -364,11 +364,11 @@ fn plugin_devices(provider: ExecutionProvider) -> Result<Vec<String>, CheckError
         })
         .collect();
     if provider == ExecutionProvider::WebGpu
-        && std::env::var_os(presence::ALLOW_SOFTWARE_ADAPTER).is_some_and(|v| v == "1")
+        && std::env::var_os(platforms::webgpu::ALLOW_SOFTWARE_ADAPTER).is_some_and(|v| v == "1")
     {
         devices.push(format!(
             "software adapter allowed ({}=1)",
-            presence::ALLOW_SOFTWARE_ADAPTER
+            platforms::webgpu::ALLOW_SOFTWARE_ADAPTER
         ));
     }
     Ok(devices)

@@ -97,7 +97,7 @@ mod imp {
     /// Whether the linked libtorch is a ROCm (HIP) build, which reports AMD GPUs as `cuda`.
     fn is_hip_build() -> bool {
         super::linked_library()
-            .is_some_and(|dir| hwmatrix_cell::presence::libtorch_is_hip(Path::new(dir)))
+            .is_some_and(|dir| hwmatrix_platforms::libtorch::is_hip(Path::new(dir)))
     }
 
     /// The torch device a platform's `device` names, or why this libtorch cannot give it.
@@ -342,7 +342,7 @@ mod imp {
             static LIBRARY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
             LIBRARY
                 .get_or_init(|| {
-                    let version = hwmatrix_cell::presence::libtorch()
+                    let version = hwmatrix_platforms::libtorch::find()
                         .map(|(_, v)| v)
                         .unwrap_or_else(|_| "unknown version".into());
                     format!(

@@ -24,7 +24,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use chromiumoxide::Page;
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
-use hwmatrix_cell::{paths, presence};
+use hwmatrix_cell::paths;
+use hwmatrix_platforms as platforms;
 use serde_json::{Value, json};
 
 pub use self::chromium::pids as chromium_pids;
@@ -75,9 +76,9 @@ pub fn open(
     inputs: StaticInputs,
     nodes: GraphNodes,
 ) -> Result<Box<dyn Session>, CheckError> {
-    let executable = presence::browser_executable(backend)
+    let executable = platforms::browser::browser_executable(backend)
         .map_err(|m| CheckError::new(ErrorKind::PlatformAbsent, m))?;
-    let ort_dist = presence::onnxruntime_web_dist()
+    let ort_dist = platforms::browser::onnxruntime_web_dist()
         .map_err(|m| CheckError::new(ErrorKind::LibraryMissing, m))?;
     let fixtures = paths::fixtures_dir();
     let addr = server_address(&ort_dist)?;
@@ -126,7 +127,7 @@ pub fn open(
 pub fn inspect_file(file: &Path, expression: &str) -> Result<(Value, Vec<u8>), CheckError> {
     use chromiumoxide::page::ScreenshotParams;
 
-    let executable = presence::browser_executable(BrowserBackend::Webgpu)
+    let executable = platforms::browser::browser_executable(BrowserBackend::Webgpu)
         .map_err(|m| CheckError::new(ErrorKind::PlatformAbsent, m))?;
     let chromium = chromium::shared(&executable, &flags(BrowserBackend::Webgpu))?;
     let file = std::fs::canonicalize(file).map_err(|e| {

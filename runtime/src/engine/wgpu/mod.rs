@@ -1,6 +1,6 @@
 //! Native WebGPU through wgpu: the quantized-linear kernels of the webgpu
 //! cells' quantization checks. One device per test process (the adapter
-//! lookup is [`hwmatrix_cell::wgpu_adapter`], shared with `gen doctor`), one
+//! lookup is [`hwmatrix_platforms::wgpu_adapter`], shared with `gen doctor`), one
 //! compiled pipeline per weight width (16, 8, 4, 2 bits), and a blocking
 //! product of activations with packed weights. Nothing here decides whether
 //! a result is good: [`crate::checks::quantization`] compares it with the CPU.
@@ -8,7 +8,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use hwmatrix_cell::wgpu_adapter::{self, AdapterReport};
+use hwmatrix_platforms::wgpu_adapter::{self, AdapterReport};
 use wgpu::util::DeviceExt;
 
 use crate::error::{CheckError, ErrorKind};

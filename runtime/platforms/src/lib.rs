@@ -1,0 +1,146 @@
+//! Where each platform's hardware and engine libraries are on this machine,
+//! without loading any engine: the runtime asks before a check runs (an
+//! absent platform fails with the message), `gen doctor` asks for its report.
+//! Every platform compiles everywhere (candle's way); detection looks at what
+//! the machine really has and says what is missing.
+//!
+//! One module per execution provider or engine: [`cpu`], [`cuda`] (CUDA and
+//! TensorRT), [`rocm`] (MIGraphX), [`coreml`] (MPS), [`openvino`], [`qnn`],
+//! [`webgpu`] (ONNX Runtime's native WebGPU plugin), [`browser`] (WebNN and
+//! WebGPU in Chromium), [`libtorch`] and [`wgpu_adapter`]. An execution
+//! provider answers [`Provider`]: its ONNX Runtime build, its library, and
+//! whether its checks need a process of their own.
+
+pub mod browser;
+pub mod coreml;
+pub mod cpu;
+pub mod cuda;
+mod files;
+pub mod libtorch;
+pub mod onnxruntime;
+pub mod openvino;
+pub mod qnn;
+pub mod rocm;
+pub mod webgpu;
+pub mod wgpu_adapter;
+
+use std::path::PathBuf;
+
+use hwmatrix_cell::{BrowserBackend, Engine, ExecutionProvider, Platform};
+
+pub use onnxruntime::{onnxruntime_library, onnxruntime_version, plugin_library};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Availability {
+    /// Present, with what was found.
+    Present(String),
+    /// Absent, with what is missing and how to get it.
+    Absent(String),
+}
+
+/// An ONNX Runtime execution provider, as this machine has it.
+pub trait Provider: Sync {
+    /// The venv holding the ONNX Runtime build the provider is compiled into,
+    /// and that build's PyPI wheel.
+    fn build(&self) -> (PathBuf, &'static str) {
+        (files::exporter_venv(), "onnxruntime")
+    }
+
+    /// The shared library the provider needs beside `libonnxruntime.so`
+    /// (None where it is compiled into the build, or is a plugin).
+    fn library(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// A plugin execution provider (ONNX Runtime's EP ABI): its own wheel's
+    /// package, library file and pinned wheel.
+    fn plugin(&self) -> Option<onnxruntime::Plugin> {
+        None
+    }
+
+    /// Whether each check runs in a process of its own: an engine that has
+    /// crashed the test process (a native SIGSEGV) would take the other
+    /// checks' records with it.
+    fn isolate(&self) -> bool {
+        false
+    }
+}
+
+/// The module that answers for `provider`.
+pub fn provider(provider: ExecutionProvider) -> &'static dyn Provider {
+    match provider {
+        ExecutionProvider::Cpu => &cpu::Cpu,
+        ExecutionProvider::Cuda => &cuda::Cuda,
+        ExecutionProvider::TensorRt => &cuda::TensorRt,
+        ExecutionProvider::MiGraphX => &rocm::MiGraphX,
+        ExecutionProvider::CoreMl => &coreml::CoreMl,
+        ExecutionProvider::OpenVino => &openvino::OpenVino,
+        ExecutionProvider::Qnn => &qnn::Qnn,
+        ExecutionProvider::WebGpu => &webgpu::WebGpu,
+    }
+}
+
+/// Looks for the hardware and system pieces a platform needs, without loading
+/// any engine. `Absent` names what is missing.
+pub fn detect(platform: Platform) -> Availability {
+    match platform {
+        Platform::Cpu => cpu::detect(),
+        Platform::Cuda => cuda::detect(),
+        Platform::Rocm => rocm::detect(),
+        Platform::Mps => coreml::detect(),
+        Platform::Openvino => openvino::detect(),
+        Platform::Qnn => qnn::detect(),
+        Platform::Webnn => browser::detect(BrowserBackend::Webnn),
+        Platform::Webgpu => browser::detect(BrowserBackend::Webgpu),
+    }
+}
+
+/// Whether what one engine of a platform needs is here. Most engines need
+/// only their platform's hardware ([`detect`]); webgpu's native engine (ONNX
+/// Runtime's WebGPU plugin, [`webgpu::native`]) needs a Vulkan adapter that
+/// Dawn accepts, not the browser.
+pub fn detect_engine(platform: Platform, engine: &Engine) -> Availability {
+    match engine {
+        Engine::OnnxRuntime {
+            provider: ExecutionProvider::WebGpu,
+            ..
+        } => webgpu::native(),
+        _ => detect(platform),
+    }
+}
+
+/// Whether a platform's hardware here is an emulator rather than the device:
+/// its timings mean nothing.
+pub fn emulated(platform: Platform) -> bool {
+    matches!(detect(platform), Availability::Present(what) if what.starts_with(qnn::HTP_EMULATOR))
+}
+
+/// Set (to anything) to run every engine's checks in a process of their own.
+pub const ISOLATE_ALL: &str = "HWMATRIX_ISOLATE";
+
+/// Whether a cell's checks each run in a process of their own: its
+/// provider's policy, or every cell's with [`ISOLATE_ALL`] set.
+pub fn isolate(engine: &Engine) -> bool {
+    std::env::var_os(ISOLATE_ALL).is_some()
+        || matches!(engine, Engine::OnnxRuntime { provider: p, .. } if provider(*p).isolate())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_is_always_present() {
+        assert!(matches!(detect(Platform::Cpu), Availability::Present(_)));
+    }
+
+    #[test]
+    fn only_qnn_isolates_its_checks_by_policy() {
+        use ExecutionProvider::*;
+        let isolating: Vec<_> = [Cpu, Cuda, TensorRt, MiGraphX, CoreMl, OpenVino, Qnn, WebGpu]
+            .into_iter()
+            .filter(|p| provider(*p).isolate())
+            .collect();
+        assert_eq!(isolating, [Qnn]);
+    }
+}

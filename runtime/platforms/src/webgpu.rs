@@ -1,0 +1,77 @@
+//! ONNX Runtime's WebGPU provider, a plugin (`onnxruntime-ep-webgpu`, Dawn
+//! inside): webgpu's native engine, beside the browser's.
+
+use std::path::PathBuf;
+
+use hwmatrix_cell::ExecutionProvider;
+
+use crate::files::{first_existing, has_library};
+use crate::onnxruntime::Plugin;
+use crate::{Availability, Provider};
+
+pub struct WebGpu;
+
+impl Provider for WebGpu {
+    fn plugin(&self) -> Option<Plugin> {
+        Some(Plugin {
+            package: "onnxruntime_ep_webgpu",
+            file: "libonnxruntime_providers_webgpu.so",
+            wheel: "onnxruntime-ep-webgpu==0.4.0",
+        })
+    }
+}
+
+/// The variable that lets ONNX Runtime's WebGPU plugin take a software
+/// adapter: without it the plugin offers no device where no GPU is.
+pub const ALLOW_SOFTWARE_ADAPTER: &str = "ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER";
+
+/// SwiftShader's Vulkan driver as Debian's chromium ships it: the software
+/// adapter Dawn accepts.
+pub const SWIFTSHADER_ICD: &str = "/usr/lib/chromium/vk_swiftshader_icd.json";
+
+/// The native WebGPU engine's pieces: the plugin, the Vulkan loader Dawn
+/// opens, and a device. A GPU's Vulkan driver (`/dev/dri/renderD*`, or
+/// NVIDIA's) is a device; without one, a software adapter only where the
+/// user allowed it ([`ALLOW_SOFTWARE_ADAPTER`]) with a Vulkan driver Dawn
+/// accepts: SwiftShader (Debian's chromium ships `vk_swiftshader_icd.json`),
+/// named by `VK_ICD_FILENAMES`; Mesa's lavapipe in Debian 12 is rejected by
+/// Dawn ("shaderUniform*ArrayDynamicIndexing"). What the adapter really is,
+/// the engine reads from the plugin's device when it opens a session.
+pub fn native() -> Availability {
+    let plugin = match crate::plugin_library(ExecutionProvider::WebGpu)
+        .expect("WebGPU is a plugin provider")
+    {
+        Ok(plugin) => plugin,
+        Err(missing) => return Availability::Absent(missing),
+    };
+    if !has_library("libvulkan.so.1") {
+        return Availability::Absent("no Vulkan loader (libvulkan.so.1), which ONNX Runtime's WebGPU plugin (Dawn) opens: install Debian's libvulkan1".into());
+    }
+    let gpu = first_existing(&["/dev/dri/renderD128", "/dev/nvidiactl"]);
+    let software = std::env::var_os(ALLOW_SOFTWARE_ADAPTER).is_some_and(|v| v == "1");
+    let icd = std::env::var_os("VK_ICD_FILENAMES").map(PathBuf::from);
+    match (gpu, software) {
+        (Some(dev), _) => Availability::Present(format!(
+            "ONNX Runtime's WebGPU plugin {} (GPU device {})",
+            plugin.display(),
+            dev.display()
+        )),
+        (None, true) => match icd {
+            Some(icd) if icd.is_file() => Availability::Present(format!(
+                "ONNX Runtime's WebGPU plugin {} on a software Vulkan adapter ({})",
+                plugin.display(),
+                icd.display()
+            )),
+            Some(icd) => Availability::Absent(format!(
+                "VK_ICD_FILENAMES names {}, which does not exist",
+                icd.display()
+            )),
+            None => Availability::Absent(format!(
+                "no GPU here (no /dev/dri/renderD128 or /dev/nvidiactl) and VK_ICD_FILENAMES names no software Vulkan driver: set it to SwiftShader's ({SWIFTSHADER_ICD} from Debian's chromium), as tests/run.sh does"
+            )),
+        },
+        (None, false) => Availability::Absent(format!(
+            "no GPU here (no /dev/dri/renderD128 or /dev/nvidiactl); to run on a software adapter set {ALLOW_SOFTWARE_ADAPTER}=1 and VK_ICD_FILENAMES={SWIFTSHADER_ICD}, as tests/run.sh does"
+        )),
+    }
+}
