@@ -1,4 +1,4 @@
-//! The fixture contract of DESIGN.md: `<root>/<model_type>/` with meta.json,
+//! The fixture contract (model-specs/README.md): `<root>/<model_type>/` with meta.json,
 //! model.onnx, model.pt (TorchScript), and inputs/outputs for two shapes. Anything may produce one
 //! (our exporter, a real checkpoint); checks rely on nothing but this layout.
 

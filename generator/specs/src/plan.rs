@@ -5,12 +5,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-use hwmatrix_cell::{Basis, CHECKS, EngineKind, GENERATES, Planned, Platform, Precision, Stage};
+use hwmatrix_cell::{
+    Basis, CHECKS, EngineKind, GENERATES, Planned, Platform, Precision, QuantScheme, Rating, Stage,
+};
 
 use crate::spec::evidence::{self, Entry, EntryOutcome};
 use crate::spec::{
-    EngineSpec, LoadedModel, OverrideStatus, PrecisionTolerance, Quality, QuantFormat, Specs,
-    ToleranceSpec,
+    EngineSpec, LoadedModel, OverrideStatus, PrecisionTolerance, Specs, ToleranceSpec,
 };
 
 /// What the user asked for; an empty list means "all".
@@ -78,13 +79,13 @@ pub struct QuantizationPlan {
 
 #[derive(Debug)]
 pub struct QuantizationCheckPlan {
-    pub scheme: QuantFormat,
+    pub scheme: QuantScheme,
     /// Run, unless the model has no fixture or the check was measured to fail
     /// (the evidence store). The platform's whole-model cells do not
     /// decide it: the kernels need only the fixture's weights.
     pub planned: Planned<String>,
     /// The spec's `web_quantization.webgpu` rating of the scheme.
-    pub expected: Option<Quality>,
+    pub expected: Option<Rating>,
 }
 
 /// The platform's least tolerance where it is wider than the model's own in
@@ -442,7 +443,7 @@ fn harness_gap(spec: &crate::spec::ModelSpec, platform: Platform) -> Option<Plan
 fn plan_quantization(specs: &Specs, model: &LoadedModel) -> QuantizationPlan {
     let spec = &model.spec;
     let platform = specs.quantization.platform;
-    let checks = QuantFormat::ALL
+    let checks = QuantScheme::ALL
         .into_iter()
         .map(|scheme| {
             let planned = if let Some(not_tested) = harness_gap(spec, platform) {

@@ -1,5 +1,5 @@
 //! The speed and size budgets of hwmatrix at full scale, measured on this machine and
-//! printed as a table (issue 6). Run from the workspace root:
+//! printed as a table (docs/measurements.md explains each row). Run from the workspace root:
 //!
 //!     cargo run --release -p generator --bin budgets            # the quick rows
 //!     cargo run --release -p generator --bin budgets -- --slow  # also a fixture export from an empty cache
@@ -129,10 +129,10 @@ fn main() {
         3 * 60,
         "cargo test --locked -q -p generated --features cpu -- ::cpu::",
     ));
-    // The sizes the fixtures are held to (issue 19): small enough for every platform, the web
-    // ones most, and for CI's artifact. One folder is one model, every variant included. Issue
-    // 19's 16 MB and 1.5 GB (decimal units, the stricter reading) held a folder of three graphs
-    // (float32, int8, fp16) and a TorchScript trace; issue 21's formats add three more (q4,
+    // The sizes the fixtures are held to: small enough for every platform, the web ones most,
+    // and for CI's artifact. One folder is one model, every variant included. The first limits,
+    // 16 MB and 1.5 GB (decimal units, the stricter reading), held a folder of three graphs
+    // (float32, int8, fp16) and a TorchScript trace; the web formats add three more (q4,
     // q4f16, qdq8: measured 2026-11-26, the store went from 1.42 GB to 2.24 GB and its largest
     // folder, gemma3n's, from 15.2 MB to 22.4 MB), so the limits grow by the same half: 24 MB
     // and 2.5 GB. A web platform loads one graph of a folder at a time.

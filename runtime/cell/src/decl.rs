@@ -25,7 +25,7 @@ pub struct ModelDecl {
     /// `<model_type>/<component>/`, and its records name it.
     pub component: Option<&'static str>,
     /// The components a model is checked as, where its whole forward pass
-    /// cannot be exported (issue 19): each its own fixture, reference and
+    /// cannot be exported (runtime/exporter/components.py): each its own fixture, reference and
     /// checks; a cell passes only when every component passes. Empty: the
     /// model is checked whole.
     pub components: &'static [ModelDecl],

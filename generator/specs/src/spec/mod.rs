@@ -10,7 +10,7 @@ mod types;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use hwmatrix_cell::Platform;
+use hwmatrix_cell::{Platform, Rating};
 use serde::de::DeserializeOwned;
 
 use crate::module_name::{check_model_type, module_name};
@@ -396,14 +396,14 @@ fn check_quantization(
 ) {
     let at = |key: &str| locate_key(src, key, 0).unwrap_or((1, 1));
     let all = [
-        Quality::Excellent,
-        Quality::VeryGood,
-        Quality::Good,
-        Quality::Limited,
-        Quality::NotRecommended,
-        Quality::NotSupported,
+        Rating::Excellent,
+        Rating::VeryGood,
+        Rating::Good,
+        Rating::Limited,
+        Rating::NotRecommended,
+        Rating::NotSupported,
     ];
-    let listed: Vec<Quality> = file.ratings.iter().map(|r| r.rating).collect();
+    let listed: Vec<Rating> = file.ratings.iter().map(|r| r.rating).collect();
     if listed != all {
         errors.push(SpecError::new(
             path,

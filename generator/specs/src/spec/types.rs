@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use hwmatrix_cell::{
-    BrowserBackend, DType, EngineKind, ExecutionProvider, Platform, Precision as CheckedPrecision,
+    BrowserBackend, DType, EngineKind, ExecutionProvider, Platform, Precision, QuantScheme, Rating,
     Stage,
 };
 use serde::{Deserialize, Serialize};
@@ -31,7 +31,7 @@ pub struct QuantizationFile {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RatingBound {
-    pub rating: Quality,
+    pub rating: Rating,
     pub max_mean_relative_error: f64,
 }
 
@@ -45,12 +45,12 @@ pub struct PlatformSpec {
     #[serde(with = "serde_yaml::with::singleton_map_recursive")]
     pub engines: Vec<EngineSpec>,
     pub feature: String,
-    pub precisions: Vec<Precision>,
+    pub precisions: Vec<HardwarePrecision>,
     /// Precision variants every ONNX Runtime cell of the platform checks
     /// besides float32, each with its tolerance in defaults.yaml (`int8`: the
     /// fixture's dynamically quantized model).
     #[serde(default)]
-    pub precision_checks: Vec<CheckedPrecision>,
+    pub precision_checks: Vec<Precision>,
     pub runner: String,
     /// What must be present; quoted in ignore reasons and failures.
     pub requires: String,
@@ -71,7 +71,7 @@ pub struct PlatformSpec {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ComputedIn {
-    pub precision: CheckedPrecision,
+    pub precision: Precision,
     /// Every element within this fraction of its output's spread: float32
     /// outputs computed in that precision, judged elementwise (chosen from
     /// measurements, like every bound).
@@ -112,9 +112,12 @@ impl EngineSpec {
     }
 }
 
+/// A number format a platform's hardware computes in (hardware.yaml
+/// `precisions`): what the hardware offers, not a check (the checks'
+/// variants are hwmatrix_cell's `Precision`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Precision {
+pub enum HardwarePrecision {
     Fp32,
     Fp16,
     Bf16,
@@ -213,7 +216,7 @@ pub struct DefaultsFile {
     pub tolerance: ToleranceSpec,
     /// The bound of each precision check, against the float32 reference.
     #[serde(default)]
-    pub precision_tolerances: BTreeMap<CheckedPrecision, PrecisionTolerance>,
+    pub precision_tolerances: BTreeMap<Precision, PrecisionTolerance>,
     /// Per modality: the two shapes.
     #[serde(default)]
     pub shapes: BTreeMap<Modality, Vec<BTreeMap<String, u32>>>,
@@ -272,7 +275,7 @@ pub struct SpecFile {
     /// A precision check's tolerance where this model needs another than
     /// defaults.yaml's, with the reason.
     #[serde(default)]
-    pub precision_tolerances: BTreeMap<CheckedPrecision, PrecisionTolerance>,
+    pub precision_tolerances: BTreeMap<Precision, PrecisionTolerance>,
     #[serde(default)]
     pub platforms: BTreeMap<Platform, PlatformOverride>,
     #[serde(default)]
@@ -450,7 +453,7 @@ pub struct ModelSpec {
     pub shapes: Vec<BTreeMap<String, u32>>,
     pub tolerance: ToleranceSpec,
     /// Each precision check's tolerance: the spec's, else defaults.yaml's.
-    pub precision_tolerances: BTreeMap<CheckedPrecision, PrecisionTolerance>,
+    pub precision_tolerances: BTreeMap<Precision, PrecisionTolerance>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub platforms: BTreeMap<Platform, PlatformOverride>,
     /// What runs measured of the model that was not a pass (the evidence store,
@@ -629,10 +632,7 @@ pub enum OverrideStatus {
 #[serde(deny_unknown_fields)]
 pub struct WebQuantization {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub webgpu: Option<BTreeMap<QuantFormat, Quality>>,
+    pub webgpu: Option<BTreeMap<QuantScheme, Rating>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub webnn: Option<BTreeMap<QuantFormat, Quality>>,
+    pub webnn: Option<BTreeMap<QuantScheme, Rating>>,
 }
-
-/// Seed 002's schemes and ratings: the vocabulary the runtime's quantization checks share.
-pub use hwmatrix_cell::{QuantScheme as QuantFormat, Rating as Quality};
