@@ -532,37 +532,7 @@ fn check_reference(
     evidence: &mut Evidence,
 ) -> Result<(), CheckError> {
     let references = fixture.outputs(shape)?;
-    let feature_last = |name: &str| {
-        let axes = cell
-            .model
-            .outputs
-            .iter()
-            .find(|d| d.name == name)
-            .map_or(&[][..], |d| d.axes);
-        compare::feature_axis_last(name, axes)
-    };
-    let exact = Tolerance { abs: 0.0, rel: 0.0 };
-    let mut record = DeviationRecord {
-        tolerance: match bound {
-            Bound::Allclose(t) => t,
-            _ => exact,
-        },
-        max_error_of_spread: match bound {
-            Bound::OfSpread(c) => Some(c.max_error_of_spread),
-            _ => None,
-        },
-        computed_in: match bound {
-            Bound::OfSpread(c) => Some(format!("{}: {}", c.precision.name(), c.reason)),
-            _ => None,
-        },
-        agreement_bound: match bound {
-            Bound::Agreement(_, b) => Some(b),
-            _ => None,
-        },
-        max_abs: 0.0,
-        max_rel: 0.0,
-        outputs: Vec::new(),
-    };
+    let mut record = deviation_record(bound);
     let mut out_of_tolerance = Vec::new();
     let mut not_informative = Vec::new();
     for (name, expected) in &references {
@@ -576,147 +546,12 @@ fn check_reference(
                     format!("the model has no output {name} that the reference has"),
                 )
             })?;
-        let axes = cell
-            .model
-            .outputs
-            .iter()
-            .find(|d| d.name == name)
-            .map_or(&[][..], |d| d.axes);
-        let kept = match (bound, mask) {
-            (Bound::Allclose(_), _) | (_, None) => None,
-            (_, Some(mask)) if actual.shape == expected.shape => {
-                compare::kept_positions(axes, expected, mask)
-            }
-            _ => None,
-        };
-        // The positions judged: those the mask keeps (as [positions, features]), else every one.
-        let selected = kept.as_ref().and_then(|k| {
-            Some((
-                compare::select_positions(actual, k, true)?,
-                compare::select_positions(expected, k, true)?,
-            ))
-        });
-        let (judged_actual, judged_expected, feature_rows) = match &selected {
-            Some((a, e)) => (a, e, true),
-            None => (actual, expected, feature_last(name)),
-        };
-        let padded = kept.as_ref().and_then(|k| {
-            let (a, e) = (
-                compare::select_positions(actual, k, false)?,
-                compare::select_positions(expected, k, false)?,
-            );
-            compare::agreement(name, true, &a, &e)
-        });
-        // The elementwise rule: float32's allclose; a fraction of this output's
-        // own spread where float32 is computed in a lower precision; exact for a
-        // precision variant, whose elementwise error is evidence only.
-        let tolerance = match bound {
-            Bound::Allclose(t) => t,
-            Bound::OfSpread(c) => Tolerance {
-                abs: c.max_error_of_spread * compare::spread(judged_expected, exact).max_from_mean,
-                rel: 0.0,
-            },
-            Bound::Agreement(..) => exact,
-        };
-        let dev: Deviation = compare::deviation(judged_actual, judged_expected, tolerance)
-            .map_err(|e| {
-                CheckError::new(ErrorKind::OutputMismatch, format!("output {name}: {e}"))
-            })?;
-        let spread = compare::spread(judged_expected, tolerance);
-        let agreement = compare::agreement(name, feature_rows, judged_actual, judged_expected);
-        let positions = selected.as_ref().map(|(_, e)| {
-            format!(
-                " (the {} positions the attention mask keeps, of {})",
-                e.shape[0],
-                kept.as_ref().map_or(0, Vec::len)
-            )
-        });
-        let (actual, expected) = (judged_actual, judged_expected);
-        let worst = dev.worst.map(|i| Worst {
-            index: i,
-            expected: expected.value(i),
-            got: actual.value(i),
-        });
-        let worst_text = |w: &Worst| {
-            format!(
-                "max abs error {:.3e}; worst at flat index {}: got {}, expected {}",
-                dev.max_abs, w.index, w.got, w.expected
-            )
-        };
-        match (bound, &worst) {
-            (Bound::Agreement(precision, b), _) => {
-                if let Some(missed) = missed_agreement(agreement.as_ref(), &dev, b) {
-                    let evidence = worst
-                        .as_ref()
-                        .map(|w| format!(" ({})", worst_text(w)))
-                        .unwrap_or_default();
-                    out_of_tolerance.push(format!(
-                        "output {name}{}: {missed} ({}'s bounds, chosen from measurements: precision_tolerances in defaults.yaml or {}){evidence}",
-                        positions.as_deref().unwrap_or(""),
-                        precision.name(),
-                        cell.model.spec_path
-                    ));
-                }
-            }
-            (Bound::Allclose(t), Some(w)) => out_of_tolerance.push(format!(
-                "output {name}: {} of {} elements outside abs {} + rel {} ({})",
-                dev.violations,
-                expected.len(),
-                t.abs,
-                t.rel,
-                worst_text(w)
-            )),
-            (Bound::OfSpread(c), _) => {
-                let mut missed = Vec::new();
-                if let Some(w) = &worst {
-                    missed.push(format!(
-                        "{} of {} elements outside {} of the output's spread ({:.3e} abs) ({})",
-                        dev.violations,
-                        expected.len(),
-                        c.max_error_of_spread,
-                        tolerance.abs,
-                        worst_text(w)
-                    ));
-                }
-                // Judged as the precision it is computed in is judged: its agreement bound too.
-                missed.extend(missed_agreement(agreement.as_ref(), &dev, c.agreement));
-                if !missed.is_empty() {
-                    out_of_tolerance.push(format!(
-                        "output {name}{}: {} ({}'s bounds, because {}: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or {})",
-                        positions.as_deref().unwrap_or(""),
-                        missed.join("; "),
-                        c.precision.name(),
-                        c.reason,
-                        cell.model.spec_path
-                    ));
-                }
-            }
-            (_, None) => {}
-        }
-        // The float32 checks prove a reference informative (a spread bound below 1 already fails a constant).
-        if spread.constant_would_pass && matches!(bound, Bound::Allclose(_)) {
-            not_informative.push(format!(
-                "output {name} ({} elements) varies by at most {:.3e} around its mean {:.6}, so that constant would pass",
-                expected.len(),
-                spread.max_from_mean,
-                spread.mean
-            ));
-        }
-        record.max_abs = record.max_abs.max(dev.max_abs);
-        record.max_rel = record.max_rel.max(dev.max_rel);
-        record.outputs.push(OutputDeviation {
-            output: name.clone(),
-            tolerance: (!matches!(bound, Bound::Allclose(_))).then_some(tolerance),
-            elements: expected.len(),
-            violations: dev.violations,
-            max_abs: dev.max_abs,
-            max_rel: dev.max_rel,
-            worst,
-            reference: spread,
-            agreement,
-            judged_positions: selected.as_ref().map(|(_, e)| e.shape[0]),
-            padded_agreement: padded,
-        });
+        let judged = judge_output(cell, name, actual, expected, bound, mask)?;
+        out_of_tolerance.extend(judged.missed);
+        not_informative.extend(judged.not_informative);
+        record.max_abs = record.max_abs.max(judged.deviation.max_abs);
+        record.max_rel = record.max_rel.max(judged.deviation.max_rel);
+        record.outputs.push(judged.deviation);
     }
     let record_tolerance = record.tolerance;
     evidence.deviation = Some(record);
@@ -739,6 +574,225 @@ fn check_reference(
                 format!("{}{also}", out_of_tolerance.join("; ")),
             ))
         }
+    }
+}
+
+const EXACT: Tolerance = Tolerance { abs: 0.0, rel: 0.0 };
+
+/// The deviation record of a comparison under `bound`, before any output.
+fn deviation_record(bound: Bound) -> DeviationRecord {
+    DeviationRecord {
+        tolerance: match bound {
+            Bound::Allclose(t) => t,
+            _ => EXACT,
+        },
+        max_error_of_spread: match bound {
+            Bound::OfSpread(c) => Some(c.max_error_of_spread),
+            _ => None,
+        },
+        computed_in: match bound {
+            Bound::OfSpread(c) => Some(format!("{}: {}", c.precision.name(), c.reason)),
+            _ => None,
+        },
+        agreement_bound: match bound {
+            Bound::Agreement(_, b) => Some(b),
+            _ => None,
+        },
+        max_abs: 0.0,
+        max_rel: 0.0,
+        outputs: Vec::new(),
+    }
+}
+
+/// One output judged: what it measured, and why it failed, if it did.
+struct JudgedOutput {
+    deviation: OutputDeviation,
+    /// What it misses of its bound.
+    missed: Option<String>,
+    /// Why its reference cannot catch a wrong model (a constant would pass).
+    not_informative: Option<String>,
+}
+
+/// Judges one output against its reference: on the positions the mask keeps
+/// where the bound is a precision's, else on every one.
+fn judge_output(
+    cell: &Cell,
+    name: &str,
+    actual: &Tensor,
+    expected: &Tensor,
+    bound: Bound,
+    mask: Option<&Tensor>,
+) -> Result<JudgedOutput, CheckError> {
+    let axes = cell
+        .model
+        .outputs
+        .iter()
+        .find(|d| d.name == name)
+        .map_or(&[][..], |d| d.axes);
+    let kept = match (bound, mask) {
+        (Bound::Allclose(_), _) | (_, None) => None,
+        (_, Some(mask)) if actual.shape == expected.shape => {
+            compare::kept_positions(axes, expected, mask)
+        }
+        _ => None,
+    };
+    // The positions judged: those the mask keeps (as [positions, features]), else every one.
+    let selected = kept.as_ref().and_then(|k| {
+        Some((
+            compare::select_positions(actual, k, true)?,
+            compare::select_positions(expected, k, true)?,
+        ))
+    });
+    let (judged_actual, judged_expected, feature_rows) = match &selected {
+        Some((a, e)) => (a, e, true),
+        None => (actual, expected, compare::feature_axis_last(name, axes)),
+    };
+    let padded = kept.as_ref().and_then(|k| {
+        let (a, e) = (
+            compare::select_positions(actual, k, false)?,
+            compare::select_positions(expected, k, false)?,
+        );
+        compare::agreement(name, true, &a, &e)
+    });
+    // The elementwise rule: float32's allclose; a fraction of this output's
+    // own spread where float32 is computed in a lower precision; exact for a
+    // precision variant, whose elementwise error is evidence only.
+    let tolerance = match bound {
+        Bound::Allclose(t) => t,
+        Bound::OfSpread(c) => Tolerance {
+            abs: c.max_error_of_spread * compare::spread(judged_expected, EXACT).max_from_mean,
+            rel: 0.0,
+        },
+        Bound::Agreement(..) => EXACT,
+    };
+    let dev: Deviation = compare::deviation(judged_actual, judged_expected, tolerance)
+        .map_err(|e| CheckError::new(ErrorKind::OutputMismatch, format!("output {name}: {e}")))?;
+    let spread = compare::spread(judged_expected, tolerance);
+    let agreement = compare::agreement(name, feature_rows, judged_actual, judged_expected);
+    let positions = selected.as_ref().map(|(_, e)| {
+        format!(
+            " (the {} positions the attention mask keeps, of {})",
+            e.shape[0],
+            kept.as_ref().map_or(0, Vec::len)
+        )
+    });
+    let (actual, expected) = (judged_actual, judged_expected);
+    let worst = dev.worst.map(|i| Worst {
+        index: i,
+        expected: expected.value(i),
+        got: actual.value(i),
+    });
+    let missed = missed_bound(
+        cell,
+        name,
+        bound,
+        &OutputMeasure {
+            dev: &dev,
+            worst: worst.as_ref(),
+            agreement: agreement.as_ref(),
+            elements: expected.len(),
+            tolerance,
+            positions: positions.as_deref().unwrap_or(""),
+        },
+    );
+    // The float32 checks prove a reference informative (a spread bound below 1 already fails a constant).
+    let not_informative = (spread.constant_would_pass && matches!(bound, Bound::Allclose(_)))
+        .then(|| {
+            format!(
+                "output {name} ({} elements) varies by at most {:.3e} around its mean {:.6}, so that constant would pass",
+                expected.len(),
+                spread.max_from_mean,
+                spread.mean
+            )
+        });
+    let deviation = OutputDeviation {
+        output: name.to_string(),
+        tolerance: (!matches!(bound, Bound::Allclose(_))).then_some(tolerance),
+        elements: expected.len(),
+        violations: dev.violations,
+        max_abs: dev.max_abs,
+        max_rel: dev.max_rel,
+        worst,
+        reference: spread,
+        agreement,
+        judged_positions: selected.as_ref().map(|(_, e)| e.shape[0]),
+        padded_agreement: padded,
+    };
+    Ok(JudgedOutput {
+        deviation,
+        missed,
+        not_informative,
+    })
+}
+
+/// What one output measured, as its bound judges it.
+struct OutputMeasure<'a> {
+    dev: &'a Deviation,
+    worst: Option<&'a Worst>,
+    agreement: Option<&'a compare::Agreement>,
+    elements: usize,
+    /// The elementwise tolerance applied.
+    tolerance: Tolerance,
+    /// ` (the N positions the attention mask keeps, of M)`, or empty.
+    positions: &'a str,
+}
+
+/// What an output misses of its bound, in words that name the bound's source.
+fn missed_bound(cell: &Cell, name: &str, bound: Bound, m: &OutputMeasure) -> Option<String> {
+    let worst_text = |w: &Worst| {
+        format!(
+            "max abs error {:.3e}; worst at flat index {}: got {}, expected {}",
+            m.dev.max_abs, w.index, w.got, w.expected
+        )
+    };
+    match (bound, m.worst) {
+        (Bound::Agreement(precision, b), _) => {
+            let missed = missed_agreement(m.agreement, m.dev, b)?;
+            let evidence = m
+                .worst
+                .map(|w| format!(" ({})", worst_text(w)))
+                .unwrap_or_default();
+            Some(format!(
+                "output {name}{}: {missed} ({}'s bounds, chosen from measurements: precision_tolerances in defaults.yaml or {}){evidence}",
+                m.positions,
+                precision.name(),
+                cell.model.spec_path
+            ))
+        }
+        (Bound::Allclose(t), Some(w)) => Some(format!(
+            "output {name}: {} of {} elements outside abs {} + rel {} ({})",
+            m.dev.violations,
+            m.elements,
+            t.abs,
+            t.rel,
+            worst_text(w)
+        )),
+        (Bound::OfSpread(c), _) => {
+            let mut missed = Vec::new();
+            if let Some(w) = m.worst {
+                missed.push(format!(
+                    "{} of {} elements outside {} of the output's spread ({:.3e} abs) ({})",
+                    m.dev.violations,
+                    m.elements,
+                    c.max_error_of_spread,
+                    m.tolerance.abs,
+                    worst_text(w)
+                ));
+            }
+            // Judged as the precision it is computed in is judged: its agreement bound too.
+            missed.extend(missed_agreement(m.agreement, m.dev, c.agreement));
+            (!missed.is_empty()).then(|| {
+                format!(
+                    "output {name}{}: {} ({}'s bounds, because {}: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or {})",
+                    m.positions,
+                    missed.join("; "),
+                    c.precision.name(),
+                    c.reason,
+                    cell.model.spec_path
+                )
+            })
+        }
+        (_, None) => None,
     }
 }
 

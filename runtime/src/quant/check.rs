@@ -173,8 +173,6 @@ fn perform(
     fixture_record: &mut Option<FixtureRecord>,
 ) -> Result<(), CheckError> {
     use crate::fixture::Fixture;
-    use crate::quant::{max_abs_difference, products, quantize, relative_error};
-    use crate::record::LayerQuantization;
 
     let gpu = crate::engine::wgpu::gpu()?;
     measured.adapter = Some(gpu.adapter.clone());
@@ -206,50 +204,18 @@ fn perform(
             ),
         ));
     }
-    let group_size = cell.settings.group_size as usize;
     let mut disagreements = Vec::new();
     // A layer that ran on an empty tensor (no rows) has no product to measure.
     for layer in sample.layers.iter().filter(|l| l.rows > 0) {
-        let (x, w) = fixture.linear_layer(layer)?;
-        let bits = scheme.bits(layer.role, &cell.settings.mixed);
-        let packed = quantize(&w, layer.out_features, layer.in_features, bits, group_size);
-        let got = gpu.linear(&x, layer.rows, &packed)?;
-        let products = products(
-            &x,
-            layer.rows,
-            &w,
-            &packed.dequantize(),
-            layer.out_features,
-            layer.in_features,
-        );
-        // Sequential float32 summation of `in` products is within in·2⁻²⁴/(1 − in·2⁻²⁴) of Σ|xᵢwᵢ| (Higham's γₙ);
-        // twice that leaves room for the kernel's own rounding of each product.
-        let n = layer.in_features as f64 * 2f64.powi(-24);
-        let kernel_bound = 2.0 * n / (1.0 - n)
-            * products.magnitude.iter().copied().fold(0.0, f64::max)
-            + f64::from(f32::MIN_POSITIVE);
-        let kernel_difference = max_abs_difference(&got, &products.dequantized);
-        if kernel_difference.is_nan() || kernel_difference > kernel_bound {
-            disagreements.push(format!(
-                "{} ({bits} bits): {kernel_difference:.3e} > {kernel_bound:.3e}",
-                layer.name
-            ));
-        }
-        let exact = products.exact;
-        measured.weight_bytes_float32 += 4 * w.len();
-        measured.weight_bytes_quantized += packed.bytes();
-        measured.layers.push(LayerQuantization {
-            name: layer.name.clone(),
-            role: layer.role,
-            kind: layer.kind.clone(),
-            bits,
-            rows: layer.rows,
-            in_features: layer.in_features,
-            out_features: layer.out_features,
-            relative_error: relative_error(&got, &exact),
-            kernel_max_abs_difference: kernel_difference,
-            kernel_bound,
-        });
+        measure_layer(
+            gpu,
+            &fixture,
+            layer,
+            scheme,
+            cell,
+            measured,
+            &mut disagreements,
+        )?;
     }
     let errors: Vec<f64> = measured
         .layers
@@ -297,5 +263,64 @@ fn perform(
     measured.mean_relative_error = Some(mean);
     measured.max_relative_error = errors.iter().copied().reduce(f64::max);
     measured.measured_rating = cell.settings.rating_of(mean);
+    Ok(())
+}
+
+/// One sampled layer: wgpu's kernel on its quantized weights against the
+/// CPU's product of the same weights (within float32 rounding), and the
+/// quantization's own error against the float32 product.
+#[cfg(feature = "wgpu")]
+fn measure_layer(
+    gpu: &crate::engine::wgpu::Gpu,
+    fixture: &crate::fixture::Fixture,
+    layer: &crate::fixture::LinearLayer,
+    scheme: QuantScheme,
+    cell: &QuantizationCell,
+    measured: &mut QuantizationRecord,
+    disagreements: &mut Vec<String>,
+) -> Result<(), CheckError> {
+    use crate::quant::{max_abs_difference, products, quantize, relative_error};
+    use crate::record::LayerQuantization;
+
+    let group_size = cell.settings.group_size as usize;
+    let (x, w) = fixture.linear_layer(layer)?;
+    let bits = scheme.bits(layer.role, &cell.settings.mixed);
+    let packed = quantize(&w, layer.out_features, layer.in_features, bits, group_size);
+    let got = gpu.linear(&x, layer.rows, &packed)?;
+    let products = products(
+        &x,
+        layer.rows,
+        &w,
+        &packed.dequantize(),
+        layer.out_features,
+        layer.in_features,
+    );
+    // Sequential float32 summation of `in` products is within in·2⁻²⁴/(1 − in·2⁻²⁴) of Σ|xᵢwᵢ| (Higham's γₙ);
+    // twice that leaves room for the kernel's own rounding of each product.
+    let n = layer.in_features as f64 * 2f64.powi(-24);
+    let kernel_bound = 2.0 * n / (1.0 - n) * products.magnitude.iter().copied().fold(0.0, f64::max)
+        + f64::from(f32::MIN_POSITIVE);
+    let kernel_difference = max_abs_difference(&got, &products.dequantized);
+    if kernel_difference.is_nan() || kernel_difference > kernel_bound {
+        disagreements.push(format!(
+            "{} ({bits} bits): {kernel_difference:.3e} > {kernel_bound:.3e}",
+            layer.name
+        ));
+    }
+    let exact = products.exact;
+    measured.weight_bytes_float32 += 4 * w.len();
+    measured.weight_bytes_quantized += packed.bytes();
+    measured.layers.push(LayerQuantization {
+        name: layer.name.clone(),
+        role: layer.role,
+        kind: layer.kind.clone(),
+        bits,
+        rows: layer.rows,
+        in_features: layer.in_features,
+        out_features: layer.out_features,
+        relative_error: relative_error(&got, &exact),
+        kernel_max_abs_difference: kernel_difference,
+        kernel_bound,
+    });
     Ok(())
 }

@@ -140,6 +140,28 @@ impl Gpu {
         // wgpu reports invalid work to a handler that panics by default; a scope turns it into this check's error.
         let out_of_memory = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let (buffers, readback, y_bytes) = self.buffers(x, rows, &dims, w);
+        let submission = self.dispatch(pipeline, &buffers, &dims, &readback, y_bytes);
+        for scope in [validation, out_of_memory] {
+            if let Some(error) = pollster::block_on(scope.pop()) {
+                return Err(failed(format!(
+                    "wgpu refused the kernel's work on {}: {error}",
+                    self.adapter.summary()
+                )));
+            }
+        }
+        self.read_back(&readback, submission)
+    }
+
+    /// The kernel's bindings (dims, x, the packed words and groups, y) and
+    /// the buffer y is read back through.
+    fn buffers(
+        &self,
+        x: &[f32],
+        rows: usize,
+        dims: &[u32],
+        w: &Packed,
+    ) -> ([wgpu::Buffer; 5], wgpu::Buffer, u64) {
         let init = |label, contents: &[u8], usage| {
             self.device
                 .create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -154,7 +176,7 @@ impl Gpu {
         let buffers = [
             init(
                 "dims",
-                bytemuck::cast_slice(&dims),
+                bytemuck::cast_slice(dims),
                 wgpu::BufferUsages::UNIFORM,
             ),
             init("x", bytemuck::cast_slice(x), wgpu::BufferUsages::STORAGE),
@@ -181,6 +203,18 @@ impl Gpu {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
+        (buffers, readback, y_bytes)
+    }
+
+    /// Encodes and submits the kernel over `buffers`, and the copy of y to `readback`.
+    fn dispatch(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        buffers: &[wgpu::Buffer; 5],
+        dims: &[u32],
+        readback: &wgpu::Buffer,
+        y_bytes: u64,
+    ) -> wgpu::SubmissionIndex {
         let entries: Vec<wgpu::BindGroupEntry> = buffers
             .iter()
             .enumerate()
@@ -208,16 +242,17 @@ impl Gpu {
             pass.set_bind_group(0, &bind_group, &[]);
             pass.dispatch_workgroups(dims[2].div_ceil(WORKGROUP), dims[0], 1);
         }
-        encoder.copy_buffer_to_buffer(&buffers[4], 0, &readback, 0, y_bytes);
-        let submission = self.queue.submit([encoder.finish()]);
-        for scope in [validation, out_of_memory] {
-            if let Some(error) = pollster::block_on(scope.pop()) {
-                return Err(failed(format!(
-                    "wgpu refused the kernel's work on {}: {error}",
-                    self.adapter.summary()
-                )));
-            }
-        }
+        encoder.copy_buffer_to_buffer(&buffers[4], 0, readback, 0, y_bytes);
+        self.queue.submit([encoder.finish()])
+    }
+
+    /// Waits for the kernel (within the run limit) and reads y back.
+    fn read_back(
+        &self,
+        readback: &wgpu::Buffer,
+        submission: wgpu::SubmissionIndex,
+    ) -> Result<Vec<f32>, CheckError> {
+        let failed = |message: String| CheckError::new(ErrorKind::RunFailed, message);
         let slice = readback.slice(..);
         let (sender, receiver) = std::sync::mpsc::channel();
         slice.map_async(wgpu::MapMode::Read, move |result| {
