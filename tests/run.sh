@@ -139,7 +139,7 @@ cargo clippy --locked -p runtime --all-features --all-targets -- -D warnings
 actionlint -no-color .github/workflows/hwmatrix.yml
 
 step "the exporter's unit tests (input fills, outputs, linear layers, derive layouts)"
-python -m unittest discover -s runtime/exporter -p 'test_*.py'
+python -m unittest discover -s generator/importer/exporter -p 'test_*.py'
 
 step "each spec's category, architecture type and task against transformers' registries"
 "$gen" import --check

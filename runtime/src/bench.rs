@@ -333,7 +333,7 @@ fn python_script(
     threads: Threads,
 ) -> Result<serde_json::Value, CheckError> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("exporter")
+        .join("../generator/importer/exporter")
         .join(name);
     let started = Instant::now();
     let output = Command::new(python)

@@ -1,6 +1,6 @@
 //! The `generates` check: the model's decoder with its cache generates on the
 //! cell's engine as PyTorch's `generate()` did. The generation fixture
-//! (runtime/exporter/generation.py) holds one graph with the cache as inputs
+//! (generator/importer/exporter/generation.py) holds one graph with the cache as inputs
 //! and outputs, what `generate()` fed the model at each step, and the logits
 //! it computed. The check runs the same loop on the engine: step 0 with an
 //! empty cache, each later step with the cache the engine itself returned.
@@ -35,7 +35,7 @@ pub type SeeStep<'a> =
 /// How a cache's past inputs are named: `past_key_values.<layer>.<name>`.
 pub const CACHE_PREFIX: &str = "past_key_values.";
 
-/// meta.json of a generation fixture (runtime/exporter/generation.py).
+/// meta.json of a generation fixture (generator/importer/exporter/generation.py).
 #[derive(Debug, Deserialize)]
 pub struct GenerationMeta {
     pub model_type: String,

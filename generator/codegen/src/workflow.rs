@@ -81,7 +81,7 @@ pub fn render(specs: &Specs) -> String {
     let _ = writeln!(y, "      - uses: {CHECKOUT}");
     let _ = writeln!(
         y,
-        "      - uses: {CACHE}\n        with:\n          path: ~/.cache/hwmatrix/fixtures\n          key: fixtures-${{{{ hashFiles('model-specs/**', 'runtime/exporter/**') }}}}"
+        "      - uses: {CACHE}\n        with:\n          path: ~/.cache/hwmatrix/fixtures\n          key: fixtures-${{{{ hashFiles('model-specs/**', 'generator/importer/exporter/**') }}}}"
     );
     let _ = writeln!(y, "      - run: bash tests/setup.sh exporter");
     let _ = writeln!(

@@ -1,5 +1,5 @@
 //! `gen fixtures`: builds the fixture of each selected model with the Python
-//! exporter (runtime/exporter/export.py), skipping those whose cache key
+//! exporter (generator/importer/exporter/export.py), skipping those whose cache key
 //! (spec + exporter + its pinned requirements) has not changed.
 
 use std::io::Write;
@@ -201,7 +201,7 @@ pub const EXPORT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2
 
 /// Which fixture a model gets: the whole one (its ONNX graph, the precision
 /// variants, the TorchScript trace), or, where its ONNX export failed,
-/// libtorch's alone (runtime/exporter/torchscript.py: `onnx.error` in meta.json).
+/// libtorch's alone (generator/importer/exporter/torchscript.py: `onnx.error` in meta.json).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FixtureKind {
     Whole,

@@ -1,5 +1,5 @@
 //! `gen import`: one spec per architecture of transformers' base-model
-//! registry, derived by the Python worker (runtime/exporter/registry.py):
+//! registry, derived by the Python worker (generator/importer/exporter/registry.py):
 //! category, architecture type and task from the task registries, a generic
 //! tiny config, and inputs and outputs from running the tiny model. Each
 //! architecture then goes through the fixture pipeline once (export, then

@@ -1,4 +1,4 @@
-//! A pool of long-lived Python exporter processes (runtime/exporter/worker.py),
+//! A pool of long-lived Python exporter processes (generator/importer/exporter/worker.py),
 //! one per core: importing torch and transformers costs seconds, so each
 //! process serves many jobs. A job that hangs past the timeout, or a process
 //! that dies (a segfault in a native kernel), costs that job only: the
@@ -280,11 +280,11 @@ impl<'a> Progress<'a> {
     }
 }
 
-/// The exporter and its requirements, next to the runtime that reads its output.
+/// The Python exporter and its requirements, beside the importer that drives it.
 pub fn exporter_dir() -> PathBuf {
     PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../runtime/exporter"
+        "/exporter"
     ))
 }
 

@@ -281,7 +281,7 @@ fn plan_cell(
                 .expect("one entry")
             } else {
                 let why = if spec.export.known_issue_measured {
-                    "it is checked as its components, and libtorch's own fixture (runtime/exporter/torchscript.py) is built for whole models only"
+                    "it is checked as its components, and libtorch's own fixture (generator/importer/exporter/torchscript.py) is built for whole models only"
                 } else {
                     "it is a known issue written in its spec, so no export ran, and its TorchScript trace is built only where a run measured that failure (gen import)"
                 };

@@ -25,7 +25,7 @@ pub struct ModelDecl {
     /// `<model_type>/<component>/`, and its records name it.
     pub component: Option<&'static str>,
     /// The components a model is checked as, where its whole forward pass
-    /// cannot be exported (runtime/exporter/components.py): each its own fixture, reference and
+    /// cannot be exported (generator/importer/exporter/components.py): each its own fixture, reference and
     /// checks; a cell passes only when every component passes. Empty: the
     /// model is checked whole.
     pub components: &'static [ModelDecl],
@@ -335,7 +335,7 @@ pub struct AllowedFallback {
 
 /// A precision a cell checks besides float32, each as a check of its own: the
 /// formats deployments ship, each a variant of the fixture's float32 graph made
-/// by the standard tool with the settings its users use (runtime/exporter,
+/// by the standard tool with the settings its users use (generator/importer/exporter,
 /// `VARIANTS`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]

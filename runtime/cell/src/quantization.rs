@@ -74,7 +74,7 @@ impl QuantScheme {
 }
 
 /// What a weight matrix does in its model, as the exporter classifies it by
-/// module name (runtime/exporter/export.py `linear_role`).
+/// module name (generator/importer/exporter/export.py `linear_role`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LayerRole {

@@ -58,7 +58,7 @@ pub fn onnxruntime_version(library: &Path) -> Option<&str> {
 /// cpu build it already loaded (`Environment::register_ep_library`), so its
 /// cells share a process with the cpu cells. QNN: `onnxruntime-qnn`; WebGPU:
 /// `onnxruntime-ep-webgpu` (Dawn inside); both in the exporter venv
-/// (runtime/exporter/requirements-plugins.txt). `None` for providers
+/// (generator/importer/exporter/requirements-plugins.txt). `None` for providers
 /// compiled into their build.
 pub fn plugin_library(provider: ExecutionProvider) -> Option<Result<PathBuf, String>> {
     let Plugin {

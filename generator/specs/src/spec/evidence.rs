@@ -24,7 +24,7 @@ pub const BANNER: &str = "# Evidence: what runs measured (not a pass), with who 
 
 /// The fixture pipeline's checks (no platform): the float32 export, the
 /// TorchScript trace of a model whose ONNX export failed (libtorch's own
-/// fixture, runtime/exporter/torchscript.py), and the generation exporter's
+/// fixture, generator/importer/exporter/torchscript.py), and the generation exporter's
 /// decoder with its cache.
 pub const EXPORT: &str = "export";
 pub const TORCHSCRIPT_EXPORT: &str = "torchscript_export";
@@ -480,8 +480,8 @@ fn library_version(library: &str) -> Option<(&'static str, String)> {
 /// harness's npm packages (onnxruntime-web).
 fn pinned_version(package: &str) -> Option<String> {
     const REQUIREMENTS: [&str; 2] = [
-        include_str!("../../../../runtime/exporter/requirements.txt"),
-        include_str!("../../../../runtime/exporter/requirements-openvino.txt"),
+        include_str!("../../../importer/exporter/requirements.txt"),
+        include_str!("../../../importer/exporter/requirements-openvino.txt"),
     ];
     const PACKAGE_JSON: &str = include_str!("../../../../runtime/web/package.json");
     let pin = format!("{package}==");
@@ -505,7 +505,7 @@ fn pinned_version(package: &str) -> Option<String> {
     })
 }
 
-/// The exporter's pinned libraries (runtime/exporter/requirements.txt), as
+/// The exporter's pinned libraries (generator/importer/exporter/requirements.txt), as
 /// `torch==2.13.0, transformers==5.23.0, ...`.
 pub fn exporter_libraries() -> String {
     let requirements = String::from_utf8_lossy(hwmatrix_cell::fixture_key::EXPORTER_REQUIREMENTS);

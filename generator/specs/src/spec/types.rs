@@ -412,7 +412,7 @@ pub struct Imported {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub components: Vec<Component>,
     /// A generating model's cache, read from its decoder as its generation fixture traces
-    /// it (runtime/exporter/generation.py's `measure_cache`). Absent where it cannot be
+    /// it (generator/importer/exporter/generation.py's `measure_cache`). Absent where it cannot be
     /// read: the generation exporter's error then says why (`generation_export`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<Vec<CacheGroup>>,
@@ -552,7 +552,7 @@ pub struct TensorSpec {
     pub fill: Option<Fill>,
 }
 
-/// How the exporter fills an input (see runtime/exporter/export.py).
+/// How the exporter fills an input (see generator/importer/exporter/export.py).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Fill {

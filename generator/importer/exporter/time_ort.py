@@ -3,7 +3,7 @@ Rust checks record (1 intra-op and 1 inter-op thread, sequential execution, no
 profiling, a warm-up run, then the median of N runs on the export shape), so a
 record's `timing.median_ms` can be compared with Python's on the same machine:
 
-    python runtime/exporter/time_ort.py ~/.cache/hwmatrix/fixtures/bert [--runs 10]
+    python generator/importer/exporter/time_ort.py ~/.cache/hwmatrix/fixtures/bert [--runs 10]
 
 Prints one line: `<model_type> python-onnxruntime <version> median_ms=<m> min_ms=<m> runs=<n>`.
 """

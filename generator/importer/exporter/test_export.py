@@ -1,6 +1,6 @@
 """Unit tests of the exporter's input fills and fixture helpers that need no real model.
 
-    python -m unittest discover -s runtime/exporter -p 'test_*.py'   (tests/run.sh runs it)
+    python -m unittest discover -s generator/importer/exporter -p 'test_*.py'   (tests/run.sh runs it)
 """
 
 from __future__ import annotations
