@@ -282,10 +282,7 @@ impl<'a> Progress<'a> {
 
 /// The Python exporter and its requirements, beside the importer that drives it.
 pub fn exporter_dir() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/exporter"
-    ))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/exporter"))
 }
 
 impl JobError {

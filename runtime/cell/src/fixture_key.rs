@@ -9,15 +9,18 @@ use sha2::{Digest, Sha256};
 /// The exporter and its requirements, compiled in: a test binary checks
 /// fixtures against the exporter of the checkout it was built from.
 pub const EXPORTER_SOURCE: &[u8] = include_bytes!("../../../generator/importer/exporter/export.py");
-pub const EXPORTER_REQUIREMENTS: &[u8] = include_bytes!("../../../generator/importer/exporter/requirements.txt");
+pub const EXPORTER_REQUIREMENTS: &[u8] =
+    include_bytes!("../../../generator/importer/exporter/requirements.txt");
 /// The exporter of models checked as components: only their keys cover it,
 /// so editing it rebuilds their fixtures only.
-pub const COMPONENTS_SOURCE: &[u8] = include_bytes!("../../../generator/importer/exporter/components.py");
+pub const COMPONENTS_SOURCE: &[u8] =
+    include_bytes!("../../../generator/importer/exporter/components.py");
 
 /// The exporter of generation fixtures (a decoder with its cache, and
 /// generate()'s reference): only their keys cover it, and it covers no other
 /// fixture's, so editing it rebuilds generation fixtures only.
-pub const GENERATION_SOURCE: &[u8] = include_bytes!("../../../generator/importer/exporter/generation.py");
+pub const GENERATION_SOURCE: &[u8] =
+    include_bytes!("../../../generator/importer/exporter/generation.py");
 
 /// The seed every fixture is built with.
 pub const SEED: u64 = 0;
