@@ -50,16 +50,9 @@ Options:
   -h, --help  print this help and exit (nothing is measured)";
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("{HELP}");
+    let Some(slow) = slow_from_args() else {
         return;
-    }
-    if let Some(unknown) = args.iter().find(|a| *a != "--slow") {
-        eprintln!("error: unknown argument `{unknown}`\n\n{HELP}");
-        std::process::exit(2);
-    }
-    let slow = args.iter().any(|a| a == "--slow");
+    };
     let root = workspace_root();
     std::env::set_current_dir(&root).expect("workspace root");
     let gen_bin = built_gen(&root);
@@ -75,6 +68,38 @@ fn main() {
         gen_bin.display()
     );
 
+    let mut rows = gen_rows(&root, &gen_bin);
+    rows.extend(generated_build_rows(&root));
+    rows.extend(fixture_export_rows(&gen_bin, slow));
+    rows.push(row(
+        "every cpu cell test",
+        3 * 60,
+        "cargo test --locked -q -p generated --features cpu -- ::cpu::",
+    ));
+    rows.extend(fixture_size_rows());
+
+    let over = print_table(&rows, cores);
+    std::process::exit(if over == 0 { 0 } else { 1 });
+}
+
+/// Whether `--slow` was given; None once `--help` is printed. Any other argument is an
+/// error (exit status 2).
+fn slow_from_args() -> Option<bool> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{HELP}");
+        return None;
+    }
+    if let Some(unknown) = args.iter().find(|a| *a != "--slow") {
+        eprintln!("error: unknown argument `{unknown}`\n\n{HELP}");
+        std::process::exit(2);
+    }
+    Some(args.iter().any(|a| a == "--slow"))
+}
+
+/// `gen --all` timed twice: the second run is a no-op re-run, and fails its row where it
+/// changed generated/.
+fn gen_rows(root: &Path, gen_bin: &Path) -> Vec<Row> {
     let mut rows = Vec::new();
     let gen_all = format!("{} --all", gen_bin.display());
     rows.push(row("`gen --all`, every cell (release build)", 1, &gen_all));
@@ -85,8 +110,12 @@ fn main() {
     if before != after {
         rows.last_mut().unwrap().measured = Err("the no-op re-run changed generated/".into());
     }
+    rows
+}
 
-    // The generated crate: cold (dependencies built), then after one spec changes.
+/// The generated crate's build timed cold (dependencies built), then after one spec changes.
+fn generated_build_rows(root: &Path) -> Vec<Row> {
+    let mut rows = Vec::new();
     let build = "cargo build --locked -q -p generated --tests --features cpu";
     let _ = run(build); // dependencies
     let _ = run("cargo clean -q -p generated");
@@ -102,7 +131,12 @@ fn main() {
         10,
         build,
     ));
+    rows
+}
 
+/// `gen fixtures` timed from a warm cache, and with `--slow` first from an empty one.
+fn fixture_export_rows(gen_bin: &Path, slow: bool) -> Vec<Row> {
+    let mut rows = Vec::new();
     if slow {
         let empty =
             std::env::temp_dir().join(format!("hwmatrix-budgets-fixtures-{}", std::process::id()));
@@ -124,11 +158,11 @@ fn main() {
         5,
         &format!("{} fixtures", gen_bin.display()),
     ));
-    rows.push(row(
-        "every cpu cell test",
-        3 * 60,
-        "cargo test --locked -q -p generated --features cpu -- ::cpu::",
-    ));
+    rows
+}
+
+/// The fixture store's sizes against their limits: its largest folder, and its whole.
+fn fixture_size_rows() -> [Row; 2] {
     // The sizes the fixtures are held to: small enough for every platform, the web ones most,
     // and for CI's artifact. One folder is one model, every variant included. The first limits,
     // 16 MB and 1.5 GB (decimal units, the stricter reading), held a folder of three graphs
@@ -140,27 +174,33 @@ fn main() {
     let folders = fixture_folders(&store);
     let command = format!("du -sb {}/*", store.display());
     let largest = folders.iter().max_by_key(|(_, bytes)| *bytes);
-    rows.push(Row {
-        budget: "the largest fixture folder",
-        limit: Amount::Bytes(24_000_000),
-        measured: largest
-            .map(|(_, bytes)| Amount::Bytes(*bytes))
-            .ok_or_else(|| format!("no fixture in {}", store.display())),
-        command: match largest {
-            Some((name, _)) => format!("{command} ({name})"),
-            None => command.clone(),
+    [
+        Row {
+            budget: "the largest fixture folder",
+            limit: Amount::Bytes(24_000_000),
+            measured: largest
+                .map(|(_, bytes)| Amount::Bytes(*bytes))
+                .ok_or_else(|| format!("no fixture in {}", store.display())),
+            command: match largest {
+                Some((name, _)) => format!("{command} ({name})"),
+                None => command.clone(),
+            },
         },
-    });
-    rows.push(Row {
-        budget: "the whole fixture store",
-        limit: Amount::Bytes(2_500_000_000),
-        measured: Ok(Amount::Bytes(folders.iter().map(|(_, bytes)| bytes).sum())),
-        command: format!("{command} ({} fixtures)", folders.len()),
-    });
+        Row {
+            budget: "the whole fixture store",
+            limit: Amount::Bytes(2_500_000_000),
+            measured: Ok(Amount::Bytes(folders.iter().map(|(_, bytes)| bytes).sum())),
+            command: format!("{command} ({} fixtures)", folders.len()),
+        },
+    ]
+}
 
+/// Prints the rows as a Markdown table and a closing tally; returns how many are over
+/// budget (or failed).
+fn print_table(rows: &[Row], cores: usize) -> usize {
     println!("\n| budget | limit | measured | within | command |\n|---|---:|---:|:---:|---|");
     let mut over = 0;
-    for r in &rows {
+    for r in rows {
         let (measured, within) = match &r.measured {
             Ok(m) if *m <= r.limit => (m.to_string(), "yes"),
             Ok(m) => (m.to_string(), "**no**"),
@@ -183,7 +223,7 @@ fn main() {
         rows.len() - over,
         rows.len()
     );
-    std::process::exit(if over == 0 { 0 } else { 1 });
+    over
 }
 
 fn row(budget: &'static str, limit_s: u64, command: &str) -> Row {

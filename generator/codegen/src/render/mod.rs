@@ -76,42 +76,62 @@ pub fn selected_paths(selected: &Plan) -> BTreeSet<PathBuf> {
 
 /// Renders every file of a plan; gen passes the plan of every spec.
 pub fn render(plan: &Plan) -> Result<Files, String> {
-    let mut files = Files::new();
-    let specs_folder = plan
-        .specs
+    let specs_folder = specs_folder(plan);
+    let index_source = format!("{specs_folder}/ (index)");
+    let categories = categories(plan);
+    let mut files = every_model_files(plan)?;
+
+    let hardware_source = format!("{specs_folder}/hardware.yaml");
+    let hardware = |p| &plan.specs.hardware.platforms[&p];
+    files.insert(
+        PathBuf::from("src/platforms.rs"),
+        format_tokens(
+            cells::platforms(&plan.platforms, &hardware, &plan.specs.quantization),
+            &hardware_source,
+        )?,
+    );
+
+    files.insert(
+        PathBuf::from("src/lib.rs"),
+        format_tokens(lib_module(plan, &categories, &specs_folder), &index_source)?,
+    );
+    for (category, models) in &categories {
+        let mods = models.iter().map(|m| format_ident!("{}", m));
+        let doc = format!(" Category {category}.");
+        let tokens = quote! { #![doc = #doc] #(pub mod #mods;)* };
+        files.insert(
+            PathBuf::from("src").join(category).join("mod.rs"),
+            format_tokens(tokens, &index_source)?,
+        );
+    }
+    Ok(files)
+}
+
+/// The specs folder's name, as the banners cite it (`model-specs` where it has none).
+fn specs_folder(plan: &Plan) -> String {
+    plan.specs
         .root
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("model-specs")
-        .to_string();
-    let index_source = format!("{specs_folder}/ (index)");
+        .to_string()
+}
 
+/// Each category's model modules, in spec order: the index modules' contents.
+fn categories<'a>(plan: &'a Plan) -> BTreeMap<&'a str, Vec<&'a str>> {
     let mut categories: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    let mut all_cells = Vec::new();
-    let mut quantization_cells = Vec::new();
     for model_plan in &plan.models {
         let spec = &model_plan.model.spec;
         let module = &model_plan.model.module;
         categories.entry(&spec.category).or_default().push(module);
-        for cell in &model_plan.cells {
-            let (category, model, name) = (
-                format_ident!("{}", spec.category),
-                format_ident!("{}", module),
-                format_ident!("{}", cells::cell_const(cell)),
-            );
-            all_cells.push(quote!(&#category::#model::cells::#name));
-        }
-        if let Some(q) = &model_plan.quantization {
-            let (category, model, name) = (
-                format_ident!("{}", spec.category),
-                format_ident!("{}", module),
-                format_ident!("{}", cells::quantization_const(q.platform)),
-            );
-            quantization_cells.push(quote!(&#category::#model::cells::#name));
-        }
     }
-    // Each model's files are independent: render them on every core (a full
-    // tree is thousands of files, and `gen --all` has a one-second budget).
+    categories
+}
+
+/// Every model's files, rendered on every core: each model's files are independent (a
+/// full tree is thousands of files, and `gen --all` has a one-second budget).
+fn every_model_files(plan: &Plan) -> Result<Files, String> {
+    let mut files = Files::new();
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
@@ -141,17 +161,45 @@ pub fn render(plan: &Plan) -> Result<Files, String> {
     for part in rendered {
         files.extend(part?);
     }
+    Ok(files)
+}
 
-    let hardware_source = format!("{specs_folder}/hardware.yaml");
-    let hardware = |p| &plan.specs.hardware.platforms[&p];
-    files.insert(
-        PathBuf::from("src/platforms.rs"),
-        format_tokens(
-            cells::platforms(&plan.platforms, &hardware, &plan.specs.quantization),
-            &hardware_source,
-        )?,
-    );
+/// A reference to every model's cells, and to every model's quantization cell, in spec
+/// order: the entries of `CELLS` and `QUANTIZATION_CELLS`.
+fn cell_refs(plan: &Plan) -> (Vec<TokenStream>, Vec<TokenStream>) {
+    let mut all_cells = Vec::new();
+    let mut quantization_cells = Vec::new();
+    for model_plan in &plan.models {
+        let spec = &model_plan.model.spec;
+        let module = &model_plan.model.module;
+        for cell in &model_plan.cells {
+            let (category, model, name) = (
+                format_ident!("{}", spec.category),
+                format_ident!("{}", module),
+                format_ident!("{}", cells::cell_const(cell)),
+            );
+            all_cells.push(quote!(&#category::#model::cells::#name));
+        }
+        if let Some(q) = &model_plan.quantization {
+            let (category, model, name) = (
+                format_ident!("{}", spec.category),
+                format_ident!("{}", module),
+                format_ident!("{}", cells::quantization_const(q.platform)),
+            );
+            quantization_cells.push(quote!(&#category::#model::cells::#name));
+        }
+    }
+    (all_cells, quantization_cells)
+}
 
+/// The crate's lib.rs: its modules, the `CELLS` and `QUANTIZATION_CELLS` indexes, and the
+/// ledger tests that record the cells that do not run.
+fn lib_module(
+    plan: &Plan,
+    categories: &BTreeMap<&str, Vec<&str>>,
+    specs_folder: &str,
+) -> TokenStream {
+    let (all_cells, quantization_cells) = cell_refs(plan);
     let category_mods = categories.keys().map(|c| format_ident!("{}", c));
     let doc = format!(
         " The hwmatrix cells: {} models × {} platforms, rendered by `gen` from {specs_folder}/.",
@@ -160,7 +208,7 @@ pub fn render(plan: &Plan) -> Result<Files, String> {
     );
     // Generated files are prettyplease's output, checked by `gen --check`:
     // rustfmt (`cargo fmt --check` in CI) skips every module of the crate.
-    let lib = quote! {
+    quote! {
         #![doc = #doc]
         #[rustfmt::skip]
         pub mod platforms;
@@ -192,21 +240,7 @@ pub fn render(plan: &Plan) -> Result<Files, String> {
                 runtime::ledger::assert_fixtures_or_reasons(super::CELLS);
             }
         }
-    };
-    files.insert(
-        PathBuf::from("src/lib.rs"),
-        format_tokens(lib, &index_source)?,
-    );
-    for (category, models) in &categories {
-        let mods = models.iter().map(|m| format_ident!("{}", m));
-        let doc = format!(" Category {category}.");
-        let tokens = quote! { #![doc = #doc] #(pub mod #mods;)* };
-        files.insert(
-            PathBuf::from("src").join(category).join("mod.rs"),
-            format_tokens(tokens, &index_source)?,
-        );
     }
-    Ok(files)
 }
 
 /// One model's files: its mod.rs, cells.rs and a test module per platform (a module per engine inside).

@@ -98,7 +98,39 @@ fn stale_because(
 
 pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
     let evidence = db.latest(&[])?;
-    let mut by_cell: BTreeMap<(&str, &str, &str), Vec<&Evidence>> = BTreeMap::new();
+    let by_cell = newest_by_cell(&evidence);
+    let (tallies, stale) = tally_cells(plan, &by_cell);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Coverage of {} ({} records)\n",
+        db.path().display(),
+        db.record_count()?
+    );
+    let _ = writeln!(
+        out,
+        "A cell is measured (its newest records ran: passed or failed), recorded not run (ignored, unsupported, known issue), not tested (our harness could not build or run its tiny PyTorch model: our gap), stale, or without evidence.\n"
+    );
+    let _ = writeln!(out, "{}", hwmatrix_specs::plan::stages_by_category(plan));
+    let total = write_tallies(&mut out, &tallies);
+    write_gaps(&mut out, &tallies);
+    write_stale(&mut out, &stale);
+    out.push_str(&evidence_store(plan));
+    Ok((out, total.stale))
+}
+
+/// A cell's key: model, platform and engine.
+type CellKey<'a> = (&'a str, &'a str, &'a str);
+
+/// The tallies by category and platform, in that order.
+type Tallies = BTreeMap<(String, String), Tally>;
+
+/// A cell's planned status, and its precision checks' own: (check, planned).
+type Checks = Vec<(&'static str, &'static str)>;
+
+/// The newest records of each cell, benchmarks left out (they are no check of the cell).
+fn newest_by_cell(evidence: &[Evidence]) -> BTreeMap<CellKey<'_>, Vec<&Evidence>> {
+    let mut by_cell: BTreeMap<CellKey, Vec<&Evidence>> = BTreeMap::new();
     for e in evidence.iter().filter(|e| e.check != "bench") {
         by_cell
             .entry((
@@ -109,53 +141,19 @@ pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
             .or_default()
             .push(e);
     }
+    by_cell
+}
+
+/// Every planned cell tallied by category and platform as measured, not run, not tested,
+/// stale or without evidence, and one line per stale cell saying why.
+fn tally_cells(plan: &Plan, by_cell: &BTreeMap<CellKey, Vec<&Evidence>>) -> (Tallies, Vec<String>) {
     let runtime_version = env!("CARGO_PKG_VERSION");
-    let mut tallies: BTreeMap<(String, String), Tally> = BTreeMap::new();
+    let mut tallies: Tallies = BTreeMap::new();
     let mut stale = Vec::new();
     for model in &plan.models {
         let spec = &model.model.spec;
-        let exported = spec.export.known_issue.is_none();
-        let keys = Keys {
-            fixture: exported.then(|| model.model.fixture_key()),
-            generation: model
-                .model
-                .generates()
-                .then(|| model.model.generation_fixture_key()),
-        };
-        // Each cell's planned status, and its precision checks' own.
-        type Checks = Vec<(&'static str, &'static str)>;
-        let mut cells: Vec<(String, &str, &str, Checks)> = model
-            .cells
-            .iter()
-            .map(|c| {
-                let precision: Checks = c
-                    .precision_checks
-                    .iter()
-                    .map(|p| (p.precision.check_name(), p.planned.label()))
-                    .collect();
-                (
-                    c.platform.name().to_string(),
-                    c.engine.kind().name(),
-                    c.planned.label(),
-                    precision,
-                )
-            })
-            .collect();
-        if let Some(q) = &model.quantization {
-            let planned = if q.checks.iter().all(|c| matches!(c.planned, Planned::Run)) {
-                "run"
-            } else if q
-                .checks
-                .iter()
-                .any(|c| matches!(c.planned, Planned::NotTested { .. }))
-            {
-                "not-tested"
-            } else {
-                "known-issue"
-            };
-            cells.push((q.platform.name().to_string(), "wgpu", planned, Vec::new()));
-        }
-        for (platform, engine, planned, precision) in cells {
+        let keys = fixture_keys(model);
+        for (platform, engine, planned, precision) in planned_cells(model) {
             let tally = tallies
                 .entry((spec.category.clone(), platform.clone()))
                 .or_default();
@@ -197,25 +195,70 @@ pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
             }
         }
     }
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# Coverage of {} ({} records)\n",
-        db.path().display(),
-        db.record_count()?
-    );
-    let _ = writeln!(
-        out,
-        "A cell is measured (its newest records ran: passed or failed), recorded not run (ignored, unsupported, known issue), not tested (our harness could not build or run its tiny PyTorch model: our gap), stale, or without evidence.\n"
-    );
-    let _ = writeln!(out, "{}", hwmatrix_specs::plan::stages_by_category(plan));
+    (tallies, stale)
+}
+
+/// The fixture keys the model's checks run on today; none for the float32 fixture where
+/// the export is a known issue.
+fn fixture_keys(model: &hwmatrix_specs::plan::ModelPlan) -> Keys {
+    let exported = model.model.spec.export.known_issue.is_none();
+    Keys {
+        fixture: exported.then(|| model.model.fixture_key()),
+        generation: model
+            .model
+            .generates()
+            .then(|| model.model.generation_fixture_key()),
+    }
+}
+
+/// The model's planned cells as (platform, engine, planned, precision checks), its
+/// quantization cell last where it has one.
+fn planned_cells(
+    model: &hwmatrix_specs::plan::ModelPlan,
+) -> Vec<(String, &'static str, &'static str, Checks)> {
+    let mut cells: Vec<(String, &str, &str, Checks)> = model
+        .cells
+        .iter()
+        .map(|c| {
+            let precision: Checks = c
+                .precision_checks
+                .iter()
+                .map(|p| (p.precision.check_name(), p.planned.label()))
+                .collect();
+            (
+                c.platform.name().to_string(),
+                c.engine.kind().name(),
+                c.planned.label(),
+                precision,
+            )
+        })
+        .collect();
+    if let Some(q) = &model.quantization {
+        let planned = if q.checks.iter().all(|c| matches!(c.planned, Planned::Run)) {
+            "run"
+        } else if q
+            .checks
+            .iter()
+            .any(|c| matches!(c.planned, Planned::NotTested { .. }))
+        {
+            "not-tested"
+        } else {
+            "known-issue"
+        };
+        cells.push((q.platform.name().to_string(), "wgpu", planned, Vec::new()));
+    }
+    cells
+}
+
+/// The category × platform table of tallies with its `all` row; returns that total.
+fn write_tallies(out: &mut String, tallies: &Tallies) -> Tally {
     let _ = writeln!(
         out,
         "| category | platform | cells | measured | not run | not tested | stale | no evidence |"
     );
     let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
     let mut total = Tally::default();
-    for ((category, platform), t) in &tallies {
+    for ((category, platform), t) in tallies {
         let _ = writeln!(
             out,
             "| {category} | {platform} | {} | {} | {} | {} | {} | {} |",
@@ -233,12 +276,17 @@ pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
         "| all | all | {} | {} | {} | {} | {} | {} |",
         total.cells, total.measured, total.not_run, total.not_tested, total.stale, total.none
     );
+    total
+}
+
+/// The gaps section: per platform, the categories with cells and no evidence.
+fn write_gaps(out: &mut String, tallies: &Tallies) {
     let _ = writeln!(
         out,
         "\n## Gaps: platforms and categories with cells and no evidence\n"
     );
     let mut gaps: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for ((category, platform), t) in &tallies {
+    for ((category, platform), t) in tallies {
         if t.none > 0 {
             gaps.entry(platform.as_str())
                 .or_default()
@@ -248,6 +296,10 @@ pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
     for (platform, list) in &gaps {
         let _ = writeln!(out, "- {platform}: {}", list.join(", "));
     }
+}
+
+/// The stale records section: the first 200 stale cells and how many more.
+fn write_stale(out: &mut String, stale: &[String]) {
     let _ = writeln!(out, "\n## Stale records ({} cells)\n", stale.len());
     for line in stale.iter().take(200) {
         let _ = writeln!(out, "- {line}");
@@ -255,8 +307,6 @@ pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
     if stale.len() > 200 {
         let _ = writeln!(out, "- … and {} more", stale.len() - 200);
     }
-    out.push_str(&evidence_store(plan));
-    Ok((out, total.stale))
 }
 
 /// The evidence store's entries per platform (`-` for the fixture pipeline):

@@ -331,11 +331,55 @@ pub fn render(report: &Report) -> Result<String, String> {
         .map(|p| p.platform.clone())
         .collect();
     let s = &report.summary;
-    let statuses: Vec<Value> = Status::ALL
+    let context = json!({
+        "style": STYLE,
+        "source": {
+            "records": report.source.records,
+            "database": report.source.database,
+            "runs": report.source.runs.len(),
+        },
+        "summary": {
+            "models": s.models,
+            "platforms": s.platforms,
+            "cells": s.cells,
+            "statuses": status_counts(report),
+            "disagreements": s.disagreements,
+        },
+        "legend": LEGEND,
+        "bars": status_bars(report),
+        "platforms": platform_rows(report),
+        "precision": precision(&report.precision),
+        "generation": generation(&report.generation),
+        "kernel": kernel_checks(report),
+        "engine_disagreements": engine_disagreement_rows(report),
+        "stage_names": hwmatrix_cell::Stage::ALL.map(|s| s.name()),
+        "stages": stage_counts(report),
+        "heatmap": heatmap(&report.matrices.category_platform, &platforms),
+        "category_platform": matrix("category-platform", &report.matrices.category_platform, &platforms, "category", false),
+        "architecture_platform": matrix("architecture-platform", &report.matrices.architecture_platform, &platforms, "architecture", true),
+        "model_platform": model_matrix(report, &platforms),
+        "issues": issue_groups(report),
+        "performance": performance_rows(report),
+        "fastest": fastest_rows(report),
+        "contradicted": contradicted_lines(report),
+        "models": model_rows(report),
+        "runs": run_rows(report),
+    });
+    super::template::render("report.html", TEMPLATE, &context)
+}
+
+/// The summary's count per status, in `Status::ALL`'s order, each with its mark and label.
+fn status_counts(report: &Report) -> Vec<Value> {
+    let s = &report.summary;
+    Status::ALL
         .iter()
         .map(|st| json!({ "mark": mark(*st), "label": st.label(), "count": s.counts.get(*st) }))
-        .collect();
-    let platform_rows: Vec<Vec<String>> = report
+        .collect()
+}
+
+/// The platforms table: one row per platform, whether it was tested and on what.
+fn platform_rows(report: &Report) -> Vec<Vec<String>> {
+    report
         .platforms
         .iter()
         .map(|p| {
@@ -348,7 +392,11 @@ pub fn render(report: &Report) -> Result<String, String> {
                 counts_text(&p.counts),
             ]
         })
-        .collect();
+        .collect()
+}
+
+/// The kernel checks' section: what they are, their counts, and their issues by cause.
+fn kernel_checks(report: &Report) -> Value {
     let k = &report.kernel_checks;
     let kernel_issues: Vec<Value> = k
         .issues
@@ -358,7 +406,18 @@ pub fn render(report: &Report) -> Result<String, String> {
             json!({ "cause": g.cause, "count": g.cells.len(), "models": models.join(", ") })
         })
         .collect();
-    let engine_disagreements: Vec<Vec<String>> = report
+    json!({
+        "engine": k.engine,
+        "what": k.what,
+        "models": k.cells.len(),
+        "counts": counts_text(&k.counts),
+        "issues": kernel_issues,
+    })
+}
+
+/// The same-kernel engines' disagreements: one row per engine of each model.
+fn engine_disagreement_rows(report: &Report) -> Vec<Vec<String>> {
+    report
         .engine_disagreements
         .iter()
         .flat_map(|d| {
@@ -372,8 +431,12 @@ pub fn render(report: &Report) -> Result<String, String> {
                 ]
             })
         })
-        .collect();
-    let stages: Vec<Value> = report
+        .collect()
+}
+
+/// The stages table: per platform, its cells by the stage they reached.
+fn stage_counts(report: &Report) -> Vec<Value> {
+    report
         .stages
         .iter()
         .map(|r| {
@@ -384,8 +447,12 @@ pub fn render(report: &Report) -> Result<String, String> {
                 .collect();
             json!({ "platform": r.platform, "counts": counts })
         })
-        .collect();
-    let issues: Vec<Value> = report
+        .collect()
+}
+
+/// The issues by cause, each cell as one line of text with its record.
+fn issue_groups(report: &Report) -> Vec<Value> {
+    report
         .issues
         .iter()
         .map(|group| {
@@ -401,8 +468,12 @@ pub fn render(report: &Report) -> Result<String, String> {
                 .collect();
             json!({ "cause": group.cause, "cells": cells })
         })
-        .collect();
-    let performance: Vec<Vec<String>> = report
+        .collect()
+}
+
+/// The performance table: one row per timed check, milliseconds to three decimals.
+fn performance_rows(report: &Report) -> Vec<Vec<String>> {
+    report
         .performance
         .iter()
         .map(|p| {
@@ -417,8 +488,12 @@ pub fn render(report: &Report) -> Result<String, String> {
                 p.record.to_string(),
             ]
         })
-        .collect();
-    let fastest: Vec<Vec<String>> = report
+        .collect()
+}
+
+/// The recommendations' fastest verified platform per category, one row each.
+fn fastest_rows(report: &Report) -> Vec<Vec<String>> {
+    report
         .recommendations
         .fastest_verified_platform
         .iter()
@@ -431,8 +506,12 @@ pub fn render(report: &Report) -> Result<String, String> {
                 f.models.to_string(),
             ]
         })
-        .collect();
-    let contradicted: Vec<String> = report
+        .collect()
+}
+
+/// The recommendations' contradicted expectations, one line each.
+fn contradicted_lines(report: &Report) -> Vec<String> {
+    report
         .recommendations
         .contradicted_expectations
         .iter()
@@ -447,8 +526,12 @@ pub fn render(report: &Report) -> Result<String, String> {
                 c.models.join(", ")
             )
         })
-        .collect();
-    let models: Vec<Vec<String>> = report
+        .collect()
+}
+
+/// The models table: one row per model, its checkpoint empty where it has none.
+fn model_rows(report: &Report) -> Vec<Vec<String>> {
+    report
         .models
         .iter()
         .map(|m| {
@@ -460,8 +543,12 @@ pub fn render(report: &Report) -> Result<String, String> {
                 m.architecture.clone(),
             ]
         })
-        .collect();
-    let runs: Vec<Vec<String>> = report
+        .collect()
+}
+
+/// The runs the report read, one row each.
+fn run_rows(report: &Report) -> Vec<Vec<String>> {
+    report
         .source
         .runs
         .iter()
@@ -474,48 +561,7 @@ pub fn render(report: &Report) -> Result<String, String> {
                 r.records.to_string(),
             ]
         })
-        .collect();
-    let context = json!({
-        "style": STYLE,
-        "source": {
-            "records": report.source.records,
-            "database": report.source.database,
-            "runs": report.source.runs.len(),
-        },
-        "summary": {
-            "models": s.models,
-            "platforms": s.platforms,
-            "cells": s.cells,
-            "statuses": statuses,
-            "disagreements": s.disagreements,
-        },
-        "legend": LEGEND,
-        "bars": status_bars(report),
-        "platforms": platform_rows,
-        "precision": precision(&report.precision),
-        "generation": generation(&report.generation),
-        "kernel": {
-            "engine": k.engine,
-            "what": k.what,
-            "models": k.cells.len(),
-            "counts": counts_text(&k.counts),
-            "issues": kernel_issues,
-        },
-        "engine_disagreements": engine_disagreements,
-        "stage_names": hwmatrix_cell::Stage::ALL.map(|s| s.name()),
-        "stages": stages,
-        "heatmap": heatmap(&report.matrices.category_platform, &platforms),
-        "category_platform": matrix("category-platform", &report.matrices.category_platform, &platforms, "category", false),
-        "architecture_platform": matrix("architecture-platform", &report.matrices.architecture_platform, &platforms, "architecture", true),
-        "model_platform": model_matrix(report, &platforms),
-        "issues": issues,
-        "performance": performance,
-        "fastest": fastest,
-        "contradicted": contradicted,
-        "models": models,
-        "runs": runs,
-    });
-    super::template::render("report.html", TEMPLATE, &context)
+        .collect()
 }
 
 const TEMPLATE: &str = include_str!("../../../../templates/report.html.tera");

@@ -492,175 +492,23 @@ const BENCH: &str = "bench";
 
 pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, String> {
     let evidence = db.latest(runs)?;
-    let mut by_cell: BTreeMap<(String, String, String), Vec<&Evidence>> = BTreeMap::new();
-    for e in evidence.iter().filter(|e| counts_for_cell(e)) {
-        by_cell
-            .entry((e.model.clone(), e.platform.clone(), e.engine_kind.clone()))
-            .or_default()
-            .push(e);
-    }
+    let by_cell = records_by_cell(&evidence);
     let specs = plan.specs;
-    let mut cells = Vec::new();
-    for model_plan in &plan.models {
-        let spec = &model_plan.model.spec;
-        let mut engines: Vec<(String, String)> = model_plan
-            .cells
-            .iter()
-            .map(|c| {
-                (
-                    c.platform.name().to_string(),
-                    c.engine.kind().name().to_string(),
-                )
-            })
-            .collect();
-        if let Some(q) = &model_plan.quantization {
-            engines.push((q.platform.name().to_string(), "wgpu".into()));
-        }
-        for (platform, engine) in engines {
-            let records = by_cell
-                .remove(&(spec.model_type.clone(), platform.clone(), engine.clone()))
-                .unwrap_or_default();
-            let statuses: Vec<Status> = records
-                .iter()
-                .map(|e| Status::of_record(e.status))
-                .collect();
-            let mut status = Status::of_checks(&statuses);
-            // A cell passes only when every planned check passed: a missing one leaves it incomplete.
-            let required = required_checks(model_plan, &platform, &engine);
-            if status == Status::Passed
-                && required
-                    .iter()
-                    .any(|check| !records.iter().any(|e| e.check == *check))
-            {
-                status = Status::Incomplete;
-            }
-            let expected = expected_support(specs, &spec.architecture, &platform);
-            let first_bad = records
-                .iter()
-                .find(|e| Status::of_record(e.status) == status && status != Status::Passed);
-            // A model without a fixture was never tried on any platform: no platform evidence to disagree with.
-            let no_fixture = !spec.has_fixture(if engine == EngineKind::Libtorch.name() {
-                EngineKind::Libtorch
-            } else {
-                EngineKind::Onnxruntime
-            });
-            let disagreement = match (expected, status) {
-                _ if no_fixture => None,
-                (Some(Support::Yes), Status::Failed) => {
-                    Some("expected yes, measured failure".to_string())
-                }
-                (Some(Support::Yes), Status::KnownIssue)
-                    if first_bad
-                        .is_some_and(|e| matches!(e.basis, Basis::Measured | Basis::Evidence)) =>
-                {
-                    Some("expected yes, measured failure (known issue)".to_string())
-                }
-                (Some(Support::No), Status::Passed) => {
-                    Some("expected no, measured pass".to_string())
-                }
-                _ => None,
-            };
-            let basis = first_bad.map(|e| e.basis);
-            let stored = (basis == Some(Basis::Evidence))
-                .then(|| stored_evidence(model_plan.model, &platform, &engine))
-                .flatten();
-            let source = match basis {
-                _ if status == Status::NoEvidence => "none",
-                Some(Basis::Evidence) => "stored evidence",
-                Some(Basis::Spec) => "spec",
-                Some(Basis::NotTried) => "not tried",
-                Some(Basis::Measured) | None => "this run",
-            };
-            cells.push(Cell {
-                model: spec.model_type.clone(),
-                category: spec.category.clone(),
-                architecture: spec.architecture.clone(),
-                platform,
-                engine,
-                status,
-                source,
-                evidence: stored,
-                expected,
-                disagreement,
-                reason: first_bad.and_then(|e| e.body.reason.clone()),
-                basis: match spec.export.stage {
-                    Some(stage) if stage.is_harness() => {
-                        Some(format!("our harness stopped at `{stage}`"))
-                    }
-                    _ if no_fixture => Some("no fixture (the export fails)".into()),
-                    _ => basis.map(|b| b.name().to_string()),
-                },
-                error_kind: first_bad
-                    .and_then(|e| e.error_kind)
-                    .map(|k| k.name().to_string()),
-                stage: cell_stage(status, first_bad.copied(), &records),
-                records: records.iter().map(|e| record_ref(e)).collect(),
-            });
-        }
-    }
+    let cells = planned_cells(plan, by_cell);
     let (cells, kernel_checks) = split_kernel_checks(cells);
-    let mut counts = Counts::default();
-    cells.iter().for_each(|c| counts.add(c.status));
     let platform_names: Vec<String> = plan
         .platforms
         .iter()
         .map(|p| p.platform.name().to_string())
         .collect();
-    let summary = Summary {
-        models: plan.models.len(),
-        platforms: platform_names.len(),
-        cells: cells.len(),
-        counts,
-        disagreements: cells.iter().filter(|c| c.disagreement.is_some()).count(),
-    };
+    let summary = summary(plan, &platform_names, &cells);
     let platforms = platform_names
         .iter()
         .map(|p| platform_summary(p, &cells, &evidence))
         .collect();
-    let models = plan
-        .models
-        .iter()
-        .map(|m| ModelRow {
-            model: m.model.spec.model_type.clone(),
-            checkpoint: m
-                .model
-                .spec
-                .checkpoints
-                .as_ref()
-                .map(|c| c.reference.clone()),
-            category: m.model.spec.category.clone(),
-            modality: serde_json::to_value(m.model.spec.modality)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
-            architecture: m.model.spec.architecture.clone(),
-        })
-        .collect();
-    let matrices = Matrices {
-        category_platform: matrix(&cells, &platform_names, |c| c.category.clone(), |_, _| None),
-        architecture_platform: matrix(
-            &cells,
-            &platform_names,
-            |c| c.architecture.clone(),
-            |row, platform| expected_support(specs, row, platform),
-        ),
-    };
-    let source = Source {
-        database: db.path().display().to_string(),
-        records: db.record_count()?,
-        runs: db
-            .runs()?
-            .into_iter()
-            .filter(|r| runs.is_empty() || runs.contains(&r.run_id))
-            .map(|r| RunRow {
-                run_id: r.run_id,
-                hosts: r.hosts,
-                first: r.first,
-                last: r.last,
-                records: r.records,
-            })
-            .collect(),
-    };
+    let models = model_rows(plan);
+    let matrices = matrices(specs, &cells, &platform_names);
+    let source = source(db, runs)?;
     let performance = performance(&evidence);
     let recommendations = Recommendations {
         fastest_verified_platform: fastest(&cells, &performance),
@@ -668,22 +516,7 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
     };
     let stages = stage_rows(&cells, &platform_names);
     let engine_disagreements = engine_disagreements(&cells);
-    // A real checkpoint's precision records are rating evidence wherever they were made: a
-    // checkpoint run has an id of its own (tests/checkpoint.sh), so they come from every run.
-    let every_run = if runs.is_empty() {
-        Vec::new()
-    } else {
-        db.latest(&[])?
-    };
-    let precision = precision::precision_evidence(
-        plan,
-        &evidence,
-        if runs.is_empty() {
-            &evidence
-        } else {
-            &every_run
-        },
-    );
+    let precision = precision_of(plan, db, runs, &evidence)?;
     let generation = generation::generation_evidence(&evidence);
     Ok(Report {
         source,
@@ -701,6 +534,268 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
         performance,
         recommendations,
     })
+}
+
+/// A cell's key: model, platform and engine.
+type CellKey = (String, String, String);
+
+/// The records that make a cell's status (`counts_for_cell`), grouped by cell, so each
+/// planned cell takes its own.
+fn records_by_cell(evidence: &[Evidence]) -> BTreeMap<CellKey, Vec<&Evidence>> {
+    let mut by_cell: BTreeMap<CellKey, Vec<&Evidence>> = BTreeMap::new();
+    for e in evidence.iter().filter(|e| counts_for_cell(e)) {
+        by_cell
+            .entry((e.model.clone(), e.platform.clone(), e.engine_kind.clone()))
+            .or_default()
+            .push(e);
+    }
+    by_cell
+}
+
+/// Every planned cell, the kernel checks' included, in the plan's order: each model's
+/// cells, then its wgpu quantization cell where that is planned.
+fn planned_cells(plan: &Plan, mut by_cell: BTreeMap<CellKey, Vec<&Evidence>>) -> Vec<Cell> {
+    let mut cells = Vec::new();
+    for model_plan in &plan.models {
+        let spec = &model_plan.model.spec;
+        for (platform, engine) in planned_engines(model_plan) {
+            let records = by_cell
+                .remove(&(spec.model_type.clone(), platform.clone(), engine.clone()))
+                .unwrap_or_default();
+            cells.push(planned_cell(
+                plan.specs, model_plan, platform, engine, records,
+            ));
+        }
+    }
+    cells
+}
+
+/// A model's planned (platform, engine) pairs: its cells, then its quantization checks'
+/// platform with the wgpu engine.
+fn planned_engines(model_plan: &hwmatrix_specs::plan::ModelPlan) -> Vec<(String, String)> {
+    let mut engines: Vec<(String, String)> = model_plan
+        .cells
+        .iter()
+        .map(|c| {
+            (
+                c.platform.name().to_string(),
+                c.engine.kind().name().to_string(),
+            )
+        })
+        .collect();
+    if let Some(q) = &model_plan.quantization {
+        engines.push((q.platform.name().to_string(), "wgpu".into()));
+    }
+    engines
+}
+
+/// One cell from its newest records: its status, what it contradicts, and where each
+/// mark comes from (see the module's comment).
+fn planned_cell(
+    specs: &hwmatrix_specs::spec::Specs,
+    model_plan: &hwmatrix_specs::plan::ModelPlan,
+    platform: String,
+    engine: String,
+    records: Vec<&Evidence>,
+) -> Cell {
+    let spec = &model_plan.model.spec;
+    let status = cell_status(model_plan, &platform, &engine, &records);
+    let expected = expected_support(specs, &spec.architecture, &platform);
+    let first_bad = records
+        .iter()
+        .find(|e| Status::of_record(e.status) == status && status != Status::Passed);
+    // A model without a fixture was never tried on any platform: no platform evidence to disagree with.
+    let no_fixture = !spec.has_fixture(if engine == EngineKind::Libtorch.name() {
+        EngineKind::Libtorch
+    } else {
+        EngineKind::Onnxruntime
+    });
+    let disagreement = disagreement(expected, status, first_bad.copied(), no_fixture);
+    let basis = first_bad.map(|e| e.basis);
+    let stored = (basis == Some(Basis::Evidence))
+        .then(|| stored_evidence(model_plan.model, &platform, &engine))
+        .flatten();
+    let source = cell_source(status, basis);
+    Cell {
+        model: spec.model_type.clone(),
+        category: spec.category.clone(),
+        architecture: spec.architecture.clone(),
+        platform,
+        engine,
+        status,
+        source,
+        evidence: stored,
+        expected,
+        disagreement,
+        reason: first_bad.and_then(|e| e.body.reason.clone()),
+        basis: match spec.export.stage {
+            Some(stage) if stage.is_harness() => Some(format!("our harness stopped at `{stage}`")),
+            _ if no_fixture => Some("no fixture (the export fails)".into()),
+            _ => basis.map(|b| b.name().to_string()),
+        },
+        error_kind: first_bad
+            .and_then(|e| e.error_kind)
+            .map(|k| k.name().to_string()),
+        stage: cell_stage(status, first_bad.copied(), &records),
+        records: records.iter().map(|e| record_ref(e)).collect(),
+    }
+}
+
+/// The cell's status from its records, incomplete where it would pass but a planned
+/// check has no record.
+fn cell_status(
+    model_plan: &hwmatrix_specs::plan::ModelPlan,
+    platform: &str,
+    engine: &str,
+    records: &[&Evidence],
+) -> Status {
+    let statuses: Vec<Status> = records
+        .iter()
+        .map(|e| Status::of_record(e.status))
+        .collect();
+    let mut status = Status::of_checks(&statuses);
+    // A cell passes only when every planned check passed: a missing one leaves it incomplete.
+    let required = required_checks(model_plan, platform, engine);
+    if status == Status::Passed
+        && required
+            .iter()
+            .any(|check| !records.iter().any(|e| e.check == *check))
+    {
+        status = Status::Incomplete;
+    }
+    status
+}
+
+/// Where the cell's status contradicts architectures.yaml's expectation; never for a
+/// model without a fixture.
+fn disagreement(
+    expected: Option<Support>,
+    status: Status,
+    first_bad: Option<&Evidence>,
+    no_fixture: bool,
+) -> Option<String> {
+    match (expected, status) {
+        _ if no_fixture => None,
+        (Some(Support::Yes), Status::Failed) => Some("expected yes, measured failure".to_string()),
+        (Some(Support::Yes), Status::KnownIssue)
+            if first_bad.is_some_and(|e| matches!(e.basis, Basis::Measured | Basis::Evidence)) =>
+        {
+            Some("expected yes, measured failure (known issue)".to_string())
+        }
+        (Some(Support::No), Status::Passed) => Some("expected no, measured pass".to_string()),
+        _ => None,
+    }
+}
+
+/// Where the cell's status comes from (`Cell::source`), from its first failing or
+/// not-run record's basis.
+fn cell_source(status: Status, basis: Option<Basis>) -> &'static str {
+    match basis {
+        _ if status == Status::NoEvidence => "none",
+        Some(Basis::Evidence) => "stored evidence",
+        Some(Basis::Spec) => "spec",
+        Some(Basis::NotTried) => "not tried",
+        Some(Basis::Measured) | None => "this run",
+    }
+}
+
+/// The report's headline numbers: models, platforms, and the model-run cells by status.
+fn summary(plan: &Plan, platform_names: &[String], cells: &[Cell]) -> Summary {
+    let mut counts = Counts::default();
+    cells.iter().for_each(|c| counts.add(c.status));
+    Summary {
+        models: plan.models.len(),
+        platforms: platform_names.len(),
+        cells: cells.len(),
+        counts,
+        disagreements: cells.iter().filter(|c| c.disagreement.is_some()).count(),
+    }
+}
+
+/// One row per planned model: what it is and which checkpoint it stands for.
+fn model_rows(plan: &Plan) -> Vec<ModelRow> {
+    plan.models
+        .iter()
+        .map(|m| ModelRow {
+            model: m.model.spec.model_type.clone(),
+            checkpoint: m
+                .model
+                .spec
+                .checkpoints
+                .as_ref()
+                .map(|c| c.reference.clone()),
+            category: m.model.spec.category.clone(),
+            modality: serde_json::to_value(m.model.spec.modality)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            architecture: m.model.spec.architecture.clone(),
+        })
+        .collect()
+}
+
+/// The category × platform and architecture × platform matrices, the latter with
+/// architectures.yaml's expectation per row and platform.
+fn matrices(
+    specs: &hwmatrix_specs::spec::Specs,
+    cells: &[Cell],
+    platform_names: &[String],
+) -> Matrices {
+    Matrices {
+        category_platform: matrix(cells, platform_names, |c| c.category.clone(), |_, _| None),
+        architecture_platform: matrix(
+            cells,
+            platform_names,
+            |c| c.architecture.clone(),
+            |row, platform| expected_support(specs, row, platform),
+        ),
+    }
+}
+
+/// The database read and its runs (those in `runs`, or all when it is empty).
+fn source(db: &Database, runs: &[String]) -> Result<Source, String> {
+    Ok(Source {
+        database: db.path().display().to_string(),
+        records: db.record_count()?,
+        runs: db
+            .runs()?
+            .into_iter()
+            .filter(|r| runs.is_empty() || runs.contains(&r.run_id))
+            .map(|r| RunRow {
+                run_id: r.run_id,
+                hosts: r.hosts,
+                first: r.first,
+                last: r.last,
+                records: r.records,
+            })
+            .collect(),
+    })
+}
+
+/// The precision evidence of the runs read, with a real checkpoint's records taken from
+/// every run.
+fn precision_of(
+    plan: &Plan,
+    db: &Database,
+    runs: &[String],
+    evidence: &[Evidence],
+) -> Result<precision::PrecisionEvidence, String> {
+    // A real checkpoint's precision records are rating evidence wherever they were made: a
+    // checkpoint run has an id of its own (tests/checkpoint.sh), so they come from every run.
+    let every_run = if runs.is_empty() {
+        Vec::new()
+    } else {
+        db.latest(&[])?
+    };
+    Ok(precision::precision_evidence(
+        plan,
+        evidence,
+        if runs.is_empty() {
+            evidence
+        } else {
+            &every_run
+        },
+    ))
 }
 
 /// The checks a cell must have passed to pass: the float32 checks, or a wgpu
