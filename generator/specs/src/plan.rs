@@ -11,7 +11,8 @@ use hwmatrix_cell::{
 
 use crate::spec::evidence::{self, Entry, EntryOutcome};
 use crate::spec::{
-    EngineSpec, LoadedModel, OverrideStatus, PrecisionTolerance, Specs, ToleranceSpec,
+    EngineSpec, LoadedModel, ModelSpec, OverrideStatus, PlatformOverride, PrecisionTolerance,
+    Specs, ToleranceSpec,
 };
 
 /// What the user asked for; an empty list means "all".
@@ -241,58 +242,121 @@ fn plan_cell(
     platform: &PlatformPlan,
     engine: &EngineSpec,
 ) -> CellPlan {
-    let spec = &model.spec;
-    let name = platform.platform;
-    let over = spec.platforms.get(&name);
-    let kind = engine.kind();
-    let what = format!("{} on {name} with {}", spec.model_type, kind.name());
-    let entries = |checks: &[&str]| -> Vec<&Entry> {
-        spec.evidence
+    let cell = Cell::new(specs, model, platform, engine);
+    let planned = cell.planned();
+    let precision_checks = cell.precision_checks(&planned);
+    let float32_computed_in = cell.float32_computed_in();
+    let generation = cell.generation();
+    let (spec, name, over) = (cell.spec, cell.name, cell.over);
+    CellPlan {
+        generation,
+        platform: name,
+        engine: engine.clone(),
+        precision_checks,
+        float32_computed_in,
+        planned,
+        tolerance_override: over.and_then(|o| o.tolerance.clone()).or_else(|| {
+            platform_tolerance(&specs.hardware.platforms[&name].tolerance, &spec.tolerance)
+        }),
+        fallback_ops: over.map(|o| o.fallback_ops.clone()).unwrap_or_default(),
+    }
+}
+
+/// One cell being planned (a model on a platform with an engine), with what each of its
+/// checks' statuses is decided from: the spec's override for the platform and the evidence.
+struct Cell<'a> {
+    specs: &'a Specs,
+    model: &'a LoadedModel,
+    spec: &'a ModelSpec,
+    platform: &'a PlatformPlan,
+    engine: &'a EngineSpec,
+    name: Platform,
+    kind: EngineKind,
+    over: Option<&'a PlatformOverride>,
+    /// What its evidence's reasons name the checks (`bert on openvino with onnxruntime`).
+    what: String,
+}
+
+impl<'a> Cell<'a> {
+    /// Gathers what every check of the cell is decided from, once for all of them.
+    fn new(
+        specs: &'a Specs,
+        model: &'a LoadedModel,
+        platform: &'a PlatformPlan,
+        engine: &'a EngineSpec,
+    ) -> Self {
+        let spec = &model.spec;
+        let name = platform.platform;
+        let kind = engine.kind();
+        Cell {
+            specs,
+            model,
+            spec,
+            platform,
+            engine,
+            name,
+            kind,
+            over: spec.platforms.get(&name),
+            what: format!("{} on {name} with {}", spec.model_type, kind.name()),
+        }
+    }
+
+    /// The cell's stored outcomes of `checks`: what decides a check no person's status does.
+    fn entries(&self, checks: &[&str]) -> Vec<&'a Entry> {
+        self.spec
+            .evidence
             .iter()
-            .filter(|e| e.is_for(name, kind) && checks.contains(&e.check.as_str()))
+            .filter(|e| e.is_for(self.name, self.kind) && checks.contains(&e.check.as_str()))
             .collect()
-    };
-    let run = || match platform.no_engine(engine) {
-        None => Planned::Run,
-        Some(reason) => Planned::NoEngine { reason },
-    };
-    // architectures.yaml's `support: no` (the seeds' expectation) never keeps a
-    // cell from running: the run is the evidence, and the report sets the
-    // expectation beside it. Only a person's override with its reason, or a
-    // stored outcome, does.
-    let planned = if let Some(error) = &spec.export.known_issue {
-        if let Some(not_tested) = harness_gap(spec, name) {
+    }
+
+    /// Run, unless the runtime lacks the engine: then its cells say so instead of failing.
+    fn run(&self) -> Planned<String> {
+        match self.platform.no_engine(self.engine) {
+            None => Planned::Run,
+            Some(reason) => Planned::NoEngine { reason },
+        }
+    }
+
+    /// The float32 cell's status: the export's known issue first (nothing runs without a
+    /// fixture), then a person's status for the platform, then the stored outcomes.
+    fn planned(&self) -> Planned<String> {
+        // architectures.yaml's `support: no` (the seeds' expectation) never keeps a
+        // cell from running: the run is the evidence, and the report sets the
+        // expectation beside it. Only a person's override with its reason, or a
+        // stored outcome, does.
+        if let Some(error) = &self.spec.export.known_issue {
+            self.planned_with_export_issue(error)
+        } else if let Some(o) = self.over.filter(|o| o.status.is_some()) {
+            let reason = o.reason.clone().unwrap_or_default();
+            match o.status.expect("filtered") {
+                OverrideStatus::Run => self.run(),
+                OverrideStatus::Unsupported => Planned::Unsupported {
+                    reason,
+                    basis: Basis::Spec,
+                },
+                OverrideStatus::KnownIssue => Planned::KnownIssue {
+                    reason,
+                    basis: Basis::Spec,
+                    stage: None,
+                },
+            }
+        } else if let Some(planned) = from_evidence(&self.what, &self.entries(&CHECKS)) {
+            planned
+        } else {
+            self.run()
+        }
+    }
+
+    /// The status of a cell whose ONNX export failed (`error`): who failed decides whether it
+    /// is the model's known issue or a gap of our harness, which must not read as the model's.
+    fn planned_with_export_issue(&self, error: &str) -> Planned<String> {
+        let spec = self.spec;
+        if let Some(not_tested) = harness_gap(spec, self.name) {
             // Our harness stopped before any engine: not tested, on every platform alike.
             not_tested
-        } else if kind == EngineKind::Libtorch {
-            // libtorch runs the TorchScript trace, which torch.onnx failing says nothing about:
-            // its fixture is built without the ONNX step (torchscript.py), unless tracing failed too.
-            let trace_failed = spec
-                .pipeline_entry(evidence::TORCHSCRIPT_EXPORT)
-                .filter(|_| spec.export.known_issue_measured);
-            if spec.traced_without_onnx() {
-                // Its own fixture: its checks' stored outcomes decide, as any cell's.
-                from_evidence(&what, &entries(&CHECKS)).unwrap_or_else(run)
-            } else if let Some(entry) = trace_failed {
-                from_evidence(
-                    &format!("{}'s TorchScript trace", spec.model_type),
-                    &[entry],
-                )
-                .expect("one entry")
-            } else {
-                let why = if spec.export.known_issue_measured {
-                    "it is checked as its components, and libtorch's own fixture (generator/importer/exporter/torchscript.py) is built for whole models only"
-                } else {
-                    "it is a known issue written in its spec, so no export ran, and its TorchScript trace is built only where a run measured that failure (gen import)"
-                };
-                Planned::NotTested {
-                    reason: format!(
-                        "not tested here: {}'s ONNX export failed and {why} (our harness's gap): {error}",
-                        spec.model_type
-                    ),
-                    stage: Stage::Export,
-                }
-            }
+        } else if self.kind == EngineKind::Libtorch {
+            self.planned_libtorch_without_onnx(error)
         } else if spec.export.known_issue_measured {
             let entry = spec
                 .evidence
@@ -311,113 +375,138 @@ fn plan_cell(
                 stage: spec.export.stage,
             }
         }
-    } else if let Some(o) = over.filter(|o| o.status.is_some()) {
-        let reason = o.reason.clone().unwrap_or_default();
-        match o.status.expect("filtered") {
-            OverrideStatus::Run => run(),
-            OverrideStatus::Unsupported => Planned::Unsupported {
-                reason,
-                basis: Basis::Spec,
-            },
-            OverrideStatus::KnownIssue => Planned::KnownIssue {
-                reason,
-                basis: Basis::Spec,
-                stage: None,
-            },
-        }
-    } else if let Some(planned) = from_evidence(&what, &entries(&CHECKS)) {
-        planned
-    } else {
-        run()
-    };
-    // Every engine that runs the ONNX graph runs its variants (the browser's
-    // onnxruntime-web too); libtorch runs TorchScript and wgpu runs kernels.
-    let precision_checks = match engine {
-        EngineSpec::Onnxruntime { .. } | EngineSpec::Browser { .. } => specs.hardware.platforms
-            [&name]
-            .precision_checks
-            .iter()
-            .map(|&precision| {
-                let planned = match (
-                    &planned,
-                    from_evidence(&what, &entries(&[precision.check_name()])),
-                ) {
-                    (Planned::Run, Some(stored)) => stored,
-                    (other, _) => other.clone(),
-                };
-                let tolerance = spec
-                    .precision_tolerances
-                    .get(&precision)
-                    .cloned()
-                    .expect("the loader checks every precision check has a tolerance");
-                PrecisionPlan {
-                    precision,
-                    planned,
-                    tolerance,
-                }
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    // Judged as that precision is: its elementwise bound and the model's agreement bound for it.
-    let float32_computed_in = specs.hardware.platforms[&name]
-        .float32_computed_in
-        .as_ref()
-        .map(|c| {
-            let agreement = spec
-                .precision_tolerances
-                .get(&c.precision)
-                .cloned()
-                .expect("the loader checks every precision has a tolerance");
-            (
-                c.precision,
-                c.max_error_of_spread,
-                c.reason.clone(),
-                agreement,
+    }
+
+    /// A libtorch cell's status where the ONNX export failed (`error`): its own fixture's
+    /// outcomes, the trace's measured failure, or our harness's gap, never the ONNX failure itself.
+    fn planned_libtorch_without_onnx(&self, error: &str) -> Planned<String> {
+        let spec = self.spec;
+        // libtorch runs the TorchScript trace, which torch.onnx failing says nothing about:
+        // its fixture is built without the ONNX step (torchscript.py), unless tracing failed too.
+        let trace_failed = spec
+            .pipeline_entry(evidence::TORCHSCRIPT_EXPORT)
+            .filter(|_| spec.export.known_issue_measured);
+        if spec.traced_without_onnx() {
+            // Its own fixture: its checks' stored outcomes decide, as any cell's.
+            from_evidence(&self.what, &self.entries(&CHECKS)).unwrap_or_else(|| self.run())
+        } else if let Some(entry) = trace_failed {
+            from_evidence(
+                &format!("{}'s TorchScript trace", spec.model_type),
+                &[entry],
             )
-        });
-    let runs_onnx = matches!(
-        engine,
-        EngineSpec::Onnxruntime { .. } | EngineSpec::Browser { .. }
-    );
-    let generation = (model.generates() && runs_onnx).then(|| {
-        let generation_export = spec
-            .evidence
-            .iter()
-            .find(|e| e.platform.is_none() && e.check == evidence::GENERATION_EXPORT);
-        match over.and_then(|o| o.status.map(|s| (s, o.reason.clone().unwrap_or_default()))) {
-            _ if platform.no_engine(engine).is_some() => run(),
-            _ if generation_export.is_some() => from_evidence(
-                &format!(
-                    "{}'s decoder with its cache (the generation exporter)",
+            .expect("one entry")
+        } else {
+            let why = if spec.export.known_issue_measured {
+                "it is checked as its components, and libtorch's own fixture (generator/importer/exporter/torchscript.py) is built for whole models only"
+            } else {
+                "it is a known issue written in its spec, so no export ran, and its TorchScript trace is built only where a run measured that failure (gen import)"
+            };
+            Planned::NotTested {
+                reason: format!(
+                    "not tested here: {}'s ONNX export failed and {why} (our harness's gap): {error}",
                     spec.model_type
                 ),
-                &[generation_export.expect("checked")],
-            )
-            .expect("one entry"),
-            Some((OverrideStatus::Unsupported, reason)) => Planned::Unsupported {
-                reason,
-                basis: Basis::Spec,
-            },
-            Some((OverrideStatus::KnownIssue, reason)) => Planned::KnownIssue {
-                reason,
-                basis: Basis::Spec,
-                stage: None,
-            },
-            _ => from_evidence(&what, &entries(&[GENERATES])).unwrap_or(Planned::Run),
+                stage: Stage::Export,
+            }
         }
-    });
-    CellPlan {
-        generation,
-        platform: name,
-        engine: engine.clone(),
-        precision_checks,
-        float32_computed_in,
-        planned,
-        tolerance_override: over.and_then(|o| o.tolerance.clone()).or_else(|| {
-            platform_tolerance(&specs.hardware.platforms[&name].tolerance, &spec.tolerance)
-        }),
-        fallback_ops: over.map(|o| o.fallback_ops.clone()).unwrap_or_default(),
+    }
+
+    /// The platform's precision checks, on engines that run the ONNX graph's variants: each
+    /// inherits the float32 cell's status (`planned`) unless it runs, then its own outcome decides.
+    fn precision_checks(&self, planned: &Planned<String>) -> Vec<PrecisionPlan> {
+        // Every engine that runs the ONNX graph runs its variants (the browser's
+        // onnxruntime-web too); libtorch runs TorchScript and wgpu runs kernels.
+        match self.engine {
+            EngineSpec::Onnxruntime { .. } | EngineSpec::Browser { .. } => {
+                self.specs.hardware.platforms[&self.name]
+                    .precision_checks
+                    .iter()
+                    .map(|&precision| {
+                        let planned = match (
+                            planned,
+                            from_evidence(&self.what, &self.entries(&[precision.check_name()])),
+                        ) {
+                            (Planned::Run, Some(stored)) => stored,
+                            (other, _) => other.clone(),
+                        };
+                        let tolerance = self
+                            .spec
+                            .precision_tolerances
+                            .get(&precision)
+                            .cloned()
+                            .expect("the loader checks every precision check has a tolerance");
+                        PrecisionPlan {
+                            precision,
+                            planned,
+                            tolerance,
+                        }
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Where the platform computes float32 graphs in a lower precision, the bounds its float32
+    /// checks are judged by: that precision's elementwise bound and the model's agreement bound for it.
+    fn float32_computed_in(&self) -> Option<(Precision, f64, String, PrecisionTolerance)> {
+        self.specs.hardware.platforms[&self.name]
+            .float32_computed_in
+            .as_ref()
+            .map(|c| {
+                let agreement = self
+                    .spec
+                    .precision_tolerances
+                    .get(&c.precision)
+                    .cloned()
+                    .expect("the loader checks every precision has a tolerance");
+                (
+                    c.precision,
+                    c.max_error_of_spread,
+                    c.reason.clone(),
+                    agreement,
+                )
+            })
+    }
+
+    /// The `generates` check of a generating model on an engine that runs ONNX graphs: the
+    /// generation graph is its own export, so the float32 cell's issue does not decide it.
+    fn generation(&self) -> Option<Planned<String>> {
+        let spec = self.spec;
+        let runs_onnx = matches!(
+            self.engine,
+            EngineSpec::Onnxruntime { .. } | EngineSpec::Browser { .. }
+        );
+        (self.model.generates() && runs_onnx).then(|| {
+            let generation_export = spec
+                .evidence
+                .iter()
+                .find(|e| e.platform.is_none() && e.check == evidence::GENERATION_EXPORT);
+            match self
+                .over
+                .and_then(|o| o.status.map(|s| (s, o.reason.clone().unwrap_or_default())))
+            {
+                _ if self.platform.no_engine(self.engine).is_some() => self.run(),
+                _ if generation_export.is_some() => from_evidence(
+                    &format!(
+                        "{}'s decoder with its cache (the generation exporter)",
+                        spec.model_type
+                    ),
+                    &[generation_export.expect("checked")],
+                )
+                .expect("one entry"),
+                Some((OverrideStatus::Unsupported, reason)) => Planned::Unsupported {
+                    reason,
+                    basis: Basis::Spec,
+                },
+                Some((OverrideStatus::KnownIssue, reason)) => Planned::KnownIssue {
+                    reason,
+                    basis: Basis::Spec,
+                    stage: None,
+                },
+                _ => from_evidence(&self.what, &self.entries(&[GENERATES])).unwrap_or(Planned::Run),
+            }
+        })
     }
 }
 

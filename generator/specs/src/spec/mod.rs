@@ -172,195 +172,33 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
         check_quantization(file, src, &root.join("quantization.yaml"), &mut errors);
     }
     if let Some((file, src)) = &defaults {
-        for (precision, bound) in &file.precision_tolerances {
-            if let Some(problem) = agreement_bound_problem(bound) {
-                errors.push(SpecError::new(
-                    &root.join("defaults.yaml"),
-                    locate_key(src, "precision_tolerances", 0).unwrap_or((1, 1)),
-                    format!("precision_tolerances.{}: {problem}", precision.name()),
-                    "min_cosine and min_top1 are fractions in (0, 1], max_rel_l2 is above 0: choose them from measurements",
-                ));
-            }
-        }
+        check_precision_tolerances(file, src, &root.join("defaults.yaml"), &mut errors);
     }
 
     if let Some((hw, src)) = &hardware {
-        let path = root.join("hardware.yaml");
-        for platform in Platform::ALL {
-            match hw.platforms.get(&platform) {
-                None => errors.push(SpecError::new(
-                    &path,
-                    locate_key(src, "platforms", 0).unwrap_or((1, 1)),
-                    format!("platform `{platform}` is missing"),
-                    "hardware.yaml must describe all 8 platforms: cpu, cuda, rocm, mps, openvino, qnn, webnn, webgpu",
-                )),
-                Some(p) if p.feature != platform.name() => errors.push(SpecError::new(
-                    &path,
-                    locate_value(src, "feature", &p.feature).unwrap_or((1, 1)),
-                    format!("platform `{platform}` has feature `{}`", p.feature),
-                    format!("the cargo feature of a platform is its name: `feature: {platform}`"),
-                )),
-                Some(p) if p.precision_checks.iter().any(|c| !defaults.as_ref().is_none_or(|(d, _)| d.precision_tolerances.contains_key(c))) => {
-                    errors.push(SpecError::new(
-                        &path,
-                        locate_key(src, "precision_checks", 4).unwrap_or((1, 1)),
-                        format!("platform `{platform}` checks a precision that defaults.yaml gives no tolerance"),
-                        "add it to defaults.yaml's `precision_tolerances` ({min_cosine, max_rel_l2, min_top1}, chosen from measurements)",
-                    ))
-                }
-                Some(p) if p.float32_computed_in.as_ref().is_some_and(|c| !(c.max_error_of_spread > 0.0 && c.max_error_of_spread < 1.0)) => {
-                    errors.push(SpecError::new(
-                        &path,
-                        locate_key(src, "float32_computed_in", 4).unwrap_or((1, 1)),
-                        format!("platform `{platform}`'s float32_computed_in has max_error_of_spread outside (0, 1)"),
-                        "give a fraction of each output's spread above 0 and below 1 (at 1 a constant would pass), chosen from measurements",
-                    ))
-                }
-                Some(p) if p.float32_computed_in.as_ref().is_some_and(|c| c.reason.trim().is_empty()) => errors.push(SpecError::new(
-                    &path,
-                    locate_key(src, "float32_computed_in", 4).unwrap_or((1, 1)),
-                    format!("platform `{platform}`'s float32_computed_in has no reason"),
-                    "add `reason:` saying what computes in that precision and how it was found",
-                )),
-                Some(p) if p.tolerance.as_ref().is_some_and(|t| t.reason.as_deref().is_none_or(|r| r.trim().is_empty())) => errors.push(SpecError::new(
-                    &path,
-                    locate_key(src, "tolerance", 4).unwrap_or((1, 1)),
-                    format!("platform `{platform}`'s tolerance has no reason"),
-                    "add `reason:` inside `tolerance:` with the measurement it was chosen from",
-                )),
-                Some(p) if p.engines.is_empty() => errors.push(SpecError::new(
-                    &path,
-                    locate_key(src, platform.name(), 2).unwrap_or((1, 1)),
-                    format!("platform `{platform}` lists no engine"),
-                    "list at least one of onnxruntime, libtorch, wgpu, browser",
-                )),
-                Some(_) => {}
-            }
-        }
+        let defaults = defaults.as_ref().map(|(d, _)| d);
+        check_hardware(hw, src, &root.join("hardware.yaml"), defaults, &mut errors);
     }
     if let Some((archs, src)) = &architectures {
-        for (name, arch) in &archs.architectures {
-            let missing: Vec<&str> = Platform::ALL
-                .iter()
-                .filter(|p| !arch.platforms.contains_key(p))
-                .map(|p| p.name())
-                .collect();
-            if !missing.is_empty() {
-                errors.push(SpecError::new(
-                    &root.join("architectures.yaml"),
-                    locate_key(src, name, 2).unwrap_or((1, 1)),
-                    format!(
-                        "architecture `{name}` has no entry for {}",
-                        missing.join(", ")
-                    ),
-                    "give every architecture an entry for each of the 8 platforms",
-                ));
-            }
-        }
+        check_architectures(archs, src, &root.join("architectures.yaml"), &mut errors);
     }
 
-    let mut evidence = evidence::load_all(root, &mut errors);
+    let mut loader = ModelLoader {
+        root,
+        defaults: defaults.as_ref().map(|(d, _)| d),
+        categories: categories.as_ref().map(|(c, _)| c),
+        architectures: architectures.as_ref().map(|(a, _)| a),
+        evidence: evidence::load_all(root, &mut errors),
+        seen: BTreeMap::new(),
+        modules: BTreeMap::new(),
+    };
     let mut models = Vec::new();
-    let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
-    // module name → the first model_type and file that took it
-    let mut modules: BTreeMap<String, (String, PathBuf)> = BTreeMap::new();
     for path in model_files(&root.join("models"), &mut errors) {
-        let Some((file, source)) = parse_file::<SpecFile>(&path, &mut errors) else {
-            continue;
-        };
-        let Some((defaults, _)) = &defaults else {
-            continue;
-        };
-        let imported = file.imported.clone();
-        let entries = evidence
-            .remove(&file.model_type)
-            .map(|(_, file)| file.entries)
-            .unwrap_or_default();
-        let (spec, sources) = match resolve::resolve(file, defaults, entries) {
-            Ok(resolved) => resolved,
-            Err(problems) => {
-                for (field, message, help) in problems {
-                    // A curated field is on its own line; a missing one is reported at model_type.
-                    let at = locate_key(&source, field, 0)
-                        .or_else(|| locate_key(&source, "model_type", 0))
-                        .unwrap_or((1, 1));
-                    errors.push(SpecError::new(&path, at, message, help));
-                }
-                continue;
-            }
-        };
-        let before = errors.len();
-        validate_model(
-            &spec,
-            &path,
-            &source,
-            categories.as_ref().map(|c| &c.0),
-            architectures.as_ref().map(|a| &a.0),
-            &mut errors,
-        );
-        if let Some(first) = seen.get(&spec.model_type) {
-            errors.push(SpecError::new(
-                &path,
-                locate_key(&source, "model_type", 0).unwrap_or((1, 1)),
-                format!(
-                    "duplicate model_type `{}`: {} already defines it",
-                    spec.model_type,
-                    first.display()
-                ),
-                "each model_type has exactly one spec; remove or merge one of the two files",
-            ));
-        } else {
-            seen.insert(spec.model_type.clone(), path.clone());
-            // A model_type that is not allowed was reported by validate_model.
-            if let Ok(module) = module_name(&spec.model_type) {
-                if let Some((other_type, other_path)) = modules.get(&module) {
-                    errors.push(SpecError::new(
-                        &path,
-                        locate_key(&source, "model_type", 0).unwrap_or((1, 1)),
-                        format!(
-                            "model_type `{}` and model_type `{other_type}` of {} both become the Rust module `{module}` (`-` and `.` are written `_`)",
-                            spec.model_type,
-                            other_path.display()
-                        ),
-                        format!(
-                            "keep only the spec whose model_type is transformers' own (its config's `model_type`), and remove {} or {}",
-                            path.display(),
-                            other_path.display()
-                        ),
-                    ));
-                } else {
-                    modules.insert(module, (spec.model_type.clone(), path.clone()));
-                }
-            }
-        }
-        if errors.len() == before {
-            let relative = path.strip_prefix(root).unwrap_or(&path);
-            let folder = root
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("model-specs");
-            let display_path =
-                format!("{folder}/{}", relative.to_string_lossy().replace('\\', "/"));
-            let module = module_name(&spec.model_type).expect("validated above");
-            models.push(LoadedModel {
-                spec,
-                module,
-                path,
-                sources,
-                imported,
-                display_path,
-            });
+        if let Some(model) = loader.load_model(path, &mut errors) {
+            models.push(model);
         }
     }
-
-    for (model_type, (path, _)) in &evidence {
-        errors.push(SpecError::new(
-            path,
-            (1, 1),
-            format!("evidence for `{model_type}`, which has no spec"),
-            "remove the file, or add the model's spec under models/",
-        ));
-    }
+    report_evidence_without_spec(&loader.evidence, &mut errors);
 
     match (hardware, architectures, categories, defaults, quantization) {
         (
@@ -384,6 +222,249 @@ pub fn load(root: &Path) -> Result<Specs, SpecErrors> {
             })
         }
         _ => Err(SpecErrors(errors)),
+    }
+}
+
+/// defaults.yaml's precision bounds: one that can never pass or never fail would make its checks meaningless.
+fn check_precision_tolerances(
+    file: &DefaultsFile,
+    src: &str,
+    path: &Path,
+    errors: &mut Vec<SpecError>,
+) {
+    for (precision, bound) in &file.precision_tolerances {
+        if let Some(problem) = agreement_bound_problem(bound) {
+            errors.push(SpecError::new(
+                path,
+                locate_key(src, "precision_tolerances", 0).unwrap_or((1, 1)),
+                format!("precision_tolerances.{}: {problem}", precision.name()),
+                "min_cosine and min_top1 are fractions in (0, 1], max_rel_l2 is above 0: choose them from measurements",
+            ));
+        }
+    }
+}
+
+/// hardware.yaml's rules, the first broken one per platform: every platform is described, by its
+/// own feature, with bounds its checks can be judged by and an engine to run its cells.
+fn check_hardware(
+    hw: &HardwareFile,
+    src: &str,
+    path: &Path,
+    defaults: Option<&DefaultsFile>,
+    errors: &mut Vec<SpecError>,
+) {
+    for platform in Platform::ALL {
+        match hw.platforms.get(&platform) {
+            None => errors.push(SpecError::new(
+                path,
+                locate_key(src, "platforms", 0).unwrap_or((1, 1)),
+                format!("platform `{platform}` is missing"),
+                "hardware.yaml must describe all 8 platforms: cpu, cuda, rocm, mps, openvino, qnn, webnn, webgpu",
+            )),
+            Some(p) if p.feature != platform.name() => errors.push(SpecError::new(
+                path,
+                locate_value(src, "feature", &p.feature).unwrap_or((1, 1)),
+                format!("platform `{platform}` has feature `{}`", p.feature),
+                format!("the cargo feature of a platform is its name: `feature: {platform}`"),
+            )),
+            Some(p) if p.precision_checks.iter().any(|c| !defaults.is_none_or(|d| d.precision_tolerances.contains_key(c))) => {
+                errors.push(SpecError::new(
+                    path,
+                    locate_key(src, "precision_checks", 4).unwrap_or((1, 1)),
+                    format!("platform `{platform}` checks a precision that defaults.yaml gives no tolerance"),
+                    "add it to defaults.yaml's `precision_tolerances` ({min_cosine, max_rel_l2, min_top1}, chosen from measurements)",
+                ))
+            }
+            Some(p) if p.float32_computed_in.as_ref().is_some_and(|c| !(c.max_error_of_spread > 0.0 && c.max_error_of_spread < 1.0)) => {
+                errors.push(SpecError::new(
+                    path,
+                    locate_key(src, "float32_computed_in", 4).unwrap_or((1, 1)),
+                    format!("platform `{platform}`'s float32_computed_in has max_error_of_spread outside (0, 1)"),
+                    "give a fraction of each output's spread above 0 and below 1 (at 1 a constant would pass), chosen from measurements",
+                ))
+            }
+            Some(p) if p.float32_computed_in.as_ref().is_some_and(|c| c.reason.trim().is_empty()) => errors.push(SpecError::new(
+                path,
+                locate_key(src, "float32_computed_in", 4).unwrap_or((1, 1)),
+                format!("platform `{platform}`'s float32_computed_in has no reason"),
+                "add `reason:` saying what computes in that precision and how it was found",
+            )),
+            Some(p) if p.tolerance.as_ref().is_some_and(|t| t.reason.as_deref().is_none_or(|r| r.trim().is_empty())) => errors.push(SpecError::new(
+                path,
+                locate_key(src, "tolerance", 4).unwrap_or((1, 1)),
+                format!("platform `{platform}`'s tolerance has no reason"),
+                "add `reason:` inside `tolerance:` with the measurement it was chosen from",
+            )),
+            Some(p) if p.engines.is_empty() => errors.push(SpecError::new(
+                path,
+                locate_key(src, platform.name(), 2).unwrap_or((1, 1)),
+                format!("platform `{platform}` lists no engine"),
+                "list at least one of onnxruntime, libtorch, wgpu, browser",
+            )),
+            Some(_) => {}
+        }
+    }
+}
+
+/// architectures.yaml's rule: every architecture says what to expect on each platform, so every cell has an expectation.
+fn check_architectures(
+    archs: &ArchitecturesFile,
+    src: &str,
+    path: &Path,
+    errors: &mut Vec<SpecError>,
+) {
+    for (name, arch) in &archs.architectures {
+        let missing: Vec<&str> = Platform::ALL
+            .iter()
+            .filter(|p| !arch.platforms.contains_key(p))
+            .map(|p| p.name())
+            .collect();
+        if !missing.is_empty() {
+            errors.push(SpecError::new(
+                path,
+                locate_key(src, name, 2).unwrap_or((1, 1)),
+                format!(
+                    "architecture `{name}` has no entry for {}",
+                    missing.join(", ")
+                ),
+                "give every architecture an entry for each of the 8 platforms",
+            ));
+        }
+    }
+}
+
+/// Evidence no model file claimed: it would be silently ignored, so it is an error.
+fn report_evidence_without_spec(
+    evidence: &BTreeMap<String, (PathBuf, evidence::EvidenceFile)>,
+    errors: &mut Vec<SpecError>,
+) {
+    for (model_type, (path, _)) in evidence {
+        errors.push(SpecError::new(
+            path,
+            (1, 1),
+            format!("evidence for `{model_type}`, which has no spec"),
+            "remove the file, or add the model's spec under models/",
+        ));
+    }
+}
+
+/// What loading the model files one by one shares: the shared files each is checked against,
+/// the evidence not yet claimed, and the model_types and modules earlier files took.
+struct ModelLoader<'a> {
+    root: &'a Path,
+    defaults: Option<&'a DefaultsFile>,
+    categories: Option<&'a CategoriesFile>,
+    architectures: Option<&'a ArchitecturesFile>,
+    /// model_type → its evidence file, until its spec claims it.
+    evidence: BTreeMap<String, (PathBuf, evidence::EvidenceFile)>,
+    /// model_type → the file that defines it.
+    seen: BTreeMap<String, PathBuf>,
+    /// module name → the first model_type and file that took it
+    modules: BTreeMap<String, (String, PathBuf)>,
+}
+
+impl ModelLoader<'_> {
+    /// Parses, resolves and validates one model file; the model, unless that reported an error
+    /// (every problem is reported, so a broken file does not stop the others' checks).
+    fn load_model(&mut self, path: PathBuf, errors: &mut Vec<SpecError>) -> Option<LoadedModel> {
+        let (file, source) = parse_file::<SpecFile>(&path, errors)?;
+        let defaults = self.defaults?;
+        let imported = file.imported.clone();
+        let entries = self
+            .evidence
+            .remove(&file.model_type)
+            .map(|(_, file)| file.entries)
+            .unwrap_or_default();
+        let (spec, sources) = match resolve::resolve(file, defaults, entries) {
+            Ok(resolved) => resolved,
+            Err(problems) => {
+                for (field, message, help) in problems {
+                    // A curated field is on its own line; a missing one is reported at model_type.
+                    let at = locate_key(&source, field, 0)
+                        .or_else(|| locate_key(&source, "model_type", 0))
+                        .unwrap_or((1, 1));
+                    errors.push(SpecError::new(&path, at, message, help));
+                }
+                return None;
+            }
+        };
+        let before = errors.len();
+        validate_model(
+            &spec,
+            &path,
+            &source,
+            self.categories,
+            self.architectures,
+            errors,
+        );
+        self.check_unique(&spec, &path, &source, errors);
+        if errors.len() != before {
+            return None;
+        }
+        let relative = path.strip_prefix(self.root).unwrap_or(&path);
+        let folder = self
+            .root
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("model-specs");
+        let display_path = format!("{folder}/{}", relative.to_string_lossy().replace('\\', "/"));
+        let module = module_name(&spec.model_type).expect("validated above");
+        Some(LoadedModel {
+            spec,
+            module,
+            path,
+            sources,
+            imported,
+            display_path,
+        })
+    }
+
+    /// Claims the spec's model_type and its Rust module for this file: two specs of one model,
+    /// or two model_types one module, would generate clashing code.
+    fn check_unique(
+        &mut self,
+        spec: &ModelSpec,
+        path: &Path,
+        source: &str,
+        errors: &mut Vec<SpecError>,
+    ) {
+        if let Some(first) = self.seen.get(&spec.model_type) {
+            errors.push(SpecError::new(
+                path,
+                locate_key(source, "model_type", 0).unwrap_or((1, 1)),
+                format!(
+                    "duplicate model_type `{}`: {} already defines it",
+                    spec.model_type,
+                    first.display()
+                ),
+                "each model_type has exactly one spec; remove or merge one of the two files",
+            ));
+        } else {
+            self.seen
+                .insert(spec.model_type.clone(), path.to_path_buf());
+            // A model_type that is not allowed was reported by validate_model.
+            if let Ok(module) = module_name(&spec.model_type) {
+                if let Some((other_type, other_path)) = self.modules.get(&module) {
+                    errors.push(SpecError::new(
+                        path,
+                        locate_key(source, "model_type", 0).unwrap_or((1, 1)),
+                        format!(
+                            "model_type `{}` and model_type `{other_type}` of {} both become the Rust module `{module}` (`-` and `.` are written `_`)",
+                            spec.model_type,
+                            other_path.display()
+                        ),
+                        format!(
+                            "keep only the spec whose model_type is transformers' own (its config's `model_type`), and remove {} or {}",
+                            path.display(),
+                            other_path.display()
+                        ),
+                    ));
+                } else {
+                    self.modules
+                        .insert(module, (spec.model_type.clone(), path.to_path_buf()));
+                }
+            }
+        }
     }
 }
 
@@ -515,70 +596,124 @@ fn validate_model(
     architectures: Option<&ArchitecturesFile>,
     errors: &mut Vec<SpecError>,
 ) {
-    let at = |key: &str| locate_key(src, key, 0).unwrap_or((1, 1));
-    let mut error = |pos: (usize, usize), message: String, help: String| {
-        errors.push(SpecError::new(path, pos, message, help))
-    };
+    let mut check = ModelCheck { path, src, errors };
+    validate_model_type(spec, &mut check);
+    if let Some(categories) = categories {
+        validate_category(spec, categories, &mut check);
+    }
+    if let Some(architectures) = architectures {
+        validate_architecture(spec, architectures, &mut check);
+    }
+    validate_tensors(spec, &mut check);
+    validate_cache(spec, &mut check);
+    validate_fixed_inputs(spec, &mut check);
+    validate_shapes(spec, &mut check);
+    check.tolerance(&spec.tolerance, check.at("tolerance"));
+    validate_platform_overrides(spec, &mut check);
+    validate_known_issue(spec, &mut check);
+}
 
+/// One model file under validation: where its problems are located, and where they go.
+struct ModelCheck<'a> {
+    path: &'a Path,
+    src: &'a str,
+    errors: &'a mut Vec<SpecError>,
+}
+
+impl ModelCheck<'_> {
+    /// Where a top-level key is written, or the file's start where it is not (a field filled in).
+    fn at(&self, key: &str) -> (usize, usize) {
+        locate_key(self.src, key, 0).unwrap_or((1, 1))
+    }
+
+    /// Reports a problem of this file, at `pos`, with its fix.
+    fn error(&mut self, pos: (usize, usize), message: String, help: String) {
+        self.errors
+            .push(SpecError::new(self.path, pos, message, help))
+    }
+
+    /// Reports a tolerance that no comparison could use, at `pos`.
+    fn tolerance(&mut self, t: &ToleranceSpec, pos: (usize, usize)) {
+        check_tolerance(t, pos, &mut |pos, message, help| {
+            self.error(pos, message, help)
+        });
+    }
+}
+
+/// A model_type must be transformers' own and name its file, so a model's spec is found by its name.
+fn validate_model_type(spec: &ModelSpec, check: &mut ModelCheck) {
     if let Err(message) = check_model_type(&spec.model_type) {
-        error(at("model_type"), message, "write transformers' model_type exactly as its config's `model_type` says (e.g. `xlm-roberta`)".into());
-    } else if path.file_stem().and_then(|s| s.to_str()) != Some(spec.model_type.as_str()) {
-        error(
-            at("model_type"),
+        check.error(check.at("model_type"), message, "write transformers' model_type exactly as its config's `model_type` says (e.g. `xlm-roberta`)".into());
+    } else if check.path.file_stem().and_then(|s| s.to_str()) != Some(spec.model_type.as_str()) {
+        check.error(
+            check.at("model_type"),
             format!(
                 "model_type `{}` does not match the file name {}",
                 spec.model_type,
-                path.display()
+                check.path.display()
             ),
             format!("name the file {}.yaml", spec.model_type),
         );
     }
-    if let Some(categories) = categories {
-        if !categories.categories.contains_key(&spec.category) {
-            let known: Vec<&str> = categories.categories.keys().map(String::as_str).collect();
-            error(
-                at("category"),
-                format!("unknown category `{}`", spec.category),
-                format!("use one of: {}", known.join(", ")),
-            );
-        } else if path
-            .parent()
-            .and_then(|p| p.file_name())
-            .and_then(|n| n.to_str())
-            != Some(spec.category.as_str())
-        {
-            error(
-                at("category"),
-                format!(
-                    "category `{}` does not match the folder {}",
-                    spec.category,
-                    path.parent().unwrap_or(path).display()
-                ),
-                format!("move the file to models/{}/", spec.category),
-            );
-        }
-    }
-    if let Some(architectures) = architectures
-        && !architectures.architectures.contains_key(&spec.architecture)
+}
+
+/// A category must be one categories.yaml knows and name the file's folder, so the tree matches the report.
+fn validate_category(spec: &ModelSpec, categories: &CategoriesFile, check: &mut ModelCheck) {
+    let path = check.path;
+    if !categories.categories.contains_key(&spec.category) {
+        let known: Vec<&str> = categories.categories.keys().map(String::as_str).collect();
+        check.error(
+            check.at("category"),
+            format!("unknown category `{}`", spec.category),
+            format!("use one of: {}", known.join(", ")),
+        );
+    } else if path
+        .parent()
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str())
+        != Some(spec.category.as_str())
     {
+        check.error(
+            check.at("category"),
+            format!(
+                "category `{}` does not match the folder {}",
+                spec.category,
+                path.parent().unwrap_or(path).display()
+            ),
+            format!("move the file to models/{}/", spec.category),
+        );
+    }
+}
+
+/// An architecture must be one architectures.yaml describes: the cells' expectations come from it.
+fn validate_architecture(
+    spec: &ModelSpec,
+    architectures: &ArchitecturesFile,
+    check: &mut ModelCheck,
+) {
+    if !architectures.architectures.contains_key(&spec.architecture) {
         let known: Vec<&str> = architectures
             .architectures
             .keys()
             .map(String::as_str)
             .collect();
-        error(
-            at("architecture"),
+        check.error(
+            check.at("architecture"),
             format!("unknown architecture type `{}`", spec.architecture),
             format!("use one of: {}", known.join(", ")),
         );
     }
+}
+
+/// Inputs and outputs are declared, once each and with axes, since the fixture and the cells are built from them.
+fn validate_tensors(spec: &ModelSpec, check: &mut ModelCheck) {
     // A known issue (the exporter's or the importer's real error) stops every
     // cell before a tensor is read: such a spec may not know its tensors.
     let blocked = spec.export.known_issue.is_some();
     for (key, tensors) in [("inputs", &spec.inputs), ("outputs", &spec.outputs)] {
         if tensors.is_empty() && !blocked {
-            error(
-                at(key),
+            check.error(
+                check.at(key),
                 format!("`{key}` is empty"),
                 format!("declare the model's {key} with name, dtype and axes"),
             );
@@ -586,8 +721,8 @@ fn validate_model(
         let mut names = BTreeSet::new();
         for t in tensors.iter() {
             if !names.insert(t.name.as_str()) {
-                error(
-                    locate_value(src, "name", &t.name).unwrap_or(at(key)),
+                check.error(
+                    locate_value(check.src, "name", &t.name).unwrap_or(check.at(key)),
                     format!("{key} declares `{}` twice", t.name),
                     "give each tensor one entry".into(),
                 );
@@ -596,13 +731,17 @@ fn validate_model(
             // `sample_posterior: False`), never a graph tensor: it may be a scalar.
             let fixed = key == "inputs" && spec.export.fixed_inputs.contains(&t.name);
             if t.axes.is_empty() && !fixed {
-                error(locate_value(src, "name", &t.name).unwrap_or(at(key)), format!("`{}` has no axes", t.name), "list its named axes, e.g. [batch, sequence] (only an `export.fixed_inputs` entry may be a scalar)".into());
+                check.error(locate_value(check.src, "name", &t.name).unwrap_or(check.at(key)), format!("`{}` has no axes", t.name), "list its named axes, e.g. [batch, sequence] (only an `export.fixed_inputs` entry may be a scalar)".into());
             }
         }
     }
+}
+
+/// A cache is declared only where a generation fixture uses it, and names each tensor once.
+fn validate_cache(spec: &ModelSpec, check: &mut ModelCheck) {
     if !spec.cache.is_empty() && !spec.generates() {
-        error(
-            at("cache"),
+        check.error(
+            check.at("cache"),
             format!("`cache` is declared, but `{}` does not generate (task `{}`{})", spec.model_type, spec.task, if spec.components.is_empty() { "" } else { ", checked as components" }),
             "remove it: only a text-generation, text2text-generation or image-text-to-text model has a generation fixture".into(),
         );
@@ -610,28 +749,37 @@ fn validate_model(
     let mut cache_names = BTreeSet::new();
     for (name, _) in CacheGroup::past_inputs(&spec.cache) {
         if !cache_names.insert(name.clone()) {
-            error(
-                at("cache"),
+            check.error(
+                check.at("cache"),
                 format!("`cache` declares `{name}` twice"),
                 "list each layer once per tensor name".into(),
             );
         }
     }
+}
+
+/// `export.fixed_inputs` names declared inputs: the exporter passes them by those names.
+fn validate_fixed_inputs(spec: &ModelSpec, check: &mut ModelCheck) {
     for name in &spec.export.fixed_inputs {
         if !spec.inputs.iter().any(|t| &t.name == name) {
-            error(
-                at("export"),
+            check.error(
+                check.at("export"),
                 format!("`export.fixed_inputs` names `{name}`, which is not an input"),
                 "list inputs declared under `inputs`".into(),
             );
         }
     }
+}
+
+/// Two shapes that size exactly the input axes and differ, so the dynamic-shapes check can fail.
+fn validate_shapes(spec: &ModelSpec, check: &mut ModelCheck) {
+    let blocked = spec.export.known_issue.is_some();
     if blocked && (spec.shapes.is_empty() || spec.inputs.is_empty()) {
         // nothing to check: the modality's default shapes of a spec whose
         // inputs are unknown (deriving them failed) size nothing
     } else if spec.shapes.len() != 2 {
-        error(
-            at("shapes"),
+        check.error(
+            check.at("shapes"),
             format!("`shapes` has {} entries", spec.shapes.len()),
             "give exactly two: the export shape and a second shape that differs on a dynamic axis"
                 .into(),
@@ -654,8 +802,8 @@ fn validate_model(
                 .filter(|a| !input_axes.contains(a))
                 .collect();
             if !missing.is_empty() {
-                error(
-                    at("shapes"),
+                check.error(
+                    check.at("shapes"),
                     format!(
                         "shape {} does not size the input axes {}",
                         i + 1,
@@ -665,8 +813,8 @@ fn validate_model(
                 );
             }
             if !extra.is_empty() {
-                error(
-                    at("shapes"),
+                check.error(
+                    check.at("shapes"),
                     format!(
                         "shape {} sizes {} which no input has",
                         i + 1,
@@ -677,18 +825,21 @@ fn validate_model(
             }
         }
         if spec.shapes[0] == spec.shapes[1] {
-            error(
-                at("shapes"),
+            check.error(
+                check.at("shapes"),
                 "the two shapes are equal, so dynamic_shapes could not fail".into(),
                 "change a dynamic axis (batch, sequence...) in the second".into(),
             );
         }
     }
-    check_tolerance(&spec.tolerance, at("tolerance"), &mut error);
+}
+
+/// Each platform override changes something and says why, since it overrules what a run would show.
+fn validate_platform_overrides(spec: &ModelSpec, check: &mut ModelCheck) {
     for (platform, o) in &spec.platforms {
-        let pos = locate_key(src, platform.name(), 2).unwrap_or(at("platforms"));
+        let pos = locate_key(check.src, platform.name(), 2).unwrap_or(check.at("platforms"));
         if o.status.is_some() && o.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
-            error(
+            check.error(
                 pos,
                 format!("the `{platform}` override sets a status without a reason"),
                 "add `reason:` with the specific cause (the real error, or the seed that says so)"
@@ -696,9 +847,9 @@ fn validate_model(
             );
         }
         if let Some(t) = &o.tolerance {
-            check_tolerance(t, pos, &mut error);
+            check.tolerance(t, pos);
             if t.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
-                error(
+                check.error(
                     pos,
                     format!("the `{platform}` tolerance override has no reason"),
                     "add `reason:` inside `tolerance:` saying why this platform needs it".into(),
@@ -707,8 +858,8 @@ fn validate_model(
         }
         for (op, reason) in &o.fallback_ops {
             if reason.trim().is_empty() {
-                error(
-                    locate_key(src, op, 6).unwrap_or(pos),
+                check.error(
+                    locate_key(check.src, op, 6).unwrap_or(pos),
                     format!("the `{platform}` fallback of `{op}` has no reason"),
                     format!(
                         "say why `{op}` may run off {platform}'s provider (e.g. \"ORT places shape computations on CPU by design\")"
@@ -717,14 +868,14 @@ fn validate_model(
             }
         }
         if platform == &Platform::Cpu && !o.fallback_ops.is_empty() {
-            error(
+            check.error(
                 pos,
                 "`fallback_ops` on cpu: there is nothing to fall back to".into(),
                 "remove it; cpu cells run every node on the CPU provider".into(),
             );
         }
         if o.status.is_none() && o.tolerance.is_none() && o.fallback_ops.is_empty() {
-            error(
+            check.error(
                 pos,
                 format!("the `{platform}` override changes nothing"),
                 "set `status:` with `reason:`, `tolerance:`, or `fallback_ops:`, or remove it"
@@ -732,14 +883,18 @@ fn validate_model(
             );
         }
     }
+}
+
+/// A written known issue carries the exporter's real error: an empty one would stop every cell without saying why.
+fn validate_known_issue(spec: &ModelSpec, check: &mut ModelCheck) {
     if spec
         .export
         .known_issue
         .as_deref()
         .is_some_and(|r| r.trim().is_empty())
     {
-        error(
-            at("export"),
+        check.error(
+            check.at("export"),
             "`export.known_issue` is empty".into(),
             "write the exporter's real error there, or remove the field".into(),
         );

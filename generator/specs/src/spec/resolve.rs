@@ -33,50 +33,26 @@ pub fn resolve(
     defaults: &DefaultsFile,
     evidence: Vec<Entry>,
 ) -> Result<(ModelSpec, Sources), Vec<FieldError>> {
-    let mut sources = BTreeMap::new();
-    let mut errors = Vec::new();
     let imported = file.imported.clone();
     let imp = imported.as_ref();
-
-    macro_rules! pick {
-        ($field:expr, $curated:expr, $imported:expr) => {{
-            match ($curated, $imported) {
-                (Some(v), _) => {
-                    sources.insert($field, Source::Curated);
-                    Some(v)
-                }
-                (None, Some(v)) => {
-                    sources.insert($field, Source::Imported);
-                    Some(v)
-                }
-                (None, None) => None,
-            }
-        }};
-    }
-    let missing = |field: &'static str, errors: &mut Vec<(&'static str, String, String)>| {
-        let why = imp
-            .and_then(|i| i.undecided.clone())
-            .map(|u| format!(" (gen import: {u})"))
-            .unwrap_or_default();
-        errors.push((
-            field,
-            format!("`{field}` is set neither in the spec nor by `gen import`{why}"),
-            format!("write `{field}:` at the top level of the spec"),
-        ));
+    let mut r = Resolver {
+        imp,
+        sources: BTreeMap::new(),
+        errors: Vec::new(),
     };
 
-    let category = pick!(
+    let category = r.pick(
         "category",
         file.category,
-        imp.and_then(|i| i.category.clone())
+        imp.and_then(|i| i.category.clone()),
     );
-    let architecture = pick!(
+    let architecture = r.pick(
         "architecture",
         file.architecture,
-        imp.and_then(|i| i.architecture.clone())
+        imp.and_then(|i| i.architecture.clone()),
     );
-    let modality = pick!("modality", file.modality, imp.and_then(|i| i.modality));
-    let task = pick!("task", file.task, imp.and_then(|i| i.task.clone()));
+    let modality = r.pick("modality", file.modality, imp.and_then(|i| i.modality));
+    let task = r.pick("task", file.task, imp.and_then(|i| i.task.clone()));
     for (field, present) in [
         ("category", category.is_some()),
         ("architecture", architecture.is_some()),
@@ -84,141 +60,56 @@ pub fn resolve(
         ("task", task.is_some()),
     ] {
         if !present {
-            missing(field, &mut errors);
+            r.missing(field);
         }
     }
 
-    let priority = file.priority.unwrap_or_else(|| {
-        sources.insert("priority", Source::Default);
-        defaults.priority
-    });
-    if file.priority.is_some() {
-        sources.insert("priority", Source::Curated);
-    }
+    let priority = r.priority(file.priority, defaults);
 
     let export_file = file.export.unwrap_or_default();
-    let class = pick!(
+    let class = r.pick(
         "export",
         export_file.class,
-        imp.map(|i| i.export_class.clone())
+        imp.map(|i| i.export_class.clone()),
     );
-    let pipeline = evidence
-        .iter()
-        .find(|e| e.platform.is_none() && e.check == super::evidence::EXPORT);
-    let (known_issue, known_issue_measured, stage) = match (export_file.known_issue, pipeline) {
-        // A person's `export.known_issue` is about exporting.
-        (Some(k), _) => (Some(k), false, Some(Stage::Export)),
-        (None, Some(entry)) => (
-            Some(entry.error.clone()),
-            true,
-            entry.stage.or(Some(Stage::Export)),
-        ),
-        (None, None) => (None, false, None),
-    };
+    let (known_issue, known_issue_measured, stage) =
+        export_known_issue(export_file.known_issue, &evidence);
     if class.is_none() {
-        errors.push((
+        r.errors.push((
             "export",
             "`export.class` is set neither in the spec nor by `gen import`".into(),
             "write `export: {class: <transformers class>}`".into(),
         ));
     }
 
-    // Field by field like the rest: a curated tiny_config replaces the imported one.
-    let tiny_config = if !file.tiny_config.is_empty() {
-        sources.insert("tiny_config", Source::Curated);
-        file.tiny_config
-    } else {
-        let mut imported = imp.map(|i| i.tiny_config.clone()).unwrap_or_default();
-        if !imported.is_empty() {
-            sources.insert("tiny_config", Source::Imported);
-        }
-        // The import already derived with the overrides; merging again keeps a spec whose
-        // overrides changed since (not yet re-imported) consistent with what it says.
-        merge_config(&mut imported, &file.tiny_config_overrides);
-        if !file.tiny_config_overrides.is_empty() {
-            sources.insert("tiny_config", Source::Curated);
-        }
-        imported
-    };
+    let tiny_config = r.tiny_config(file.tiny_config, &file.tiny_config_overrides);
     let default_io = architecture.as_ref().and_then(|a| defaults.io.get(a));
-    let mut io = |field: &'static str,
-                  curated: Option<Vec<TensorSpec>>,
-                  imported: Option<Vec<TensorSpec>>,
-                  default: Option<&Vec<TensorSpec>>| {
-        match pick!(field, curated, imported) {
-            Some(v) => v,
-            None => match default {
-                Some(d) => {
-                    sources.insert(field, Source::Default);
-                    d.clone()
-                }
-                None => Vec::new(), // empty: validation says what to write, unless a known issue stops the cells
-            },
-        }
-    };
-    let inputs = io(
+    let inputs = r.io(
         "inputs",
         file.inputs,
         imp.and_then(|i| i.inputs.clone()),
         default_io.map(|d| &d.inputs),
     );
-    let outputs = io(
+    let outputs = r.io(
         "outputs",
         file.outputs,
         imp.and_then(|i| i.outputs.clone()),
         default_io.map(|d| &d.outputs),
     );
-    let shapes = match pick!("shapes", file.shapes, imp.and_then(|i| i.shapes.clone())) {
-        Some(v) => v,
-        None => match modality.and_then(|m| defaults.shapes.get(&m)) {
-            Some(d) => {
-                sources.insert("shapes", Source::Default);
-                d.clone()
-            }
-            None => Vec::new(),
-        },
-    };
-    let tolerance = match file.tolerance {
-        Some(t) => {
-            sources.insert("tolerance", Source::Curated);
-            t
-        }
-        None => {
-            sources.insert("tolerance", Source::Default);
-            defaults.tolerance.clone()
-        }
-    };
+    let shapes = r.shapes(file.shapes, modality, defaults);
+    let tolerance = r.tolerance(file.tolerance, defaults);
     let mut precision_tolerances = defaults.precision_tolerances.clone();
     precision_tolerances.extend(file.precision_tolerances);
-    if !errors.is_empty() {
-        return Err(errors);
+    if !r.errors.is_empty() {
+        return Err(r.errors);
     }
-    // Components are chosen by a person and measured by gen import: the measured ones must be
-    // of the chosen, or the spec changed since its import. A model that stops before export has none.
-    let measured: Vec<Component> = imp.map(|i| i.components.clone()).unwrap_or_default();
-    let components = if file.components.is_empty() {
-        Vec::new()
-    } else if measured
-        .iter()
-        .map(Component::choice)
-        .eq(file.components.iter().cloned())
-    {
-        sources.insert("components", Source::Curated);
-        measured
-    } else {
-        if known_issue.is_none() {
-            errors.push((
-                "components",
-                "the spec's `components` are not those `gen import` measured (`imported.components`)".into(),
-                format!("run `gen import --model {}` to measure each component's inputs and outputs", file.model_type),
-            ));
-        }
-        Vec::new()
-    };
-    if !errors.is_empty() {
-        return Err(errors);
+    let components = r.components(file.components, known_issue.is_some(), &file.model_type);
+    if !r.errors.is_empty() {
+        return Err(r.errors);
     }
-    let cache = pick!("cache", file.cache, imp.and_then(|i| i.cache.clone())).unwrap_or_default();
+    let cache = r
+        .pick("cache", file.cache, imp.and_then(|i| i.cache.clone()))
+        .unwrap_or_default();
     let spec = ModelSpec {
         model_type: file.model_type,
         category: category.expect("checked"),
@@ -247,7 +138,202 @@ pub fn resolve(
         components,
         cache,
     };
-    Ok((spec, sources))
+    Ok((spec, r.sources))
+}
+
+/// The export's known issue, whether a run measured it, and its stage: a person's wins over the
+/// fixture pipeline's stored failure, so a written diagnosis is never replaced by a guess.
+fn export_known_issue(
+    written: Option<String>,
+    evidence: &[Entry],
+) -> (Option<String>, bool, Option<Stage>) {
+    let pipeline = evidence
+        .iter()
+        .find(|e| e.platform.is_none() && e.check == super::evidence::EXPORT);
+    match (written, pipeline) {
+        // A person's `export.known_issue` is about exporting.
+        (Some(k), _) => (Some(k), false, Some(Stage::Export)),
+        (None, Some(entry)) => (
+            Some(entry.error.clone()),
+            true,
+            entry.stage.or(Some(Stage::Export)),
+        ),
+        (None, None) => (None, false, None),
+    }
+}
+
+/// A resolution in progress: where each field came from so far (for `gen show`), and the
+/// fields that could not be resolved (all reported together, not one per run).
+struct Resolver<'a> {
+    imp: Option<&'a Imported>,
+    sources: Sources,
+    errors: Vec<FieldError>,
+}
+
+impl Resolver<'_> {
+    /// The curated value, else the imported one, noting which was taken: a person's word wins.
+    fn pick<T>(
+        &mut self,
+        field: &'static str,
+        curated: Option<T>,
+        imported: Option<T>,
+    ) -> Option<T> {
+        match (curated, imported) {
+            (Some(v), _) => {
+                self.sources.insert(field, Source::Curated);
+                Some(v)
+            }
+            (None, Some(v)) => {
+                self.sources.insert(field, Source::Imported);
+                Some(v)
+            }
+            (None, None) => None,
+        }
+    }
+
+    /// Reports a required field neither the spec nor the import sets, with the import's reason
+    /// for leaving it undecided, so the fix is clear.
+    fn missing(&mut self, field: &'static str) {
+        let why = self
+            .imp
+            .and_then(|i| i.undecided.clone())
+            .map(|u| format!(" (gen import: {u})"))
+            .unwrap_or_default();
+        self.errors.push((
+            field,
+            format!("`{field}` is set neither in the spec nor by `gen import`{why}"),
+            format!("write `{field}:` at the top level of the spec"),
+        ));
+    }
+
+    /// The spec's priority, else defaults.yaml's: every model has one to order runs by.
+    fn priority(&mut self, curated: Option<Priority>, defaults: &DefaultsFile) -> Priority {
+        let priority = curated.unwrap_or_else(|| {
+            self.sources.insert("priority", Source::Default);
+            defaults.priority
+        });
+        if curated.is_some() {
+            self.sources.insert("priority", Source::Curated);
+        }
+        priority
+    }
+
+    /// The tiny config: a curated one whole, else the imported one with the spec's overrides
+    /// merged in, so what a person tuned is never mixed with guesses.
+    fn tiny_config(
+        &mut self,
+        curated: BTreeMap<String, serde_yaml::Value>,
+        overrides: &BTreeMap<String, serde_yaml::Value>,
+    ) -> BTreeMap<String, serde_yaml::Value> {
+        // Field by field like the rest: a curated tiny_config replaces the imported one.
+        if !curated.is_empty() {
+            self.sources.insert("tiny_config", Source::Curated);
+            curated
+        } else {
+            let mut imported = self.imp.map(|i| i.tiny_config.clone()).unwrap_or_default();
+            if !imported.is_empty() {
+                self.sources.insert("tiny_config", Source::Imported);
+            }
+            // The import already derived with the overrides; merging again keeps a spec whose
+            // overrides changed since (not yet re-imported) consistent with what it says.
+            merge_config(&mut imported, overrides);
+            if !overrides.is_empty() {
+                self.sources.insert("tiny_config", Source::Curated);
+            }
+            imported
+        }
+    }
+
+    /// Inputs or outputs: curated, imported, else the architecture's usual ones from defaults.yaml.
+    fn io(
+        &mut self,
+        field: &'static str,
+        curated: Option<Vec<TensorSpec>>,
+        imported: Option<Vec<TensorSpec>>,
+        default: Option<&Vec<TensorSpec>>,
+    ) -> Vec<TensorSpec> {
+        match self.pick(field, curated, imported) {
+            Some(v) => v,
+            None => match default {
+                Some(d) => {
+                    self.sources.insert(field, Source::Default);
+                    d.clone()
+                }
+                None => Vec::new(), // empty: validation says what to write, unless a known issue stops the cells
+            },
+        }
+    }
+
+    /// The shapes: curated, imported, else the modality's from defaults.yaml (empty where none:
+    /// validation says what to write).
+    fn shapes(
+        &mut self,
+        curated: Option<Vec<BTreeMap<String, u32>>>,
+        modality: Option<Modality>,
+        defaults: &DefaultsFile,
+    ) -> Vec<BTreeMap<String, u32>> {
+        let imported = self.imp.and_then(|i| i.shapes.clone());
+        match self.pick("shapes", curated, imported) {
+            Some(v) => v,
+            None => match modality.and_then(|m| defaults.shapes.get(&m)) {
+                Some(d) => {
+                    self.sources.insert("shapes", Source::Default);
+                    d.clone()
+                }
+                None => Vec::new(),
+            },
+        }
+    }
+
+    /// The spec's tolerance, else defaults.yaml's: the import never guesses one.
+    fn tolerance(
+        &mut self,
+        curated: Option<ToleranceSpec>,
+        defaults: &DefaultsFile,
+    ) -> ToleranceSpec {
+        match curated {
+            Some(t) => {
+                self.sources.insert("tolerance", Source::Curated);
+                t
+            }
+            None => {
+                self.sources.insert("tolerance", Source::Default);
+                defaults.tolerance.clone()
+            }
+        }
+    }
+
+    /// The components `gen import` measured, where they are those the spec chooses: measurements
+    /// of other components would check a model the spec no longer describes.
+    fn components(
+        &mut self,
+        chosen: Vec<ComponentChoice>,
+        known_issue: bool,
+        model_type: &str,
+    ) -> Vec<Component> {
+        // Components are chosen by a person and measured by gen import: the measured ones must be
+        // of the chosen, or the spec changed since its import. A model that stops before export has none.
+        let measured: Vec<Component> = self.imp.map(|i| i.components.clone()).unwrap_or_default();
+        if chosen.is_empty() {
+            Vec::new()
+        } else if measured
+            .iter()
+            .map(Component::choice)
+            .eq(chosen.iter().cloned())
+        {
+            self.sources.insert("components", Source::Curated);
+            measured
+        } else {
+            if !known_issue {
+                self.errors.push((
+                    "components",
+                    "the spec's `components` are not those `gen import` measured (`imported.components`)".into(),
+                    format!("run `gen import --model {model_type}` to measure each component's inputs and outputs"),
+                ));
+            }
+            Vec::new()
+        }
+    }
 }
 
 /// Merges `overrides` into `config`: a mapping merges key by key (a sub-config keeps the keys
