@@ -8,7 +8,7 @@
 //! and the environment is the process's: the tests take turns
 //! ([`ENVIRONMENT`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use hwmatrix_tests::{Scratch, copy_tree};
@@ -114,6 +114,19 @@ mod isolated {
     }
 }
 
+/// Where the cases read and write: the records, the real fixtures, and the
+/// scratch folder their broken copies go in.
+struct Folders<'a> {
+    /// HWMATRIX_RESULTS: where each check writes its record.
+    results: PathBuf,
+    /// The fixtures `gen fixtures` built, never changed.
+    real: PathBuf,
+    scratch: &'a Path,
+    /// A copy of bert's fixture whose reference is made constant, later made
+    /// stale, then removed.
+    constant: PathBuf,
+}
+
 #[test]
 fn broken_inputs_fail_and_keep_their_evidence() {
     let _turn = ENVIRONMENT.lock().unwrap_or_else(|e| e.into_inner());
@@ -126,12 +139,35 @@ fn broken_inputs_fail_and_keep_their_evidence() {
         "no bert fixture in {}: run `gen fixtures --model bert`",
         real_fixtures.display()
     );
+    let folders = Folders {
+        results,
+        real: real_fixtures,
+        scratch: scratch.path(),
+        constant: scratch.path().join("fixtures"),
+    };
 
-    // A tolerance of 0: out of tolerance, with the error, where it is worst, and the provider counts.
+    a_tolerance_of_zero_fails_out_of_tolerance(&folders);
+    a_tolerance_a_constant_would_pass_finds_the_reference_not_informative(&folders);
+    a_constant_reference_is_not_informative(&folders);
+    a_constant_reference_fails_through_libtorch_too(&folders);
+    every_precision_fails_a_bound_no_lower_precision_meets(&folders);
+    float32_computed_in_float16_is_held_to_float16s_bound(&folders);
+    int8_with_a_wrong_scale_fails_the_int8_check(&folders);
+    another_models_variants_fail_each_precision_check_on_the_cosine(&folders);
+    let generation = llama_generation(&folders);
+    generation_with_broken_cache_handling_diverges_at_step_1(&folders, &generation);
+    let meta = a_cache_other_than_the_declared_one_is_an_invalid_fixture(&folders, &generation);
+    a_stale_generation_fixture_says_how_to_rebuild_it(&folders, &generation, meta);
+    a_stale_fixture_says_how_to_rebuild_it(&folders);
+    no_fixture_at_all_is_missing(&folders);
+}
+
+/// A tolerance of 0: out of tolerance, with the error, where it is worst, and the provider counts.
+fn a_tolerance_of_zero_fails_out_of_tolerance(folders: &Folders) {
     let (message, record) = failing(
         runtime::checks::matches_reference,
         with_tolerance(0.0, 0.0),
-        &results,
+        &folders.results,
     );
     assert!(
         message.contains("out-of-tolerance") && message.contains("worst at flat index"),
@@ -166,12 +202,14 @@ fn broken_inputs_fail_and_keep_their_evidence() {
         record["timing"]["median_ms"].as_f64().unwrap() > 0.0
             && record["timing"]["profiling"] == false
     );
+}
 
-    // A tolerance so wide that the reference's mean would pass: the reference is not informative.
+/// A tolerance so wide that the reference's mean would pass: the reference is not informative.
+fn a_tolerance_a_constant_would_pass_finds_the_reference_not_informative(folders: &Folders) {
     let (message, record) = failing(
         runtime::checks::matches_reference,
         with_tolerance(10.0, 0.0),
-        &results,
+        &folders.results,
     );
     assert!(
         message.contains("reference is not informative"),
@@ -182,16 +220,18 @@ fn broken_inputs_fail_and_keep_their_evidence() {
         record["deviation"]["outputs"][0]["reference"]["constant_would_pass"],
         true
     );
+}
 
-    // A reference made constant (its mean): the real model no longer matches it, and it would not inform.
-    let fixtures = scratch.path().join("fixtures");
-    copy_tree(&real_fixtures.join("bert"), &fixtures.join("bert"));
+/// A reference made constant (its mean): the real model no longer matches it, and it would not inform.
+fn a_constant_reference_is_not_informative(folders: &Folders) {
+    let fixtures = &folders.constant;
+    copy_tree(&folders.real.join("bert"), &fixtures.join("bert"));
     let pooler = fixtures.join("bert/outputs/pooler_output.npy");
     let reference = runtime::npy::read(&pooler).unwrap();
     let mean = reference.values().iter().sum::<f64>() / reference.len() as f64;
     write_constant_f32(&pooler, &reference.shape, mean as f32);
-    set("HWMATRIX_FIXTURES", &fixtures);
-    let (message, record) = failing(runtime::checks::matches_reference, BERT, &results);
+    set("HWMATRIX_FIXTURES", fixtures);
+    let (message, record) = failing(runtime::checks::matches_reference, BERT, &folders.results);
     assert!(
         message.contains("pooler_output") && message.contains("reference is not informative"),
         "{message}"
@@ -207,11 +247,17 @@ fn broken_inputs_fail_and_keep_their_evidence() {
         pooler_record["reference"]["constant_would_pass"], true,
         "{pooler_record}"
     );
+}
 
-    // The same broken reference through libtorch (the TorchScript export): the
-    // torch engine fails it too, and its record names its engine. Built
-    // without the `torch` feature, the engine fails saying how to build it in.
-    let (message, record) = failing(runtime::checks::matches_reference, BERT_TORCH, &results);
+/// The same broken reference through libtorch (the TorchScript export): the
+/// torch engine fails it too, and its record names its engine. Built
+/// without the `torch` feature, the engine fails saying how to build it in.
+fn a_constant_reference_fails_through_libtorch_too(folders: &Folders) {
+    let (message, record) = failing(
+        runtime::checks::matches_reference,
+        BERT_TORCH,
+        &folders.results,
+    );
     assert_eq!(record["engine_kind"], "libtorch");
     if runtime::engine::torch::linked_library().is_some() {
         assert!(
@@ -228,13 +274,15 @@ fn broken_inputs_fail_and_keep_their_evidence() {
         assert_eq!(record["error_kind"], "engine-not-built");
         assert!(message.contains("--features cpu,torch"), "{message}");
     }
+}
 
-    // Every format held to a bound no lower-precision model meets: each fails
-    // with the measured agreement, per output, and the record keeps every
-    // metric and says which precision ran. (Only int8 and q4 are planned on
-    // cpu; here the CPU provider runs every variant of bert to prove each
-    // check can fail.)
-    set("HWMATRIX_FIXTURES", &real_fixtures);
+/// Every format held to a bound no lower-precision model meets: each fails
+/// with the measured agreement, per output, and the record keeps every
+/// metric and says which precision ran. (Only int8 and q4 are planned on
+/// cpu; here the CPU provider runs every variant of bert to prove each
+/// check can fail.)
+fn every_precision_fails_a_bound_no_lower_precision_meets(folders: &Folders) {
+    set("HWMATRIX_FIXTURES", &folders.real);
     let strict = runtime::AgreementBound {
         min_cosine: 1.0,
         max_rel_l2: 1e-9,
@@ -244,7 +292,7 @@ fn broken_inputs_fail_and_keep_their_evidence() {
         let (message, record) = failing(
             |cell| runtime::checks::precision(cell, precision),
             with_precision_bound(precision, strict),
-            &results,
+            &folders.results,
         );
         assert!(
             message.contains("relative L2 error") && message.contains("max abs error"),
@@ -269,14 +317,16 @@ fn broken_inputs_fail_and_keep_their_evidence() {
             record["deviation"]
         );
     }
+}
 
-    // Hardware that computes float32 in float16 (QNN's HTP), judged as float16
-    // is: an output scaled by 0.95 stays within 10% of each output's spread
-    // (the elementwise bound alone passed it), but its relative L2 error of
-    // 0.053 is past fp16's bound. The verdict is the runtime's, whatever the
-    // engine: here the CPU provider runs bert against a reference scaled by 0.95.
-    let scaled = scratch.path().join("scaled");
-    copy_tree(&real_fixtures.join("bert"), &scaled.join("bert"));
+/// Hardware that computes float32 in float16 (QNN's HTP), judged as float16
+/// is: an output scaled by 0.95 stays within 10% of each output's spread
+/// (the elementwise bound alone passed it), but its relative L2 error of
+/// 0.053 is past fp16's bound. The verdict is the runtime's, whatever the
+/// engine: here the CPU provider runs bert against a reference scaled by 0.95.
+fn float32_computed_in_float16_is_held_to_float16s_bound(folders: &Folders) {
+    let scaled = folders.scratch.join("scaled");
+    copy_tree(&folders.real.join("bert"), &scaled.join("bert"));
     for output in ["last_hidden_state", "pooler_output"] {
         let path = scaled.join(format!("bert/outputs/{output}.npy"));
         let reference = runtime::npy::read(&path).unwrap();
@@ -297,7 +347,11 @@ fn broken_inputs_fail_and_keep_their_evidence() {
             fp16,
         ),
     ));
-    let (message, record) = failing(runtime::checks::matches_reference, in_float16, &results);
+    let (message, record) = failing(
+        runtime::checks::matches_reference,
+        in_float16,
+        &folders.results,
+    );
     assert!(
         message.contains("relative L2 error 0.05") && message.contains("above 0.05"),
         "{message}"
@@ -315,13 +369,15 @@ fn broken_inputs_fail_and_keep_their_evidence() {
             "within 10% of the spread, element by element: {output}"
         );
     }
+}
 
-    // int8 with a wrong scale on one layer: bert's last feed-forward output
-    // dequantized with the scale of a 4-bit grid (max 7) on 8-bit codes (max
-    // 127), 127/7 times too large. The int8 check, with the bound the specs
-    // use, fails on that variant (onnx edits the scale in the exporter's venv).
-    let wrong_scale = scratch.path().join("wrong-scale");
-    copy_tree(&real_fixtures.join("bert"), &wrong_scale.join("bert"));
+/// int8 with a wrong scale on one layer: bert's last feed-forward output
+/// dequantized with the scale of a 4-bit grid (max 7) on 8-bit codes (max
+/// 127), 127/7 times too large. The int8 check, with the bound the specs
+/// use, fails on that variant (onnx edits the scale in the exporter's venv).
+fn int8_with_a_wrong_scale_fails_the_int8_check(folders: &Folders) {
+    let wrong_scale = folders.scratch.join("wrong-scale");
+    copy_tree(&folders.real.join("bert"), &wrong_scale.join("bert"));
     let variant = wrong_scale.join("bert/model.int8.onnx");
     let edit = std::process::Command::new(runtime::paths::python())
         .args([
@@ -343,7 +399,7 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     let (message, record) = failing(
         |cell| runtime::checks::precision(cell, int8),
         with_precision_bound(int8, planned_bound(int8)),
-        &results,
+        &folders.results,
     );
     assert!(
         message.contains("relative L2 error") && message.contains("int8's bounds"),
@@ -351,17 +407,19 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     );
     assert_eq!(record["check"], "int8_matches_reference");
     assert_eq!(record["error_kind"], "out-of-tolerance");
-    set("HWMATRIX_FIXTURES", &real_fixtures);
+    set("HWMATRIX_FIXTURES", &folders.real);
+}
 
-    // bert's variants swapped for another model's (megatron-bert's: the same
-    // inputs, outputs and sizes, other weights): with the bounds the specs
-    // really use (defaults.yaml's), each precision check fails on the cosine.
-    let swapped = scratch.path().join("swapped");
-    copy_tree(&real_fixtures.join("bert"), &swapped.join("bert"));
+/// bert's variants swapped for another model's (megatron-bert's: the same
+/// inputs, outputs and sizes, other weights): with the bounds the specs
+/// really use (defaults.yaml's), each precision check fails on the cosine.
+fn another_models_variants_fail_each_precision_check_on_the_cosine(folders: &Folders) {
+    let swapped = folders.scratch.join("swapped");
+    copy_tree(&folders.real.join("bert"), &swapped.join("bert"));
     for precision in runtime::Precision::ALL {
         let variant = format!("model.{}.onnx", precision.name());
         std::fs::copy(
-            real_fixtures.join("megatron-bert").join(&variant),
+            folders.real.join("megatron-bert").join(&variant),
             swapped.join("bert").join(&variant),
         )
         .expect("megatron-bert's variant (gen fixtures --model megatron-bert)");
@@ -372,7 +430,7 @@ fn broken_inputs_fail_and_keep_their_evidence() {
         let (message, record) = failing(
             |cell| runtime::checks::precision(cell, precision),
             with_precision_bound(precision, real_bound),
-            &results,
+            &folders.results,
         );
         assert!(
             message.contains("cosine similarity") && message.contains("below"),
@@ -391,23 +449,56 @@ fn broken_inputs_fail_and_keep_their_evidence() {
             precision.name()
         );
     }
-    // Generation with its cache handling broken on purpose, on llama's real
-    // generation fixture: (1) positions not offset by the past length (every
-    // decode step feeds position 0, as a loop that forgets the cache's length
-    // does); (2) each layer fed the other layer's cache. Both pass the prefill
-    // (no cache yet) and must diverge at the first step that reads the cache.
-    set("HWMATRIX_FIXTURES", &real_fixtures);
-    let generation = runtime::paths::generation_fixtures(&real_fixtures).join("llama");
+}
+
+/// llama's real generation fixture, and the scratch fixtures folder the
+/// generation cases break a copy of it in.
+struct Generation {
+    real: PathBuf,
+    broken: PathBuf,
+}
+
+impl Generation {
+    /// Puts back, in the broken folder, a fresh copy of the real fixture.
+    fn restore(&self) {
+        copy_tree(
+            &self.real,
+            &runtime::paths::generation_fixtures(&self.broken).join("llama"),
+        );
+    }
+
+    fn meta_path(&self) -> PathBuf {
+        self.broken.join("generation/llama/meta.json")
+    }
+}
+
+/// Back on the real fixtures: llama's generation fixture, copied into a scratch folder to break.
+fn llama_generation(folders: &Folders) -> Generation {
+    set("HWMATRIX_FIXTURES", &folders.real);
+    let real = runtime::paths::generation_fixtures(&folders.real).join("llama");
     assert!(
-        generation.join("meta.json").is_file(),
+        real.join("meta.json").is_file(),
         "no llama generation fixture in {}: run `gen fixtures --model llama`",
-        generation.display()
+        real.display()
     );
-    let broken = scratch.path().join("broken-generation");
-    copy_tree(
-        &generation,
-        &runtime::paths::generation_fixtures(&broken).join("llama"),
-    );
+    let generation = Generation {
+        real,
+        broken: folders.scratch.join("broken-generation"),
+    };
+    generation.restore();
+    generation
+}
+
+/// Generation with its cache handling broken on purpose, on llama's real
+/// generation fixture: (1) positions not offset by the past length (every
+/// decode step feeds position 0, as a loop that forgets the cache's length
+/// does); (2) each layer fed the other layer's cache. Both pass the prefill
+/// (no cache yet) and must diverge at the first step that reads the cache.
+fn generation_with_broken_cache_handling_diverges_at_step_1(
+    folders: &Folders,
+    generation: &Generation,
+) {
+    let broken = &generation.broken;
     let steps = std::fs::read_dir(broken.join("generation/llama/steps"))
         .unwrap()
         .count();
@@ -418,8 +509,8 @@ fn broken_inputs_fail_and_keep_their_evidence() {
             .shape;
         write_zeros_i64(&path, &shape);
     }
-    set("HWMATRIX_FIXTURES", &broken);
-    let (message, record) = failing(runtime::checks::generates, LLAMA, &results);
+    set("HWMATRIX_FIXTURES", broken);
+    let (message, record) = failing(runtime::checks::generates, LLAMA, &folders.results);
     assert!(
         message.contains("generation diverged from PyTorch's generate() at step 1"),
         "{message}"
@@ -446,11 +537,8 @@ fn broken_inputs_fail_and_keep_their_evidence() {
     );
     assert_eq!(record["generation"]["steps"], steps);
 
-    copy_tree(
-        &generation,
-        &runtime::paths::generation_fixtures(&broken).join("llama"),
-    );
-    let meta_path = broken.join("generation/llama/meta.json");
+    generation.restore();
+    let meta_path = generation.meta_path();
     let mut meta: Value =
         serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
     let carried = meta["carried"].as_array_mut().unwrap();
@@ -460,15 +548,22 @@ fn broken_inputs_fail_and_keep_their_evidence() {
         p["output"] = outputs[(i + layer) % outputs.len()].clone(); // layer 0 reads layer 1's cache and back
     }
     std::fs::write(&meta_path, meta.to_string()).unwrap();
-    let (message, record) = failing(runtime::checks::generates, LLAMA, &results);
+    let (message, record) = failing(runtime::checks::generates, LLAMA, &folders.results);
     assert!(message.contains("at step 1"), "{message}");
     assert_eq!(
         record["generation"]["first_divergence"]["step"], 1,
         "{}",
         record["generation"]
     );
-    // A fixture whose cache is not the one the spec declares (`cache:`, in the generated
-    // GENERATION static): one layer's key taken with its sequence on another axis.
+}
+
+/// A fixture whose cache is not the one the spec declares (`cache:`, in the generated
+/// GENERATION static): one layer's key taken with its sequence on another axis.
+/// Returns the meta.json it wrote, which the next case makes stale.
+fn a_cache_other_than_the_declared_one_is_an_invalid_fixture(
+    folders: &Folders,
+    generation: &Generation,
+) -> Value {
     let declared = &generated::text_decoders::llama::GENERATION;
     assert!(
         declared
@@ -478,10 +573,8 @@ fn broken_inputs_fail_and_keep_their_evidence() {
         "llama declares its cache: {:?}",
         declared.cache
     );
-    copy_tree(
-        &generation,
-        &runtime::paths::generation_fixtures(&broken).join("llama"),
-    );
+    generation.restore();
+    let meta_path = generation.meta_path();
     let mut meta: Value =
         serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
     let inputs = meta["graphs"]["decoder"]["inputs"].as_array_mut().unwrap();
@@ -491,31 +584,41 @@ fn broken_inputs_fail_and_keep_their_evidence() {
         .expect("llama's decoder takes its cache");
     key["axes"] = serde_json::json!(["batch", "past_sequence", "", ""]);
     std::fs::write(&meta_path, meta.to_string()).unwrap();
-    let (message, record) = failing(runtime::checks::generates, LLAMA, &results);
+    let (message, record) = failing(runtime::checks::generates, LLAMA, &folders.results);
     assert_eq!(record["error_kind"], "fixture-invalid", "{message}");
     assert!(
         message.contains("does not hold the cache")
             && message.contains("past_key_values.0.key: declared with axes"),
         "{message}"
     );
-    // A generation fixture built under another key is stale, and says how to rebuild it.
+    meta
+}
+
+/// A generation fixture built under another key is stale, and says how to rebuild it.
+fn a_stale_generation_fixture_says_how_to_rebuild_it(
+    folders: &Folders,
+    generation: &Generation,
+    mut meta: Value,
+) {
     meta["cache_key"] = Value::from("0000-built-from-an-older-spec");
-    std::fs::write(&meta_path, meta.to_string()).unwrap();
-    let (message, record) = failing(runtime::checks::generates, LLAMA, &results);
+    std::fs::write(generation.meta_path(), meta.to_string()).unwrap();
+    let (message, record) = failing(runtime::checks::generates, LLAMA, &folders.results);
     assert_eq!(record["error_kind"], "fixture-stale");
     assert!(
         message.contains("gen -- fixtures --model llama"),
         "{message}"
     );
-    set("HWMATRIX_FIXTURES", &fixtures);
+}
 
-    // A fixture built under another key is stale, and says how to rebuild it.
-    let meta_path = fixtures.join("bert/meta.json");
+/// A fixture built under another key is stale, and says how to rebuild it.
+fn a_stale_fixture_says_how_to_rebuild_it(folders: &Folders) {
+    set("HWMATRIX_FIXTURES", &folders.constant);
+    let meta_path = folders.constant.join("bert/meta.json");
     let mut meta: Value =
         serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
     meta["cache_key"] = Value::from("0000-built-from-an-older-spec");
     std::fs::write(&meta_path, meta.to_string()).unwrap();
-    let (message, record) = failing(runtime::checks::runs, BERT, &results);
+    let (message, record) = failing(runtime::checks::runs, BERT, &folders.results);
     assert_eq!(record["error_kind"], "fixture-stale");
     assert!(
         record["stage"].is_null(),
@@ -525,10 +628,12 @@ fn broken_inputs_fail_and_keep_their_evidence() {
         message.contains("gen -- fixtures --model bert"),
         "{message}"
     );
+}
 
-    // No fixture at all.
-    std::fs::remove_dir_all(fixtures.join("bert")).unwrap();
-    let (_, record) = failing(runtime::checks::runs, BERT, &results);
+/// No fixture at all.
+fn no_fixture_at_all_is_missing(folders: &Folders) {
+    std::fs::remove_dir_all(folders.constant.join("bert")).unwrap();
+    let (_, record) = failing(runtime::checks::runs, BERT, &folders.results);
     assert_eq!(record["error_kind"], "fixture-missing");
 }
 

@@ -8,7 +8,7 @@
 //! One test function: the cases set HWMATRIX_RESULTS and HWMATRIX_HOST, and
 //! the environment is the process's.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use hwmatrix_tests::{Scratch, run_gen};
 use runtime::{Cell, Tolerance};
@@ -59,13 +59,41 @@ fn retimed(from: &Path, to: &Path, run: &str, factor: impl Fn(&str) -> f64) {
     std::fs::write(to, lines.join("\n") + "\n").unwrap();
 }
 
+/// The scratch folders the cases share.
+struct Folders<'a> {
+    scratch: &'a Path,
+    /// HWMATRIX_RESULTS: each host's records.
+    results: PathBuf,
+    /// The results database.
+    db: String,
+    /// Where `gen report` writes.
+    out: PathBuf,
+}
+
+impl Folders<'_> {
+    fn results(&self) -> &str {
+        self.results.to_str().unwrap()
+    }
+
+    fn db(&self) -> &str {
+        &self.db
+    }
+
+    fn out(&self) -> &str {
+        self.out.to_str().unwrap()
+    }
+}
+
 #[test]
 fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
     let scratch = Scratch::new("report");
-    let results = scratch.path().join("results");
-    let db = scratch.path().join("db.sqlite");
-    let (results_s, db_s) = (results.to_str().unwrap(), db.to_str().unwrap());
-    set("HWMATRIX_RESULTS", results_s);
+    let folders = Folders {
+        scratch: scratch.path(),
+        results: scratch.path().join("results"),
+        db: scratch.path().join("db.sqlite").to_str().unwrap().into(),
+        out: scratch.path().join("report"),
+    };
+    set("HWMATRIX_RESULTS", folders.results());
     assert!(
         runtime::paths::fixtures_dir()
             .join("bert/meta.json")
@@ -73,7 +101,21 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
         "no bert fixture: run `gen fixtures --model bert`"
     );
 
-    // Two real runs of bert's cpu cell under two host names.
+    two_hosts_run_bert_for_real();
+    a_torn_line_is_reported_and_the_rest_imports_once(&folders);
+    let (report, markdown) = the_report_names_the_records_behind_each_mark(&folders);
+    int8_is_the_formats_deviation_not_the_cells_status(&report, &markdown);
+    generation_is_its_own_column_not_the_cells_status(&report, &markdown);
+    compare_catches_a_slowdown_and_a_speed_up(&folders);
+    verify_finds_a_runs_records_and_not_a_forged_one(&folders);
+    runs_alone_leave_the_cell_incomplete(&folders);
+
+    #[cfg(feature = "web")]
+    html_in_chromium(&folders.out, folders.db());
+}
+
+/// Two real runs of bert's cpu cell under two host names.
+fn two_hosts_run_bert_for_real() {
     set("HWMATRIX_HOST", "host-a");
     runtime::checks::runs(BERT);
     runtime::checks::matches_reference(BERT);
@@ -91,9 +133,12 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
         std::panic::catch_unwind(|| runtime::checks::matches_reference(broken)).is_err(),
         "a zero tolerance passed"
     );
+}
 
-    // A writer killed mid-line: the torn line is reported, the rest imports.
-    let host_b = results.join("host-b.jsonl");
+/// A writer killed mid-line: the torn line is reported, the rest imports.
+fn a_torn_line_is_reported_and_the_rest_imports_once(folders: &Folders) {
+    let (results_s, db_s) = (folders.results(), folders.db());
+    let host_b = folders.results.join("host-b.jsonl");
     let mut text = std::fs::read_to_string(&host_b).unwrap();
     text.push_str(r#"{"run_id":"torn","time":"2026-"#);
     std::fs::write(&host_b, text).unwrap();
@@ -110,13 +155,16 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
     );
     let runs = gen_ok(&["results", "--db", db_s, "runs"]);
     assert!(runs.contains("host-a,host-b"), "{runs}");
+}
 
-    // The report: bert's cpu cell failed (host-b's newest matches_reference), and names every record.
-    let out = scratch.path().join("report");
+/// The report: bert's cpu cell failed (host-b's newest matches_reference), and names every record.
+/// Returns the JSON report and the Markdown one.
+fn the_report_names_the_records_behind_each_mark(folders: &Folders) -> (Value, String) {
+    let out = &folders.out;
     gen_ok(&[
         "report",
         "--db",
-        db_s,
+        folders.db(),
         "--format",
         "json",
         "--format",
@@ -124,7 +172,7 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
         "--format",
         "markdown",
         "--out",
-        out.to_str().unwrap(),
+        folders.out(),
     ]);
     let report: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
@@ -169,8 +217,12 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
         "{}",
         &markdown[..2000.min(markdown.len())]
     );
-    // bert's int8 check: not part of the cell's status, reported as the format's deviation on
-    // tiny random weights, with the agreement its record measured; no checkpoint, so no rating evidence.
+    (report, markdown)
+}
+
+/// bert's int8 check: not part of the cell's status, reported as the format's deviation on
+/// tiny random weights, with the agreement its record measured; no checkpoint, so no rating evidence.
+fn int8_is_the_formats_deviation_not_the_cells_status(report: &Value, markdown: &str) {
     let rows = report["precision"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 1, "{rows:?}");
     let int8 = &rows[0];
@@ -200,9 +252,12 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
             && markdown.contains("| cpu | onnxruntime | int8 | tiny random |"),
         "{markdown}"
     );
-    // llama's generates check: its own column (passed on cpu), never the status of a cell with no float32 evidence.
+}
+
+/// llama's generates check: its own column (passed on cpu), never the status of a cell with no float32 evidence.
+fn generation_is_its_own_column_not_the_cells_status(report: &Value, markdown: &str) {
     assert_eq!(
-        cell(&report, "llama", "cpu", "onnxruntime")["status"],
+        cell(report, "llama", "cpu", "onnxruntime")["status"],
         "no-evidence"
     );
     let generation = &report["generation"];
@@ -221,11 +276,14 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
             && markdown.contains("| llama | passed |"),
         "{markdown}"
     );
+}
 
-    // --compare: the same checks as another run, matches_reference 3× slower, and 3× faster.
+/// --compare: the same checks as another run, matches_reference 3× slower, and 3× faster.
+fn compare_catches_a_slowdown_and_a_speed_up(folders: &Folders) {
+    let (scratch, db_s) = (folders.scratch, folders.db());
     retimed(
-        &results.join("host-a.jsonl"),
-        &scratch.path().join("slow.jsonl"),
+        &folders.results.join("host-a.jsonl"),
+        &scratch.join("slow.jsonl"),
         "slow-run",
         |check| {
             if check == "matches_reference" {
@@ -236,8 +294,8 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
         },
     );
     retimed(
-        &results.join("host-a.jsonl"),
-        &scratch.path().join("fast.jsonl"),
+        &folders.results.join("host-a.jsonl"),
+        &scratch.join("fast.jsonl"),
         "fast-run",
         |check| {
             if check == "matches_reference" {
@@ -252,8 +310,8 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
         "--db",
         db_s,
         "import",
-        scratch.path().join("slow.jsonl").to_str().unwrap(),
-        scratch.path().join("fast.jsonl").to_str().unwrap(),
+        scratch.join("slow.jsonl").to_str().unwrap(),
+        scratch.join("fast.jsonl").to_str().unwrap(),
     ]);
     let slower = run_gen(&["report", "--db", db_s, "--compare", "fast-run", "slow-run"]);
     assert_eq!(
@@ -282,8 +340,11 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
         "{}",
         faster.stdout
     );
+}
 
-    // Narrowed to fast-run (host-a's passed checks), the cell passes; verify finds each of its records, and not a forged one.
+/// Narrowed to fast-run (host-a's passed checks), the cell passes; verify finds each of its records, and not a forged one.
+fn verify_finds_a_runs_records_and_not_a_forged_one(folders: &Folders) {
+    let (out, db_s) = (&folders.out, folders.db());
     gen_ok(&[
         "report",
         "--db",
@@ -293,7 +354,7 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
         "--run",
         "fast-run",
         "--out",
-        out.to_str().unwrap(),
+        folders.out(),
     ]);
     let mut passed: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
@@ -330,11 +391,14 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
         "{}",
         run.stderr
     );
+}
 
-    // A run of `runs` alone compared nothing with a reference: the cell is incomplete, never passed.
-    let runs_only = scratch.path().join("runs-only.jsonl");
+/// A run of `runs` alone compared nothing with a reference: the cell is incomplete, never passed.
+fn runs_alone_leave_the_cell_incomplete(folders: &Folders) {
+    let db_s = folders.db();
+    let runs_only = folders.scratch.join("runs-only.jsonl");
     retimed(
-        &results.join("host-a.jsonl"),
+        &folders.results.join("host-a.jsonl"),
         &runs_only,
         "runs-only",
         |_| 1.0,
@@ -362,16 +426,14 @@ fn real_records_of_two_hosts_make_one_report_whose_marks_name_them() {
         "--run",
         "runs-only",
         "--out",
-        out.to_str().unwrap(),
+        folders.out(),
     ]);
     let partial: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(folders.out.join("report.json")).unwrap())
+            .unwrap();
     let bert = cell(&partial, "bert", "cpu", "onnxruntime");
     assert_eq!(bert["status"], "incomplete", "{bert}");
     assert_eq!(bert["source"], "this run", "{bert}");
-
-    #[cfg(feature = "web")]
-    html_in_chromium(&out, db_s);
 }
 
 /// The HTML report in Debian's Chromium: the matrix is there, and its cells

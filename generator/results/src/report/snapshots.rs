@@ -51,7 +51,76 @@ fn cell(model: &str, platform: &str, engine: &str, status: Status) -> Cell {
     }
 }
 
+/// A summary of one platform: one host, one library, one device.
+fn platform(name: &str, tested: bool, of: &[(Status, usize)]) -> PlatformSummary {
+    PlatformSummary {
+        platform: name.into(),
+        hosts: vec!["vm".into()],
+        libraries: vec!["onnxruntime 1.31.1".into()],
+        devices: vec!["cpu".into()],
+        counts: counts(of),
+        tested,
+    }
+}
+
+/// One row of a matrix: `row` (a category or an architecture) on `platform`.
+fn matrix(
+    row: &str,
+    platform: &str,
+    of: &[(Status, usize)],
+    expected: Option<Support>,
+) -> MatrixRow {
+    MatrixRow {
+        row: row.into(),
+        platform: platform.into(),
+        counts: counts(of),
+        expected,
+    }
+}
+
 fn small_report() -> Report {
+    Report {
+        source: source(),
+        summary: Summary {
+            models: 2,
+            platforms: 2,
+            cells: 4,
+            counts: counts(&[(Status::Passed, 3), (Status::KnownIssue, 1)]),
+            disagreements: 1,
+        },
+        platforms: platforms(),
+        stages: stages(),
+        models: models(),
+        matrices: matrices(),
+        issues: issues(),
+        kernel_checks: kernel_checks(),
+        precision: precision(),
+        generation: generation(),
+        engine_disagreements: engine_disagreements(),
+        performance: performance(),
+        recommendations: recommendations(),
+        cells: cells(),
+    }
+}
+
+/// One run on one host, six records.
+fn source() -> Source {
+    Source {
+        database: "results/hwmatrix.sqlite".into(),
+        records: 6,
+        runs: vec![RunRow {
+            run_id: "run-1".into(),
+            hosts: vec!["vm".into()],
+            first: "2026-11-27T10:00:00Z".into(),
+            last: "2026-11-27T10:05:00Z".into(),
+            records: 6,
+        }],
+    }
+}
+
+/// Three passed cells and a known issue from stored, stale evidence, with a
+/// disagreement and `|`, `<` and `"` in its reason.
+fn cells() -> Vec<Cell> {
     let mut failing = cell("roberta", "webgpu", "browser", Status::KnownIssue);
     failing.reason = Some("runs: a <Gather> node | \"axis\" 2 is out of range".into());
     failing.disagreement = Some("known-issue where architectures.yaml expects yes".into());
@@ -64,184 +133,185 @@ fn small_report() -> Report {
         attribution: Some("engine".into()),
         stale: Some("measured on another fixture key".into()),
     });
-    let cells = vec![
+    vec![
         cell("bert", "cpu", "onnxruntime", Status::Passed),
         cell("bert", "webgpu", "browser", Status::Passed),
         cell("roberta", "cpu", "onnxruntime", Status::Passed),
         failing,
-    ];
-    let platform = |name: &str, tested, of: &[(Status, usize)]| PlatformSummary {
-        platform: name.into(),
-        hosts: vec!["vm".into()],
-        libraries: vec!["onnxruntime 1.31.1".into()],
-        devices: vec!["cpu".into()],
-        counts: counts(of),
-        tested,
-    };
-    let matrix = |row: &str, platform: &str, of: &[(Status, usize)], expected| MatrixRow {
-        row: row.into(),
-        platform: platform.into(),
-        counts: counts(of),
-        expected,
-    };
-    Report {
-        source: Source {
-            database: "results/hwmatrix.sqlite".into(),
-            records: 6,
-            runs: vec![RunRow {
-                run_id: "run-1".into(),
-                hosts: vec!["vm".into()],
-                first: "2026-11-27T10:00:00Z".into(),
-                last: "2026-11-27T10:05:00Z".into(),
-                records: 6,
-            }],
-        },
-        summary: Summary {
-            models: 2,
-            platforms: 2,
-            cells: 4,
-            counts: counts(&[(Status::Passed, 3), (Status::KnownIssue, 1)]),
-            disagreements: 1,
-        },
-        platforms: vec![
-            platform("cpu", true, &[(Status::Passed, 2)]),
-            platform(
+    ]
+}
+
+fn platforms() -> Vec<PlatformSummary> {
+    vec![
+        platform("cpu", true, &[(Status::Passed, 2)]),
+        platform(
+            "webgpu",
+            true,
+            &[(Status::Passed, 1), (Status::KnownIssue, 1)],
+        ),
+    ]
+}
+
+/// cpu's two cells, both at the `pass` stage.
+fn stages() -> Vec<StageRow> {
+    vec![StageRow {
+        platform: "cpu".into(),
+        counts: hwmatrix_cell::Stage::ALL
+            .iter()
+            .map(|s| (s.name().to_string(), usize::from(s.name() == "pass") * 2))
+            .chain([("-".to_string(), 0)])
+            .collect(),
+    }]
+}
+
+fn models() -> Vec<ModelRow> {
+    vec![ModelRow {
+        model: "bert".into(),
+        checkpoint: Some("google-bert/bert-base-uncased".into()),
+        category: "text_encoders".into(),
+        modality: "text".into(),
+        architecture: "encoder-only".into(),
+    }]
+}
+
+fn matrices() -> Matrices {
+    Matrices {
+        category_platform: vec![
+            matrix("text_encoders", "cpu", &[(Status::Passed, 2)], None),
+            matrix(
+                "text_encoders",
                 "webgpu",
-                true,
-                &[(Status::Passed, 1), (Status::KnownIssue, 1)],
+                &[(Status::Passed, 1), (Status::NotTested, 1)],
+                None,
             ),
         ],
-        stages: vec![StageRow {
-            platform: "cpu".into(),
-            counts: hwmatrix_cell::Stage::ALL
-                .iter()
-                .map(|s| (s.name().to_string(), usize::from(s.name() == "pass") * 2))
-                .chain([("-".to_string(), 0)])
-                .collect(),
-        }],
-        models: vec![ModelRow {
-            model: "bert".into(),
-            checkpoint: Some("google-bert/bert-base-uncased".into()),
-            category: "text_encoders".into(),
-            modality: "text".into(),
-            architecture: "encoder-only".into(),
-        }],
-        matrices: Matrices {
-            category_platform: vec![
-                matrix("text_encoders", "cpu", &[(Status::Passed, 2)], None),
-                matrix(
-                    "text_encoders",
-                    "webgpu",
-                    &[(Status::Passed, 1), (Status::NotTested, 1)],
-                    None,
-                ),
-            ],
-            architecture_platform: vec![matrix(
-                "encoder-only",
-                "cpu",
-                &[(Status::Passed, 2)],
-                Some(Support::Yes),
-            )],
-        },
-        issues: vec![IssueGroup {
-            cause: "WebGPU: Gather axis".into(),
-            cells: vec![IssueCell {
-                model: "roberta".into(),
-                platform: "webgpu".into(),
-                engine: "browser".into(),
-                reason: "runs: a <Gather> node | \"axis\" 2 is out of range".into(),
-                record: "r-runs".into(),
-            }],
-        }],
-        kernel_checks: KernelChecks {
-            engine: KERNEL_ENGINE.into(),
-            what: "our WGSL kernels".into(),
-            counts: counts(&[(Status::Passed, 1)]),
-            cells: vec![cell("bert", "webgpu", "wgpu", Status::Passed)],
-            issues: Vec::new(),
-        },
-        precision: PrecisionEvidence {
-            what: "Each precision check".into(),
-            rows: vec![PrecisionRow {
-                platform: "cpu".into(),
-                engine: "onnxruntime".into(),
-                precision: "int8".into(),
-                weights: "tiny random".into(),
-                counts: counts(&[(Status::Passed, 2)]),
-                median_worst_cosine: Some(0.9991),
-                median_rel_l2: Some(0.021),
-            }],
-            checkpoints: vec![CheckpointRecord {
-                model: "bert".into(),
-                checkpoint: "google-bert/bert-base-uncased".into(),
-                platform: "cpu".into(),
-                engine: "onnxruntime".into(),
-                precision: "int8".into(),
-                status: Status::Passed,
-                worst_cosine: Some(0.998),
-                rel_l2: Some(0.03),
-                top1: None,
-                reason: None,
-                rating: Some("good".into()),
-                record: "r-int8".into(),
-            }],
-        },
-        generation: GenerationEvidence {
-            what: "The generates check".into(),
-            engines: vec![GenerationEngine {
-                platform: "cpu".into(),
-                engine: "onnxruntime".into(),
-                counts: counts(&[(Status::Passed, 1)]),
-                diverged_at_prefill: 0,
-                diverged_decoding: 0,
-            }],
-            models: vec![GenerationRow {
-                model: "gpt2".into(),
-                platforms: BTreeMap::from([("cpu".to_string(), Status::Passed)]),
-            }],
-        },
-        engine_disagreements: vec![EngineDisagreement {
+        architecture_platform: vec![matrix(
+            "encoder-only",
+            "cpu",
+            &[(Status::Passed, 2)],
+            Some(Support::Yes),
+        )],
+    }
+}
+
+fn issues() -> Vec<IssueGroup> {
+    vec![IssueGroup {
+        cause: "WebGPU: Gather axis".into(),
+        cells: vec![IssueCell {
             model: "roberta".into(),
             platform: "webgpu".into(),
-            engines: vec![
-                ("browser".into(), Status::KnownIssue, Some("a | b".into())),
-                ("onnxruntime".into(), Status::Passed, None),
-            ],
+            engine: "browser".into(),
+            reason: "runs: a <Gather> node | \"axis\" 2 is out of range".into(),
+            record: "r-runs".into(),
         }],
-        performance: vec![Performance {
+    }]
+}
+
+fn kernel_checks() -> KernelChecks {
+    KernelChecks {
+        engine: KERNEL_ENGINE.into(),
+        what: "our WGSL kernels".into(),
+        counts: counts(&[(Status::Passed, 1)]),
+        cells: vec![cell("bert", "webgpu", "wgpu", Status::Passed)],
+        issues: Vec::new(),
+    }
+}
+
+/// int8 on cpu, on tiny random weights and on a real checkpoint.
+fn precision() -> PrecisionEvidence {
+    PrecisionEvidence {
+        what: "Each precision check".into(),
+        rows: vec![PrecisionRow {
+            platform: "cpu".into(),
+            engine: "onnxruntime".into(),
+            precision: "int8".into(),
+            weights: "tiny random".into(),
+            counts: counts(&[(Status::Passed, 2)]),
+            median_worst_cosine: Some(0.9991),
+            median_rel_l2: Some(0.021),
+        }],
+        checkpoints: vec![CheckpointRecord {
             model: "bert".into(),
+            checkpoint: "google-bert/bert-base-uncased".into(),
+            platform: "cpu".into(),
+            engine: "onnxruntime".into(),
+            precision: "int8".into(),
+            status: Status::Passed,
+            worst_cosine: Some(0.998),
+            rel_l2: Some(0.03),
+            top1: None,
+            reason: None,
+            rating: Some("good".into()),
+            record: "r-int8".into(),
+        }],
+    }
+}
+
+/// gpt2 generating on cpu.
+fn generation() -> GenerationEvidence {
+    GenerationEvidence {
+        what: "The generates check".into(),
+        engines: vec![GenerationEngine {
+            platform: "cpu".into(),
+            engine: "onnxruntime".into(),
+            counts: counts(&[(Status::Passed, 1)]),
+            diverged_at_prefill: 0,
+            diverged_decoding: 0,
+        }],
+        models: vec![GenerationRow {
+            model: "gpt2".into(),
+            platforms: BTreeMap::from([("cpu".to_string(), Status::Passed)]),
+        }],
+    }
+}
+
+fn engine_disagreements() -> Vec<EngineDisagreement> {
+    vec![EngineDisagreement {
+        model: "roberta".into(),
+        platform: "webgpu".into(),
+        engines: vec![
+            ("browser".into(), Status::KnownIssue, Some("a | b".into())),
+            ("onnxruntime".into(), Status::Passed, None),
+        ],
+    }]
+}
+
+fn performance() -> Vec<Performance> {
+    vec![Performance {
+        model: "bert".into(),
+        category: "text_encoders".into(),
+        platform: "cpu".into(),
+        engine: "onnxruntime".into(),
+        check: "runs".into(),
+        median_ms: 1.23456,
+        p90_ms: Some(1.5),
+        throughput: None,
+        rss_growth_kb: None,
+        peak_rss_kb: Some(81_920),
+        rust_over_python: None,
+        conditions: "1 thread, no other check".into(),
+        device: None,
+        record: "r-runs".into(),
+    }]
+}
+
+fn recommendations() -> Recommendations {
+    Recommendations {
+        fastest_verified_platform: vec![Fastest {
             category: "text_encoders".into(),
             platform: "cpu".into(),
             engine: "onnxruntime".into(),
-            check: "runs".into(),
-            median_ms: 1.23456,
-            p90_ms: Some(1.5),
-            throughput: None,
-            rss_growth_kb: None,
-            peak_rss_kb: Some(81_920),
-            rust_over_python: None,
-            conditions: "1 thread, no other check".into(),
-            device: None,
-            record: "r-runs".into(),
+            median_ms: 1.2,
+            models: 2,
         }],
-        recommendations: Recommendations {
-            fastest_verified_platform: vec![Fastest {
-                category: "text_encoders".into(),
-                platform: "cpu".into(),
-                engine: "onnxruntime".into(),
-                median_ms: 1.2,
-                models: 2,
-            }],
-            contradicted_expectations: vec![Contradiction {
-                architecture: "encoder-only".into(),
-                platform: "webgpu".into(),
-                expected: Support::Yes,
-                measured: "known-issue".into(),
-                cells: 1,
-                models: vec!["roberta".into()],
-            }],
-        },
-        cells,
+        contradicted_expectations: vec![Contradiction {
+            architecture: "encoder-only".into(),
+            platform: "webgpu".into(),
+            expected: Support::Yes,
+            measured: "known-issue".into(),
+            cells: 1,
+            models: vec!["roberta".into()],
+        }],
     }
 }
 
