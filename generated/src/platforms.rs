@@ -5,6 +5,7 @@ pub static CPU: runtime::PlatformDecl = runtime::PlatformDecl {
     platform: runtime::Platform::Cpu,
     feature: "cpu",
     requires: "the onnxruntime CPU library (PyPI onnxruntime)",
+    checks_in_own_process: None,
 };
 /// CPU's onnxruntime engine: onnxruntime, CPUExecutionProvider.
 pub static CPU_ONNX: runtime::Engine = runtime::Engine::OnnxRuntime {
@@ -20,6 +21,7 @@ pub static CUDA: runtime::PlatformDecl = runtime::PlatformDecl {
     platform: runtime::Platform::Cuda,
     feature: "cuda",
     requires: "an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA",
+    checks_in_own_process: None,
 };
 /// CUDA's onnxruntime engine: onnxruntime, CUDAExecutionProvider (device_id=0).
 pub static CUDA_ONNX: runtime::Engine = runtime::Engine::OnnxRuntime {
@@ -35,6 +37,7 @@ pub static ROCM: runtime::PlatformDecl = runtime::PlatformDecl {
     platform: runtime::Platform::Rocm,
     feature: "rocm",
     requires: "an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider",
+    checks_in_own_process: None,
 };
 /// ROCm's onnxruntime engine: onnxruntime, MIGraphXExecutionProvider.
 pub static ROCM_ONNX: runtime::Engine = runtime::Engine::OnnxRuntime {
@@ -50,6 +53,7 @@ pub static MPS: runtime::PlatformDecl = runtime::PlatformDecl {
     platform: runtime::Platform::Mps,
     feature: "mps",
     requires: "an Apple Silicon Mac (CoreML execution provider / libtorch MPS)",
+    checks_in_own_process: None,
 };
 /// MPS's onnxruntime engine: onnxruntime, CoreMLExecutionProvider (MLComputeUnits=ALL).
 pub static MPS_ONNX: runtime::Engine = runtime::Engine::OnnxRuntime {
@@ -65,6 +69,7 @@ pub static OPENVINO: runtime::PlatformDecl = runtime::PlatformDecl {
     platform: runtime::Platform::Openvino,
     feature: "openvino",
     requires: "the onnxruntime-openvino library (PyPI onnxruntime-openvino)",
+    checks_in_own_process: None,
 };
 /// OpenVINO's onnxruntime engine: onnxruntime, OpenVINOExecutionProvider (device_type=CPU).
 pub static OPENVINO_ONNX: runtime::Engine = runtime::Engine::OnnxRuntime {
@@ -76,6 +81,9 @@ pub static QNN: runtime::PlatformDecl = runtime::PlatformDecl {
     platform: runtime::Platform::Qnn,
     feature: "qnn",
     requires: "a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv)",
+    checks_in_own_process: Some(
+        "Qualcomm's HTP emulator has crashed its process (SIGSEGV) finalizing some graphs",
+    ),
 };
 /// QNN's onnxruntime engine: onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60).
 pub static QNN_ONNX: runtime::Engine = runtime::Engine::OnnxRuntime {
@@ -92,6 +100,7 @@ pub static WEBNN: runtime::PlatformDecl = runtime::PlatformDecl {
     platform: runtime::Platform::Webnn,
     feature: "webnn",
     requires: "a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web",
+    checks_in_own_process: None,
 };
 /// WebNN's browser engine: onnxruntime-web in headless Chromium, webnn (deviceType cpu).
 pub static WEBNN_BROWSER: runtime::Engine = runtime::Engine::Browser {
@@ -103,6 +112,7 @@ pub static WEBGPU: runtime::PlatformDecl = runtime::PlatformDecl {
     platform: runtime::Platform::Webgpu,
     feature: "webgpu",
     requires: "a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine)",
+    checks_in_own_process: None,
 };
 /// WebGPU's browser engine: onnxruntime-web in headless Chromium, webgpu.
 pub static WEBGPU_BROWSER: runtime::Engine = runtime::Engine::Browser {

@@ -22,18 +22,21 @@ use crate::error::ErrorKind;
 use crate::record::{self, Outcome};
 use crate::{Basis, Cell};
 
-pub use hwmatrix_platforms::ISOLATE_ALL;
-
 /// Set in the child: it runs the check itself.
 const CHILD: &str = "HWMATRIX_ISOLATED_CHECK";
 
-/// The engines whose checks run in a process of their own: their provider's
-/// policy (hwmatrix_platforms, `Provider::isolate`: QNN's HTP emulator), or
-/// every engine's with `HWMATRIX_ISOLATE` set (for a sweep over an engine that
-/// has crashed on a model, OpenVINO on some per-channel int8 graphs, so the
-/// crash is that check's record and the sweep goes on).
+/// Set (to anything) to run every engine's checks in a process of their own:
+/// for a sweep over an engine that has crashed on a model (OpenVINO on some
+/// per-channel int8 graphs), so the crash is that check's record and the
+/// sweep goes on.
+pub const ISOLATE_ALL: &str = "HWMATRIX_ISOLATE";
+
+/// The cells whose checks run in a process of their own: the platform's
+/// policy (hardware.yaml `checks_in_own_process`: QNN's HTP emulator), a cell
+/// one of whose checks crashed its process before (the evidence store), or
+/// every cell with `HWMATRIX_ISOLATE` set.
 fn needs_own_process(cell: &Cell) -> bool {
-    hwmatrix_platforms::isolate(cell.engine)
+    cell.own_process_reason().is_some() || std::env::var_os(ISOLATE_ALL).is_some()
 }
 
 /// The check's verdict from a child process, or None where it runs in this

@@ -52,6 +52,10 @@ pub struct CellPlan {
     /// The float32 cell's measured issue does not decide it: the generation
     /// graph is another export, with its own evidence.
     pub generation: Option<Planned<String>>,
+    /// Why the cell's checks run each in a process of its own: one of them
+    /// crashed its process (a stored `engine-exited`), so the others keep
+    /// their records when it crashes again.
+    pub in_own_process: Option<String>,
 }
 
 #[derive(Debug)]
@@ -247,9 +251,11 @@ fn plan_cell(
     let precision_checks = cell.precision_checks(&planned);
     let float32_computed_in = cell.float32_computed_in();
     let generation = cell.generation();
+    let in_own_process = cell.in_own_process();
     let (spec, name, over) = (cell.spec, cell.name, cell.over);
     CellPlan {
         generation,
+        in_own_process,
         platform: name,
         engine: engine.clone(),
         precision_checks,
@@ -308,6 +314,27 @@ impl<'a> Cell<'a> {
             .iter()
             .filter(|e| e.is_for(self.name, self.kind) && checks.contains(&e.check.as_str()))
             .collect()
+    }
+
+    /// Why the cell's checks need processes of their own: the first stored
+    /// check whose process died (error kind `engine-exited`).
+    fn in_own_process(&self) -> Option<String> {
+        self.spec
+            .evidence
+            .iter()
+            .filter(|e| e.is_for(self.name, self.kind))
+            .find(|e| e.error_kind == Some(hwmatrix_cell::ErrorKind::EngineExited))
+            .map(|e| {
+                format!(
+                    "its {} check crashed the process ({}, run {})",
+                    e.check,
+                    e.provenance.date.get(..10).unwrap_or(&e.provenance.date),
+                    e.provenance
+                        .run
+                        .as_deref()
+                        .unwrap_or("before runs were recorded")
+                )
+            })
     }
 
     /// Run, unless the runtime lacks the engine: then its cells say so instead of failing.

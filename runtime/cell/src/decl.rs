@@ -100,6 +100,10 @@ pub struct PlatformDecl {
     pub feature: &'static str,
     /// What must be present (hardware.yaml `requires`), quoted in failures.
     pub requires: &'static str,
+    /// Why every check of the platform runs in a process of its own
+    /// (hardware.yaml `checks_in_own_process`): an engine here that has
+    /// crashed its process would take the other checks' records with it.
+    pub checks_in_own_process: Option<&'static str>,
 }
 
 /// How a platform's cells run: an engine and its settings, from hardware.yaml.
@@ -443,6 +447,9 @@ pub struct Cell {
     pub float32_computed_in: Option<ComputedIn>,
     /// The `generates` check, for a generating model's ONNX cells.
     pub generation: Option<GenerationCheck>,
+    /// Why this cell's checks run each in a process of its own: one of them
+    /// crashed its process before (the evidence store's `engine-exited`).
+    pub in_own_process: Option<&'static str>,
 }
 
 /// The precision a platform computes float32 graphs in (QNN's HTP: float16),
@@ -481,7 +488,20 @@ impl Cell {
             precision_checks: &[],
             float32_computed_in: None,
             generation: None,
+            in_own_process: None,
         }
+    }
+
+    /// Each check of this cell in a process of its own, for `reason`.
+    pub const fn in_own_process(mut self, reason: &'static str) -> Cell {
+        self.in_own_process = Some(reason);
+        self
+    }
+
+    /// Why this cell's checks each run in a process of their own, if they do:
+    /// its own crash, else its platform's policy.
+    pub fn own_process_reason(&self) -> Option<&'static str> {
+        self.in_own_process.or(self.platform.checks_in_own_process)
     }
 
     pub const fn computing_float32_in(

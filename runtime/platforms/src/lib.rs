@@ -8,8 +8,9 @@
 //! TensorRT), [`rocm`] (MIGraphX), [`coreml`] (MPS), [`openvino`], [`qnn`],
 //! [`webgpu`] (ONNX Runtime's native WebGPU plugin), [`browser`] (WebNN and
 //! WebGPU in Chromium), [`libtorch`] and [`wgpu_adapter`]. An execution
-//! provider answers [`Provider`]: its ONNX Runtime build, its library, and
-//! whether its checks need a process of their own.
+//! provider answers [`Provider`]: its ONNX Runtime build and its library or
+//! plugin. Policies (which checks run in a process of their own) are data in
+//! hardware.yaml, not code here.
 
 pub mod browser;
 pub mod coreml;
@@ -56,13 +57,6 @@ pub trait Provider: Sync {
     /// package, library file and pinned wheel.
     fn plugin(&self) -> Option<onnxruntime::Plugin> {
         None
-    }
-
-    /// Whether each check runs in a process of its own: an engine that has
-    /// crashed the test process (a native SIGSEGV) would take the other
-    /// checks' records with it.
-    fn isolate(&self) -> bool {
-        false
     }
 }
 
@@ -115,16 +109,6 @@ pub fn emulated(platform: Platform) -> bool {
     matches!(detect(platform), Availability::Present(what) if what.starts_with(qnn::HTP_EMULATOR))
 }
 
-/// Set (to anything) to run every engine's checks in a process of their own.
-pub const ISOLATE_ALL: &str = "HWMATRIX_ISOLATE";
-
-/// Whether a cell's checks each run in a process of their own: its
-/// provider's policy, or every cell's with [`ISOLATE_ALL`] set.
-pub fn isolate(engine: &Engine) -> bool {
-    std::env::var_os(ISOLATE_ALL).is_some()
-        || matches!(engine, Engine::OnnxRuntime { provider: p, .. } if provider(*p).isolate())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,15 +116,5 @@ mod tests {
     #[test]
     fn cpu_is_always_present() {
         assert!(matches!(detect(Platform::Cpu), Availability::Present(_)));
-    }
-
-    #[test]
-    fn only_qnn_isolates_its_checks_by_policy() {
-        use ExecutionProvider::*;
-        let isolating: Vec<_> = [Cpu, Cuda, TensorRt, MiGraphX, CoreMl, OpenVino, Qnn, WebGpu]
-            .into_iter()
-            .filter(|p| provider(*p).isolate())
-            .collect();
-        assert_eq!(isolating, [Qnn]);
     }
 }

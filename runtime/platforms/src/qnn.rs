@@ -20,11 +20,6 @@ impl Provider for Qnn {
             wheel: "onnxruntime-qnn==2.7.0",
         })
     }
-
-    /// The HTP emulator has died of SIGSEGV finalizing some graphs.
-    fn isolate(&self) -> bool {
-        true
-    }
 }
 
 /// What records and reports call evidence from Qualcomm's HTP emulator: not a

@@ -204,6 +204,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             max_rel_l2: 0.05f64,
             min_top1: 0.95f64,
         },
+    )
+    .in_own_process(
+        "its dynamic_shapes check crashed the process (2026-11-27, run 1795766311-15493)",
     );
 /// sam_hq on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(

@@ -147,6 +147,9 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
             let fallback = cell.fallback_ops.iter().map(|(op, reason)| quote!(runtime::AllowedFallback { op: #op, reason: #reason }));
             cell_expr = quote!(#cell_expr.allowing_fallback(&[ #(#fallback),* ]));
         }
+        if let Some(reason) = &cell.in_own_process {
+            cell_expr = quote!(#cell_expr.in_own_process(#reason));
+        }
         quote! {
             #[doc = #doc]
             pub static #name: runtime::Cell = #cell_expr;
@@ -233,6 +236,10 @@ pub fn platforms<'a>(
         let platform = platform_path(p.platform);
         let feature = &spec.feature;
         let requires = &spec.requires;
+        let own_process = match &spec.checks_in_own_process {
+            Some(reason) => quote!(Some(#reason)),
+            None => quote!(None),
+        };
         let engines = p.engines.iter().map(|e| {
             let engine_name = ident(&engine_const(p.platform, e));
             let doc = format!(
@@ -253,6 +260,7 @@ pub fn platforms<'a>(
                 platform: #platform,
                 feature: #feature,
                 requires: #requires,
+                checks_in_own_process: #own_process,
             };
             #(#engines)*
         }

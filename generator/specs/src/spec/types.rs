@@ -65,6 +65,10 @@ pub struct PlatformSpec {
     /// (`precision_tolerances`), and their failures say why.
     #[serde(default)]
     pub float32_computed_in: Option<ComputedIn>,
+    /// Why every check of the platform runs in a process of its own (an
+    /// engine here has crashed its process): the policy, as data.
+    #[serde(default)]
+    pub checks_in_own_process: Option<String>,
 }
 
 /// The precision a platform's hardware computes float32 graphs in, and why.
