@@ -102,6 +102,7 @@ struct Evidence {
     fixture: Option<FixtureRecord>,
     library: Option<String>,
     device: Option<String>,
+    device_kind: Option<hwmatrix_cell::DeviceKind>,
 }
 
 /// Checks of this process in progress, so a timing can say what ran beside it.
@@ -193,6 +194,7 @@ fn execute_part(cell: &Cell, check: Check) -> Result<(), String> {
         fixture: evidence.fixture,
         library: evidence.library,
         device: evidence.device,
+        device_kind: evidence.device_kind,
         generation: evidence.generation,
         precision: check
             .precision()
@@ -223,6 +225,7 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
     let found = platforms::detect_engine(cell.platform.platform, cell.engine);
     if let Availability::Present(device) = &found {
         evidence.device = Some(device.clone());
+        evidence.device_kind = Some(platforms::device_kind(cell.platform.platform, cell.engine));
     }
     if let Availability::Absent(missing) = found {
         return Err(CheckError::new(

@@ -220,6 +220,9 @@ fn write_failure(cell: &Cell, check: &str, kind: ErrorKind, reason: String) -> S
         reason: Some(reason.clone()),
         error_kind: Some(kind),
         stage: kind.stage(),
+        device_kind: device
+            .is_some()
+            .then(|| hwmatrix_platforms::device_kind(cell.platform.platform, cell.engine)),
         device,
         ..record::blank(cell, check)
     };

@@ -75,6 +75,7 @@ pub(crate) fn blank(cell: &Cell, check: &str) -> Record {
         fixture: None,
         library: None,
         device: None,
+        device_kind: None,
         precision: "float32".into(),
         quantization: None,
         bench: None,

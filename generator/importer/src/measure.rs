@@ -51,10 +51,7 @@ impl AsEntry for Record {
         }
         let error =
             evidence::relative_paths(self.reason.as_deref().unwrap_or("failed without a reason"));
-        let emulated = self
-            .device
-            .as_deref()
-            .is_some_and(|d| d.contains("emulator"));
+        let emulated = self.device_kind() == Some(hwmatrix_cell::DeviceKind::Emulator);
         let (outcome, attribution) = if self.error_kind == Some(ErrorKind::DoesNotApply) {
             (EntryOutcome::DoesNotApply, None)
         } else {
@@ -844,6 +841,7 @@ mod tests {
             error_kind: kind,
             stage: kind.and_then(ErrorKind::stage),
             device: Some(device.into()),
+            device_kind: None,
             library: None,
             fixture: Some(hwmatrix_record::FixtureRecord {
                 dir: "<fixtures>/bert".into(),

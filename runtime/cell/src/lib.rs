@@ -24,7 +24,7 @@ pub use decl::{
 pub use dtype::DType;
 pub use error_kind::{Attribution, ErrorKind};
 pub use planned::{Basis, Outcome, Planned};
-pub use platform::Platform;
+pub use platform::{DeviceKind, Platform};
 pub use quantization::{
     LayerRole, MixedWidths, QuantScheme, QuantizationCell, QuantizationCheck, QuantizationDecl,
     Rating,

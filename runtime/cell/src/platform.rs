@@ -1,5 +1,5 @@
-//! The 8 hardware platforms, by name. Whether one is present on this machine:
-//! [`crate::presence`].
+//! The 8 hardware platforms, by name, and what kind of device a check ran on.
+//! Whether one is present on this machine: hwmatrix-platforms.
 
 use std::fmt;
 
@@ -65,5 +65,24 @@ mod tests {
             assert_eq!(Platform::from_name(platform.name()), Some(platform));
         }
         assert_eq!(Platform::from_name("tpu"), None);
+    }
+}
+
+/// What a check's device is: the hardware itself, an emulator standing in for
+/// it (QNN's x86-64 HTP emulator), or a software adapter standing in for a
+/// GPU (SwiftShader). Only hardware's timings mean anything, and an
+/// emulator's crash is this machine's, not the engine's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceKind {
+    Hardware,
+    Emulator,
+    SoftwareAdapter,
+}
+
+impl DeviceKind {
+    /// Not the hardware itself: its timings rank nothing.
+    pub fn stands_in(self) -> bool {
+        self != DeviceKind::Hardware
     }
 }

@@ -27,7 +27,7 @@ pub mod wgpu_adapter;
 
 use std::path::PathBuf;
 
-use hwmatrix_cell::{BrowserBackend, Engine, ExecutionProvider, Platform};
+use hwmatrix_cell::{BrowserBackend, DeviceKind, Engine, ExecutionProvider, Platform};
 
 pub use onnxruntime::{onnxruntime_library, onnxruntime_version, plugin_library};
 
@@ -100,6 +100,29 @@ pub fn detect_engine(platform: Platform, engine: &Engine) -> Availability {
             ..
         } => webgpu::native(),
         _ => detect(platform),
+    }
+}
+
+/// What kind of device an engine of a platform runs on here: QNN without a
+/// Snapdragon's DSP runs on Qualcomm's emulator, WebGPU (the native plugin or
+/// Chromium's) without a GPU on a software adapter (SwiftShader).
+pub fn device_kind(platform: Platform, engine: &Engine) -> DeviceKind {
+    let webgpu = matches!(
+        engine,
+        Engine::OnnxRuntime {
+            provider: ExecutionProvider::WebGpu,
+            ..
+        } | Engine::Browser {
+            backend: BrowserBackend::Webgpu,
+            ..
+        }
+    );
+    if platform == Platform::Qnn && files::first_existing(&qnn::DSP_DEVICES).is_none() {
+        DeviceKind::Emulator
+    } else if webgpu && files::first_existing(&webgpu::GPU_DEVICES).is_none() {
+        DeviceKind::SoftwareAdapter
+    } else {
+        DeviceKind::Hardware
     }
 }
 

@@ -26,8 +26,11 @@ impl Provider for Qnn {
 /// Snapdragon, so its timings mean nothing and its numerics are the emulator's.
 pub const HTP_EMULATOR: &str = "QNN HTP emulator (x86_64)";
 
+/// A Snapdragon's DSP devices: where none exists, QNN runs on the emulator.
+pub const DSP_DEVICES: [&str; 3] = ["/dev/fastrpc-cdsp", "/dev/adsprpc-smd", "/dev/fastrpc-adsp"];
+
 pub fn detect() -> Availability {
-    match first_existing(&["/dev/fastrpc-cdsp", "/dev/adsprpc-smd", "/dev/fastrpc-adsp"]) {
+    match first_existing(&DSP_DEVICES) {
         Some(dev) => Availability::Present(format!("Qualcomm DSP {}", dev.display())),
         None => match htp_emulator() {
             Ok(htp) => Availability::Present(format!("{HTP_EMULATOR}: {}", htp.display())),

@@ -11,6 +11,10 @@ use crate::{Availability, Provider};
 
 pub struct WebGpu;
 
+/// A GPU's device files: where none exists, WebGPU (Dawn, or Chromium's)
+/// runs on a software adapter.
+pub const GPU_DEVICES: [&str; 2] = ["/dev/dri/renderD128", "/dev/nvidiactl"];
+
 impl Provider for WebGpu {
     fn plugin(&self) -> Option<Plugin> {
         Some(Plugin {
@@ -47,7 +51,7 @@ pub fn native() -> Availability {
     if !has_library("libvulkan.so.1") {
         return Availability::Absent("no Vulkan loader (libvulkan.so.1), which ONNX Runtime's WebGPU plugin (Dawn) opens: install Debian's libvulkan1".into());
     }
-    let gpu = first_existing(&["/dev/dri/renderD128", "/dev/nvidiactl"]);
+    let gpu = first_existing(&GPU_DEVICES);
     let software = std::env::var_os(ALLOW_SOFTWARE_ADAPTER).is_some_and(|v| v == "1");
     let icd = std::env::var_os("VK_ICD_FILENAMES").map(PathBuf::from);
     match (gpu, software) {

@@ -64,6 +64,11 @@ pub struct Record {
     /// evidence reports keep apart from a device's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    /// What kind of device that is (hardware, an emulator, a software
+    /// adapter); absent in records written before it was recorded, whose
+    /// readers fall back on the device's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_kind: Option<hwmatrix_cell::DeviceKind>,
     /// The `generates` check's steps: each step's error, and where it first diverged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generation: Option<GenerationRecord>,
@@ -77,6 +82,26 @@ pub struct Record {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bench: Option<Bench>,
     pub runtime_version: String,
+}
+
+impl Record {
+    /// What kind of device the check ran on: the record's own account, else
+    /// (records written before it was recorded) read from the device's words,
+    /// the one place that still reads them.
+    pub fn device_kind(&self) -> Option<hwmatrix_cell::DeviceKind> {
+        use hwmatrix_cell::DeviceKind;
+        self.device_kind.or_else(|| {
+            let device = self.device.as_deref()?.to_ascii_lowercase();
+            let has = |words: &[&str]| words.iter().any(|w| device.contains(w));
+            Some(if has(&["emulator"]) {
+                DeviceKind::Emulator
+            } else if has(&["swiftshader", "llvmpipe", "lavapipe", "fallback adapter"]) {
+                DeviceKind::SoftwareAdapter
+            } else {
+                DeviceKind::Hardware
+            })
+        })
+    }
 }
 
 /// A latency and the conditions it was taken under. Test timings are
@@ -132,6 +157,47 @@ pub struct Threads {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A record with its identity and nothing measured, its device as given.
+    fn on(device: Option<&str>, kind: Option<&str>) -> Record {
+        serde_json::from_value(serde_json::json!({
+            "run_id": "r", "time": "t", "host": "h", "model": "bert", "category": "text_encoders",
+            "platform": "qnn", "engine_kind": "onnxruntime", "engine": "e", "check": "runs",
+            "status": "failed", "basis": "measured", "precision": "float32",
+            "runtime_version": "0.1.0", "device": device, "device_kind": kind,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_records_device_kind_wins_and_older_records_are_read_by_their_words() {
+        use hwmatrix_cell::DeviceKind;
+        // Recorded: the record's account, whatever its words say.
+        assert_eq!(
+            on(Some("QNN HTP emulator (x86_64)"), Some("hardware")).device_kind(),
+            Some(DeviceKind::Hardware)
+        );
+        // Older records: an emulator, software adapters, hardware, by their words.
+        assert_eq!(
+            on(Some("QNN HTP emulator (x86_64)"), None).device_kind(),
+            Some(DeviceKind::Emulator)
+        );
+        for adapter in [
+            "SwiftShader Device (Subzero) (vulkan, cpu, no shader-f16)",
+            "llvmpipe (LLVM 15.0.6, 256 bits)",
+        ] {
+            assert_eq!(
+                on(Some(adapter), None).device_kind(),
+                Some(DeviceKind::SoftwareAdapter)
+            );
+        }
+        assert_eq!(
+            on(Some("NVIDIA H100 80GB HBM3"), None).device_kind(),
+            Some(DeviceKind::Hardware)
+        );
+        assert_eq!(on(None, None).device_kind(), None);
+        assert!(DeviceKind::Emulator.stands_in() && !DeviceKind::Hardware.stands_in());
+    }
 
     /// Reports and the database name statuses and kinds by `name()`; it must be
     /// what the record itself carries.

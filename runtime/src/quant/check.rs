@@ -141,6 +141,7 @@ pub(crate) fn blank_record(cell: &QuantizationCell, scheme: QuantScheme) -> Reco
         fixture: None,
         library: None,
         device: None,
+        device_kind: None,
         precision: scheme.name().into(),
         quantization: None,
         bench: None,

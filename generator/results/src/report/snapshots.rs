@@ -291,6 +291,7 @@ fn performance() -> Vec<Performance> {
         rust_over_python: None,
         conditions: "1 thread, no other check".into(),
         device: None,
+        stands_in: false,
         record: "r-runs".into(),
     }]
 }
