@@ -202,14 +202,22 @@ impl GenerationFixture {
             );
             return Err(
                 match std::fs::read_to_string(paths::export_error_file(root, model_type)) {
-                    Ok(error) => CheckError::new(
-                        ErrorKind::ExportFailed,
-                        format!(
-                            "no generation fixture for {model_type}: {}{}",
-                            crate::GENERATION_EXPORT_FAILED,
-                            error.trim()
-                        ),
-                    ),
+                    Ok(text) => {
+                        // Who failed is the stage gen kept with the error, never its words.
+                        let failed = hwmatrix_cell::export_error::ExportError::read(&text);
+                        CheckError::new(
+                            if failed.stage == crate::Stage::Export {
+                                ErrorKind::ExportFailed
+                            } else {
+                                ErrorKind::ExporterLimit
+                            },
+                            format!(
+                                "no generation fixture for {model_type}: {}{}",
+                                crate::GENERATION_EXPORT_FAILED,
+                                failed.error
+                            ),
+                        )
+                    }
                     Err(_) => CheckError::new(
                         ErrorKind::FixtureMissing,
                         format!(

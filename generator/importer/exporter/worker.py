@@ -72,11 +72,13 @@ def main() -> int:
     from transformers.utils import logging
 
     logging.set_verbosity_error()
+    original_export_graph = generation.export_graph
     for line in sys.stdin:
         if not line.strip():
             continue
         job = json.loads(line)
         answer = {"id": job.get("id")}
+        stage = None
         try:
             if job["kind"] == "list":
                 import transformers
@@ -103,7 +105,19 @@ def main() -> int:
                 torchscript.export_without_onnx(job["job"])
                 result = None
             elif job["kind"] == "generation":
-                generation.export(job["job"])
+                # Where it stopped, as a value gen keeps with the error: torch.onnx's
+                # exporters (generation.export_graph raised: every one tried failed), or
+                # our exporter before them (a cache it cannot flatten).
+                stage = "reference"
+                generation.export_graph = _noting_export_failure(original_export_graph)
+                try:
+                    generation.export(job["job"])
+                except _TorchOnnxFailed as failed:
+                    stage = "export"
+                    raise failed.error from None
+                finally:
+                    generation.export_graph = original_export_graph
+                stage = None
                 result = None
             elif job["kind"] == "cache":
                 result = generation.measure_cache(job["job"])
@@ -113,8 +127,30 @@ def main() -> int:
         except Exception as error:  # noqa: BLE001 - every error goes back to gen, none is swallowed
             traceback.print_exc()
             answer.update(ok=False, error=export._error_line(error))
+            if stage:
+                answer["stage"] = stage
         answers.write(json.dumps(answer, default=str) + "\n")
     return 0
+
+
+class _TorchOnnxFailed(Exception):
+    """generation.export_graph's error: every torch.onnx exporter it tried failed."""
+
+    def __init__(self, error: Exception):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _noting_export_failure(export_graph):
+    """export_graph, its failure marked as torch.onnx's (the stage gen keeps)."""
+
+    def noting(*args, **kwargs):
+        try:
+            return export_graph(*args, **kwargs)
+        except Exception as error:  # noqa: BLE001 - re-raised, marked
+            raise _TorchOnnxFailed(error) from error
+
+    return noting
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use hwmatrix_cell::Stage;
+use hwmatrix_cell::export_error::ExportError;
 use hwmatrix_cell::fixture_key::SEED;
 
 use crate::workers::{Pool, Progress};
@@ -130,10 +132,10 @@ pub fn build(
     let tty = Progress::stderr_is_terminal();
     let mut progress = Progress::new("exported", jobs.len(), log, tty);
     for (name, outcome) in pool.run(jobs, &mut progress)? {
-        let error_path = match name
+        let generation = name
             .strip_suffix(" (generation)")
-            .filter(|_| generation_names.contains(&name))
-        {
+            .filter(|_| generation_names.contains(&name));
+        let error_path = match generation {
             Some(model) => hwmatrix_cell::paths::export_error_file(&generation_root, model),
             None => hwmatrix_cell::paths::export_error_file(root, &name),
         };
@@ -143,7 +145,17 @@ pub fn build(
                 summary.built += 1;
             }
             Err(error) => {
-                std::fs::write(&error_path, format!("{error}\n"))
+                // A generation export's error keeps the stage the worker named, for
+                // the generates checks to say who failed (ExportError).
+                let text = match generation {
+                    Some(_) => ExportError {
+                        stage: error.failure_at(Stage::Reference).stage,
+                        error: error.to_string(),
+                    }
+                    .to_json(),
+                    None => format!("{error}\n"),
+                };
+                std::fs::write(&error_path, text)
                     .map_err(|e| format!("{}: {e}", error_path.display()))?;
                 summary.failed.push((name, error.to_string()));
             }

@@ -537,13 +537,19 @@ impl MeasuredCell<'_> {
         let reason = record.reason.as_deref().unwrap_or_default();
         // No generation fixture because the generation exporter failed: the exporter's error,
         // the same on every platform, is the pipeline's entry; the check itself measured nothing.
-        if let Some((_, error)) = reason.split_once(GENERATION_EXPORT_FAILED) {
+        // Who failed is the record's error kind (the stage gen kept with the exporter's error):
+        // torch.onnx's exporters, or our exporter's own limit before them (a cache it cannot
+        // flatten).
+        let exporter_failed = matches!(
+            record.error_kind,
+            Some(ErrorKind::ExportFailed | ErrorKind::ExporterLimit)
+        );
+        if exporter_failed {
+            let error = reason
+                .split_once(GENERATION_EXPORT_FAILED)
+                .map_or(reason, |(_, error)| error);
             let fixture_key = self.model.generation_fixture_key();
-            // The generation exporter's error file holds its words only (fixtures.rs): where
-            // torch.onnx ran, its exporters name themselves; else the exporter stopped at its
-            // own limit (a cache it cannot flatten), before torch.onnx.
-            let torch_onnx =
-                error.contains("legacy exporter: ") || error.contains("dynamo exporter: ");
+            let torch_onnx = record.error_kind == Some(ErrorKind::ExportFailed);
             let failure = evidence::PipelineFailure {
                 stage: if torch_onnx {
                     Stage::Export
@@ -558,7 +564,8 @@ impl MeasuredCell<'_> {
                 evidence::pipeline_failure(evidence::GENERATION_EXPORT, &failure, &fixture_key);
             return vec![(pipeline(), Some(entry))];
         }
-        if record.status == Outcome::Failed && reason.starts_with("no generation fixture") {
+        // No generation fixture built yet: nothing measured, the entry stays.
+        if record.error_kind == Some(ErrorKind::FixtureMissing) {
             return Vec::new();
         }
         let entry = record.entry();

@@ -37,8 +37,10 @@ pub type Outcome = Result<Value, JobError>;
 /// the message's words: a timeout is our pool's limit, an error the job's own.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum JobError {
-    /// The job's own error, as the worker reported it.
-    Failed(String),
+    /// The job's own error, as the worker reported it, with the stage it
+    /// stopped at where the worker says (a generation job: torch.onnx's
+    /// exporters, or our exporter's own limit before them).
+    Failed { error: String, stage: Option<Stage> },
     /// The job ran past the pool's limit; its process was killed.
     TimedOut(Duration),
     /// The process died during the job (a segfault in a native kernel), or
@@ -49,7 +51,7 @@ pub enum JobError {
 impl std::fmt::Display for JobError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            JobError::Failed(error) => f.write_str(error),
+            JobError::Failed { error, .. } => f.write_str(error),
             JobError::TimedOut(limit) => write!(f, "timed out after {} s", limit.as_secs()),
             JobError::Died(why) => f.write_str(why),
         }
@@ -112,12 +114,13 @@ impl Worker {
                 Ok(if answer["ok"].as_bool() == Some(true) {
                     Ok(answer["result"].clone())
                 } else {
-                    Err(JobError::Failed(
-                        answer["error"]
+                    Err(JobError::Failed {
+                        error: answer["error"]
                             .as_str()
                             .unwrap_or("the worker gave no error message")
                             .to_string(),
-                    ))
+                        stage: answer["stage"].as_str().and_then(|s| s.parse().ok()),
+                    })
                 })
             }
             Err(RecvTimeoutError::Timeout) => Err(JobError::TimedOut(timeout)),
@@ -286,11 +289,17 @@ pub fn exporter_dir() -> PathBuf {
 }
 
 impl JobError {
-    /// This failed job as the fixture pipeline's failure at `stage`: a job
-    /// past the pool's limit is our time limit, not the model's.
+    /// This failed job as the fixture pipeline's failure at `stage` (or the
+    /// stage the worker named): a job past the pool's limit is our time
+    /// limit, not the model's.
     pub fn failure_at(&self, stage: Stage) -> PipelineFailure {
         PipelineFailure {
-            stage,
+            stage: match self {
+                JobError::Failed {
+                    stage: Some(named), ..
+                } => *named,
+                _ => stage,
+            },
             timed_out: matches!(self, JobError::TimedOut(_)),
             harness_limit: false,
             error: self.to_string(),

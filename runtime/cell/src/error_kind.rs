@@ -30,6 +30,9 @@ pub enum ErrorKind {
     FixtureInvalid,
     /// The exporter could not export the model.
     ExportFailed,
+    /// Our exporter stopped at its own limit before torch.onnx ran (a cache
+    /// the generation exporter cannot flatten): our harness's gap.
+    ExporterLimit,
     /// The engine could not load the model.
     ModelLoad,
     /// The engine failed while running the model.
@@ -60,7 +63,7 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 22] = [
+    pub const ALL: [ErrorKind; 23] = [
         ErrorKind::PlatformAbsent,
         ErrorKind::EngineNotBuilt,
         ErrorKind::LibraryMissing,
@@ -71,6 +74,7 @@ impl ErrorKind {
         ErrorKind::FixtureStale,
         ErrorKind::FixtureInvalid,
         ErrorKind::ExportFailed,
+        ErrorKind::ExporterLimit,
         ErrorKind::ModelLoad,
         ErrorKind::RunFailed,
         ErrorKind::OutputMismatch,
@@ -98,6 +102,7 @@ impl ErrorKind {
             ErrorKind::FixtureStale => "fixture-stale",
             ErrorKind::FixtureInvalid => "fixture-invalid",
             ErrorKind::ExportFailed => "export-failed",
+            ErrorKind::ExporterLimit => "exporter-limit",
             ErrorKind::ModelLoad => "model-load",
             ErrorKind::RunFailed => "run-failed",
             ErrorKind::OutputMismatch => "output-mismatch",
@@ -119,6 +124,7 @@ impl ErrorKind {
     pub fn stage(self) -> Option<Stage> {
         match self {
             ErrorKind::ExportFailed => Some(Stage::Export),
+            ErrorKind::ExporterLimit => Some(Stage::Reference),
             ErrorKind::ProviderRegistration | ErrorKind::ModelLoad => Some(Stage::Load),
             ErrorKind::RunFailed
             | ErrorKind::ProviderFallback
@@ -242,7 +248,8 @@ impl ErrorKind {
             | ErrorKind::FixtureStale
             | ErrorKind::FixtureInvalid
             | ErrorKind::RecordWrite
-            | ErrorKind::NoRecord => Some(Attribution::Harness),
+            | ErrorKind::NoRecord
+            | ErrorKind::ExporterLimit => Some(Attribution::Harness),
             ErrorKind::PlatformAbsent | ErrorKind::EngineNotBuilt | ErrorKind::LibraryMissing => {
                 Some(Attribution::Environment)
             }

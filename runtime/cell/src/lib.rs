@@ -7,6 +7,7 @@
 pub mod decl;
 pub mod dtype;
 pub mod error_kind;
+pub mod export_error;
 pub mod fixture_key;
 pub mod paths;
 pub mod planned;
