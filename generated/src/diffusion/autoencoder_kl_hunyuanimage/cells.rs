@@ -159,7 +159,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "autoencoder_kl_hunyuanimage on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×24 on CPUExecutionProvider, Transpose ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (84%), 723 µs (0%); QNNExecutionProvider: 7 nodes (16%), 959050 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_hunyuanimage.yaml only if it may run off QNNExecutionProvider, with the reason",
+            reason: "autoencoder_kl_hunyuanimage on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T09:59:27Z): not every node ran on QNNExecutionProvider: Reshape ×24 on CPUExecutionProvider, Transpose ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (84%), 468 µs (0%); QNNExecutionProvider: 7 nodes (16%), 472353 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_hunyuanimage.yaml only if it may run off QNNExecutionProvider, with the reason",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
@@ -169,7 +169,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanimage on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×24 on CPUExecutionProvider, Transpose ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (84%), 723 µs (0%); QNNExecutionProvider: 7 nodes (16%), 959050 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_hunyuanimage.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    reason: "autoencoder_kl_hunyuanimage on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T09:59:27Z): not every node ran on QNNExecutionProvider: Reshape ×24 on CPUExecutionProvider, Transpose ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (84%), 468 µs (0%); QNNExecutionProvider: 7 nodes (16%), 472353 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_hunyuanimage.yaml only if it may run off QNNExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -182,7 +182,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanimage on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×24 on CPUExecutionProvider, Transpose ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (84%), 723 µs (0%); QNNExecutionProvider: 7 nodes (16%), 959050 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_hunyuanimage.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    reason: "autoencoder_kl_hunyuanimage on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T09:59:27Z): not every node ran on QNNExecutionProvider: Reshape ×24 on CPUExecutionProvider, Transpose ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 36 nodes (84%), 468 µs (0%); QNNExecutionProvider: 7 nodes (16%), 472353 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_hunyuanimage.yaml only if it may run off QNNExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

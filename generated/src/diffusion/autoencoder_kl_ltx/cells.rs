@@ -153,25 +153,23 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// autoencoder_kl_ltx on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
+/// autoencoder_kl_ltx on qnn: not-tested (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::KnownIssue {
-            reason: "autoencoder_kl_ltx on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
-            basis: runtime::Basis::Evidence,
-            stage: None,
+        runtime::Planned::NotTested {
+            reason: "not tested here: autoencoder_kl_ltx on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795773557-1640 on vm, 2026-11-27T10:00:20Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60) (its last lines: none); autoencoder_kl_ltx on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (evidence: run 1795773557-1640 on vm, 2026-11-27T10:00:21Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60) (its last lines: none); autoencoder_kl_ltx on qnn with onnxruntime: runs failed: the environment here (not tested here) (evidence: run 1795773557-1640 on vm, 2026-11-27T10:00:21Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60) (its last lines: none)",
+            stage: runtime::Stage::Run,
         },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_ltx on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
-                    basis: runtime::Basis::Evidence,
-                    stage: None,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: autoencoder_kl_ltx on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795773557-1640 on vm, 2026-11-27T10:00:20Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60) (its last lines: none); autoencoder_kl_ltx on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (evidence: run 1795773557-1640 on vm, 2026-11-27T10:00:21Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60) (its last lines: none); autoencoder_kl_ltx on qnn with onnxruntime: runs failed: the environment here (not tested here) (evidence: run 1795773557-1640 on vm, 2026-11-27T10:00:21Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60) (its last lines: none)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -181,10 +179,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_ltx on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60) (its last lines: none)",
-                    basis: runtime::Basis::Evidence,
-                    stage: None,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: autoencoder_kl_ltx on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795773557-1640 on vm, 2026-11-27T10:00:20Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60) (its last lines: none); autoencoder_kl_ltx on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (evidence: run 1795773557-1640 on vm, 2026-11-27T10:00:21Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60) (its last lines: none); autoencoder_kl_ltx on qnn with onnxruntime: runs failed: the environment here (not tested here) (evidence: run 1795773557-1640 on vm, 2026-11-27T10:00:21Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60) (its last lines: none)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -203,6 +200,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             max_rel_l2: 0.05f64,
             min_top1: 0.95f64,
         },
+    )
+    .in_own_process(
+        "its dynamic_shapes check crashed the process (2026-11-27, run 1795773557-1640)",
     );
 /// autoencoder_kl_ltx on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(

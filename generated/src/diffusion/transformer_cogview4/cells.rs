@@ -160,7 +160,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_cogview4 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (86%), 91 µs (0%); QNNExecutionProvider: 1 nodes (14%), 209729 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_cogview4.yaml only if it may run off QNNExecutionProvider, with the reason",
+            reason: "transformer_cogview4 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:09Z): not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (86%), 82 µs (0%); QNNExecutionProvider: 1 nodes (14%), 105986 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_cogview4.yaml only if it may run off QNNExecutionProvider, with the reason",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
@@ -170,7 +170,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_cogview4 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (86%), 91 µs (0%); QNNExecutionProvider: 1 nodes (14%), 209729 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_cogview4.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    reason: "transformer_cogview4 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:09Z): not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (86%), 82 µs (0%); QNNExecutionProvider: 1 nodes (14%), 105986 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_cogview4.yaml only if it may run off QNNExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -183,7 +183,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_cogview4 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (86%), 91 µs (0%); QNNExecutionProvider: 1 nodes (14%), 209729 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_cogview4.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    reason: "transformer_cogview4 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:09Z): not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (86%), 82 µs (0%); QNNExecutionProvider: 1 nodes (14%), 105986 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/transformer_cogview4.yaml only if it may run off QNNExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -164,7 +164,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_flux2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph.",
+            reason: "transformer_flux2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:22Z): cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph.; transformer_flux2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:22Z): cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph.; transformer_flux2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:23Z): cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -174,7 +174,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_flux2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph.",
+                    reason: "transformer_flux2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:22Z): cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph.; transformer_flux2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:22Z): cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph.; transformer_flux2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:23Z): cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -187,7 +187,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_flux2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph.",
+                    reason: "transformer_flux2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:22Z): cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph.; transformer_flux2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:22Z): cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph.; transformer_flux2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:23Z): cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

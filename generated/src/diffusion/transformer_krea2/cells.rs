@@ -160,7 +160,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_krea2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/transformer_krea2/model.onnx: Failed to compose Qnn graph.",
+            reason: "transformer_krea2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:47Z): cannot load <fixtures>/transformer_krea2/model.onnx: Failed to compose Qnn graph.; transformer_krea2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:48Z): cannot load <fixtures>/transformer_krea2/model.onnx: Failed to compose Qnn graph.; transformer_krea2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:49Z): cannot load <fixtures>/transformer_krea2/model.onnx: Failed to compose Qnn graph.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -170,7 +170,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_krea2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/transformer_krea2/model.onnx: Failed to compose Qnn graph.",
+                    reason: "transformer_krea2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:47Z): cannot load <fixtures>/transformer_krea2/model.onnx: Failed to compose Qnn graph.; transformer_krea2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:48Z): cannot load <fixtures>/transformer_krea2/model.onnx: Failed to compose Qnn graph.; transformer_krea2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:49Z): cannot load <fixtures>/transformer_krea2/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -183,7 +183,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_krea2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/transformer_krea2/model.onnx: Failed to compose Qnn graph.",
+                    reason: "transformer_krea2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:47Z): cannot load <fixtures>/transformer_krea2/model.onnx: Failed to compose Qnn graph.; transformer_krea2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:48Z): cannot load <fixtures>/transformer_krea2/model.onnx: Failed to compose Qnn graph.; transformer_krea2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:03:49Z): cannot load <fixtures>/transformer_krea2/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

@@ -154,25 +154,21 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// unet_3d_condition on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
+/// unet_3d_condition on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::KnownIssue {
-            reason: "unet_3d_condition on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: a run took 61 s, over the limit of 60 s for one run (QNNExecutionProvider; the run was measured to its end: ORT's terminate flag crashes the WebGPU plugin)",
-            basis: runtime::Basis::Evidence,
-            stage: None,
-        },
+        runtime::Planned::Run,
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "unet_3d_condition on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: a run took 61 s, over the limit of 60 s for one run (QNNExecutionProvider; the run was measured to its end: ORT's terminate flag crashes the WebGPU plugin)",
+                    reason: "unet_3d_condition on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:13:31Z): not every node ran on QNNExecutionProvider: QLinearAdd ×8 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (59%), 649 µs (0%); QNNExecutionProvider: 17 nodes (41%), 3046414 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/unet_3d_condition.yaml only if it may run off QNNExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
-                    stage: None,
+                    stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -182,11 +178,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "unet_3d_condition on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: a run took 61 s, over the limit of 60 s for one run (QNNExecutionProvider; the run was measured to its end: ORT's terminate flag crashes the WebGPU plugin)",
-                    basis: runtime::Basis::Evidence,
-                    stage: None,
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,

@@ -150,25 +150,23 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// unet_motion_model on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
+/// unet_motion_model on qnn: not-tested (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::KnownIssue {
-            reason: "unet_motion_model on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)",
-            basis: runtime::Basis::Evidence,
-            stage: None,
+        runtime::Planned::NotTested {
+            reason: "not tested here: unet_motion_model on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795773557-1640 on vm, 2026-11-27T10:17:56Z): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60); unet_motion_model on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (evidence: run 1795773557-1640 on vm, 2026-11-27T10:23:56Z): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60); unet_motion_model on qnn with onnxruntime: runs failed: the environment here (not tested here) (evidence: run 1795773557-1640 on vm, 2026-11-27T10:29:56Z): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)",
+            stage: runtime::Stage::Run,
         },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "unet_motion_model on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)",
-                    basis: runtime::Basis::Evidence,
-                    stage: None,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: unet_motion_model on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795773557-1640 on vm, 2026-11-27T10:17:56Z): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60); unet_motion_model on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (evidence: run 1795773557-1640 on vm, 2026-11-27T10:23:56Z): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60); unet_motion_model on qnn with onnxruntime: runs failed: the environment here (not tested here) (evidence: run 1795773557-1640 on vm, 2026-11-27T10:29:56Z): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -178,10 +176,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "unet_motion_model on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, soc_model=60)",
-                    basis: runtime::Basis::Evidence,
-                    stage: None,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: unet_motion_model on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795773557-1640 on vm, 2026-11-27T10:17:56Z): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60); unet_motion_model on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (evidence: run 1795773557-1640 on vm, 2026-11-27T10:23:56Z): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60); unet_motion_model on qnn with onnxruntime: runs failed: the environment here (not tested here) (evidence: run 1795773557-1640 on vm, 2026-11-27T10:29:56Z): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,

@@ -156,9 +156,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "hiera on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/hiera/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+            reason: "hiera on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:45:56Z): not every node ran on QNNExecutionProvider: ReduceMax ×3 on CPUExecutionProvider, Reshape ×11 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×12 on CPUExecutionProvider, Transpose ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 33 nodes (85%), 393 µs (0%); QNNExecutionProvider: 6 nodes (15%), 354521 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/hiera.yaml only if it may run off QNNExecutionProvider, with the reason; hiera on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:45:56Z): cannot load <fixtures>/hiera/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; hiera on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:45:58Z): cannot load <fixtures>/hiera/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
             basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Load),
+            stage: Some(runtime::Stage::Run),
         },
     )
     .with_precision_checks(
@@ -166,9 +166,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "hiera on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/hiera/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    reason: "hiera on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:45:56Z): not every node ran on QNNExecutionProvider: ReduceMax ×3 on CPUExecutionProvider, Reshape ×11 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×12 on CPUExecutionProvider, Transpose ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 33 nodes (85%), 393 µs (0%); QNNExecutionProvider: 6 nodes (15%), 354521 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/hiera.yaml only if it may run off QNNExecutionProvider, with the reason; hiera on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:45:56Z): cannot load <fixtures>/hiera/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; hiera on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:45:58Z): cannot load <fixtures>/hiera/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
                     basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Load),
+                    stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -179,9 +179,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "hiera on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/hiera/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    reason: "hiera on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:45:56Z): not every node ran on QNNExecutionProvider: ReduceMax ×3 on CPUExecutionProvider, Reshape ×11 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×12 on CPUExecutionProvider, Transpose ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 33 nodes (85%), 393 µs (0%); QNNExecutionProvider: 6 nodes (15%), 354521 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/hiera.yaml only if it may run off QNNExecutionProvider, with the reason; hiera on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:45:56Z): cannot load <fixtures>/hiera/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; hiera on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:45:58Z): cannot load <fixtures>/hiera/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
                     basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Load),
+                    stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,

@@ -168,7 +168,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "maskformer on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×8 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (71%), 259 µs (0%); QNNExecutionProvider: 5 nodes (29%), 1812926 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/maskformer.yaml only if it may run off QNNExecutionProvider, with the reason",
+            reason: "maskformer on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:46:19Z): not every node ran on QNNExecutionProvider: Reshape ×8 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (71%), 200 µs (0%); QNNExecutionProvider: 5 nodes (29%), 538831 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/maskformer.yaml only if it may run off QNNExecutionProvider, with the reason",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
@@ -178,7 +178,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "maskformer on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×8 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (71%), 259 µs (0%); QNNExecutionProvider: 5 nodes (29%), 1812926 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/maskformer.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    reason: "maskformer on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:46:19Z): not every node ran on QNNExecutionProvider: Reshape ×8 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (71%), 200 µs (0%); QNNExecutionProvider: 5 nodes (29%), 538831 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/maskformer.yaml only if it may run off QNNExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -191,7 +191,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "maskformer on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×8 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (71%), 259 µs (0%); QNNExecutionProvider: 5 nodes (29%), 1812926 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/maskformer.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    reason: "maskformer on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:46:19Z): not every node ran on QNNExecutionProvider: Reshape ×8 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (71%), 200 µs (0%); QNNExecutionProvider: 5 nodes (29%), 538831 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/maskformer.yaml only if it may run off QNNExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -152,7 +152,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "radio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 55 µs (0%); QNNExecutionProvider: 2 nodes (40%), 151700 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/radio.yaml only if it may run off QNNExecutionProvider, with the reason",
+            reason: "radio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:47:18Z): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 37 µs (0%); QNNExecutionProvider: 2 nodes (40%), 41580 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/radio.yaml only if it may run off QNNExecutionProvider, with the reason",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
@@ -162,7 +162,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "radio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 55 µs (0%); QNNExecutionProvider: 2 nodes (40%), 151700 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/radio.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    reason: "radio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:47:18Z): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 37 µs (0%); QNNExecutionProvider: 2 nodes (40%), 41580 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/radio.yaml only if it may run off QNNExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -175,7 +175,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "radio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 55 µs (0%); QNNExecutionProvider: 2 nodes (40%), 151700 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/radio.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    reason: "radio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:47:18Z): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 37 µs (0%); QNNExecutionProvider: 2 nodes (40%), 41580 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/radio.yaml only if it may run off QNNExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

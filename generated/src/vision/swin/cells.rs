@@ -172,7 +172,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "swin on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 586 µs (0%); QNNExecutionProvider: 9 nodes (27%), 583896 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off QNNExecutionProvider, with the reason",
+            reason: "swin on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:50:22Z): not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 343 µs (0%); QNNExecutionProvider: 9 nodes (27%), 281231 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off QNNExecutionProvider, with the reason",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
@@ -182,7 +182,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "swin on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 586 µs (0%); QNNExecutionProvider: 9 nodes (27%), 583896 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    reason: "swin on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:50:22Z): not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 343 µs (0%); QNNExecutionProvider: 9 nodes (27%), 281231 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off QNNExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -195,7 +195,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "swin on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 586 µs (0%); QNNExecutionProvider: 9 nodes (27%), 583896 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    reason: "swin on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:50:22Z): not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (73%), 343 µs (0%); QNNExecutionProvider: 9 nodes (27%), 281231 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swin.yaml only if it may run off QNNExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -172,9 +172,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "swinv2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+            reason: "swinv2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:50:29Z): not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (67%), 64 µs (0%); QNNExecutionProvider: 3 nodes (33%), 210231 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swinv2.yaml only if it may run off QNNExecutionProvider, with the reason; swinv2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:50:31Z): cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; swinv2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:50:34Z): cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
             basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Load),
+            stage: Some(runtime::Stage::Run),
         },
     )
     .with_precision_checks(
@@ -182,9 +182,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "swinv2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    reason: "swinv2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:50:29Z): not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (67%), 64 µs (0%); QNNExecutionProvider: 3 nodes (33%), 210231 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swinv2.yaml only if it may run off QNNExecutionProvider, with the reason; swinv2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:50:31Z): cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; swinv2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:50:34Z): cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
                     basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Load),
+                    stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -195,9 +195,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "swinv2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    reason: "swinv2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:50:29Z): not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (67%), 64 µs (0%); QNNExecutionProvider: 3 nodes (33%), 210231 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/swinv2.yaml only if it may run off QNNExecutionProvider, with the reason; swinv2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:50:31Z): cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; swinv2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:50:34Z): cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
                     basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Load),
+                    stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,

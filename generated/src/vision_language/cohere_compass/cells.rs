@@ -247,9 +247,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "cohere_compass on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 49 of 2048 logits outside abs 0.03673147651691124 + rel 0, 0 of 2 rows with another top token (max abs error 7.148e-2; worst at flat index 1585: got -0.1273193508386612, expected -0.1987980604171753)",
+            reason: "cohere_compass on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:50:47Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 49 of 2048 logits outside abs 0.0367314735607124 + rel 0, 1 of 2 rows with another top token (max abs error 7.148e-2; worst at flat index 1585: got -0.1273193508386612, expected -0.1987980604171753)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .computing_float32_in(

@@ -162,7 +162,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "evolla on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:51:29Z): output last_hidden_state: cosine similarity 0.7349 in its worst row (of 8; mean 0.9245), below 0.98; relative L2 error 0.3888, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/evolla.yaml) (max abs error 1.888e0; worst at flat index 16: got 0.6709051132202148, expected -1.2166002988815308)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -171,7 +175,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "evolla on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:51:23Z): not every node ran on QNNExecutionProvider: Cast ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (78%), 351 µs (0%); QNNExecutionProvider: 2 nodes (22%), 353473 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision_language/evolla.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -183,9 +191,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "evolla on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 397 of 2048 logits outside abs 0.039961064862063723 + rel 0, 0 of 2 rows with another top token (max abs error 1.437e-1; worst at flat index 1497: got -0.1342773586511612, expected 0.009444616734981537)",
+            reason: "evolla on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:51:24Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 397 of 2048 logits outside abs 0.039961061900680765 + rel 0, 0 of 2 rows with another top token (max abs error 1.437e-1; worst at flat index 1497: got -0.1342773586511612, expected 0.00944460928440094)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .computing_float32_in(

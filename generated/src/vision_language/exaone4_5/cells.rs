@@ -158,18 +158,26 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// exaone4_5 on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
+/// exaone4_5 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "exaone4_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:51:32Z): component language: output last_hidden_state: 143 of 544 elements outside 0.1 of the output's spread (2.929e-1 abs) (max abs error 2.590e0; worst at flat index 415: got 0.4992676079273224, expected -2.0906145572662354); cosine similarity 0.9099 in its worst row (of 1; mean 0.9099), below 0.99; relative L2 error 0.4244, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/vision_language/exaone4_5.yaml); exaone4_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:51:42Z): component language: output last_hidden_state: 147 of 384 elements outside 0.1 of the output's spread (2.374e-1 abs) (max abs error 2.374e0; worst at flat index 206: got -0.2910156548023224, expected 2.082650661468506); cosine similarity 0.8677 in its worst row (of 1; mean 0.8677), below 0.99; relative L2 error 0.5143, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/vision_language/exaone4_5.yaml)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "exaone4_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:51:32Z): component language: output last_hidden_state: 143 of 544 elements outside 0.1 of the output's spread (2.929e-1 abs) (max abs error 2.590e0; worst at flat index 415: got 0.4992676079273224, expected -2.0906145572662354); cosine similarity 0.9099 in its worst row (of 1; mean 0.9099), below 0.99; relative L2 error 0.4244, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/vision_language/exaone4_5.yaml); exaone4_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:51:42Z): component language: output last_hidden_state: 147 of 384 elements outside 0.1 of the output's spread (2.374e-1 abs) (max abs error 2.374e0; worst at flat index 206: got -0.2910156548023224, expected 2.082650661468506); cosine similarity 0.8677 in its worst row (of 1; mean 0.8677), below 0.99; relative L2 error 0.5143, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/vision_language/exaone4_5.yaml)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -178,7 +186,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "exaone4_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:51:32Z): component language: output last_hidden_state: 143 of 544 elements outside 0.1 of the output's spread (2.929e-1 abs) (max abs error 2.590e0; worst at flat index 415: got 0.4992676079273224, expected -2.0906145572662354); cosine similarity 0.9099 in its worst row (of 1; mean 0.9099), below 0.99; relative L2 error 0.4244, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/vision_language/exaone4_5.yaml); exaone4_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:51:42Z): component language: output last_hidden_state: 147 of 384 elements outside 0.1 of the output's spread (2.374e-1 abs) (max abs error 2.374e0; worst at flat index 206: got -0.2910156548023224, expected 2.082650661468506); cosine similarity 0.8677 in its worst row (of 1; mean 0.8677), below 0.99; relative L2 error 0.5143, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/vision_language/exaone4_5.yaml)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -190,9 +202,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "exaone4_5 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 746 of 2048 logits outside abs 0.041006242197295255 + rel 0, 0 of 2 rows with another top token (max abs error 3.390e-1; worst at flat index 1592: got -0.003465652698650956, expected 0.33556684851646423)",
+            reason: "exaone4_5 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:51:37Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 746 of 2048 logits outside abs 0.04100623922529394 + rel 0, 1 of 2 rows with another top token (max abs error 3.390e-1; worst at flat index 1592: got -0.003465652698650956, expected 0.3355668783187866)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .computing_float32_in(

@@ -162,7 +162,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "fuyu on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:52:01Z): output last_hidden_state: cosine similarity 0.9385 in its worst row (of 8; mean 0.9595), below 0.98; relative L2 error 0.2849, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/fuyu.yaml) (max abs error 7.984e-1; worst at flat index 193: got 0.7239609360694885, expected -0.07441256195306778)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -183,9 +187,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "fuyu on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 199 of 2048 logits outside abs 0.04651731662029306 + rel 0, 0 of 2 rows with another top token (max abs error 1.315e-1; worst at flat index 1638: got 0.02648925967514515, expected -0.104979507625103)",
+            reason: "fuyu on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:52:00Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 199 of 2048 logits outside abs 0.04651731963826933 + rel 0, 1 of 2 rows with another top token (max abs error 1.315e-1; worst at flat index 1638: got 0.02648925967514515, expected -0.1049795150756836)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .computing_float32_in(

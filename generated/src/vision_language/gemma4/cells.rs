@@ -166,7 +166,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "gemma4 on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:52:21Z): output last_hidden_state: cosine similarity 0.1184 in its worst row (of 8; mean 0.7466), below 0.98; relative L2 error 0.7118, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/gemma4.yaml) (max abs error 2.923e0; worst at flat index 212: got -1.176731824874878, expected 1.74659264087677)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -187,9 +191,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 83 of 2048 logits outside abs 0.041348290737869324 + rel 0, 0 of 2 rows with another top token (max abs error 8.319e-2; worst at flat index 1330: got -0.010681153275072575, expected 0.07250721007585526)",
+            reason: "gemma4 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:52:19Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 83 of 2048 logits outside abs 0.04134829065849317 + rel 0, 0 of 2 rows with another top token (max abs error 8.319e-2; worst at flat index 1330: got -0.010681153275072575, expected 0.07250723242759705)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .computing_float32_in(

@@ -166,7 +166,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "gemma4_unified on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:52:27Z): output last_hidden_state: cosine similarity -0.1485 in its worst row (of 8; mean 0.4659), below 0.98; relative L2 error 1.0334, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/gemma4_unified.yaml) (max abs error 3.262e0; worst at flat index 212: got -0.9508678913116455, expected 2.3109090328216553)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -187,9 +191,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_unified on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 545 of 2048 logits outside abs 0.03873262899547854 + rel 0, 0 of 2 rows with another top token (max abs error 1.908e-1; worst at flat index 1915: got 0.0697631910443306, expected 0.2605469524860382)",
+            reason: "gemma4_unified on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:52:25Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 545 of 2048 logits outside abs 0.03873263188595502 + rel 0, 0 of 2 rows with another top token (max abs error 1.908e-1; worst at flat index 1915: got 0.0697631910443306, expected 0.2605469524860382)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .computing_float32_in(

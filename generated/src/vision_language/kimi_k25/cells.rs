@@ -247,9 +247,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "kimi_k25 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 43 of 2048 logits outside abs 0.062389118030841934 + rel 0, 0 of 2 rows with another top token (max abs error 1.278e-1; worst at flat index 1236: got 0.1279297024011612, expected 0.00008834712207317352)",
+            reason: "kimi_k25 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:54:06Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 43 of 2048 logits outside abs 0.062389117996963256 + rel 0, 0 of 2 rows with another top token (max abs error 1.278e-1; worst at flat index 1236: got 0.1279297024011612, expected 0.00008834898471832275)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .computing_float32_in(

@@ -247,9 +247,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "lfm2_vl on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 1 of 8 (a decode step with the cache: past length 6): logits: 1 of 2048 logits outside abs 0.058283896924240255 + rel 0, 0 of 2 rows with another top token (max abs error 5.932e-2; worst at flat index 1989: got 0.01715088076889515, expected 0.07646946609020233)",
+            reason: "lfm2_vl on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:54:09Z): generation diverged from PyTorch's generate() at step 1 of 8 (a decode step with the cache: past length 6): logits: 1 of 2048 logits outside abs 0.058283890944130695 + rel 0, 0 of 2 rows with another top token (max abs error 5.932e-2; worst at flat index 1989: got 0.01715088076889515, expected 0.07646946609020233)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .computing_float32_in(

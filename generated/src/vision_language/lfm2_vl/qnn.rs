@@ -18,6 +18,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: lfm2_vl on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 1 of 8 (a decode step with the cache: past length 6): logits: 1 of 2048 logits outside abs 0.058283896924240255 + rel 0, 0 of 2 rows with another top token (max abs error 5.932e-2; worst at flat index 1989: got 0.01715088076889515, expected 0.07646946609020233)"
+        "known issue: lfm2_vl on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:54:09Z): generation diverged from PyTorch's generate() at step 1 of 8 (a decode step with the cache: past length 6): logits: 1 of 2048 logits outside abs 0.058283890944130695 + rel 0, 0 of 2 rows with another top token (max abs error 5.932e-2; worst at flat index 1989: got 0.01715088076889515, expected 0.07646946609020233)"
     );
 }

@@ -247,9 +247,9 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen2_5_omni_thinker on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 203 of 2048 logits outside abs 0.03834147476797618 + rel 0, 0 of 2 rows with another top token (max abs error 9.086e-2; worst at flat index 1873: got 0.0772705152630806, expected 0.1681273728609085)",
+            reason: "qwen2_5_omni_thinker on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:55:58Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 203 of 2048 logits outside abs 0.03834147476797618 + rel 0, 1 of 2 rows with another top token (max abs error 9.086e-2; worst at flat index 1873: got 0.0772705152630806, expected 0.1681273728609085)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .computing_float32_in(

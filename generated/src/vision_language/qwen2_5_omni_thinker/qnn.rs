@@ -18,6 +18,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: qwen2_5_omni_thinker on qnn with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 203 of 2048 logits outside abs 0.03834147476797618 + rel 0, 0 of 2 rows with another top token (max abs error 9.086e-2; worst at flat index 1873: got 0.0772705152630806, expected 0.1681273728609085)"
+        "known issue: qwen2_5_omni_thinker on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:55:58Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 203 of 2048 logits outside abs 0.03834147476797618 + rel 0, 1 of 2 rows with another top token (max abs error 9.086e-2; worst at flat index 1873: got 0.0772705152630806, expected 0.1681273728609085)"
     );
 }
