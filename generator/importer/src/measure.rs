@@ -210,6 +210,21 @@ fn disagreement(
 struct Selected<'a> {
     cells: Vec<(&'a LoadedModel, EngineKind)>,
     quantized: Vec<&'a LoadedModel>,
+    /// Verifying: cells whose stored checks all ran past our time limit, not
+    /// re-measured (that would spend the limit again and measure nothing).
+    at_our_limit: usize,
+}
+
+/// Whether an entry is our own time limit's: it measured nothing of the
+/// model, and how fast a machine is decides it (not tested here).
+fn at_our_limit(entry: &Entry) -> bool {
+    entry.error_kind == Some(ErrorKind::Timeout)
+}
+
+/// A check that ran past our time limit, in the store or in this run, is not
+/// compared: neither side measured the model.
+fn either_at_our_limit(stored: Option<&Entry>, now: Option<&Entry>) -> bool {
+    stored.is_some_and(at_our_limit) || now.is_some_and(at_our_limit)
 }
 
 /// The evidence changes a run makes, per model: each check's entry, or None
@@ -314,6 +329,13 @@ pub fn run(
         changes.entry(model_type).or_default().extend(entries);
     }
     if options.verify {
+        if selected.at_our_limit > 0 {
+            let _ = writeln!(
+                out,
+                "gen import --platform {platform} --verify: {} cells whose stored checks all ran past our time limit are not re-measured (`gen import --platform {platform} --model M` measures them again)",
+                selected.at_our_limit
+            );
+        }
         return verify(specs, platform, &run_id, &changes, out, err);
     }
     let written = write_store(specs, changes)?;
@@ -342,9 +364,25 @@ fn select<'a>(plan: &Plan<'a>, platform: Platform, options: &Options) -> Selecte
             .is_none_or(|(k, n)| slice_of(model_type, platform, kind, n) == k)
     };
     let mut cells = Vec::new();
+    let mut at_limit = 0;
     for model in &plan.models {
         for cell in &model.cells {
             let kind = cell.engine.kind();
+            let entries: Vec<&Entry> = model
+                .model
+                .spec
+                .evidence
+                .iter()
+                .filter(|e| e.is_for(platform, kind))
+                .collect();
+            if options.verify
+                && !entries.is_empty()
+                && entries.iter().all(|e| at_our_limit(e))
+                && in_slice(&model.model.spec.model_type, kind)
+            {
+                at_limit += 1;
+                continue;
+            }
             let exported = model.model.spec.has_fixture(kind);
             let runnable =
                 matches!(cell.planned, Planned::Run) || (exported && from_store(&cell.planned));
@@ -353,12 +391,7 @@ fn select<'a>(plan: &Plan<'a>, platform: Platform, options: &Options) -> Selecte
                 .generation
                 .as_ref()
                 .is_some_and(|g| matches!(g, Planned::Run) || from_store(g));
-            let stored = model
-                .model
-                .spec
-                .evidence
-                .iter()
-                .any(|e| e.is_for(platform, kind));
+            let stored = !entries.is_empty();
             if (runnable || generates)
                 && in_slice(&model.model.spec.model_type, kind)
                 && (stored || !options.verify)
@@ -390,7 +423,11 @@ fn select<'a>(plan: &Plan<'a>, platform: Platform, options: &Options) -> Selecte
         })
         .map(|m| m.model)
         .collect();
-    Selected { cells, quantized }
+    Selected {
+        cells,
+        quantized,
+        at_our_limit: at_limit,
+    }
 }
 
 /// Runs the selected cells' tests with the platform's and engines' cargo
@@ -643,7 +680,7 @@ fn verify(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<i32, String> {
-    let (mut compared, mut entries, mut uncomparable) = (0, 0, 0);
+    let (mut compared, mut entries, mut uncomparable, mut at_limit) = (0, 0, 0, 0);
     let mut disagreements = Vec::new();
     for (model_type, checks) in measured {
         let model = specs.model(model_type).expect("a planned model");
@@ -664,6 +701,12 @@ fn verify(
                 uncomparable += 1;
                 continue;
             }
+            // Our time limit, in the store or in this run, measured nothing of the model: a
+            // faster or busier machine decides it, so it is no disagreement.
+            if either_at_our_limit(stored, now.as_ref()) {
+                at_limit += 1;
+                continue;
+            }
             compared += 1;
             entries += usize::from(stored.is_some());
             disagreements.extend(disagreement(model_type, key, stored, now.as_ref()));
@@ -671,7 +714,7 @@ fn verify(
     }
     let _ = writeln!(
         out,
-        "gen import --platform {platform} --verify (run {run_id}): {compared} checks re-measured and compared, {entries} of them with a stored entry; {} disagree with the store ({uncomparable} more re-measured without an entry in a cell whose entry predates per-check evidence: not compared)",
+        "gen import --platform {platform} --verify (run {run_id}): {compared} checks re-measured and compared, {entries} of them with a stored entry; {} disagree with the store ({uncomparable} more re-measured without an entry in a cell whose entry predates per-check evidence, and {at_limit} stopped by our time limit in the store or this run: not compared)",
         disagreements.len()
     );
     for line in &disagreements {
@@ -1000,5 +1043,28 @@ mod tests {
             None
         );
         assert_eq!(disagreement("bert", &key, None, None), None);
+    }
+
+    #[test]
+    fn our_time_limit_is_not_compared_whichever_side_hit_it() {
+        let entry = |kind| {
+            record(
+                Platform::Qnn,
+                Outcome::Failed,
+                Some(kind),
+                "QNN HTP emulator",
+            )
+            .entry()
+            .expect("a failure is an entry")
+        };
+        let (limit, crash) = (entry(ErrorKind::Timeout), entry(ErrorKind::RunFailed));
+        // Stored at our limit, passed (or failed otherwise) now: a faster machine; not compared.
+        assert!(either_at_our_limit(Some(&limit), None));
+        assert!(either_at_our_limit(Some(&limit), Some(&crash)));
+        // Passed in the store, our limit now: a busier machine; not compared.
+        assert!(either_at_our_limit(None, Some(&limit)));
+        // Anything else is compared.
+        assert!(!either_at_our_limit(Some(&crash), None));
+        assert!(!either_at_our_limit(None, None));
     }
 }
