@@ -126,12 +126,6 @@ pub fn device_kind(platform: Platform, engine: &Engine) -> DeviceKind {
     }
 }
 
-/// Whether a platform's hardware here is an emulator rather than the device:
-/// its timings mean nothing.
-pub fn emulated(platform: Platform) -> bool {
-    matches!(detect(platform), Availability::Present(what) if what.starts_with(qnn::HTP_EMULATOR))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
