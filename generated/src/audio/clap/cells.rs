@@ -259,7 +259,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: clap on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/clap/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    reason: "not tested here: clap on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795784848-10454 on vm, 2026-11-27T13:07:28Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-27 13:07:28.650789 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-27 13:07:28.766304 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 13:07:28.809235 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 13:07:28.846954 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (4, 1, 1) | 2026-11-27 13:07:28.858215 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
@@ -271,7 +271,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "clap on webgpu with browser: q4_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits_per_audio: cosine similarity 0.9472 in its worst row (of 2; mean 0.9689), below 0.95; relative L2 error 0.3347, above 0.25; top-1 agreement 0.0000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 1: got -3.2777297496795654, expected -2.2672171592712402); output logits_per_text: relative L2 error 0.3347, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 2: got -3.2777297496795654, expected -2.2672171592712402)",
+                    reason: "clap on webgpu with browser: q4_matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:07:44Z): output logits_per_audio: cosine similarity 0.9472 in its worst row (of 2; mean 0.9689), below 0.95; relative L2 error 0.3347, above 0.25; top-1 agreement 0.0000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 1: got -3.2777297496795654, expected -2.2672154903411865); output logits_per_text: relative L2 error 0.3347, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 2: got -3.2777297496795654, expected -2.2672154903411865)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -284,7 +284,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: clap on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/clap/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    reason: "not tested here: clap on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795784848-10454 on vm, 2026-11-27T13:07:43Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-27 13:07:43.071065 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-27 13:07:43.160560 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 13:07:43.172274 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 13:07:43.201000 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (4, 1, 1) | 2026-11-27 13:07:43.208730 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
@@ -307,7 +307,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: clap on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/clap/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    reason: "not tested here: clap on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795784848-10454 on vm, 2026-11-27T13:07:46Z): cannot load <fixtures>/clap/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
@@ -319,7 +319,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "clap on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits_per_audio: cosine similarity 0.9472 in its worst row (of 2; mean 0.9689), below 0.95; relative L2 error 0.3347, above 0.25; top-1 agreement 0.0000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 1: got -3.2777297496795654, expected -2.2672171592712402); output logits_per_text: relative L2 error 0.3347, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 2: got -3.2777297496795654, expected -2.2672171592712402)",
+                    reason: "clap on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:07:47Z): output logits_per_audio: cosine similarity 0.9472 in its worst row (of 2; mean 0.9689), below 0.95; relative L2 error 0.3347, above 0.25; top-1 agreement 0.0000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 1: got -3.2777297496795654, expected -2.2672154903411865); output logits_per_text: relative L2 error 0.3347, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 2: got -3.2777297496795654, expected -2.2672154903411865)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -332,7 +332,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: clap on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/clap/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    reason: "not tested here: clap on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795784848-10454 on vm, 2026-11-27T13:07:47Z): cannot load <fixtures>/clap/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {

@@ -10,7 +10,7 @@ mod browser {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
-        "not tested here: wav2vec2 on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it."
+        "not tested here: wav2vec2 on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795784848-10454 on vm, 2026-11-27T13:08:53Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it. (page log: 2026-11-27 13:08:52.921664 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 13:08:52.937909 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 13:08:52.952754 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-27 13:08:53.033143 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Cast[10]:1|1:2;:\" (2, 1, 1) | \u{1b}[1;31m2026-11-27 13:08:53.043173 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.\u{1b}[m)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, features =
@@ -19,7 +19,7 @@ mod browser {
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
-        "not tested here: wav2vec2 on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it."
+        "not tested here: wav2vec2 on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795784848-10454 on vm, 2026-11-27T13:09:02Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it. (page log: 2026-11-27 13:09:02.382660 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 13:09:02.402384 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 13:09:02.425624 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-27 13:09:02.530255 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Cast[10]:1|1:2;:\" (2, 1, 1) | \u{1b}[1;31m2026-11-27 13:09:02.531984 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.\u{1b}[m)"
     );
 }
 /// wav2vec2 on webgpu with onnxruntime, WebGpuExecutionProvider: run.
@@ -32,7 +32,7 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "not tested here: wav2vec2 on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it."
+        "known issue: wav2vec2 on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:09:07Z): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it."
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, features =
@@ -41,7 +41,7 @@ mod native {
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "not tested here: wav2vec2 on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it."
+        "known issue: wav2vec2 on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:09:08Z): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it."
     );
 }
 /// wav2vec2's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

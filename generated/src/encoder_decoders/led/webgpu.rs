@@ -22,7 +22,7 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: led on webgpu with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1458 nodes (67%), 0 µs (0%); WebGpuExecutionProvider: 708 nodes (33%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebGpuExecutionProvider, with the reason"
+        "known issue: led on webgpu with browser: generates failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:11:13Z): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1458 nodes (67%), 0 µs (0%); WebGpuExecutionProvider: 708 nodes (33%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebGpuExecutionProvider, with the reason"
     );
 }
 /// led on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (led's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output encoder_last_hidden_state differs from PyTorch on shape 1: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.484e-04); dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)). (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u1, 1) (unhinted: Eq(u1, 1)). (Size-like symbols: none))).
@@ -47,7 +47,7 @@ mod native {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: led on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2022 nodes (56%), 175274 µs (7%); WebGpuExecutionProvider: 1560 nodes (44%), 2344510 µs (93%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebGpuExecutionProvider, with the reason"
+        "known issue: led on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:11:12Z): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2022 nodes (56%), 248064 µs (3%); WebGpuExecutionProvider: 1560 nodes (44%), 8068387 µs (97%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebGpuExecutionProvider, with the reason"
     );
 }
 /// led's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

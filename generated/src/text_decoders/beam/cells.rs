@@ -367,9 +367,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "beam on webgpu with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 11 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.559e-4; worst at flat index 853: got 0.004646305460482836, expected 0.004496123641729355)",
+            reason: "beam on webgpu with browser: generates failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:15:23Z): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 11 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.560e-4; worst at flat index 853: got 0.004646305460482836, expected 0.004496058449149132)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     );
 /// beam on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -429,9 +429,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "beam on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 11 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.559e-4; worst at flat index 853: got 0.004646305460482836, expected 0.004496123641729355)",
+            reason: "beam on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:15:23Z): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 11 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.560e-4; worst at flat index 853: got 0.004646305460482836, expected 0.004496058449149132)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     );
 /// beam on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

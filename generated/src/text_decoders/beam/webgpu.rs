@@ -22,7 +22,7 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: beam on webgpu with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 11 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.559e-4; worst at flat index 853: got 0.004646305460482836, expected 0.004496123641729355)"
+        "known issue: beam on webgpu with browser: generates failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:15:23Z): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 11 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.560e-4; worst at flat index 853: got 0.004646305460482836, expected 0.004496058449149132)"
     );
 }
 /// beam on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (beam's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 2: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/layers.1/mlp/experts/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={4,1} NumOutputs=3 Num entries in 'split' (must equal number of outputs) was 3 Sum of sizes in 'split' (must equal size of selected axis) was 3; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)). (Size-like symbols: u0)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)). (Size-like symbols: u0))).
@@ -47,7 +47,7 @@ mod native {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: beam on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 11 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.559e-4; worst at flat index 853: got 0.004646305460482836, expected 0.004496123641729355)"
+        "known issue: beam on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:15:23Z): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 11 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.560e-4; worst at flat index 853: got 0.004646305460482836, expected 0.004496058449149132)"
     );
 }
 /// beam's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -238,7 +238,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "doge on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
+            reason: "doge on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:15:33Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -248,7 +248,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "doge on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
+                    reason: "doge on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:15:33Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -261,7 +261,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "doge on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
+                    reason: "doge on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:15:33Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -274,7 +274,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "doge on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
+                    reason: "doge on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:15:33Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -293,7 +293,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "doge on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
+            reason: "doge on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:15:42Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -303,7 +303,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "doge on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
+                    reason: "doge on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:15:42Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -316,7 +316,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "doge on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
+                    reason: "doge on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:15:42Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -329,7 +329,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "doge on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
+                    reason: "doge on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:15:42Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.572e-4; worst at flat index 281: got 0.05199923366308212, expected 0.05184122920036316)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

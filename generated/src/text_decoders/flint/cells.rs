@@ -244,7 +244,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "flint on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
+            reason: "flint on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:15:52Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -254,7 +254,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "flint on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
+                    reason: "flint on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:15:52Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -267,7 +267,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "flint on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
+                    reason: "flint on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:15:52Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -280,7 +280,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "flint on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
+                    reason: "flint on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:15:52Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -299,7 +299,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "flint on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
+            reason: "flint on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:07Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -309,7 +309,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "flint on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
+                    reason: "flint on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:07Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -322,7 +322,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "flint on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
+                    reason: "flint on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:07Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -335,7 +335,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "flint on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
+                    reason: "flint on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:07Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.289e-4; worst at flat index 528: got 0.09040305018424988, expected 0.0901741161942482)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

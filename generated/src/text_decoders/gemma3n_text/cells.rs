@@ -244,7 +244,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "gemma3n_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)",
+            reason: "gemma3n_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:24Z): output last_hidden_state: 26 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.405e-4; worst at flat index 638: got 0.0710119977593422, expected 0.07143007218837738); gemma3n_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:29Z): output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -254,7 +254,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)",
+                    reason: "gemma3n_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:24Z): output last_hidden_state: 26 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.405e-4; worst at flat index 638: got 0.0710119977593422, expected 0.07143007218837738); gemma3n_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:29Z): output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -267,7 +267,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)",
+                    reason: "gemma3n_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:24Z): output last_hidden_state: 26 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.405e-4; worst at flat index 638: got 0.0710119977593422, expected 0.07143007218837738); gemma3n_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:29Z): output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -280,7 +280,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)",
+                    reason: "gemma3n_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:24Z): output last_hidden_state: 26 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.405e-4; worst at flat index 638: got 0.0710119977593422, expected 0.07143007218837738); gemma3n_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:29Z): output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -299,7 +299,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "gemma3n_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)",
+            reason: "gemma3n_text on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:36Z): output last_hidden_state: 26 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.405e-4; worst at flat index 638: got 0.0710119977593422, expected 0.07143007218837738); gemma3n_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:39Z): output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -309,7 +309,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)",
+                    reason: "gemma3n_text on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:36Z): output last_hidden_state: 26 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.405e-4; worst at flat index 638: got 0.0710119977593422, expected 0.07143007218837738); gemma3n_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:39Z): output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -322,7 +322,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)",
+                    reason: "gemma3n_text on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:36Z): output last_hidden_state: 26 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.405e-4; worst at flat index 638: got 0.0710119977593422, expected 0.07143007218837738); gemma3n_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:39Z): output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -335,7 +335,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)",
+                    reason: "gemma3n_text on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:36Z): output last_hidden_state: 26 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.405e-4; worst at flat index 638: got 0.0710119977593422, expected 0.07143007218837738); gemma3n_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:39Z): output last_hidden_state: 6 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.277e-4; worst at flat index 127: got -0.08708847314119339, expected -0.08745704591274261)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -256,7 +256,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
+            reason: "gemma4_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:50Z): output last_hidden_state: 83 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.208e-3; worst at flat index 785: got -0.2876109480857849, expected -0.2850039005279541); gemma4_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:53Z): output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -266,7 +266,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
+                    reason: "gemma4_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:50Z): output last_hidden_state: 83 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.208e-3; worst at flat index 785: got -0.2876109480857849, expected -0.2850039005279541); gemma4_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:53Z): output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -279,7 +279,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
+                    reason: "gemma4_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:50Z): output last_hidden_state: 83 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.208e-3; worst at flat index 785: got -0.2876109480857849, expected -0.2850039005279541); gemma4_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:53Z): output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -292,7 +292,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
+                    reason: "gemma4_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:50Z): output last_hidden_state: 83 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.208e-3; worst at flat index 785: got -0.2876109480857849, expected -0.2850039005279541); gemma4_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:53Z): output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -307,9 +307,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_text on webgpu with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 14 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 2.032e-4; worst at flat index 1727: got -0.008378521539270878, expected -0.008188191801309586)",
+            reason: "gemma4_text on webgpu with browser: generates failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:16:53Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 14 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 2.030e-4; worst at flat index 1727: got -0.008378521539270878, expected -0.008188590407371521)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     );
 /// gemma4_text on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -318,7 +318,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
+            reason: "gemma4_text on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:01Z): output last_hidden_state: 83 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.208e-3; worst at flat index 785: got -0.2876109480857849, expected -0.2850039005279541); gemma4_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:04Z): output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -328,7 +328,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
+                    reason: "gemma4_text on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:01Z): output last_hidden_state: 83 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.208e-3; worst at flat index 785: got -0.2876109480857849, expected -0.2850039005279541); gemma4_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:04Z): output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -341,7 +341,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
+                    reason: "gemma4_text on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:01Z): output last_hidden_state: 83 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.208e-3; worst at flat index 785: got -0.2876109480857849, expected -0.2850039005279541); gemma4_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:04Z): output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -354,7 +354,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
+                    reason: "gemma4_text on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:01Z): output last_hidden_state: 83 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.208e-3; worst at flat index 785: got -0.2876109480857849, expected -0.2850039005279541); gemma4_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:04Z): output last_hidden_state: 45 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.364e-3; worst at flat index 241: got -0.18676669895648956, expected -0.1814030408859253)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -369,9 +369,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_text on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 14 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 2.032e-4; worst at flat index 1727: got -0.008378521539270878, expected -0.008188191801309586)",
+            reason: "gemma4_text on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:03Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 14 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 2.030e-4; worst at flat index 1727: got -0.008378521539270878, expected -0.008188590407371521)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     );
 /// gemma4_text on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

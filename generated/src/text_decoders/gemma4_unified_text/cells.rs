@@ -256,7 +256,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_unified_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)",
+            reason: "gemma4_unified_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:15Z): output last_hidden_state: 76 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.651e-3; worst at flat index 813: got 0.6106732487678528, expected 0.6143243908882141); gemma4_unified_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:18Z): output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -266,7 +266,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_unified_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)",
+                    reason: "gemma4_unified_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:15Z): output last_hidden_state: 76 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.651e-3; worst at flat index 813: got 0.6106732487678528, expected 0.6143243908882141); gemma4_unified_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:18Z): output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -279,7 +279,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_unified_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)",
+                    reason: "gemma4_unified_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:15Z): output last_hidden_state: 76 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.651e-3; worst at flat index 813: got 0.6106732487678528, expected 0.6143243908882141); gemma4_unified_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:18Z): output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -292,7 +292,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_unified_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)",
+                    reason: "gemma4_unified_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:15Z): output last_hidden_state: 76 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.651e-3; worst at flat index 813: got 0.6106732487678528, expected 0.6143243908882141); gemma4_unified_text on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:18Z): output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -307,9 +307,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_unified_text on webgpu with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 1 of 8 (a decode step with the cache: past length 6): logits: 4 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.780e-4; worst at flat index 1903: got -0.014261895790696144, expected -0.014083941467106342)",
+            reason: "gemma4_unified_text on webgpu with browser: generates failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:20Z): generation diverged from PyTorch's generate() at step 1 of 8 (a decode step with the cache: past length 6): logits: 4 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.775e-4; worst at flat index 1903: got -0.014261895790696144, expected -0.014084354043006897)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     );
 /// gemma4_unified_text on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -318,7 +318,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_unified_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)",
+            reason: "gemma4_unified_text on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:29Z): output last_hidden_state: 76 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.651e-3; worst at flat index 813: got 0.6106732487678528, expected 0.6143243908882141); gemma4_unified_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:32Z): output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -328,7 +328,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_unified_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)",
+                    reason: "gemma4_unified_text on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:29Z): output last_hidden_state: 76 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.651e-3; worst at flat index 813: got 0.6106732487678528, expected 0.6143243908882141); gemma4_unified_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:32Z): output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -341,7 +341,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_unified_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)",
+                    reason: "gemma4_unified_text on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:29Z): output last_hidden_state: 76 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.651e-3; worst at flat index 813: got 0.6106732487678528, expected 0.6143243908882141); gemma4_unified_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:32Z): output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -354,7 +354,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_unified_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)",
+                    reason: "gemma4_unified_text on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:29Z): output last_hidden_state: 76 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.651e-3; worst at flat index 813: got 0.6106732487678528, expected 0.6143243908882141); gemma4_unified_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:32Z): output last_hidden_state: 26 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.163e-3; worst at flat index 166: got -0.045089930295944214, expected -0.04409926012158394)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -369,9 +369,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_unified_text on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 1 of 8 (a decode step with the cache: past length 6): logits: 4 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.780e-4; worst at flat index 1903: got -0.014261895790696144, expected -0.014083941467106342)",
+            reason: "gemma4_unified_text on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:17:31Z): generation diverged from PyTorch's generate() at step 1 of 8 (a decode step with the cache: past length 6): logits: 4 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.775e-4; worst at flat index 1903: got -0.014261895790696144, expected -0.014084354043006897)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     );
 /// gemma4_unified_text on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -261,7 +261,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "kolibri1 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)",
+            reason: "kolibri1 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:21Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.299e-4; worst at flat index 639: got 0.11582605540752411, expected 0.11627364903688431); kolibri1 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:27Z): output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -271,7 +271,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "kolibri1 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)",
+                    reason: "kolibri1 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:21Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.299e-4; worst at flat index 639: got 0.11582605540752411, expected 0.11627364903688431); kolibri1 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:27Z): output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -284,7 +284,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "kolibri1 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)",
+                    reason: "kolibri1 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:21Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.299e-4; worst at flat index 639: got 0.11582605540752411, expected 0.11627364903688431); kolibri1 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:27Z): output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -297,7 +297,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "kolibri1 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)",
+                    reason: "kolibri1 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:21Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.299e-4; worst at flat index 639: got 0.11582605540752411, expected 0.11627364903688431); kolibri1 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:27Z): output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -316,7 +316,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "kolibri1 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)",
+            reason: "kolibri1 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:33Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.299e-4; worst at flat index 639: got 0.11582605540752411, expected 0.11627364903688431); kolibri1 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:37Z): output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -326,7 +326,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "kolibri1 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)",
+                    reason: "kolibri1 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:33Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.299e-4; worst at flat index 639: got 0.11582605540752411, expected 0.11627364903688431); kolibri1 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:37Z): output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -339,7 +339,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "kolibri1 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)",
+                    reason: "kolibri1 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:33Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.299e-4; worst at flat index 639: got 0.11582605540752411, expected 0.11627364903688431); kolibri1 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:37Z): output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -352,7 +352,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "kolibri1 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)",
+                    reason: "kolibri1 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:33Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.299e-4; worst at flat index 639: got 0.11582605540752411, expected 0.11627364903688431); kolibri1 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:37Z): output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -238,7 +238,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "lfm2 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
+            reason: "lfm2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:47Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.647e-4; worst at flat index 191: got -0.005495554767549038, expected -0.0056419773027300835); lfm2 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:49Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -248,7 +248,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lfm2 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
+                    reason: "lfm2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:47Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.647e-4; worst at flat index 191: got -0.005495554767549038, expected -0.0056419773027300835); lfm2 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:49Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -261,7 +261,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lfm2 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
+                    reason: "lfm2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:47Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.647e-4; worst at flat index 191: got -0.005495554767549038, expected -0.0056419773027300835); lfm2 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:49Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -274,7 +274,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lfm2 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
+                    reason: "lfm2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:47Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.647e-4; worst at flat index 191: got -0.005495554767549038, expected -0.0056419773027300835); lfm2 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:49Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -293,7 +293,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "lfm2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
+            reason: "lfm2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:56Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.647e-4; worst at flat index 191: got -0.005495554767549038, expected -0.0056419773027300835); lfm2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:59Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -303,7 +303,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lfm2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
+                    reason: "lfm2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:56Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.647e-4; worst at flat index 191: got -0.005495554767549038, expected -0.0056419773027300835); lfm2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:59Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -316,7 +316,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lfm2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
+                    reason: "lfm2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:56Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.647e-4; worst at flat index 191: got -0.005495554767549038, expected -0.0056419773027300835); lfm2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:59Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -329,7 +329,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lfm2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
+                    reason: "lfm2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:56Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.647e-4; worst at flat index 191: got -0.005495554767549038, expected -0.0056419773027300835); lfm2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:59Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -32,7 +32,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
+            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -75,7 +75,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
+            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -109,7 +109,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
+            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -143,7 +143,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
+            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -181,7 +181,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
+            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -229,7 +229,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
+            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     )
@@ -284,7 +284,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
+            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -294,7 +294,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "lfm2_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)",
+            reason: "lfm2_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:11Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -304,7 +304,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lfm2_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)",
+                    reason: "lfm2_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:11Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -317,7 +317,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lfm2_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)",
+                    reason: "lfm2_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:11Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -330,7 +330,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lfm2_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)",
+                    reason: "lfm2_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:11Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -345,7 +345,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
+            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -355,7 +355,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "lfm2_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)",
+            reason: "lfm2_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:20Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -365,7 +365,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lfm2_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)",
+                    reason: "lfm2_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:20Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -378,7 +378,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lfm2_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)",
+                    reason: "lfm2_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:20Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -391,7 +391,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lfm2_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)",
+                    reason: "lfm2_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:20Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -406,7 +406,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
+            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );

@@ -261,7 +261,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "minimax_m2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
+            reason: "minimax_m2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:20:37Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -271,7 +271,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minimax_m2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
+                    reason: "minimax_m2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:20:37Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -284,7 +284,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minimax_m2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
+                    reason: "minimax_m2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:20:37Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -297,7 +297,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minimax_m2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
+                    reason: "minimax_m2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:20:37Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -316,7 +316,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "minimax_m2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
+            reason: "minimax_m2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:20:47Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -326,7 +326,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minimax_m2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
+                    reason: "minimax_m2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:20:47Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -339,7 +339,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minimax_m2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
+                    reason: "minimax_m2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:20:47Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -352,7 +352,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minimax_m2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
+                    reason: "minimax_m2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:20:47Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -265,7 +265,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
+            reason: "qwen3_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:28Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -275,7 +275,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
+                    reason: "qwen3_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:28Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -288,7 +288,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
+                    reason: "qwen3_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:28Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -301,7 +301,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
+                    reason: "qwen3_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:28Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -320,7 +320,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
+            reason: "qwen3_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:39Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -330,7 +330,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
+                    reason: "qwen3_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:39Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -343,7 +343,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
+                    reason: "qwen3_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:39Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -356,7 +356,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
+                    reason: "qwen3_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:39Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.886e-4; worst at flat index 124: got -0.04860169440507889, expected -0.04876241832971573)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -32,7 +32,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -75,7 +75,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -109,7 +109,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -143,7 +143,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -177,7 +177,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -225,7 +225,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     )
@@ -283,7 +283,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -293,7 +293,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "xlnet on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            reason: "xlnet on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:50Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason; xlnet on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:53Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason; xlnet on webgpu with browser: runs failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:56Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
@@ -303,7 +303,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xlnet on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    reason: "xlnet on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:50Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason; xlnet on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:53Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason; xlnet on webgpu with browser: runs failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:56Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -316,7 +316,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xlnet on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    reason: "xlnet on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:50Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason; xlnet on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:53Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason; xlnet on webgpu with browser: runs failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:56Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -329,7 +329,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xlnet on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    reason: "xlnet on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:50Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason; xlnet on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:53Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason; xlnet on webgpu with browser: runs failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:56Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -344,7 +344,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -354,7 +354,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 214 µs (16%); WebGpuExecutionProvider: 86 nodes (64%), 1126 µs (84%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            reason: "xlnet on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:56Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 289 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 804163 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason; xlnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:57Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 202 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 302202 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason; xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:57Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 149 µs (17%); WebGpuExecutionProvider: 86 nodes (64%), 736 µs (83%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
@@ -364,7 +364,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 214 µs (16%); WebGpuExecutionProvider: 86 nodes (64%), 1126 µs (84%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    reason: "xlnet on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:56Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 289 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 804163 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason; xlnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:57Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 202 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 302202 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason; xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:57Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 149 µs (17%); WebGpuExecutionProvider: 86 nodes (64%), 736 µs (83%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -377,7 +377,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 214 µs (16%); WebGpuExecutionProvider: 86 nodes (64%), 1126 µs (84%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    reason: "xlnet on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:56Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 289 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 804163 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason; xlnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:57Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 202 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 302202 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason; xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:57Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 149 µs (17%); WebGpuExecutionProvider: 86 nodes (64%), 736 µs (83%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -390,7 +390,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 214 µs (16%); WebGpuExecutionProvider: 86 nodes (64%), 1126 µs (84%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    reason: "xlnet on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:56Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 289 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 804163 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason; xlnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:57Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 202 µs (0%); WebGpuExecutionProvider: 86 nodes (64%), 302202 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason; xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:22:57Z): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 149 µs (17%); WebGpuExecutionProvider: 86 nodes (64%), 736 µs (83%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/text_decoders/xlnet.yaml only if it may run off WebGpuExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -405,7 +405,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            reason: "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );

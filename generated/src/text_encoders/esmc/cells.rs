@@ -232,7 +232,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "esmc on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
+            reason: "esmc on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:43Z): output last_hidden_state: 15 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.897e-4; worst at flat index 718: got 0.10181578248739243, expected 0.10220491886138916); esmc on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:43Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -242,7 +242,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "esmc on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
+                    reason: "esmc on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:43Z): output last_hidden_state: 15 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.897e-4; worst at flat index 718: got 0.10181578248739243, expected 0.10220491886138916); esmc on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:43Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -255,7 +255,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "esmc on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
+                    reason: "esmc on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:43Z): output last_hidden_state: 15 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.897e-4; worst at flat index 718: got 0.10181578248739243, expected 0.10220491886138916); esmc on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:43Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -268,7 +268,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "esmc on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
+                    reason: "esmc on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:43Z): output last_hidden_state: 15 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.897e-4; worst at flat index 718: got 0.10181578248739243, expected 0.10220491886138916); esmc on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:43Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -286,7 +286,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "esmc on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
+            reason: "esmc on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:48Z): output last_hidden_state: 15 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.897e-4; worst at flat index 718: got 0.10181578248739243, expected 0.10220491886138916); esmc on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:49Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -296,7 +296,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "esmc on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
+                    reason: "esmc on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:48Z): output last_hidden_state: 15 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.897e-4; worst at flat index 718: got 0.10181578248739243, expected 0.10220491886138916); esmc on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:49Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -309,7 +309,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "esmc on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
+                    reason: "esmc on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:48Z): output last_hidden_state: 15 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.897e-4; worst at flat index 718: got 0.10181578248739243, expected 0.10220491886138916); esmc on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:49Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -322,7 +322,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "esmc on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
+                    reason: "esmc on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:48Z): output last_hidden_state: 15 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.897e-4; worst at flat index 718: got 0.10181578248739243, expected 0.10220491886138916); esmc on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:49Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.241e-4; worst at flat index 170: got -0.008511308580636978, expected -0.008799451403319836)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -252,7 +252,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "fnet on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
+            reason: "fnet on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:54Z): output last_hidden_state: 66 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.543e-4; worst at flat index 559: got 0.18703509867191315, expected 0.1876755803823471); fnet on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:58Z): output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -262,7 +262,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fnet on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
+                    reason: "fnet on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:54Z): output last_hidden_state: 66 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.543e-4; worst at flat index 559: got 0.18703509867191315, expected 0.1876755803823471); fnet on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:58Z): output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -275,7 +275,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fnet on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
+                    reason: "fnet on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:54Z): output last_hidden_state: 66 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.543e-4; worst at flat index 559: got 0.18703509867191315, expected 0.1876755803823471); fnet on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:58Z): output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -288,7 +288,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fnet on webgpu with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
+                    reason: "fnet on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:54Z): output last_hidden_state: 66 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.543e-4; worst at flat index 559: got 0.18703509867191315, expected 0.1876755803823471); fnet on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:23:58Z): output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -306,7 +306,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "fnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
+            reason: "fnet on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:02Z): output last_hidden_state: 66 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.543e-4; worst at flat index 559: got 0.18703509867191315, expected 0.1876755803823471); fnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:03Z): output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -316,7 +316,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
+                    reason: "fnet on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:02Z): output last_hidden_state: 66 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.543e-4; worst at flat index 559: got 0.18703509867191315, expected 0.1876755803823471); fnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:03Z): output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -329,7 +329,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
+                    reason: "fnet on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:02Z): output last_hidden_state: 66 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.543e-4; worst at flat index 559: got 0.18703509867191315, expected 0.1876755803823471); fnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:03Z): output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -342,7 +342,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
+                    reason: "fnet on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:02Z): output last_hidden_state: 66 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.543e-4; worst at flat index 559: got 0.18703509867191315, expected 0.1876755803823471); fnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:03Z): output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

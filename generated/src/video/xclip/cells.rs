@@ -242,7 +242,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: xclip on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/xclip/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    reason: "not tested here: xclip on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:05Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-27 13:24:05.467154 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-27 13:24:05.534095 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 13:24:05.548450 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 13:24:05.622390 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (96, 1, 1) | 2026-11-27 13:24:05.654660 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
@@ -254,7 +254,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xclip on webgpu with browser: q4_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits_per_video: cosine similarity 0.4219 in its worst row (of 2; mean 0.7108), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 1: got 0.5022633075714111, expected -0.39152777194976807); output logits_per_text: cosine similarity 0.8991 in its worst row (of 2; mean 0.9431), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 2: got 0.5022633075714111, expected -0.39152777194976807)",
+                    reason: "xclip on webgpu with browser: q4_matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:27Z): output logits_per_video: cosine similarity 0.4219 in its worst row (of 2; mean 0.7108), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 1: got 0.5022633075714111, expected -0.3915289640426636); output logits_per_text: cosine similarity 0.8991 in its worst row (of 2; mean 0.9431), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 2: got 0.5022633075714111, expected -0.3915289640426636)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -267,7 +267,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: xclip on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/xclip/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    reason: "not tested here: xclip on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:21Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-27 13:24:21.182664 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-27 13:24:21.244794 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 13:24:21.274999 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 13:24:21.311379 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (96, 1, 1) | 2026-11-27 13:24:21.326945 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
@@ -290,7 +290,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: xclip on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/xclip/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    reason: "not tested here: xclip on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:27Z): cannot load <fixtures>/xclip/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
@@ -302,7 +302,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xclip on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): output logits_per_video: cosine similarity 0.4219 in its worst row (of 2; mean 0.7108), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 1: got 0.5022633075714111, expected -0.39152777194976807); output logits_per_text: cosine similarity 0.8991 in its worst row (of 2; mean 0.9431), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 2: got 0.5022633075714111, expected -0.39152777194976807)",
+                    reason: "xclip on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:28Z): output logits_per_video: cosine similarity 0.4219 in its worst row (of 2; mean 0.7108), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 1: got 0.5022633075714111, expected -0.3915289640426636); output logits_per_text: cosine similarity 0.8991 in its worst row (of 2; mean 0.9431), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 2: got 0.5022633075714111, expected -0.3915289640426636)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -315,7 +315,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: xclip on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): cannot load <fixtures>/xclip/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    reason: "not tested here: xclip on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:28Z): cannot load <fixtures>/xclip/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {

@@ -252,7 +252,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "sam3_vision_model on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%); WebGpuExecutionProvider: 341 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vision_model.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            reason: "sam3_vision_model on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:27:42Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%); WebGpuExecutionProvider: 341 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vision_model.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_vision_model on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:27:53Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%); WebGpuExecutionProvider: 341 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vision_model.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_vision_model on webgpu with browser: runs failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:27:58Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%); WebGpuExecutionProvider: 341 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vision_model.yaml only if it may run off WebGpuExecutionProvider, with the reason",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
@@ -262,7 +262,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam3_vision_model on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%); WebGpuExecutionProvider: 341 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vision_model.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    reason: "sam3_vision_model on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:27:42Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%); WebGpuExecutionProvider: 341 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vision_model.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_vision_model on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:27:53Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%); WebGpuExecutionProvider: 341 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vision_model.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_vision_model on webgpu with browser: runs failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:27:58Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%); WebGpuExecutionProvider: 341 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vision_model.yaml only if it may run off WebGpuExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -275,7 +275,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam3_vision_model on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%); WebGpuExecutionProvider: 341 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vision_model.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    reason: "sam3_vision_model on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:27:42Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%); WebGpuExecutionProvider: 341 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vision_model.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_vision_model on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:27:53Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%); WebGpuExecutionProvider: 341 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vision_model.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_vision_model on webgpu with browser: runs failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:27:58Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%); WebGpuExecutionProvider: 341 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vision_model.yaml only if it may run off WebGpuExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -288,7 +288,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam3_vision_model on webgpu with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-24 before evidence carried provenance; stale): runs: not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%); WebGpuExecutionProvider: 341 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vision_model.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    reason: "sam3_vision_model on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:27:42Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%); WebGpuExecutionProvider: 341 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vision_model.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_vision_model on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:27:53Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%); WebGpuExecutionProvider: 341 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vision_model.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_vision_model on webgpu with browser: runs failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:27:58Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%); WebGpuExecutionProvider: 341 nodes (60%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_vision_model.yaml only if it may run off WebGpuExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -311,7 +311,10 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: sam3_vision_model on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795784848-10454 on vm, 2026-11-27T13:28:03Z): cannot load <fixtures>/sam3_vision_model/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -329,7 +332,10 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: sam3_vision_model on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795784848-10454 on vm, 2026-11-27T13:28:05Z): cannot load <fixtures>/sam3_vision_model/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -242,59 +242,13 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             stage: runtime::Stage::Load,
         },
     );
-/// gemma4 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// gemma4 on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
-    )
-    .with_precision_checks(
-        &[
-            runtime::PrecisionCheck {
-                precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
-                bound: runtime::AgreementBound {
-                    min_cosine: 0.99f64,
-                    max_rel_l2: 0.05f64,
-                    min_top1: 0.95f64,
-                },
-            },
-            runtime::PrecisionCheck {
-                precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
-                bound: runtime::AgreementBound {
-                    min_cosine: 0.95f64,
-                    max_rel_l2: 0.25f64,
-                    min_top1: 0.75f64,
-                },
-            },
-            runtime::PrecisionCheck {
-                precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
-                bound: runtime::AgreementBound {
-                    min_cosine: 0.95f64,
-                    max_rel_l2: 0.25f64,
-                    min_top1: 0.75f64,
-                },
-            },
-        ],
-    )
-    .with_generation(
-        &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4 on webgpu with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 7 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.469e-4; worst at flat index 1910: got 0.0029044821858406067, expected 0.0027741272933781147)",
-            basis: runtime::Basis::Evidence,
-            stage: None,
-        },
-    );
-/// gemma4 on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
-pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
-        &super::MODEL,
-        &crate::platforms::WEBGPU,
-        &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::KnownIssue {
-            reason: "gemma4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
+            reason: "gemma4 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:24Z): output last_hidden_state: 33 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.882e-4; worst at flat index 187: got 0.0979754701256752, expected 0.09744843095541); gemma4 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:27Z): output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -304,7 +258,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
+                    reason: "gemma4 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:24Z): output last_hidden_state: 33 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.882e-4; worst at flat index 187: got 0.0979754701256752, expected 0.09744843095541); gemma4 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:27Z): output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -317,7 +271,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
+                    reason: "gemma4 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:24Z): output last_hidden_state: 33 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.882e-4; worst at flat index 187: got 0.0979754701256752, expected 0.09744843095541); gemma4 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:27Z): output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -330,7 +284,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
+                    reason: "gemma4 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:24Z): output last_hidden_state: 33 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.882e-4; worst at flat index 187: got 0.0979754701256752, expected 0.09744843095541); gemma4 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:27Z): output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -345,9 +299,71 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4 on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 7 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.469e-4; worst at flat index 1910: got 0.0029044821858406067, expected 0.0027741272933781147)",
+            reason: "gemma4 on webgpu with browser: generates failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:26Z): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 7 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.471e-4; worst at flat index 1910: got 0.0029044821858406067, expected 0.0027742255479097366)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
+        },
+    );
+/// gemma4 on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
+pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_NATIVE,
+        runtime::Planned::KnownIssue {
+            reason: "gemma4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:33Z): output last_hidden_state: 33 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.882e-4; worst at flat index 187: got 0.0979754701256752, expected 0.09744843095541); gemma4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:36Z): output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "gemma4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:33Z): output last_hidden_state: 33 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.882e-4; worst at flat index 187: got 0.0979754701256752, expected 0.09744843095541); gemma4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:36Z): output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "gemma4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:33Z): output last_hidden_state: 33 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.882e-4; worst at flat index 187: got 0.0979754701256752, expected 0.09744843095541); gemma4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:36Z): output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "gemma4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:33Z): output last_hidden_state: 33 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.882e-4; worst at flat index 187: got 0.0979754701256752, expected 0.09744843095541); gemma4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:36Z): output last_hidden_state: 4 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.800e-4; worst at flat index 249: got -0.25135567784309387, expected -0.2509170472621918)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    )
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "gemma4 on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:35Z): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 7 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.471e-4; worst at flat index 1910: got 0.0029044821858406067, expected 0.0027742255479097366)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
         },
     );
 /// gemma4 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

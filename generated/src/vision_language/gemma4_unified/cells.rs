@@ -242,59 +242,13 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             stage: runtime::Stage::Load,
         },
     );
-/// gemma4_unified on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// gemma4_unified on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
-    )
-    .with_precision_checks(
-        &[
-            runtime::PrecisionCheck {
-                precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
-                bound: runtime::AgreementBound {
-                    min_cosine: 0.99f64,
-                    max_rel_l2: 0.05f64,
-                    min_top1: 0.95f64,
-                },
-            },
-            runtime::PrecisionCheck {
-                precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
-                bound: runtime::AgreementBound {
-                    min_cosine: 0.95f64,
-                    max_rel_l2: 0.25f64,
-                    min_top1: 0.75f64,
-                },
-            },
-            runtime::PrecisionCheck {
-                precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
-                bound: runtime::AgreementBound {
-                    min_cosine: 0.95f64,
-                    max_rel_l2: 0.25f64,
-                    min_top1: 0.75f64,
-                },
-            },
-        ],
-    )
-    .with_generation(
-        &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_unified on webgpu with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 2 of 8 (a decode step with the cache: past length 7): logits: 2 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.445e-4; worst at flat index 1363: got 0.008037694729864597, expected 0.007910608313977718)",
-            basis: runtime::Basis::Evidence,
-            stage: None,
-        },
-    );
-/// gemma4_unified on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
-pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
-        &super::MODEL,
-        &crate::platforms::WEBGPU,
-        &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::KnownIssue {
-            reason: "gemma4_unified on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
+            reason: "gemma4_unified on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:47Z): output last_hidden_state: 91 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.856e-3; worst at flat index 785: got -0.5139438509941101, expected -0.5110882520675659); gemma4_unified on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:50Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -304,7 +258,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_unified on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
+                    reason: "gemma4_unified on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:47Z): output last_hidden_state: 91 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.856e-3; worst at flat index 785: got -0.5139438509941101, expected -0.5110882520675659); gemma4_unified on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:50Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -317,7 +271,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_unified on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
+                    reason: "gemma4_unified on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:47Z): output last_hidden_state: 91 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.856e-3; worst at flat index 785: got -0.5139438509941101, expected -0.5110882520675659); gemma4_unified on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:50Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -330,7 +284,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_unified on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
+                    reason: "gemma4_unified on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:47Z): output last_hidden_state: 91 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.856e-3; worst at flat index 785: got -0.5139438509941101, expected -0.5110882520675659); gemma4_unified on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:50Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -345,9 +299,71 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "gemma4_unified on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 2 of 8 (a decode step with the cache: past length 7): logits: 2 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.445e-4; worst at flat index 1363: got 0.008037694729864597, expected 0.007910608313977718)",
+            reason: "gemma4_unified on webgpu with browser: generates failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:49Z): generation diverged from PyTorch's generate() at step 2 of 8 (a decode step with the cache: past length 7): logits: 2 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.444e-4; worst at flat index 1363: got 0.008037694729864597, expected 0.007910557091236115)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
+        },
+    );
+/// gemma4_unified on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
+pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_NATIVE,
+        runtime::Planned::KnownIssue {
+            reason: "gemma4_unified on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:58Z): output last_hidden_state: 91 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.856e-3; worst at flat index 785: got -0.5139438509941101, expected -0.5110882520675659); gemma4_unified on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:58Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "gemma4_unified on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:58Z): output last_hidden_state: 91 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.856e-3; worst at flat index 785: got -0.5139438509941101, expected -0.5110882520675659); gemma4_unified on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:58Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "gemma4_unified on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:58Z): output last_hidden_state: 91 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.856e-3; worst at flat index 785: got -0.5139438509941101, expected -0.5110882520675659); gemma4_unified on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:58Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "gemma4_unified on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:58Z): output last_hidden_state: 91 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.856e-3; worst at flat index 785: got -0.5139438509941101, expected -0.5110882520675659); gemma4_unified on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:29:58Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.227e-4; worst at flat index 145: got -0.07153578102588654, expected -0.07121133804321289)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    )
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "gemma4_unified on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:30:00Z): generation diverged from PyTorch's generate() at step 2 of 8 (a decode step with the cache: past length 7): logits: 2 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.444e-4; worst at flat index 1363: got 0.008037694729864597, expected 0.007910557091236115)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
         },
     );
 /// gemma4_unified on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
