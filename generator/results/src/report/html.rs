@@ -247,6 +247,23 @@ fn model_matrix(report: &Report, platforms: &[String]) -> Value {
     json!({ "platforms": platforms, "rows": rows })
 }
 
+/// The models no platform could run: one row per cause, with who failed.
+fn export_failures(e: &super::export::ExportFailures) -> Value {
+    let rows: Vec<Vec<String>> = e
+        .causes
+        .iter()
+        .map(|c| {
+            vec![
+                c.who.clone(),
+                c.cause.clone(),
+                c.models.len().to_string(),
+                c.models.join(", "),
+            ]
+        })
+        .collect();
+    json!({ "what": e.what, "rows": rows })
+}
+
 /// The generation checks: per platform and engine, then the generation column of each generating model.
 fn generation(g: &super::generation::GenerationEvidence) -> Value {
     let engines: Vec<Vec<String>> = g
@@ -350,6 +367,7 @@ pub fn render(report: &Report) -> Result<String, String> {
         "platforms": platform_rows(report),
         "precision": precision(&report.precision),
         "generation": generation(&report.generation),
+        "export_failures": export_failures(&report.export_failures),
         "kernel": kernel_checks(report),
         "engine_disagreements": engine_disagreement_rows(report),
         "stage_names": hwmatrix_cell::Stage::ALL.map(|s| s.name()),

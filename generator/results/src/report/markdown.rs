@@ -311,6 +311,20 @@ fn runs_table(report: &Report) -> Table {
     table
 }
 
+/// The models no platform could run: one row per cause, with who failed.
+fn export_failures_view(e: &super::export::ExportFailures) -> serde_json::Value {
+    let mut table = Table::new(&["who failed", "cause", "models", "which"]);
+    for c in &e.causes {
+        table.row(vec![
+            c.who.clone(),
+            c.cause.clone(),
+            c.models.len().to_string(),
+            c.models.join(", "),
+        ]);
+    }
+    serde_json::json!({ "what": e.what, "table": table })
+}
+
 /// The generation checks: per platform and engine, then the generation column of each generating model.
 fn generation_view(g: &super::generation::GenerationEvidence) -> serde_json::Value {
     let mut table = Table::new(&[
@@ -473,6 +487,7 @@ pub fn render(report: &Report) -> Result<String, String> {
         },
         "precision": precision_view(&report.precision),
         "generation": generation_view(&report.generation),
+        "export_failures": export_failures_view(&report.export_failures),
         "stages": stage_table(&report.stages),
         "category_platform": matrix_table(&report.matrices.category_platform, &platforms, "category", false),
         "architecture_platform": matrix_table(&report.matrices.architecture_platform, &platforms, "architecture", true),

@@ -11,6 +11,7 @@
 pub mod compare;
 pub mod coverage;
 pub mod diff;
+pub mod export;
 pub mod generation;
 mod html;
 mod markdown;
@@ -373,6 +374,8 @@ pub struct Report {
     pub precision: precision::PrecisionEvidence,
     /// The `generates` checks: a generation column per platform for the generating models.
     pub generation: generation::GenerationEvidence,
+    /// The models no platform could run, by what stopped their fixture.
+    pub export_failures: export::ExportFailures,
     /// Models whose engines that run the same kernels (webgpu's browser and native) disagree.
     pub engine_disagreements: Vec<EngineDisagreement>,
     pub performance: Vec<Performance>,
@@ -534,6 +537,7 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
         kernel_checks,
         precision,
         generation,
+        export_failures: export::export_failures(plan),
         engine_disagreements,
         performance,
         recommendations,

@@ -96,6 +96,7 @@ fn small_report() -> Report {
         kernel_checks: kernel_checks(),
         precision: precision(),
         generation: generation(),
+        export_failures: export_failures(),
         engine_disagreements: engine_disagreements(),
         performance: performance(),
         recommendations: recommendations(),
@@ -248,6 +249,24 @@ fn precision() -> PrecisionEvidence {
 }
 
 /// gpt2 generating on cpu.
+fn export_failures() -> super::export::ExportFailures {
+    super::export::ExportFailures {
+        what: "Models no platform could run".into(),
+        causes: vec![
+            super::export::ExportCause {
+                who: "the exporters".into(),
+                cause: "torch.export: a guard on a data-dependent value".into(),
+                models: vec!["longformer".into(), "qwen3_5".into()],
+            },
+            super::export::ExportCause {
+                who: "our harness".into(),
+                cause: "the tiny model stays too large (a width the shrink does not know)".into(),
+                models: vec!["bark".into()],
+            },
+        ],
+    }
+}
+
 fn generation() -> GenerationEvidence {
     GenerationEvidence {
         what: "The generates check".into(),
