@@ -17,7 +17,39 @@ pub struct ExportCause {
     pub who: String,
     pub cause: String,
     pub models: Vec<String>,
+    /// A few-line module that fails the same way (generator/importer/exporter/repros.py).
+    pub reproduction: Option<String>,
 }
+
+/// The report's causes that a minimal reproduction in generator/importer/exporter/repros.py
+/// stands for (`python repros.py` prints each with its error; test_repros.py keeps them failing).
+const REPRODUCTIONS: &[(&str, &str)] = &[
+    (
+        "torch.onnx (legacy): no translation of aten::polar",
+        "polar",
+    ),
+    ("complex-valued tensors", "complex_dynamo"),
+    (
+        "torch.onnx (dynamo): no ONNX translation of aten.unsqueeze",
+        "complex_dynamo",
+    ),
+    (
+        "torch.onnx (dynamo): no ONNX translation of aten.cummax",
+        "cummax",
+    ),
+    (
+        "torch.onnx (dynamo): no ONNX translation of aten.linalg_qr",
+        "linalg_qr",
+    ),
+    (
+        "torch.export: a guard on a data-dependent value",
+        "data_dependent_guard",
+    ),
+    (
+        "the graph does not run or match on the second shape (a size baked in)",
+        "split_by_counts",
+    ),
+];
 
 #[derive(Debug, Serialize)]
 pub struct ExportFailures {
@@ -50,7 +82,15 @@ pub fn export_failures(plan: &Plan) -> ExportFailures {
     }
     let mut causes: Vec<ExportCause> = groups
         .into_iter()
-        .map(|((who, cause), models)| ExportCause { who, cause, models })
+        .map(|((who, cause), models)| ExportCause {
+            reproduction: REPRODUCTIONS
+                .iter()
+                .find(|(c, _)| *c == cause)
+                .map(|(_, name)| format!("repros.py {name}")),
+            who,
+            cause,
+            models,
+        })
         .collect();
     // The exporters' causes first (the models' known issues), then our harness's (not tested).
     causes.sort_by_key(|c| {
@@ -131,6 +171,17 @@ fn harness_cause(error: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_reproduction_exists_in_repros_py() {
+        let repros = include_str!("../../../importer/exporter/repros.py");
+        for (_, name) in REPRODUCTIONS {
+            assert!(
+                repros.contains(&format!("Repro(\"{name}\"")),
+                "repros.py has no reproduction {name}"
+            );
+        }
+    }
 
     #[test]
     fn the_last_attempt_names_the_cause() {

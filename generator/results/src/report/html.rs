@@ -258,6 +258,7 @@ fn export_failures(e: &super::export::ExportFailures) -> Value {
                 c.cause.clone(),
                 c.models.len().to_string(),
                 c.models.join(", "),
+                c.reproduction.clone().unwrap_or_default(),
             ]
         })
         .collect();

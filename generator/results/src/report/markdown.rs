@@ -313,13 +313,14 @@ fn runs_table(report: &Report) -> Table {
 
 /// The models no platform could run: one row per cause, with who failed.
 fn export_failures_view(e: &super::export::ExportFailures) -> serde_json::Value {
-    let mut table = Table::new(&["who failed", "cause", "models", "which"]);
+    let mut table = Table::new(&["who failed", "cause", "models", "which", "reproduction"]);
     for c in &e.causes {
         table.row(vec![
             c.who.clone(),
             c.cause.clone(),
             c.models.len().to_string(),
             c.models.join(", "),
+            c.reproduction.clone().unwrap_or_default(),
         ]);
     }
     serde_json::json!({ "what": e.what, "table": table })

@@ -257,11 +257,13 @@ fn export_failures() -> super::export::ExportFailures {
                 who: "the exporters".into(),
                 cause: "torch.export: a guard on a data-dependent value".into(),
                 models: vec!["longformer".into(), "qwen3_5".into()],
+                reproduction: Some("repros.py data_dependent_guard".into()),
             },
             super::export::ExportCause {
                 who: "our harness".into(),
                 cause: "the tiny model stays too large (a width the shrink does not know)".into(),
                 models: vec!["bark".into()],
+                reproduction: None,
             },
         ],
     }
