@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import dataclasses
 import functools
 import inspect
 import io
@@ -660,7 +661,7 @@ def export(job: dict) -> None:
 def fixture_fields(spec: dict, job: dict, source: str, exported: tuple, wrapper, example, tmp: Path, linear: dict,
                    shapes_meta: list[dict]) -> dict:
     """The meta.json fields of a fixture whose float32 graph `tmp/model.onnx` is exported
-    (`exported`: the exporter that made it and the errors of those that did not): the TorchScript
+    (`exported`: the recipe's attempt that made it and the errors of those before it): the TorchScript
     trace of the same wrapper, the precision variants of the graph, its integer nodes, and
     the shapes' inputs and references. A whole model and a component build theirs alike."""
     exporter, errors = exported
@@ -670,7 +671,7 @@ def fixture_fields(spec: dict, job: dict, source: str, exported: tuple, wrapper,
         "class": spec["export"]["class"],
         "seed": int(job.get("seed", 0)),
         "cache_key": job.get("cache_key"),
-        "exporter": {"name": exporter, "version": EXPORTER_VERSION, "fallback_errors": errors},
+        "exporter": {**exporter, "version": EXPORTER_VERSION, "fallback_errors": errors},
         "torchscript": export_torchscript(wrapper, example, tmp / "model.pt"),
         **precision_variants(tmp),
         "integer_nodes": integer_nodes(tmp / "model.onnx"),
@@ -801,9 +802,15 @@ def variant_qdq8(tmp: Path, path: Path) -> str:
     from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config, qnn_preprocess_model
 
     class FixtureInputs(CalibrationDataReader):
+        """The fixture's inputs of both shapes, those the graph takes (an exporter drops an
+        input the traced model never read)."""
+
         def __init__(self):
+            import onnx
+
+            taken = {i.name for i in onnx.load(str(tmp / "model.onnx"), load_external_data=False).graph.input}
             folders = sorted(p for p in tmp.iterdir() if p.is_dir() and re.fullmatch(r"inputs\d*", p.name))
-            self.batches = iter([{f.stem: np.load(f) for f in sorted(folder.glob("*.npy"))} for folder in folders])
+            self.batches = iter([{f.stem: np.load(f) for f in sorted(folder.glob("*.npy")) if f.stem in taken} for folder in folders])
 
         def get_next(self):
             return next(self.batches, None)
@@ -812,10 +819,34 @@ def variant_qdq8(tmp: Path, path: Path) -> str:
     try:
         source = fused if qnn_preprocess_model(str(tmp / "model.onnx"), str(fused), fuse_layernorm=True) else tmp / "model.onnx"
         config = get_qnn_qdq_config(str(source), FixtureInputs(), activation_type=QuantType.QUInt8, weight_type=QuantType.QUInt8)
-        quantize(str(source), str(path), config)
+        with _rewiring_only_consumers():
+            quantize(str(source), str(path), config)
     finally:
         fused.unlink(missing_ok=True)
     return "onnxruntime.quantization: qnn_preprocess_model (fuse_layernorm), then quantize with get_qnn_qdq_config (QDQ, activations QUInt8, weights QUInt8), min-max calibration on the fixture's inputs"
+
+
+@contextlib.contextmanager
+def _rewiring_only_consumers():
+    """ONNX Runtime's QDQ quantizer rewires each quantized tensor's consumers by calling a Python
+    function on every node of the graph (`ONNXModel.replace_input_of_all_nodes`): quadratic in
+    the graph's size, 32 of bailing_hybrid's 65 s. The same rewiring, visiting only the nodes
+    that read the tensor (protobuf's own membership test finds them), writes the same graph
+    byte for byte (test_export.py)."""
+    from onnxruntime.quantization.onnx_model import ONNXModel
+
+    original = ONNXModel.replace_input_of_all_nodes
+
+    def replace_input_of_consumers(self, old_input_name, new_input_name):
+        for node in self.model.graph.node:
+            if old_input_name in node.input:
+                ONNXModel.replace_node_input(node, old_input_name, new_input_name)
+
+    ONNXModel.replace_input_of_all_nodes = replace_input_of_consumers
+    try:
+        yield
+    finally:
+        ONNXModel.replace_input_of_all_nodes = original
 
 
 def all_nodes(graph):
@@ -918,9 +949,12 @@ def verify_with_onnxruntime(folder: Path, shapes: int, tolerance: dict) -> None:
         session = ort.InferenceSession(str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"])
     except Exception as error:  # noqa: BLE001
         raise RuntimeError(f"onnxruntime cannot load the exported graph: {_error_line(error)}") from None
+    graph_inputs = {i.name for i in session.get_inputs()}
     for index in range(shapes):
         suffix = "" if index == 0 else str(index + 1)
-        feeds = {p.stem: np.load(p) for p in sorted((folder / f"inputs{suffix}").glob("*.npy"))}
+        # Only the graph's inputs, as the cells feed them: the legacy exporter drops an input
+        # the traced model never read (the references show whether it mattered).
+        feeds = {p.stem: np.load(p) for p in sorted((folder / f"inputs{suffix}").glob("*.npy")) if p.stem in graph_inputs}
         names = [o.name for o in session.get_outputs()]
         try:
             got = dict(zip(names, session.run(names, feeds)))
@@ -992,48 +1026,122 @@ def _graphs(graph):
                 yield from _graphs(sub)
 
 
+@dataclasses.dataclass(frozen=True)
+class Attempt:
+    """One way of exporting, as the recipe tries it: which torch.onnx exporter, at which opset,
+    traced on which shape, with or without patches.py's rewrites, and (dynamo) with
+    torch.export's draft mode, which settles data-dependent guards by the example's values."""
+
+    name: str
+    dynamo: bool
+    opset: int
+    on_second_shape: bool = False
+    patched: bool = False
+    draft: bool = False
+
+
+# The recipe, in order. The first three are today's fixtures' exporters: a model they get
+# through keeps its graph (and its evidence on every platform). The rest are what the
+# ecosystem's exporters do where those fail: opset 18 (Resize with antialias), rewrites of the
+# functions torch.onnx cannot translate (optimum's model patchers), and torch.export's draft
+# mode for the guards on data-dependent values it stops at.
+#
+# Opset 18 throughout: the opset of today's dynamo graphs, which every engine here runs (cpu,
+# openvino, qnn, webgpu, webnn); a newer one was not measured on those providers, whose kernels
+# are registered per opset.
+RECIPE = (
+    Attempt("legacy", dynamo=False, opset=17),
+    Attempt("dynamo on shape 2", dynamo=True, opset=18, on_second_shape=True),
+    Attempt("dynamo", dynamo=True, opset=18),
+    Attempt("legacy at opset 18, patched", dynamo=False, opset=18, patched=True),
+    Attempt("dynamo, patched", dynamo=True, opset=18, on_second_shape=True, patched=True),
+    Attempt("dynamo draft export, patched", dynamo=True, opset=18, on_second_shape=True, patched=True, draft=True),
+)
+
+
+def recipe(spec: dict, second_example) -> list[Attempt]:
+    """The attempts for a spec: its `export.exporter` choice keeps one exporter's attempts;
+    tracing on the second shape is left out where fixed inputs tie the graph to the export shape
+    (the patched attempts then trace on the export shape). The
+    attempt that made the model's last fixture (`export.attempt`, which gen import records)
+    goes first, the others after it in order."""
+    choice = spec["export"].get("exporter", "auto")
+    attempts = [a for a in RECIPE
+                if (choice == "auto" or a.dynamo == (choice == "dynamo"))
+                and not (a.on_second_shape and not a.patched and second_example is None)]
+    first = [a for a in attempts if a.name == spec["export"].get("attempt")]
+    return first + [a for a in attempts if a not in first]
+
+
+def worth_trying(attempt: Attempt, errors: dict, used: set) -> bool:
+    """Whether an attempt can get further than those before it: a patched dynamo export only if
+    the model called a patched function, draft export only past a data-dependent guard. The
+    first attempt (the one that made the last fixture, where gen import recorded it) always."""
+    if not errors:
+        return True
+    if attempt.draft:
+        return any("GuardOnDataDependentSymNode" in e for e in errors.values())
+    if attempt.dynamo and attempt.patched:
+        return bool(used)
+    return True
+
+
+def export_with(attempt: Attempt, wrapper, example, input_names, output_names, axes, path: Path) -> None:
+    """Writes the graph of one attempt to `path`."""
+    if not attempt.dynamo:
+        torch.onnx.export(wrapper, example, str(path), dynamo=False, input_names=input_names,
+                          output_names=output_names, dynamic_axes=axes, opset_version=attempt.opset)
+        return
+    # The wrapper's forward takes *args: its one parameter gets the tuple of per-input shapes.
+    dims = tuple({axis: torch.export.Dim.AUTO for axis in axes.get(name, {})} for name in input_names)
+    # transformers' input-consistency checks (torch_compilable_check) trace to
+    # aten._is_all_true, which has no ONNX translation; they guard inputs only, so they
+    # are switched off while tracing (the references were computed with them on).
+    with _env("TRANSFORMERS_DISABLE_TORCH_CHECK", "1"):
+        model = wrapper
+        if attempt.draft:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = torch.export.draft_export(wrapper, example, dynamic_shapes=(dims,))
+        program = torch.onnx.export(model, example, dynamo=True, input_names=input_names,
+                                    output_names=output_names, dynamic_shapes=None if attempt.draft else (dims,),
+                                    opset_version=attempt.opset, external_data=False)
+    program.save(str(path), external_data=False)
+    tidy_dynamo_graph(path, input_names, axes)
+
+
 def export_onnx(wrapper, example, input_names, output_names, axes, path: Path, spec: dict, verify, second_example=None):
-    """Legacy TorchScript-based export first (fast), the dynamo exporter when it fails, or when
-    its graph fails `verify` (onnxruntime against PyTorch): the legacy tracer bakes some shapes
-    and branches in as constants, which the second shape catches, and dynamo keeps them symbolic.
+    """Tries the recipe's attempts in order until one's graph passes `verify` (onnxruntime
+    against PyTorch on both shapes); returns that attempt (its name and the patches its model
+    called) and the whole error of each attempt before it.
+
+    Legacy TorchScript-based export first (fast): it bakes some shapes and branches in as
+    constants, which the second shape catches, and dynamo keeps them symbolic.
 
     torch.export specialises every dimension of size 1 to the constant 1, so a graph dynamo
     traced on a batch of one cannot take a batch of two (a Reshape to [1, ...] fails on shape 2:
     diffusers' transformers). So dynamo traces on the second shape's inputs first
     (`second_example`, absent when fixed inputs tie the graph to the export shape), and on the
-    export shape's only when that fails; `verify` checks the graph on both shapes either way.
-    Tracing the export shape first paid for two dynamo exports (5 to 20 s each here) in 33 of
-    the 87 fixtures dynamo made.
+    export shape's only when that fails. Tracing the export shape first paid for two dynamo
+    exports (5 to 20 s each here) in 33 of the 87 fixtures dynamo made."""
+    import patches
 
-    Returns the exporter whose graph passed and the errors of those that did not."""
-    order = {"auto": ["legacy", "dynamo"], "legacy": ["legacy"], "dynamo": ["dynamo"]}[spec["export"].get("exporter", "auto")]
-    if "dynamo" in order and second_example is not None:
-        order.insert(order.index("dynamo"), "dynamo on shape 2")
-    errors = {}
-    for name in order:
+    errors, used = {}, set()
+    for attempt in recipe(spec, second_example):
+        if not worth_trying(attempt, errors, used):
+            continue
+        traced_on = second_example if attempt.on_second_shape and second_example is not None else example
         try:
-            if name == "legacy":
-                torch.onnx.export(wrapper, example, str(path), dynamo=False, input_names=input_names,
-                                  output_names=output_names, dynamic_axes=axes, opset_version=17)
-            else:
-                dims = {}
-                for i, inp in enumerate(input_names):
-                    dims[inp] = {axis: torch.export.Dim.AUTO for axis in axes.get(inp, {})}
-                # The wrapper's forward takes *args: its one parameter gets the tuple of per-input shapes.
-                # transformers' input-consistency checks (torch_compilable_check) trace to
-                # aten._is_all_true, which has no ONNX translation; they guard inputs only, so they
-                # are switched off while tracing (the references above were computed with them on).
-                traced_on = second_example if name == "dynamo on shape 2" else example
-                with _env("TRANSFORMERS_DISABLE_TORCH_CHECK", "1"):
-                    program = torch.onnx.export(wrapper, traced_on, dynamo=True, input_names=input_names,
-                                                output_names=output_names, dynamic_shapes=(tuple(dims.values()),),
-                                                opset_version=18, external_data=False)
-                program.save(str(path), external_data=False)
-                tidy_dynamo_graph(path, input_names, axes)
+            with patches.applied(attempt.opset) if attempt.patched else contextlib.nullcontext([]) as applied:
+                export_with(attempt, wrapper, traced_on, input_names, output_names, axes, path)
+            if attempt.patched:
+                used |= patches.used()
             verify()
-            return name, errors
+            return {"name": attempt.name, "opset": attempt.opset, **({"patches": sorted(used)} if attempt.patched else {})}, errors
         except Exception as error:  # noqa: BLE001 - every exporter error is reported, none swallowed
-            errors[name] = _error_line(error)
+            if attempt.patched:
+                used |= patches.used()
+            errors[attempt.name] = _error_line(error)
             path.unlink(missing_ok=True)
     raise RuntimeError("; ".join(f"{k} exporter: {v}" for k, v in errors.items()))
 

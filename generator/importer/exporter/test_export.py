@@ -9,6 +9,7 @@ import sys
 import tempfile
 import types
 import unittest
+import unittest.mock
 from pathlib import Path
 
 import torch
@@ -119,6 +120,53 @@ class LayoutTest(unittest.TestCase):
                                 registry.candidate_layouts("vision_language", ["input_ids", "attention_mask"], config)]
         self.assertIn(["input_ids", "attention_mask"], names(bare))
         self.assertNotIn(["input_ids", "attention_mask"], names(tower))
+
+
+class RecipeTest(unittest.TestCase):
+    def names(self, export_section, second=(1,)):
+        return [a.name for a in export.recipe({"export": export_section}, second)]
+
+    def test_order_choice_and_the_recorded_attempt(self):
+        self.assertEqual(self.names({})[:3], ["legacy", "dynamo on shape 2", "dynamo"])
+        self.assertTrue(all("dynamo" in n for n in self.names({"exporter": "dynamo"})))
+        self.assertNotIn("dynamo on shape 2", self.names({}, second=None))
+        hinted = self.names({"attempt": "dynamo draft export, patched"})
+        self.assertEqual(hinted[0], "dynamo draft export, patched")
+        self.assertEqual(sorted(hinted), sorted(self.names({})))
+
+    def test_late_attempts_only_where_they_can_get_further(self):
+        draft = next(a for a in export.RECIPE if a.draft)
+        patched_dynamo = next(a for a in export.RECIPE if a.dynamo and a.patched and not a.draft)
+        self.assertTrue(export.worth_trying(draft, {}, set()))  # the recorded attempt, first
+        self.assertFalse(export.worth_trying(draft, {"dynamo": "ConversionError: no ONNX function"}, set()))
+        self.assertTrue(export.worth_trying(draft, {"dynamo": "x (cause: GuardOnDataDependentSymNode: y)"}, set()))
+        self.assertFalse(export.worth_trying(patched_dynamo, {"legacy": "x"}, set()))
+        self.assertTrue(export.worth_trying(patched_dynamo, {"legacy": "x"}, {"isin"}))
+
+
+class QuantizerSpeedupTest(unittest.TestCase):
+    def test_rewiring_only_consumers_writes_the_same_qdq_graph(self):
+        """`_rewiring_only_consumers` changes how long ONNX Runtime's QDQ quantizer takes, never what it writes."""
+        import contextlib
+        import warnings
+
+        import numpy as np
+
+        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16), torch.nn.Linear(16, 4)).eval()
+        x = torch.randn(2, 8, generator=torch.Generator().manual_seed(0))
+        written = []
+        for speedup in (False, True):
+            with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tmp = Path(tmp)
+                (tmp / "inputs").mkdir()
+                np.save(tmp / "inputs" / "x.npy", x.numpy())
+                torch.onnx.export(model, (x,), str(tmp / "model.onnx"), dynamo=False, input_names=["x"], opset_version=17)
+                context = contextlib.nullcontext() if speedup else unittest.mock.patch.object(export, "_rewiring_only_consumers", contextlib.nullcontext)
+                with context:
+                    export.variant_qdq8(tmp, tmp / "model.qdq8.onnx")
+                written.append((tmp / "model.qdq8.onnx").read_bytes())
+        self.assertEqual(written[0], written[1])
 
 
 if __name__ == "__main__":

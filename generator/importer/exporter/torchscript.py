@@ -26,7 +26,7 @@ def export_without_onnx(job: dict) -> None:
 
     def no_onnx(*_args, **_kwargs):
         # export.export's ONNX step, skipped: no graph, and the failure as the exporters' errors.
-        return None, {"onnx": onnx_error}
+        return {"name": None}, {"onnx": onnx_error}
 
     original = export.export_onnx
     export.export_onnx = no_onnx

@@ -312,6 +312,8 @@ impl Import<'_> {
                 object.remove("stage");
             }
             let mut imported = to_imported(&value, version)?;
+            // The attempt that made the last fixture: the trial export starts from it.
+            imported.export_attempt = texts.get(&model_type).and_then(|t| previous_attempt(t));
             let path = existing.get(&model_type).cloned();
             let curated = match (&path, texts.get(&model_type)) {
                 (Some(_), Some(text)) => curated_part(text),
@@ -515,6 +517,10 @@ impl Import<'_> {
                     ..error.failure_at(Stage::Export)
                 });
             }
+            draft.imported.export_attempt = match &draft.failure {
+                Some(_) => None,
+                None => self.attempt_of_fixture(&draft)?,
+            };
             if draft.failure.is_some() {
                 written.known += 1;
             }
@@ -526,6 +532,35 @@ impl Import<'_> {
             }
         }
         Ok(written)
+    }
+
+    /// The recipe's attempt that made the draft's fixture, where attempts before it failed
+    /// (meta.json's `exporter`); None where it was the first, or no fixture of this draft's key
+    /// exists (a known issue a person wrote skips the export).
+    fn attempt_of_fixture(&self, draft: &Draft) -> Result<Option<String>, String> {
+        let Some(model) = draft.loaded(&self.defaults)? else {
+            return Ok(None);
+        };
+        let meta = self
+            .options
+            .fixtures
+            .join(&draft.model_type)
+            .join("meta.json");
+        let Some(meta) = std::fs::read_to_string(meta)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        else {
+            return Ok(None);
+        };
+        let exporter = &meta["exporter"];
+        let first = exporter["fallback_errors"]
+            .as_object()
+            .is_none_or(|errors| errors.is_empty());
+        Ok(
+            (meta["cache_key"].as_str() == Some(model.fixture_key().as_str()) && !first)
+                .then(|| exporter["name"].as_str().map(str::to_string))
+                .flatten(),
+        )
     }
 
     /// The pipeline's outcome into the evidence store: a failure with this
@@ -569,6 +604,14 @@ impl Import<'_> {
         spec::evidence::write(self.specs_dir, file)?;
         Ok(())
     }
+}
+
+/// The `export_attempt` an existing spec's imported block holds.
+fn previous_attempt(text: &str) -> Option<String> {
+    serde_yaml::from_str::<SpecFile>(text)
+        .ok()?
+        .imported?
+        .export_attempt
 }
 
 /// Writes a draft's spec file where its category puts it (moving it when its

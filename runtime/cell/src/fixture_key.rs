@@ -9,6 +9,8 @@ use sha2::{Digest, Sha256};
 /// The exporter and its requirements, compiled in: a test binary checks
 /// fixtures against the exporter of the checkout it was built from.
 pub const EXPORTER_SOURCE: &[u8] = include_bytes!("../../../generator/importer/exporter/export.py");
+/// The rewrites the export recipe's last attempts apply (patches.py): part of the exporter.
+pub const PATCHES_SOURCE: &[u8] = include_bytes!("../../../generator/importer/exporter/patches.py");
 pub const EXPORTER_REQUIREMENTS: &[u8] =
     include_bytes!("../../../generator/importer/exporter/requirements.txt");
 /// The exporter of models checked as components: only their keys cover it,
@@ -35,9 +37,10 @@ pub fn spec_digest(spec_json: &[u8]) -> String {
 pub fn fixture_key(spec_digest: &str, components: bool) -> String {
     let mut hasher = Sha256::new();
     let components: &[u8] = if components { COMPONENTS_SOURCE } else { &[] };
-    let parts: [&[u8]; 5] = [
+    let parts: [&[u8]; 6] = [
         spec_digest.as_bytes(),
         EXPORTER_SOURCE,
+        PATCHES_SOURCE,
         EXPORTER_REQUIREMENTS,
         &SEED.to_le_bytes(),
         components,

@@ -597,12 +597,15 @@ impl super::Session for OnnxSession {
                 ),
             ));
         }
-        let values: Vec<(&str, SessionInputValue<'_>)> = inputs
-            .iter()
-            .map(|(name, t)| to_ort(t).map(|v| (name.as_str(), v)))
-            .collect::<Result<_, _>>()?;
         let provider = self.provider;
         let session = self.session_for(inputs)?;
+        // Only the graph's inputs: an exporter drops an input the traced model never read
+        // (the legacy exporter does), and the reference does not depend on it.
+        let values: Vec<(&str, SessionInputValue<'_>)> = inputs
+            .iter()
+            .filter(|(name, _)| session.inputs().iter().any(|i| i.name() == name))
+            .map(|(name, t)| to_ort(t).map(|v| (name.as_str(), v)))
+            .collect::<Result<_, _>>()?;
         let _turn = turn(provider);
         let started = std::time::Instant::now();
         let outputs = session.run(values).map_err(|e| {

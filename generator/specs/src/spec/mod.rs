@@ -78,6 +78,9 @@ struct GenerationView<'a> {
 struct ExportView<'a> {
     class: &'a str,
     exporter: ExporterChoice,
+    /// Absent unless the recipe's first attempt failed, so no other model's digest moves.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attempt: Option<&'a str>,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     fixed_inputs: &'a [String],
 }
@@ -104,6 +107,7 @@ impl LoadedModel {
             export: ExportView {
                 class: &spec.export.class,
                 exporter: spec.export.exporter,
+                attempt: spec.export.attempt.as_deref(),
                 fixed_inputs: &spec.export.fixed_inputs,
             },
             tiny_config: &spec.tiny_config,

@@ -121,6 +121,7 @@ pub fn resolve(
         export: Export {
             class: class.expect("checked"),
             exporter: export_file.exporter.unwrap_or_default(),
+            attempt: imp.and_then(|i| i.export_attempt.clone()),
             known_issue,
             known_issue_measured,
             stage,

@@ -420,6 +420,11 @@ pub struct Imported {
     /// read: the generation exporter's error then says why (`generation_export`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<Vec<CacheGroup>>,
+    /// The export recipe's attempt that made the fixture, where it is not the first
+    /// (generator/importer/exporter/export.py `RECIPE`): the exporter starts from it, so a model
+    /// that needs the recipe's last attempts does not fail the others again on every export.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub export_attempt: Option<String>,
 }
 
 /// `export:` as written: every field optional (the class defaults to the imported one).
@@ -520,6 +525,9 @@ pub struct Export {
     /// The transformers class built from `tiny_config`.
     pub class: String,
     pub exporter: ExporterChoice,
+    /// The recipe's attempt to start from (`imported.export_attempt`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<String>,
     /// Why the architecture cannot be exported yet: a person's note
     /// (`export.known_issue`) or the pipeline's failure in the evidence store.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -106,7 +106,8 @@ window.hwmatrix = {
     try {
       if (!session) throw new Error("no session is open in this page");
       const feeds = {};
-      for (const input of inputs) feeds[input.name] = toTensor(input);
+      // Only the graph's inputs: an exporter drops an input the traced model never read.
+      for (const input of inputs) if (session.inputNames.includes(input.name)) feeds[input.name] = toTensor(input);
       const started = performance.now();
       const results = await session.run(feeds, { logSeverityLevel: 3 });
       const ms = performance.now() - started;
