@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mimi",
     category: "audio",
     spec_path: "model-specs/models/audio/mimi.yaml",
-    spec_digest: "ee688a0d8ced828f83c8bd3d50605627a7aa766a9c011f90573c8fed77305ec2",
+    spec_digest: "1aa6cd0c60cc36f0285632cd2d3ed8664e3389937afde4cdf606b7dbd4d2680e",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",

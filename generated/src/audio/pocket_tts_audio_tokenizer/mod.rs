@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pocket_tts_audio_tokenizer",
     category: "audio",
     spec_path: "model-specs/models/audio/pocket_tts_audio_tokenizer.yaml",
-    spec_digest: "9dd61ad80098da864635c90f2773d58ed9840cf4429d36e7c049fda1786b5ad7",
+    spec_digest: "7b5537b12a0572c0d7a8ed67c2dbda29a60b3db8480d5b64f2f285d1b7eaadcd",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",

@@ -6,7 +6,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+            reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -16,7 +16,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -29,7 +29,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -58,7 +58,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+            reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -68,7 +68,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -81,7 +81,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -106,7 +106,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+            reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -116,7 +116,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -141,7 +141,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+            reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -151,7 +151,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -176,7 +176,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+            reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -186,7 +186,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -204,7 +204,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+            reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -214,7 +214,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -227,7 +227,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -255,7 +255,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+            reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -265,7 +265,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -278,7 +278,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -296,7 +296,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+            reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -306,7 +306,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -319,7 +319,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -332,7 +332,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -350,7 +350,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+            reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -360,7 +360,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -373,7 +373,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -386,7 +386,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795762736-6571 on vm, 2026-11-27T07:11:09Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -407,7 +407,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::KnownIssue {
-                reason: "transformer_lumina2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                reason: "transformer_lumina2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -416,7 +416,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::KnownIssue {
-                reason: "transformer_lumina2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                reason: "transformer_lumina2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -425,7 +425,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::KnownIssue {
-                reason: "transformer_lumina2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                reason: "transformer_lumina2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -434,7 +434,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::KnownIssue {
-                reason: "transformer_lumina2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                reason: "transformer_lumina2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },
@@ -443,7 +443,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::KnownIssue {
-                reason: "transformer_lumina2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt)",
+                reason: "transformer_lumina2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: TypeError: unhashable type: non-nested SymInt); legacy at opset 18, patched exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type",
                 basis: runtime::Basis::Evidence,
                 stage: Some(runtime::Stage::Export),
             },

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_sana_wm_refiner",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_sana_wm_refiner.yaml",
-    spec_digest: "2cd1e831f02e4f1171a35f3ba73652c5a74cd6f74ed63a41b56e30523c944c8d",
+    spec_digest: "0511b77e3c9d6663743e9975aef1c06e251e7ee6841034cdd97e50fbfad98053",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen3_5_moe_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/qwen3_5_moe_text.yaml",
-    spec_digest: "b11671858e3805fff53d579c81caba92ca0cf724035ac591b167c876a6fe624d",
+    spec_digest: "bbf9064f8cbfbb96510c4c8ac1dd2d71ecd8c00afedde0517d2f55741f66840b",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "0aef992bccc0e74a90c8e51aad3f02afca3bb699b324bda2c3592ccc5c77e9b7",
+    spec_digest: "460d17e23d0525c0a0c7567a3efba3cd6cf57c7fd0cbd9e77c5670b6cc7914c4",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.conv_state",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen3_next",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/qwen3_next.yaml",
-    spec_digest: "6b262d958cbc9fca397a0551c6e0be76c7cc3181af10aaebc0ebdc95bb90a281",
+    spec_digest: "3c3304f3d1e5842a0b442a272f68e463bc209e77077012e1836a0f1626b98a76",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "552bc07a397cadd57516ed9c751e86a438cc4334bc45ba990ed6b0878d2ad0d2",
+    spec_digest: "bcb532598e56729b2653406b37b094d118ab9524bf39d5ec21ea4970df2c0a96",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.conv_state",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minicpmv4_6",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/minicpmv4_6.yaml",
-    spec_digest: "d32335dfac6be0a65af849a1de80e74c05ab2d0893ddbc01688a7c46454b3339",
+    spec_digest: "e39ee0163269e27c4a28cd893e16ce24c70a03d38efc0d5883e231a4eae3de69",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -60,7 +60,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "834fdc0c006ae29744ad949cac9fd59add430016ae58dcaf3821d30811783c28",
+    spec_digest: "2875dede78f7b2fb8aed706e79632e4df74e6f79c287804bbd8fbba2f2b11141",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.conv_state",
