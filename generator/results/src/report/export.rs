@@ -82,14 +82,17 @@ pub fn export_failures(plan: &Plan) -> ExportFailures {
     }
     let mut causes: Vec<ExportCause> = groups
         .into_iter()
-        .map(|((who, cause), models)| ExportCause {
+        .map(|((who, cause), mut models)| ExportCause {
             reproduction: REPRODUCTIONS
                 .iter()
                 .find(|(c, _)| *c == cause)
                 .map(|(_, name)| format!("repros.py {name}")),
             who,
             cause,
-            models,
+            models: {
+                models.sort();
+                models
+            },
         })
         .collect();
     // The exporters' causes first (the models' known issues), then our harness's (not tested).
@@ -109,14 +112,19 @@ pub fn export_failures(plan: &Plan) -> ExportFailures {
 /// The cause of an exporters' failure: that of the recipe's last attempt (the error joins the
 /// attempts as `<attempt> exporter: <error>; ...`), in words shared by every model it stopped.
 pub fn exporter_cause(error: &str) -> String {
-    let last = error
+    let (attempt, last) = error
         .rsplit("; ")
         .find(|part| part.contains(" exporter: "))
-        .map_or(error, |part| {
-            part.split_once(" exporter: ").map_or(part, |(_, e)| e)
-        });
+        .and_then(|part| part.split_once(" exporter: "))
+        .unwrap_or(("", error));
+    // Draft mode is tried only past a data-dependent guard: where it fails too, the guard is the cause.
+    if attempt.contains("draft export") {
+        return GUARD.to_string();
+    }
     classify(last)
 }
+
+const GUARD: &str = "torch.export: a guard on a data-dependent value";
 
 /// A torch.onnx or ONNX Runtime error in the words of its cause.
 fn classify(error: &str) -> String {
@@ -127,7 +135,11 @@ fn classify(error: &str) -> String {
             .map(|(found, _)| found.to_string())
     };
     if error.contains("GuardOnDataDependentSymNode") {
-        "torch.export: a guard on a data-dependent value".into()
+        GUARD.into()
+    } else if error.contains("INTERNAL ASSERT") || error.contains("unordered_map::at") {
+        "torch.onnx (legacy): an internal error of the TorchScript tracer".into()
+    } else if error.contains("ONNX export of operator Unfold") {
+        "torch.onnx (legacy): Unfold with a dynamic input size".into()
     } else if let Some(op) = between("No ONNX function found for <OpOverload(op='", "'") {
         format!("torch.onnx (dynamo): no ONNX translation of {op}")
     } else if let Some(op) = between("Exporting the operator '", "'") {
@@ -200,7 +212,13 @@ mod tests {
             exporter_cause(
                 "x; dynamo, patched exporter: TorchExportError: Failed (cause: GuardOnDataDependentSymNode: Could not guard)"
             ),
-            "torch.export: a guard on a data-dependent value"
+            GUARD
+        );
+        assert_eq!(
+            exporter_cause(
+                "x; dynamo draft export, patched exporter: PendingUnbackedSymbolNotFound: Pending unbacked symbols {u4}"
+            ),
+            GUARD
         );
     }
 }
