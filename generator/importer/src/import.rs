@@ -535,8 +535,9 @@ impl Import<'_> {
     }
 
     /// The recipe's attempt that made the draft's fixture, where attempts before it failed
-    /// (meta.json's `exporter`); None where it was the first, or no fixture of this draft's key
-    /// exists (a known issue a person wrote skips the export).
+    /// or it is the one the draft already starts from (meta.json's `exporter`); None where the
+    /// recipe's first attempt made it, or no fixture of this draft's key exists (a known issue
+    /// a person wrote skips the export).
     fn attempt_of_fixture(&self, draft: &Draft) -> Result<Option<String>, String> {
         let Some(model) = draft.loaded(&self.defaults)? else {
             return Ok(None);
@@ -553,14 +554,16 @@ impl Import<'_> {
             return Ok(None);
         };
         let exporter = &meta["exporter"];
-        let first = exporter["fallback_errors"]
+        let Some(made_by) = exporter["name"].as_str() else {
+            return Ok(None);
+        };
+        let others_failed = exporter["fallback_errors"]
             .as_object()
-            .is_none_or(|errors| errors.is_empty());
-        Ok(
-            (meta["cache_key"].as_str() == Some(model.fixture_key().as_str()) && !first)
-                .then(|| exporter["name"].as_str().map(str::to_string))
-                .flatten(),
-        )
+            .is_some_and(|errors| !errors.is_empty());
+        // A fixture made by the attempt the draft starts from has no failed attempts before it.
+        let started_there = draft.imported.export_attempt.as_deref() == Some(made_by);
+        let current = meta["cache_key"].as_str() == Some(model.fixture_key().as_str());
+        Ok((current && (others_failed || started_there)).then(|| made_by.to_string()))
     }
 
     /// The pipeline's outcome into the evidence store: a failure with this
