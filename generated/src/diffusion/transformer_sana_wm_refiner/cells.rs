@@ -157,7 +157,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "transformer_sana_wm_refiner on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795788467-7784 on vm, 2026-11-27T14:08:11Z): output sample: cosine similarity 0.7267 in its worst row (of 1; mean 0.7267), below 0.98; relative L2 error 0.7408, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/transformer_sana_wm_refiner.yaml) (max abs error 1.422e0; worst at flat index 30: got -0.4479677677154541, expected -1.869667410850525)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,

@@ -9,9 +9,8 @@ mod onnx {
         "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, features =
-        ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: hyperclovax_vision_v2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795788401-5374 on vm, 2026-11-27T14:07:27Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 366 µs (1%); OpenVINOExecutionProvider: 5 nodes (71%), 65336 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/hyperclovax_vision_v2.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =

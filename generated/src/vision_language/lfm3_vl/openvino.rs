@@ -9,9 +9,8 @@ mod onnx {
         "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, features =
-        ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: lfm3_vl on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795788401-5374 on vm, 2026-11-27T14:07:33Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (33%), 69 µs (0%); OpenVINOExecutionProvider: 6 nodes (67%), 27354 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/lfm3_vl.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =

@@ -9,9 +9,8 @@ mod onnx {
         "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, features =
-        ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: minimax_m3_vl on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795788401-5374 on vm, 2026-11-27T14:07:45Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_466 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_466_4' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
