@@ -248,18 +248,26 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// lfm3_vl on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// lfm3_vl on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "lfm3_vl on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795789122-13440 on vm, 2026-11-27T14:25:42Z): output last_hidden_state: 7 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 5.233e-4; worst at flat index 263: got 0.27484211325645447, expected 0.2753654420375824)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lfm3_vl on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795789122-13440 on vm, 2026-11-27T14:25:42Z): output last_hidden_state: 7 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 5.233e-4; worst at flat index 263: got 0.27484211325645447, expected 0.2753654420375824)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -268,7 +276,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lfm3_vl on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795789122-13440 on vm, 2026-11-27T14:25:42Z): output last_hidden_state: 7 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 5.233e-4; worst at flat index 263: got 0.27484211325645447, expected 0.2753654420375824)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -277,7 +289,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lfm3_vl on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795789122-13440 on vm, 2026-11-27T14:25:42Z): output last_hidden_state: 7 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 5.233e-4; worst at flat index 263: got 0.27484211325645447, expected 0.2753654420375824)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -287,18 +303,26 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// lfm3_vl on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// lfm3_vl on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "lfm3_vl on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795789122-13440 on vm, 2026-11-27T14:26:01Z): output last_hidden_state: 7 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 5.233e-4; worst at flat index 263: got 0.27484211325645447, expected 0.2753654420375824)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lfm3_vl on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795789122-13440 on vm, 2026-11-27T14:26:01Z): output last_hidden_state: 7 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 5.233e-4; worst at flat index 263: got 0.27484211325645447, expected 0.2753654420375824)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -307,7 +331,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lfm3_vl on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795789122-13440 on vm, 2026-11-27T14:26:01Z): output last_hidden_state: 7 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 5.233e-4; worst at flat index 263: got 0.27484211325645447, expected 0.2753654420375824)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -316,7 +344,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lfm3_vl on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795789122-13440 on vm, 2026-11-27T14:26:01Z): output last_hidden_state: 7 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 5.233e-4; worst at flat index 263: got 0.27484211325645447, expected 0.2753654420375824)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
