@@ -6,7 +6,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -16,7 +16,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -29,7 +29,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -47,7 +47,7 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "transformer_anyflow_far's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): RuntimeError: torch.jit.trace: RuntimeError: unordered_map::at",
+        reason: "transformer_anyflow_far's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): RuntimeError: torch.jit.trace: RuntimeError: unordered_map::at",
         basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Export),
     },
@@ -58,7 +58,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -68,7 +68,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -81,7 +81,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -99,7 +99,7 @@ pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "transformer_anyflow_far's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): RuntimeError: torch.jit.trace: RuntimeError: unordered_map::at",
+        reason: "transformer_anyflow_far's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): RuntimeError: torch.jit.trace: RuntimeError: unordered_map::at",
         basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Export),
     },
@@ -110,7 +110,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -120,7 +120,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -138,7 +138,7 @@ pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "transformer_anyflow_far's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): RuntimeError: torch.jit.trace: RuntimeError: unordered_map::at",
+        reason: "transformer_anyflow_far's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): RuntimeError: torch.jit.trace: RuntimeError: unordered_map::at",
         basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Export),
     },
@@ -149,7 +149,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -159,7 +159,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -177,7 +177,7 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "transformer_anyflow_far's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): RuntimeError: torch.jit.trace: RuntimeError: unordered_map::at",
+        reason: "transformer_anyflow_far's TorchScript trace: torchscript_export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): RuntimeError: torch.jit.trace: RuntimeError: unordered_map::at",
         basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Export),
     },
@@ -188,7 +188,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -198,7 +198,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -216,7 +216,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -226,7 +226,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -239,7 +239,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -267,7 +267,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -277,7 +277,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -290,7 +290,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -308,7 +308,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -318,7 +318,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -331,7 +331,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -344,7 +344,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -362,7 +362,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+            reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -372,7 +372,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -385,7 +385,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -398,7 +398,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795786510-27734 on vm, 2026-11-27T13:57:48Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
+                    reason: "transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
