@@ -207,8 +207,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::NotTested {
-            reason: "not tested here: mimi_encoder on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-            stage: runtime::Stage::Load,
+            reason: "not tested here: mimi_encoder on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T13:34:25Z): opening the model took longer than its limit of 60 s; mimi_encoder on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T13:34:33Z): opening the model took longer than its limit of 60 s; mimi_encoder on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T13:35:26Z): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Run,
         },
     )
     .with_precision_checks(
@@ -216,8 +216,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: mimi_encoder on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-                    stage: runtime::Stage::Load,
+                    reason: "not tested here: mimi_encoder on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T13:34:25Z): opening the model took longer than its limit of 60 s; mimi_encoder on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T13:34:33Z): opening the model took longer than its limit of 60 s; mimi_encoder on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T13:35:26Z): opening the model took longer than its limit of 60 s",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -228,8 +228,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: mimi_encoder on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-                    stage: runtime::Stage::Load,
+                    reason: "not tested here: mimi_encoder on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T13:34:25Z): opening the model took longer than its limit of 60 s; mimi_encoder on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T13:34:33Z): opening the model took longer than its limit of 60 s; mimi_encoder on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T13:35:26Z): opening the model took longer than its limit of 60 s",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,

@@ -211,9 +211,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "nemotron_asr_streaming_encoder on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: output last_hidden_state has a non-finite value at flat index 0",
+            reason: "nemotron_asr_streaming_encoder on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T13:34:58Z): output last_hidden_state has a non-finite value at flat index 0; also out-of-tolerance: output last_hidden_state: 16512 of 16512 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 0: got NaN, expected -0.5171115398406982); nemotron_asr_streaming_encoder on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T13:35:04Z): output last_hidden_state has a non-finite value at flat index 0; also out-of-tolerance: output last_hidden_state: 8256 of 8256 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 0: got NaN, expected -0.5356482863426208); nemotron_asr_streaming_encoder on webnn with browser: runs failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T13:35:07Z): output last_hidden_state has a non-finite value at flat index 0",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .with_precision_checks(
@@ -221,9 +221,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron_asr_streaming_encoder on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: output last_hidden_state has a non-finite value at flat index 0",
+                    reason: "nemotron_asr_streaming_encoder on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T13:34:58Z): output last_hidden_state has a non-finite value at flat index 0; also out-of-tolerance: output last_hidden_state: 16512 of 16512 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 0: got NaN, expected -0.5171115398406982); nemotron_asr_streaming_encoder on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T13:35:04Z): output last_hidden_state has a non-finite value at flat index 0; also out-of-tolerance: output last_hidden_state: 8256 of 8256 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 0: got NaN, expected -0.5356482863426208); nemotron_asr_streaming_encoder on webnn with browser: runs failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T13:35:07Z): output last_hidden_state has a non-finite value at flat index 0",
                     basis: runtime::Basis::Evidence,
-                    stage: None,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -234,9 +234,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron_asr_streaming_encoder on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: output last_hidden_state has a non-finite value at flat index 0",
+                    reason: "nemotron_asr_streaming_encoder on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T13:34:58Z): output last_hidden_state has a non-finite value at flat index 0; also out-of-tolerance: output last_hidden_state: 16512 of 16512 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 0: got NaN, expected -0.5171115398406982); nemotron_asr_streaming_encoder on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T13:35:04Z): output last_hidden_state has a non-finite value at flat index 0; also out-of-tolerance: output last_hidden_state: 8256 of 8256 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 0: got NaN, expected -0.5356482863426208); nemotron_asr_streaming_encoder on webnn with browser: runs failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T13:35:07Z): output last_hidden_state has a non-finite value at flat index 0",
                     basis: runtime::Basis::Evidence,
-                    stage: None,
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,

@@ -189,26 +189,18 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             min_top1: 0.95f64,
         },
     );
-/// whisper on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// whisper on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::KnownIssue {
-            reason: "whisper on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Add ×42 on CPUExecutionProvider, Conv ×2 on CPUExecutionProvider, Div ×6 on CPUExecutionProvider, Erf ×6 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, LayerNormalization ×10 on CPUExecutionProvider, MatMul ×45 on CPUExecutionProvider, Mul ×18 on CPUExecutionProvider, Reshape ×24 on CPUExecutionProvider, SkipLayerNormalization ×2 on CPUExecutionProvider, Softmax ×6 on CPUExecutionProvider, Transpose ×25 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 234 nodes (96%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (4%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/whisper.yaml only if it may run off WebNNExecutionProvider, with the reason",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Run),
-        },
+        runtime::Planned::Run,
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "whisper on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Add ×42 on CPUExecutionProvider, Conv ×2 on CPUExecutionProvider, Div ×6 on CPUExecutionProvider, Erf ×6 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, LayerNormalization ×10 on CPUExecutionProvider, MatMul ×45 on CPUExecutionProvider, Mul ×18 on CPUExecutionProvider, Reshape ×24 on CPUExecutionProvider, SkipLayerNormalization ×2 on CPUExecutionProvider, Softmax ×6 on CPUExecutionProvider, Transpose ×25 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 234 nodes (96%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (4%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/whisper.yaml only if it may run off WebNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -218,9 +210,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "whisper on webnn with browser: runs failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: not every node ran on WebNNExecutionProvider: Add ×42 on CPUExecutionProvider, Conv ×2 on CPUExecutionProvider, Div ×6 on CPUExecutionProvider, Erf ×6 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, LayerNormalization ×10 on CPUExecutionProvider, MatMul ×45 on CPUExecutionProvider, Mul ×18 on CPUExecutionProvider, Reshape ×24 on CPUExecutionProvider, SkipLayerNormalization ×2 on CPUExecutionProvider, Softmax ×6 on CPUExecutionProvider, Transpose ×25 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 234 nodes (96%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (4%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/whisper.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    reason: "whisper on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T13:43:25Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.model.encoder.layers.0.self_attn.v_proj.bias1_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-27 13:43:25.704890 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [611] name: [layer_norm_11_DequantizeLinear] supported: [1] | 2026-11-27 13:43:25.705009 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [MatMul] index: [612] name: [node_linear_32] supported: [1] | 2026-11-27 13:43:25.705144 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [613] name: [logits_QuantizeLinear] supported: [1] | 2026-11-27 13:43:25.705280 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [614] name: [logits_DequantizeLinear] supported: [1] | 2026-11-27 13:43:25.732754 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 560 number of nodes supported by WebNN: 560)",
                     basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
+                    stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,

@@ -20,7 +20,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model bailing_hybrid` derives it again): 2 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.recurrent_state: in the model's cache, not declared"
+        "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model bailing_hybrid` derives it again): 2 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.recurrent_state: in the model's cache, not declared"
     );
 }
 /// bailing_hybrid on cpu with libtorch, device cpu: run.

@@ -242,8 +242,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: cohere2 on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            stage: runtime::Stage::Load,
+            reason: "not tested here: cohere2 on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T13:49:45Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Run,
         },
     );
 /// cohere2 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).

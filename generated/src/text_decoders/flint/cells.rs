@@ -222,7 +222,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "flint on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T13:57:17Z): output last_hidden_state: cosine similarity 0.9446 in its worst row (of 8; mean 0.9612), below 0.98; relative L2 error 0.2789, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/flint.yaml) (max abs error 9.434e-1; worst at flat index 132: got 0.7311556935310364, expected 1.6745957136154175)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -234,8 +238,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: flint on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            stage: runtime::Stage::Load,
+            reason: "not tested here: flint on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T13:57:35Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Run,
         },
     );
 /// flint on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).

@@ -234,7 +234,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "gemma4_text on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T13:59:36Z): output last_hidden_state: cosine similarity 0.1777 in its worst row (of 8; mean 0.5272), below 0.98; relative L2 error 0.9520, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 3.294e0; worst at flat index 220: got -2.408020257949829, expected 0.8857722878456116)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -246,8 +250,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: gemma4_text on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            stage: runtime::Stage::Load,
+            reason: "not tested here: gemma4_text on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T13:59:55Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Run,
         },
     );
 /// gemma4_text on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).

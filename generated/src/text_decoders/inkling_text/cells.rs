@@ -36,7 +36,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -79,7 +79,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -113,7 +113,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -147,7 +147,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -185,7 +185,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -233,7 +233,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     )
@@ -253,8 +253,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::NotTested {
-            reason: "not tested here: inkling_text on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
-            stage: runtime::Stage::Load,
+            reason: "not tested here: inkling_text on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:11:24Z): opening the model took longer than its limit of 60 s; inkling_text on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:12:24Z): opening the model took longer than its limit of 60 s; inkling_text on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:12:24Z): opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+            stage: runtime::Stage::Run,
         },
     )
     .with_precision_checks(
@@ -262,8 +262,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: inkling_text on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
-                    stage: runtime::Stage::Load,
+                    reason: "not tested here: inkling_text on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:11:24Z): opening the model took longer than its limit of 60 s; inkling_text on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:12:24Z): opening the model took longer than its limit of 60 s; inkling_text on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:12:24Z): opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -274,8 +274,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: inkling_text on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
-                    stage: runtime::Stage::Load,
+                    reason: "not tested here: inkling_text on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:11:24Z): opening the model took longer than its limit of 60 s; inkling_text on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:12:24Z): opening the model took longer than its limit of 60 s; inkling_text on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:12:24Z): opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -288,7 +288,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -333,7 +333,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -378,7 +378,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );

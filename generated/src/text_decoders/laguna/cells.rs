@@ -216,8 +216,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::NotTested {
-            reason: "not tested here: laguna on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
-            stage: runtime::Stage::Load,
+            reason: "not tested here: laguna on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:20:26Z): opening the model took longer than its limit of 60 s; laguna on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:22:25Z): opening the model took longer than its limit of 60 s; laguna on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:22:25Z): opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+            stage: runtime::Stage::Run,
         },
     )
     .with_precision_checks(
@@ -225,8 +225,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: laguna on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
-                    stage: runtime::Stage::Load,
+                    reason: "not tested here: laguna on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:20:26Z): opening the model took longer than its limit of 60 s; laguna on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:22:25Z): opening the model took longer than its limit of 60 s; laguna on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:22:25Z): opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -237,8 +237,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: laguna on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-22 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
-                    stage: runtime::Stage::Load,
+                    reason: "not tested here: laguna on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:20:26Z): opening the model took longer than its limit of 60 s; laguna on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:22:25Z): opening the model took longer than its limit of 60 s; laguna on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:22:25Z): opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -251,8 +251,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: laguna on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            stage: runtime::Stage::Load,
+            reason: "not tested here: laguna on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:21:27Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Run,
         },
     );
 /// laguna on webgpu: run (onnxruntime-web in headless Chromium, webgpu).

@@ -32,7 +32,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
+            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -75,7 +75,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
+            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -109,7 +109,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
+            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -143,7 +143,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
+            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -181,7 +181,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
+            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -229,7 +229,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
+            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     )
@@ -249,8 +249,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-            stage: runtime::Stage::Load,
+            reason: "not tested here: lfm2_moe on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:23:25Z): opening the model took longer than its limit of 60 s; lfm2_moe on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:24:26Z): opening the model took longer than its limit of 60 s; lfm2_moe on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:24:26Z): opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+            stage: runtime::Stage::Run,
         },
     )
     .with_precision_checks(
@@ -258,8 +258,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: lfm2_moe on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-                    stage: runtime::Stage::Load,
+                    reason: "not tested here: lfm2_moe on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:23:25Z): opening the model took longer than its limit of 60 s; lfm2_moe on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:24:26Z): opening the model took longer than its limit of 60 s; lfm2_moe on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:24:26Z): opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -270,8 +270,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: lfm2_moe on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
-                    stage: runtime::Stage::Load,
+                    reason: "not tested here: lfm2_moe on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:23:25Z): opening the model took longer than its limit of 60 s; lfm2_moe on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:24:26Z): opening the model took longer than its limit of 60 s; lfm2_moe on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:24:26Z): opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -284,7 +284,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
+            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -345,7 +345,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
+            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );
@@ -406,7 +406,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
+            reason: "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared",
             stage: runtime::Stage::Reference,
         },
     );

@@ -22,7 +22,7 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, ignore =
-        "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared"
+        "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared"
     );
 }
 /// lfm2_moe on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (lfm2_moe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:20Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.767e-4; worst at flat index 214: got 0.005671435501426458, expected 0.005525830201804638)).
@@ -47,7 +47,7 @@ mod native {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared"
+        "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm2_moe` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared"
     );
 }
 /// lfm2_moe's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -208,7 +208,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "mpt on webnn with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
+            reason: "mpt on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:35:08Z): output last_hidden_state: 828 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.180e0; worst at flat index 9: got 2.0482683181762695, expected -0.13202454149723053); mpt on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:35:12Z): output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -218,7 +218,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mpt on webnn with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
+                    reason: "mpt on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:35:08Z): output last_hidden_state: 828 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.180e0; worst at flat index 9: got 2.0482683181762695, expected -0.13202454149723053); mpt on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:35:12Z): output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -231,7 +231,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mpt on webnn with browser: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-22 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
+                    reason: "mpt on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:35:08Z): output last_hidden_state: 828 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.180e0; worst at flat index 9: got 2.0482683181762695, expected -0.13202454149723053); mpt on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:35:12Z): output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -246,9 +246,9 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "mpt on webnn with browser: generates failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 2026 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 7.068e-2; worst at flat index 1741: got 0.036507438868284225, expected -0.03417150303721428)",
+            reason: "mpt on webnn with browser: generates failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:35:13Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 2026 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 7.068e-2; worst at flat index 1741: got 0.03650745004415512, expected -0.03417149931192398)",
             basis: runtime::Basis::Evidence,
-            stage: None,
+            stage: Some(runtime::Stage::Mismatch),
         },
     );
 /// mpt on webgpu: run (onnxruntime-web in headless Chromium, webgpu).

@@ -230,7 +230,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "olmo3 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:35:21Z): output last_hidden_state: cosine similarity 0.9020 in its worst row (of 8; mean 0.9592), below 0.98; relative L2 error 0.2863, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/olmo3.yaml) (max abs error 1.023e0; worst at flat index 207: got -0.2632488012313843, expected 0.7598665356636047)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -242,8 +246,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: olmo3 on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            stage: runtime::Stage::Load,
+            reason: "not tested here: olmo3 on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:36:16Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Run,
         },
     );
 /// olmo3 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).

@@ -15,7 +15,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::MPS_ONNX, ignore =
-        "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model olmo_hybrid` derives it again): 2 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.recurrent_state: in the model's cache, not declared"
+        "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model olmo_hybrid` derives it again): 2 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.recurrent_state: in the model's cache, not declared"
     );
 }
 /// olmo_hybrid on mps with libtorch, device mps: run.

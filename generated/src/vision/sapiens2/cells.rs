@@ -211,7 +211,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sapiens2 on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: recorded 2026-11-26 before evidence carried provenance; stale): not every node ran on WebNNExecutionProvider: Cast ×2 on CPUExecutionProvider, Tile ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (57%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/sapiens2.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    reason: "sapiens2 on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:58:02Z): not every node ran on WebNNExecutionProvider: Cast ×2 on CPUExecutionProvider, Tile ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 0 µs (0%); WebNNExecutionProvider: 4 nodes (57%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/sapiens2.yaml only if it may run off WebNNExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -223,7 +223,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "sapiens2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:58:07Z): not every node ran on WebNNExecutionProvider: Abs ×1 on CPUExecutionProvider, Add ×4 on CPUExecutionProvider, Concat ×9 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider, DequantizeLinear ×82 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Expand ×2 on CPUExecutionProvider, Flatten ×2 on CPUExecutionProvider, MatMul ×6 on CPUExecutionProvider, Mul ×13 on CPUExecutionProvider, Neg ×4 on CPUExecutionProvider, QuantizeLinear ×82 on CPUExecutionProvider, Range ×2 on CPUExecutionProvider, Reshape ×6 on CPUExecutionProvider, Sin ×1 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, Softmax ×2 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, Tile ×1 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider, Unsqueeze ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 272 nodes (80%), 0 µs (0%); WebNNExecutionProvider: 66 nodes (20%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/sapiens2.yaml only if it may run off WebNNExecutionProvider, with the reason; also out-of-tolerance: output last_hidden_state: cosine similarity 0.8432 in its worst row (of 13; mean 0.9468), below 0.98; relative L2 error 0.5393, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/sapiens2.yaml) (max abs error 1.888e0; worst at flat index 252: got -2.6442627906799316, expected -0.7562574148178101); output pooler_output: cosine similarity 0.8432 in its worst row (of 1; mean 0.8432), below 0.98; relative L2 error 0.5653, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/sapiens2.yaml) (max abs error 1.376e0; worst at flat index 19: got 0, expected -1.3760428428649902)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,

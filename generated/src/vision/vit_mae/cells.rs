@@ -198,8 +198,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::NotTested {
-            reason: "not tested here: vit_mae on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
-            stage: runtime::Stage::Load,
+            reason: "not tested here: vit_mae on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:59:30Z): opening the model took longer than its limit of 60 s; vit_mae on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T15:00:30Z): opening the model took longer than its limit of 60 s; vit_mae on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T15:00:33Z): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Run,
         },
     )
     .with_precision_checks(
@@ -207,8 +207,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: vit_mae on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
-                    stage: runtime::Stage::Load,
+                    reason: "not tested here: vit_mae on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:59:30Z): opening the model took longer than its limit of 60 s; vit_mae on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T15:00:30Z): opening the model took longer than its limit of 60 s; vit_mae on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T15:00:33Z): opening the model took longer than its limit of 60 s",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -219,8 +219,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: vit_mae on webnn with browser: runs failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): runs: opening the model took longer than its limit of 60 s",
-                    stage: runtime::Stage::Load,
+                    reason: "not tested here: vit_mae on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:59:30Z): opening the model took longer than its limit of 60 s; vit_mae on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T15:00:30Z): opening the model took longer than its limit of 60 s; vit_mae on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T15:00:33Z): opening the model took longer than its limit of 60 s",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,

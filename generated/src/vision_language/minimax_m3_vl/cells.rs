@@ -214,18 +214,24 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             min_top1: 0.95f64,
         },
     );
-/// minimax_m3_vl on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// minimax_m3_vl on webnn: not-tested (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::NotTested {
+            reason: "not tested here: minimax_m3_vl on webnn with browser: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T15:09:26Z): the fixture <fixtures>/minimax_m3_vl is stale: it was built under key 3cc7cfddc7bb5966b628f155289d8df404a5a98188176e3d35078f3d66db56c2, but model-specs/models/vision_language/minimax_m3_vl.yaml and this checkout's exporter give e3659cbe4a93; rebuild it with `cargo run -p generator --bin gen -- fixtures --model minimax_m3_vl`; minimax_m3_vl on webnn with browser: matches_reference failed: our harness (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T15:09:26Z): the fixture <fixtures>/minimax_m3_vl is stale: it was built under key 3cc7cfddc7bb5966b628f155289d8df404a5a98188176e3d35078f3d66db56c2, but model-specs/models/vision_language/minimax_m3_vl.yaml and this checkout's exporter give e3659cbe4a93; rebuild it with `cargo run -p generator --bin gen -- fixtures --model minimax_m3_vl`; minimax_m3_vl on webnn with browser: runs failed: our harness (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T15:09:26Z): the fixture <fixtures>/minimax_m3_vl is stale: it was built under key 3cc7cfddc7bb5966b628f155289d8df404a5a98188176e3d35078f3d66db56c2, but model-specs/models/vision_language/minimax_m3_vl.yaml and this checkout's exporter give e3659cbe4a93; rebuild it with `cargo run -p generator --bin gen -- fixtures --model minimax_m3_vl`",
+            stage: runtime::Stage::Run,
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: minimax_m3_vl on webnn with browser: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T15:09:26Z): the fixture <fixtures>/minimax_m3_vl is stale: it was built under key 3cc7cfddc7bb5966b628f155289d8df404a5a98188176e3d35078f3d66db56c2, but model-specs/models/vision_language/minimax_m3_vl.yaml and this checkout's exporter give e3659cbe4a93; rebuild it with `cargo run -p generator --bin gen -- fixtures --model minimax_m3_vl`; minimax_m3_vl on webnn with browser: matches_reference failed: our harness (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T15:09:26Z): the fixture <fixtures>/minimax_m3_vl is stale: it was built under key 3cc7cfddc7bb5966b628f155289d8df404a5a98188176e3d35078f3d66db56c2, but model-specs/models/vision_language/minimax_m3_vl.yaml and this checkout's exporter give e3659cbe4a93; rebuild it with `cargo run -p generator --bin gen -- fixtures --model minimax_m3_vl`; minimax_m3_vl on webnn with browser: runs failed: our harness (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T15:09:26Z): the fixture <fixtures>/minimax_m3_vl is stale: it was built under key 3cc7cfddc7bb5966b628f155289d8df404a5a98188176e3d35078f3d66db56c2, but model-specs/models/vision_language/minimax_m3_vl.yaml and this checkout's exporter give e3659cbe4a93; rebuild it with `cargo run -p generator --bin gen -- fixtures --model minimax_m3_vl`",
+                    stage: runtime::Stage::Run,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -234,7 +240,10 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: minimax_m3_vl on webnn with browser: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T15:09:26Z): the fixture <fixtures>/minimax_m3_vl is stale: it was built under key 3cc7cfddc7bb5966b628f155289d8df404a5a98188176e3d35078f3d66db56c2, but model-specs/models/vision_language/minimax_m3_vl.yaml and this checkout's exporter give e3659cbe4a93; rebuild it with `cargo run -p generator --bin gen -- fixtures --model minimax_m3_vl`; minimax_m3_vl on webnn with browser: matches_reference failed: our harness (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T15:09:26Z): the fixture <fixtures>/minimax_m3_vl is stale: it was built under key 3cc7cfddc7bb5966b628f155289d8df404a5a98188176e3d35078f3d66db56c2, but model-specs/models/vision_language/minimax_m3_vl.yaml and this checkout's exporter give e3659cbe4a93; rebuild it with `cargo run -p generator --bin gen -- fixtures --model minimax_m3_vl`; minimax_m3_vl on webnn with browser: runs failed: our harness (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T15:09:26Z): the fixture <fixtures>/minimax_m3_vl is stale: it was built under key 3cc7cfddc7bb5966b628f155289d8df404a5a98188176e3d35078f3d66db56c2, but model-specs/models/vision_language/minimax_m3_vl.yaml and this checkout's exporter give e3659cbe4a93; rebuild it with `cargo run -p generator --bin gen -- fixtures --model minimax_m3_vl`",
+                    stage: runtime::Stage::Run,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -246,8 +255,8 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: minimax_m3_vl on webnn with browser: generates failed: the environment here (not tested here) (evidence: recorded 2026-11-26 before evidence carried provenance; stale): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            stage: runtime::Stage::Load,
+            reason: "not tested here: minimax_m3_vl on webnn with browser: generates failed: our harness (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T15:09:26Z): the generation fixture <fixtures>/generation/minimax_m3_vl is stale: it was built under key 6d84237aba49d84dde22d4ce1d41f15d4a4a3ce6506bf73531739d95899bfe63, but model-specs/models/vision_language/minimax_m3_vl.yaml and this checkout's exporters give d4ecc3f3f9da; rebuild it with `cargo run -p generator --bin gen -- fixtures --model minimax_m3_vl`",
+            stage: runtime::Stage::Run,
         },
     );
 /// minimax_m3_vl on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
