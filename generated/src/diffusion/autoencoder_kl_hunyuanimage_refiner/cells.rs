@@ -318,7 +318,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_hunyuanimage_refiner on webgpu with wgpu: fp16_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): autoencoder_kl_hunyuanimage_refiner has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_hunyuanimage_refiner on webgpu with wgpu: fp16_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:26Z): autoencoder_kl_hunyuanimage_refiner has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -326,7 +326,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_hunyuanimage_refiner on webgpu with wgpu: int8_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): autoencoder_kl_hunyuanimage_refiner has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_hunyuanimage_refiner on webgpu with wgpu: int8_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:27Z): autoencoder_kl_hunyuanimage_refiner has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -334,7 +334,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_hunyuanimage_refiner on webgpu with wgpu: int4_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): autoencoder_kl_hunyuanimage_refiner has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_hunyuanimage_refiner on webgpu with wgpu: int4_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:27Z): autoencoder_kl_hunyuanimage_refiner has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -342,7 +342,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_hunyuanimage_refiner on webgpu with wgpu: int4_mixed_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): autoencoder_kl_hunyuanimage_refiner has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_hunyuanimage_refiner on webgpu with wgpu: int4_mixed_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:27Z): autoencoder_kl_hunyuanimage_refiner has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -350,7 +350,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_hunyuanimage_refiner on webgpu with wgpu: int2_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): autoencoder_kl_hunyuanimage_refiner has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_hunyuanimage_refiner on webgpu with wgpu: int2_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:26Z): autoencoder_kl_hunyuanimage_refiner has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,

@@ -54,23 +54,23 @@ mod native {
 mod wgpu {
     runtime::quantization_test!(
         fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
-        "unsupported: autoencoder_kl_ltx on webgpu with wgpu: fp16_quantization does not apply (evidence: recorded 2026-11-22 before evidence carried provenance; stale): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)"
+        "unsupported: autoencoder_kl_ltx on webgpu with wgpu: fp16_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:27Z): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)"
     );
     runtime::quantization_test!(
         int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
-        "unsupported: autoencoder_kl_ltx on webgpu with wgpu: int8_quantization does not apply (evidence: recorded 2026-11-22 before evidence carried provenance; stale): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)"
+        "unsupported: autoencoder_kl_ltx on webgpu with wgpu: int8_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:27Z): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)"
     );
     runtime::quantization_test!(
         int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
-        "unsupported: autoencoder_kl_ltx on webgpu with wgpu: int4_quantization does not apply (evidence: recorded 2026-11-22 before evidence carried provenance; stale): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)"
+        "unsupported: autoencoder_kl_ltx on webgpu with wgpu: int4_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:27Z): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)"
     );
     runtime::quantization_test!(
         int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
         ignore =
-        "unsupported: autoencoder_kl_ltx on webgpu with wgpu: int4_mixed_quantization does not apply (evidence: recorded 2026-11-22 before evidence carried provenance; stale): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)"
+        "unsupported: autoencoder_kl_ltx on webgpu with wgpu: int4_mixed_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:27Z): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)"
     );
     runtime::quantization_test!(
         int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
-        "unsupported: autoencoder_kl_ltx on webgpu with wgpu: int2_quantization does not apply (evidence: recorded 2026-11-22 before evidence carried provenance; stale): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)"
+        "unsupported: autoencoder_kl_ltx on webgpu with wgpu: int2_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:27Z): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)"
     );
 }

@@ -322,7 +322,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_magvit on webgpu with wgpu: fp16_quantization does not apply (evidence: recorded 2026-11-22 before evidence carried provenance; stale): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_magvit on webgpu with wgpu: fp16_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:27Z): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -330,7 +330,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_magvit on webgpu with wgpu: int8_quantization does not apply (evidence: recorded 2026-11-22 before evidence carried provenance; stale): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_magvit on webgpu with wgpu: int8_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:27Z): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -338,7 +338,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_magvit on webgpu with wgpu: int4_quantization does not apply (evidence: recorded 2026-11-22 before evidence carried provenance; stale): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_magvit on webgpu with wgpu: int4_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:27Z): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -346,7 +346,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_magvit on webgpu with wgpu: int4_mixed_quantization does not apply (evidence: recorded 2026-11-22 before evidence carried provenance; stale): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_magvit on webgpu with wgpu: int4_mixed_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:27Z): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -354,7 +354,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_magvit on webgpu with wgpu: int2_quantization does not apply (evidence: recorded 2026-11-22 before evidence carried provenance; stale): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_magvit on webgpu with wgpu: int2_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:27Z): autoencoder_kl_magvit has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,

@@ -268,7 +268,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "edgetam_vision_model on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)",
+            reason: "edgetam_vision_model on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:03Z): output fpn_hidden_states_0: 46957 of 65536 elements outside abs 0.0001 + rel 0.001 (max abs error 1.661e-3; worst at flat index 26685: got -0.0007289277273230255, expected 0.0009321776451542974); edgetam_vision_model on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:06Z): output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -278,7 +278,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "edgetam_vision_model on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)",
+                    reason: "edgetam_vision_model on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:03Z): output fpn_hidden_states_0: 46957 of 65536 elements outside abs 0.0001 + rel 0.001 (max abs error 1.661e-3; worst at flat index 26685: got -0.0007289277273230255, expected 0.0009321776451542974); edgetam_vision_model on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:06Z): output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -291,7 +291,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "edgetam_vision_model on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)",
+                    reason: "edgetam_vision_model on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:03Z): output fpn_hidden_states_0: 46957 of 65536 elements outside abs 0.0001 + rel 0.001 (max abs error 1.661e-3; worst at flat index 26685: got -0.0007289277273230255, expected 0.0009321776451542974); edgetam_vision_model on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:06Z): output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -304,7 +304,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "edgetam_vision_model on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)",
+                    reason: "edgetam_vision_model on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:03Z): output fpn_hidden_states_0: 46957 of 65536 elements outside abs 0.0001 + rel 0.001 (max abs error 1.661e-3; worst at flat index 26685: got -0.0007289277273230255, expected 0.0009321776451542974); edgetam_vision_model on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:06Z): output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613083485513926, expected 0.0009670084109529853)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

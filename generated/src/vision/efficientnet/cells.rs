@@ -331,7 +331,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::Unsupported {
-                reason: "efficientnet on webgpu with wgpu: fp16_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "efficientnet on webgpu with wgpu: fp16_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:06Z): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -339,7 +339,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::Unsupported {
-                reason: "efficientnet on webgpu with wgpu: int8_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "efficientnet on webgpu with wgpu: int8_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:06Z): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -347,7 +347,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::Unsupported {
-                reason: "efficientnet on webgpu with wgpu: int4_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "efficientnet on webgpu with wgpu: int4_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:06Z): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -355,7 +355,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::Unsupported {
-                reason: "efficientnet on webgpu with wgpu: int4_mixed_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "efficientnet on webgpu with wgpu: int4_mixed_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:06Z): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -363,7 +363,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::Unsupported {
-                reason: "efficientnet on webgpu with wgpu: int2_quantization does not apply (evidence: recorded 2026-11-23 before evidence carried provenance; stale): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "efficientnet on webgpu with wgpu: int2_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:06Z): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,

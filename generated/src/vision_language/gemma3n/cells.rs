@@ -311,7 +311,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "gemma3n on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
+            reason: "gemma3n on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:26Z): output last_hidden_state: 21 of 928 elements outside abs 0.0001 + rel 0.001 (max abs error 4.964e-4; worst at flat index 802: got 0.028602847829461098, expected 0.029099199920892715); gemma3n on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:34Z): output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -321,7 +321,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
+                    reason: "gemma3n on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:26Z): output last_hidden_state: 21 of 928 elements outside abs 0.0001 + rel 0.001 (max abs error 4.964e-4; worst at flat index 802: got 0.028602847829461098, expected 0.029099199920892715); gemma3n on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:34Z): output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -334,7 +334,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
+                    reason: "gemma3n on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:26Z): output last_hidden_state: 21 of 928 elements outside abs 0.0001 + rel 0.001 (max abs error 4.964e-4; worst at flat index 802: got 0.028602847829461098, expected 0.029099199920892715); gemma3n on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:34Z): output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -347,7 +347,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3n on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
+                    reason: "gemma3n on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:26Z): output last_hidden_state: 21 of 928 elements outside abs 0.0001 + rel 0.001 (max abs error 4.964e-4; worst at flat index 802: got 0.028602847829461098, expected 0.029099199920892715); gemma3n on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:34Z): output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -289,7 +289,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "lighton_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
+            reason: "lighton_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:48Z): output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -299,7 +299,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lighton_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
+                    reason: "lighton_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:48Z): output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -312,7 +312,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lighton_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
+                    reason: "lighton_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:48Z): output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -325,7 +325,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lighton_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): dynamic_shapes: output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
+                    reason: "lighton_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:48Z): output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

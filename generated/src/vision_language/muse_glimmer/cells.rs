@@ -319,7 +319,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "muse_glimmer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
+            reason: "muse_glimmer on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:07Z): output last_hidden_state: 48 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.219e-3; worst at flat index 510: got -0.18755444884300232, expected -0.1897735744714737); muse_glimmer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:12Z): output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -329,7 +329,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
+                    reason: "muse_glimmer on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:07Z): output last_hidden_state: 48 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.219e-3; worst at flat index 510: got -0.18755444884300232, expected -0.1897735744714737); muse_glimmer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:12Z): output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -342,7 +342,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
+                    reason: "muse_glimmer on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:07Z): output last_hidden_state: 48 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.219e-3; worst at flat index 510: got -0.18755444884300232, expected -0.1897735744714737); muse_glimmer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:12Z): output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -355,7 +355,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_glimmer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
+                    reason: "muse_glimmer on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:07Z): output last_hidden_state: 48 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.219e-3; worst at flat index 510: got -0.18755444884300232, expected -0.1897735744714737); muse_glimmer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:12Z): output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -312,7 +312,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "muse_spark on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
+            reason: "muse_spark on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:16Z): output last_hidden_state: 69 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.849e-3; worst at flat index 406: got -0.13513614237308502, expected -0.13731655478477478); muse_spark on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:23Z): output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -322,7 +322,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_spark on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
+                    reason: "muse_spark on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:16Z): output last_hidden_state: 69 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.849e-3; worst at flat index 406: got -0.13513614237308502, expected -0.13731655478477478); muse_spark on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:23Z): output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -335,7 +335,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_spark on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
+                    reason: "muse_spark on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:16Z): output last_hidden_state: 69 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.849e-3; worst at flat index 406: got -0.13513614237308502, expected -0.13731655478477478); muse_spark on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:23Z): output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -348,7 +348,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_spark on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
+                    reason: "muse_spark on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:16Z): output last_hidden_state: 69 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.849e-3; worst at flat index 406: got -0.13513614237308502, expected -0.13731655478477478); muse_spark on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:23Z): output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -289,7 +289,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "qianfan_ocr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
+            reason: "qianfan_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:30Z): output last_hidden_state: 17 of 8608 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-4; worst at flat index 7434: got 0.007333282381296158, expected 0.007159468252211809); qianfan_ocr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:43Z): output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -299,7 +299,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qianfan_ocr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
+                    reason: "qianfan_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:30Z): output last_hidden_state: 17 of 8608 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-4; worst at flat index 7434: got 0.007333282381296158, expected 0.007159468252211809); qianfan_ocr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:43Z): output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -312,7 +312,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qianfan_ocr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
+                    reason: "qianfan_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:30Z): output last_hidden_state: 17 of 8608 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-4; worst at flat index 7434: got 0.007333282381296158, expected 0.007159468252211809); qianfan_ocr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:43Z): output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -325,7 +325,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qianfan_ocr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: recorded 2026-11-25 before evidence carried provenance; stale): matches_reference: output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
+                    reason: "qianfan_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:30Z): output last_hidden_state: 17 of 8608 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-4; worst at flat index 7434: got 0.007333282381296158, expected 0.007159468252211809); qianfan_ocr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:43Z): output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
