@@ -39,9 +39,16 @@ trait AsEntry {
 }
 
 impl AsEntry for Record {
-    /// Whether a check of this run ran it (never the ledger's records of cells not run).
+    /// Whether a check of this run ran it (never the ledger's records of cells not run, nor a
+    /// check that found no current fixture: a fixture rebuilt under another key while the run
+    /// went on is our harness's state, not the model's on the platform).
     fn measured(&self) -> bool {
-        self.basis == Basis::Measured && matches!(self.status, Outcome::Passed | Outcome::Failed)
+        self.basis == Basis::Measured
+            && matches!(self.status, Outcome::Passed | Outcome::Failed)
+            && !matches!(
+                self.error_kind,
+                Some(ErrorKind::FixtureStale | ErrorKind::FixtureMissing)
+            )
     }
 
     /// The record as an evidence entry; None for a pass.
@@ -997,6 +1004,15 @@ mod tests {
             ..record(Platform::Cpu, Outcome::Failed, None, "cpu")
         };
         assert!(!ledger.measured());
+        // Nor is a check that found its fixture rebuilt under another key.
+        let stale = record(
+            Platform::Webnn,
+            Outcome::Failed,
+            Some(ErrorKind::FixtureStale),
+            "browser",
+        );
+        assert!(!stale.measured());
+        assert!(record(Platform::Webnn, Outcome::Failed, None, "browser").measured());
     }
 
     #[test]
