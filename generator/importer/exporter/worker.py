@@ -72,6 +72,12 @@ def main() -> int:
     from transformers.utils import logging
 
     logging.set_verbosity_error()
+    # HWMATRIX_PROFILE=<file>: each job's time by step, one JSON line a job (profile_steps.py).
+    profile = os.environ.get("HWMATRIX_PROFILE")
+    if profile:
+        import profile_steps
+
+        timer = profile_steps.install({"export": export, "generation": generation})
     original_export_graph = generation.export_graph
     for line in sys.stdin:
         if not line.strip():
@@ -79,6 +85,7 @@ def main() -> int:
         job = json.loads(line)
         answer = {"id": job.get("id")}
         stage = None
+        started = timer.start() if profile else None
         try:
             if job["kind"] == "list":
                 import transformers
@@ -129,6 +136,9 @@ def main() -> int:
             answer.update(ok=False, error=export._error_line(error))
             if stage:
                 answer["stage"] = stage
+        if profile:
+            with open(profile, "a") as out:
+                out.write(json.dumps(timer.record(started, job, answer["ok"])) + "\n")
         answers.write(json.dumps(answer, default=str) + "\n")
     return 0
 
