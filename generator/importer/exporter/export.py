@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import copy
 import dataclasses
+import fractions
 import functools
 import inspect
 import io
@@ -43,8 +44,39 @@ EXPORTER_VERSION = 14
 
 def normalized_vocab_size(config) -> int:
     """The text vocabulary, wherever this architecture keeps it (cf. optimum's NormalizedConfig)."""
+    config = vision_owner(config)  # a nested vision-language model's (PI0's PaliGemma)
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     return int(getattr(text, "vocab_size"))
+
+
+def vision_owner(config):
+    """The config that holds the vision tower and the image placeholder: the config itself, or
+    the sub-config of a model that nests a whole vision-language model (PI0's `vlm_config`, a
+    PaliGemma; T5Gemma2's `encoder`)."""
+    if getattr(config, "vision_config", None) is not None:
+        return config
+    for key in getattr(config, "sub_configs", None) or {}:
+        sub = getattr(config, key, None)
+        if getattr(sub, "vision_config", None) is not None:
+            return sub
+    return config
+
+
+def image_placeholder_id(config) -> int:
+    """The id of the image placeholder token, wherever the vision-language config keeps it."""
+    owner = vision_owner(config)
+    for key in ("image_token_id", "image_token_index"):
+        if isinstance(getattr(owner, key, None), int):
+            return getattr(owner, key)
+    raise ValueError(f"{type(owner).__name__} has no image_token_id or image_token_index: an image-text prompt needs one")
+
+
+def image_features_owner(model):
+    """The module whose `get_image_features` makes the image tokens: the model, or the nested
+    vision-language model of one that has none itself (PI0's PaliGemma, T5Gemma2's encoder)."""
+    if model is None or hasattr(model, "get_image_features"):
+        return model
+    return next((m for m in model.modules() if hasattr(m, "get_image_features")), model)
 
 
 def image_token_count(config, model=None) -> int:
@@ -55,6 +87,7 @@ def image_token_count(config, model=None) -> int:
     `image_grid_pinpoints`, "anyres"): that base image, then the unpadded tile grid with one newline
     feature per row, counted as LlavaNextProcessor._get_number_of_features does for an image of
     image_size x image_size, the size the `image-size` fill gives."""
+    config, model = vision_owner(config), image_features_owner(model)
     if model is not None:
         # Measured once per model: every shape's inputs (and the derive's trials) ask again.
         if not hasattr(model, "_hwmatrix_image_tokens"):
@@ -63,6 +96,10 @@ def image_token_count(config, model=None) -> int:
             return model._hwmatrix_image_tokens
     vision = config.vision_config
     (height, width), (patch_height, patch_width) = height_width(vision.image_size), height_width(vision.patch_size)
+    # A projector that pools each crop's patch grid (Granite 4 Vision's downsample_rate "1/2":
+    # one token per 2 x 2 window) makes that fraction of tokens along each side.
+    rate = fractions.Fraction(str(getattr(config, "downsample_rate", None) or 1))
+    patch_height, patch_width = int(patch_height / rate), int(patch_width / rate)
     strategy = getattr(config, "vision_feature_select_strategy", "default")
     base = (height // patch_height) * (width // patch_width) + (1 if strategy == "full" else 0)
     pinpoints = getattr(config, "image_grid_pinpoints", None)
@@ -108,7 +145,7 @@ def patch_grid(config) -> dict | None:
     merge = getattr(vision, "spatial_merge_size", 2) or 2
     channels = getattr(vision, "in_channels", None) or getattr(vision, "num_channels", None) or 3
     side = 2 * merge
-    return {"grid": [1, side, side], "patches": side * side, "patch_dim": channels * temporal * patch * patch}
+    return {"grid": [1, side, side], "merge": merge, "patches": side * side, "patch_dim": channels * temporal * patch * patch}
 
 
 def measured_image_tokens(model, config) -> int | None:
@@ -125,7 +162,7 @@ def measured_image_tokens(model, config) -> int | None:
         try:
             with torch.no_grad():
                 out = method(pixel_values=patches, image_grid_thw=torch.tensor([grid["grid"]]))
-            return _feature_rows(out)
+            return _feature_rows(out, merged_grid=(grid["grid"][1] // grid["merge"], grid["grid"][2] // grid["merge"]))
         except Exception:  # noqa: BLE001 - the config formula is the fallback
             return None
     if method is None or height_width(size) is None:
@@ -149,14 +186,18 @@ def measured_image_tokens(model, config) -> int | None:
     return _feature_rows(out)
 
 
-def _feature_rows(out) -> int | None:
-    """The feature rows (one per image token) in what get_image_features returned."""
+def _feature_rows(out, merged_grid: tuple[int, int] | None = None) -> int | None:
+    """The feature rows (one per image token) in what get_image_features returned: rows of
+    features, or (a patch-grid tower's, `merged_grid` its height and width in tokens) one
+    [channels, height, width] map per image, one token per position (GLM-Image's)."""
     features = out.get("pooler_output") if hasattr(out, "get") else out
     if features is None and hasattr(out, "get"):
         features = out.get("last_hidden_state")
     tensors = [features] if isinstance(features, torch.Tensor) else list(features or [])
     if not tensors or not all(isinstance(t, torch.Tensor) and t.dim() >= 1 for t in tensors):
         return None
+    if merged_grid and all(t.dim() == 3 and tuple(t.shape[1:]) == merged_grid for t in tensors):
+        return sum(t.shape[1] * t.shape[2] for t in tensors)
     return sum(t.numel() // t.shape[-1] for t in tensors)
 
 
@@ -217,7 +258,7 @@ def make_input(spec_input: dict, dims: list[int], config, gen: torch.Generator, 
     if fill in ("image-text-tokens", "audio-text-tokens"):
         # Random text with one image's (one clip's) placeholder tokens at positions 1..1+count.
         if fill == "image-text-tokens":
-            placeholder, count, what = config.image_token_id, placeholders if placeholders is not None else image_token_count(config), "image"
+            placeholder, count, what = image_placeholder_id(config), placeholders if placeholders is not None else image_token_count(config), "image"
         else:
             placeholder, count, what = audio_token_id(config), placeholders, "audio"
             if placeholder is None or count is None:
@@ -257,7 +298,7 @@ def make_input(spec_input: dict, dims: list[int], config, gen: torch.Generator, 
         return torch.randint(0, min(int(classes), 10), dims, generator=gen, dtype=dtype)
     if fill == "image-size":
         # LLaVA-NeXT's image_sizes: (height, width) of each original image.
-        size = config.vision_config.image_size
+        size = vision_owner(config).vision_config.image_size
         return torch.full(dims, size, dtype=dtype)
     raise ValueError(f"unknown fill {fill!r}")
 
@@ -819,7 +860,7 @@ def variant_qdq8(tmp: Path, path: Path) -> str:
     try:
         source = fused if qnn_preprocess_model(str(tmp / "model.onnx"), str(fused), fuse_layernorm=True) else tmp / "model.onnx"
         config = get_qnn_qdq_config(str(source), FixtureInputs(), activation_type=QuantType.QUInt8, weight_type=QuantType.QUInt8)
-        with _rewiring_only_consumers():
+        with _rewiring_only_consumers(), _calibrating_at_graph_end():
             quantize(str(source), str(path), config)
     finally:
         fused.unlink(missing_ok=True)
@@ -847,6 +888,51 @@ def _rewiring_only_consumers():
         yield
     finally:
         ONNXModel.replace_input_of_all_nodes = original
+
+
+@contextlib.contextmanager
+def _calibrating_at_graph_end():
+    """ONNX Runtime's min-max calibrator adds a ReduceMin and a ReduceMax (each reshaped to one
+    dimension) of every tensor it calibrates as outputs of a copy of the graph, and inserts each
+    pair before the tensor's first consumer, which it finds by scanning every node, and reads the
+    tensor's type from a dictionary of every value it rebuilds per pair: quadratic in the graph's
+    size, 30 of bailing_hybrid's 54 s. The same nodes and outputs appended at the end of the graph
+    (they read tensors the graph already computes, so the order stays topological) give the same
+    ranges, hence the same quantized graph byte for byte (test_export.py). Per-channel
+    calibration, which the QDQ config here does not use, keeps ONNX Runtime's own."""
+    import onnx
+    from onnx import helper, numpy_helper
+    from onnxruntime.quantization.calibrate import MinMaxCalibrater
+
+    original = MinMaxCalibrater.augment_graph
+
+    def augment_graph(self):
+        if self.per_channel:
+            return original(self)
+        tensors, value_infos = self.select_tensors_to_calibrate(self.model)
+        graph = self.model.graph
+        flat = "hwmatrix_calibration_flat_shape"
+        graph.initializer.append(numpy_helper.from_array(np.array([-1], dtype=np.int64), flat))
+        nodes, outputs = [], []
+        for tensor in sorted(tensors):
+            if tensor not in value_infos:
+                raise ValueError(f"no type known for tensor {tensor!r} to calibrate; run shape inference first")
+            element = value_infos[tensor].type.tensor_type.elem_type
+            for reduce in ("ReduceMin", "ReduceMax"):
+                # The output names are the calibrator's own: it reads the tensor's name back from them.
+                out = f"{tensor}_{reduce}"
+                nodes.append(helper.make_node(reduce, [tensor], [out + "_Reshape"], keepdims=1, name=out))
+                nodes.append(helper.make_node("Reshape", [out + "_Reshape", flat], [out], name=out + "_Reshape"))
+                outputs.append(helper.make_tensor_value_info(out, element, [None]))
+        graph.node.extend(nodes)
+        graph.output.extend(outputs)
+        onnx.save(self.model, self.augmented_model_path, save_as_external_data=self.use_external_data_format)
+
+    MinMaxCalibrater.augment_graph = augment_graph
+    try:
+        yield
+    finally:
+        MinMaxCalibrater.augment_graph = original
 
 
 def all_nodes(graph):
@@ -1038,6 +1124,7 @@ class Attempt:
     on_second_shape: bool = False
     patched: bool = False
     draft: bool = False
+    batched_experts: bool = False
 
 
 # The recipe, in order. The first three are today's fixtures' exporters: a model they get
@@ -1055,8 +1142,36 @@ RECIPE = (
     Attempt("dynamo", dynamo=True, opset=18),
     Attempt("legacy at opset 18, patched", dynamo=False, opset=18, patched=True),
     Attempt("dynamo, patched", dynamo=True, opset=18, on_second_shape=True, patched=True),
+    Attempt("legacy at opset 18, patched, batched experts", dynamo=False, opset=18, patched=True, batched_experts=True),
+    Attempt("dynamo, patched, batched experts", dynamo=True, opset=18, on_second_shape=True, patched=True, batched_experts=True),
     Attempt("dynamo draft export, patched", dynamo=True, opset=18, on_second_shape=True, patched=True, draft=True),
 )
+
+
+def expert_modules(model) -> list:
+    """The mixture-of-experts layers whose implementation transformers lets one choose (the
+    classes of its `@use_experts_implementation`, which read `config._experts_implementation` at
+    every call)."""
+    return [m for m in model.modules() if hasattr(m, "_is_expert_parallel") and hasattr(m, "is_concatenated")]
+
+
+@contextlib.contextmanager
+def experts_batched(model):
+    """The model's experts computed by transformers' `batched_mm` implementation while it is
+    exported: each token's chosen experts' weights gathered and applied as one batched matmul, a
+    graph of static shapes, where the eager loop over the experts a batch hit (`nonzero`, then
+    `index_add_` per expert) is data-dependent: the legacy trace bakes which experts the example
+    hit, and torch.export stops at a guard on their count. The same sum of the same products, so
+    the graph is checked against the references the eager experts computed."""
+    configs = {id(m.config): m.config for m in expert_modules(model)}
+    before = {key: config._experts_implementation for key, config in configs.items()}
+    try:
+        for config in configs.values():
+            config._experts_implementation = "batched_mm"
+        yield
+    finally:
+        for key, config in configs.items():
+            config._experts_implementation = before[key]
 
 
 def recipe(spec: dict, second_example) -> list[Attempt]:
@@ -1073,12 +1188,15 @@ def recipe(spec: dict, second_example) -> list[Attempt]:
     return first + [a for a in attempts if a not in first]
 
 
-def worth_trying(attempt: Attempt, errors: dict, used: set) -> bool:
+def worth_trying(attempt: Attempt, errors: dict, used: set, has_experts: bool) -> bool:
     """Whether an attempt can get further than those before it: a patched dynamo export only if
-    the model called a patched function, draft export only past a data-dependent guard. The
+    the model called a patched function, batched experts only for a model with experts, draft
+    export only past a data-dependent guard. The
     first attempt (the one that made the last fixture, where gen import recorded it) always."""
     if not errors:
         return True
+    if attempt.batched_experts:
+        return has_experts
     if attempt.draft:
         return any("GuardOnDataDependentSymNode" in e for e in errors.values())
     if attempt.dynamo and attempt.patched:
@@ -1126,21 +1244,22 @@ def export_onnx(wrapper, example, input_names, output_names, axes, path: Path, s
     exports (5 to 20 s each here) in 33 of the 87 fixtures dynamo made."""
     import patches
 
-    errors, used = {}, set()
+    errors, used, has_experts = {}, set(), bool(expert_modules(wrapper))
     for attempt in recipe(spec, second_example):
-        if not worth_trying(attempt, errors, used):
+        if not worth_trying(attempt, errors, used, has_experts):
             continue
         traced_on = second_example if attempt.on_second_shape and second_example is not None else example
         try:
-            with patches.applied(attempt.opset) if attempt.patched else contextlib.nullcontext([]) as applied:
-                export_with(attempt, wrapper, traced_on, input_names, output_names, axes, path)
-            if attempt.patched:
-                used |= patches.used()
+            try:
+                with (patches.applied(attempt.opset) if attempt.patched else contextlib.nullcontext()), \
+                        (experts_batched(wrapper) if attempt.batched_experts else contextlib.nullcontext()):
+                    export_with(attempt, wrapper, traced_on, input_names, output_names, axes, path)
+            finally:
+                if attempt.patched:
+                    used |= patches.used()
             verify()
             return {"name": attempt.name, "opset": attempt.opset, **({"patches": sorted(used)} if attempt.patched else {})}, errors
         except Exception as error:  # noqa: BLE001 - every exporter error is reported, none swallowed
-            if attempt.patched:
-                used |= patches.used()
             errors[attempt.name] = _error_line(error)
             path.unlink(missing_ok=True)
     raise RuntimeError("; ".join(f"{k} exporter: {v}" for k, v in errors.items()))

@@ -328,8 +328,16 @@ def _forward_params(cls) -> list[str]:
     return list(inspect.signature(cls.forward).parameters)[1:]
 
 
+def _vision_configs(config) -> tuple:
+    """Where an image's size and channels are: the vision tower's config (a nested vision-language
+    model's, export.vision_owner), then the config itself."""
+    import export
+
+    return getattr(export.vision_owner(config), "vision_config", None), config
+
+
 def _image_size(config) -> int:
-    for c in (getattr(config, "vision_config", None), config):
+    for c in _vision_configs(config):
         size = getattr(c, "image_size", None) if c is not None else None
         if isinstance(size, int):
             return size
@@ -340,7 +348,7 @@ def _image_size(config) -> int:
 
 def _image_height_width(config) -> tuple[int, int]:
     """The image size a config asks for, as (height, width): MGP-STR's is 32 x 128."""
-    for c in (getattr(config, "vision_config", None), config):
+    for c in _vision_configs(config):
         size = getattr(c, "image_size", None) if c is not None else None
         if isinstance(size, (list, tuple)) and len(size) == 2 and all(isinstance(v, int) for v in size):
             return int(size[0]), int(size[1])
@@ -349,7 +357,7 @@ def _image_height_width(config) -> tuple[int, int]:
 
 
 def _channels(config) -> int:
-    for c in (getattr(config, "vision_config", None), config):
+    for c in _vision_configs(config):
         value = getattr(c, "num_channels", None) if c is not None else None
         if isinstance(value, int):
             return value

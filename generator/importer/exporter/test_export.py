@@ -122,6 +122,24 @@ class LayoutTest(unittest.TestCase):
         self.assertNotIn(["input_ids", "attention_mask"], names(tower))
 
 
+class ImageTokenTest(unittest.TestCase):
+    def test_feature_rows_and_maps(self):
+        rows = {"pooler_output": torch.zeros(1, 4, 32)}
+        self.assertEqual(export._feature_rows(rows), 4)
+        # GLM-Image: one [channels, height, width] map per image of a 2 x 2 token grid.
+        maps = {"pooler_output": [torch.zeros(64, 2, 2)]}
+        self.assertEqual(export._feature_rows(maps, merged_grid=(2, 2)), 4)
+        self.assertEqual(export._feature_rows(maps), 128)  # without the grid, read as rows
+
+    def test_a_nested_vision_language_config_is_found(self):
+        vision = types.SimpleNamespace(image_size=20)
+        inner = types.SimpleNamespace(vision_config=vision, image_token_id=9)
+        outer = types.SimpleNamespace(sub_configs={"encoder": None}, encoder=inner)
+        self.assertIs(export.vision_owner(outer), inner)
+        self.assertEqual(export.image_placeholder_id(outer), 9)
+        self.assertIs(export.vision_owner(inner), inner)
+
+
 class RecipeTest(unittest.TestCase):
     def names(self, export_section, second=(1,)):
         return [a.name for a in export.recipe({"export": export_section}, second)]
@@ -136,17 +154,47 @@ class RecipeTest(unittest.TestCase):
 
     def test_late_attempts_only_where_they_can_get_further(self):
         draft = next(a for a in export.RECIPE if a.draft)
-        patched_dynamo = next(a for a in export.RECIPE if a.dynamo and a.patched and not a.draft)
-        self.assertTrue(export.worth_trying(draft, {}, set()))  # the recorded attempt, first
-        self.assertFalse(export.worth_trying(draft, {"dynamo": "ConversionError: no ONNX function"}, set()))
-        self.assertTrue(export.worth_trying(draft, {"dynamo": "x (cause: GuardOnDataDependentSymNode: y)"}, set()))
-        self.assertFalse(export.worth_trying(patched_dynamo, {"legacy": "x"}, set()))
-        self.assertTrue(export.worth_trying(patched_dynamo, {"legacy": "x"}, {"isin"}))
+        patched_dynamo = next(a for a in export.RECIPE if a.dynamo and a.patched and not a.draft and not a.batched_experts)
+        batched = [a for a in export.RECIPE if a.batched_experts]
+        self.assertTrue(export.worth_trying(draft, {}, set(), False))  # the recorded attempt, first
+        self.assertFalse(export.worth_trying(draft, {"dynamo": "ConversionError: no ONNX function"}, set(), False))
+        self.assertTrue(export.worth_trying(draft, {"dynamo": "x (cause: GuardOnDataDependentSymNode: y)"}, set(), False))
+        self.assertFalse(export.worth_trying(patched_dynamo, {"legacy": "x"}, set(), False))
+        self.assertTrue(export.worth_trying(patched_dynamo, {"legacy": "x"}, {"isin"}, False))
+        self.assertTrue(batched)
+        self.assertFalse(any(export.worth_trying(a, {"legacy": "x"}, set(), False) for a in batched))
+        self.assertTrue(all(export.worth_trying(a, {"legacy": "x"}, set(), True) for a in batched))
+
+
+class BatchedExpertsTest(unittest.TestCase):
+    def test_batched_experts_compute_what_the_eager_loop_does_and_are_restored(self):
+        """The batched-experts attempts export transformers' `batched_mm` experts; the graph is
+        checked against the eager loop's references, so the two must agree, and the model must
+        go back to the eager loop afterwards."""
+        import transformers
+
+        config = transformers.AutoConfig.for_model(
+            "qwen2_moe", vocab_size=64, hidden_size=16, intermediate_size=32, moe_intermediate_size=8,
+            shared_expert_intermediate_size=8, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+            num_experts=4, num_experts_per_tok=2)
+        torch.manual_seed(0)
+        model = export.ready(export.instantiate(transformers.Qwen2MoeModel, config))
+        self.assertTrue(export.expert_modules(model))
+        self.assertEqual([], export.expert_modules(torch.nn.Linear(2, 2)))
+        ids = torch.randint(3, 64, (2, 7), generator=torch.Generator().manual_seed(0))
+        with torch.no_grad():
+            eager = model(input_ids=ids).last_hidden_state
+            with export.experts_batched(model):
+                self.assertEqual({"batched_mm"}, {m.config._experts_implementation for m in export.expert_modules(model)})
+                batched = model(input_ids=ids).last_hidden_state
+        self.assertEqual({"eager"}, {m.config._experts_implementation for m in export.expert_modules(model)})
+        torch.testing.assert_close(batched, eager, atol=1e-5, rtol=1e-4)
 
 
 class QuantizerSpeedupTest(unittest.TestCase):
-    def test_rewiring_only_consumers_writes_the_same_qdq_graph(self):
-        """`_rewiring_only_consumers` changes how long ONNX Runtime's QDQ quantizer takes, never what it writes."""
+    def test_the_speedups_write_the_same_qdq_graph(self):
+        """`_rewiring_only_consumers` and `_calibrating_at_graph_end` change how long ONNX Runtime's
+        QDQ quantizer takes, never what it writes."""
         import contextlib
         import warnings
 
@@ -162,8 +210,10 @@ class QuantizerSpeedupTest(unittest.TestCase):
                 (tmp / "inputs").mkdir()
                 np.save(tmp / "inputs" / "x.npy", x.numpy())
                 torch.onnx.export(model, (x,), str(tmp / "model.onnx"), dynamo=False, input_names=["x"], opset_version=17)
-                context = contextlib.nullcontext() if speedup else unittest.mock.patch.object(export, "_rewiring_only_consumers", contextlib.nullcontext)
-                with context:
+                with contextlib.ExitStack() as stack:
+                    if not speedup:
+                        for name in ("_rewiring_only_consumers", "_calibrating_at_graph_end"):
+                            stack.enter_context(unittest.mock.patch.object(export, name, contextlib.nullcontext))
                     export.variant_qdq8(tmp, tmp / "model.qdq8.onnx")
                 written.append((tmp / "model.qdq8.onnx").read_bytes())
         self.assertEqual(written[0], written[1])

@@ -59,7 +59,7 @@ pub struct ExportFailures {
 
 const EXPORTERS: &str = "the exporters";
 
-const WHAT: &str = "Models no platform could run, grouped by what stopped their fixture: the cause of the last exporter attempt of the recipe (generator/importer/exporter/export.py `RECIPE`: the legacy and dynamo exporters, then opset 18 with patches, then torch.export's draft mode) for the exporters' failures, our harness's own stop (config, reference) otherwise; from each model's `export` entry in model-specs/evidence, with its whole error and provenance there";
+const WHAT: &str = "Models no platform could run, grouped by what stopped their fixture: the cause of the last exporter attempt of the recipe (generator/importer/exporter/export.py `RECIPE`: the legacy and dynamo exporters, then opset 18 with patches and with batched experts, then torch.export's draft mode) for the exporters' failures, our harness's own stop (config, reference) otherwise; from each model's `export` entry in model-specs/evidence, with its whole error and provenance there";
 
 /// The export entries of the plan's models, grouped by cause, largest group first.
 pub fn export_failures(plan: &Plan) -> ExportFailures {
