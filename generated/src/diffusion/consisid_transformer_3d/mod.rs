@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "consisid_transformer_3d",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/consisid_transformer_3d.yaml",
-    spec_digest: "265e9e5b6f1cc946aeea10dc37f0e7c224e55cd87418ff0c1b2308bf3e3f73a7",
+    spec_digest: "b75f69aebf9a267c778282b6756d7bf5c299ce9c444602418a67a7df9d8b4c8b",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",
@@ -49,7 +49,13 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             axes: &["batch", "id_dim"],
         },
     ],
-    outputs: &[],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glm_image",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/glm_image.yaml",
-    spec_digest: "85b4d654a2f38a9d60480fba2e34b4781372b88f3d767fee6c4b31b332f8d940",
+    spec_digest: "bcc899e6704f2c45e7835acafe652c115019be30a27fa60b51525d84dd049d85",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -44,7 +44,13 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             axes: &["images", "grid"],
         },
     ],
-    outputs: &[],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

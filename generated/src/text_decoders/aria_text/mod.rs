@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "aria_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/aria_text.yaml",
-    spec_digest: "9c700b54aebbe85b159aed827000ab419071ad2c8c6e96184a7b1584ea8770ff",
+    spec_digest: "bfb3d6186f885a02322d0973d6cbe02f07bcc8a422102047bae6903bc0a92878",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "fc68a1ca280715f6707715ec875488845db99a20af96a5002220dcea6ceff5d0",
+    spec_digest: "5cae696b7cc7a15e43cf4da73d90f2027cd93bd6d159083f917755d42b4832fb",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "axk2",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/axk2.yaml",
-    spec_digest: "1a8ebee085ba9abeb416e1295c2cbc530476e18f50d6d537a5a05b0785d58e25",
+    spec_digest: "29bd12fc48b21b6578919afce0e9d19f49e290788449f4ba41ce99a1907dccbf",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "d5919b8681ee92b708eab74bd9a2bc5efa6cfae0fdd4b3a99e90b11687f7e56b",
+    spec_digest: "2e7ef8ba2f6f8e08e470a5a8d70961c1fe44f360310a771690f3ad1badaf7a35",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.indexer_keys",

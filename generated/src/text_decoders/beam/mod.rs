@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "beam",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/beam.yaml",
-    spec_digest: "34511f1b7b90c93f2df6654501669a76b7cd8f8d413d36f0f321212a144913cf",
+    spec_digest: "423dc3f18b10b31950d93a44159daa95d68168d715f5573901c23e9b11923d38",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "7115f99527346b82c568a9f9b2b8d4966f302c44112914491d7ff1ecb203de97",
+    spec_digest: "3144f4e9aec61355fb5e4aab20a73c6b2a23f2d3bafcaf6837df56e08c955392",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cohere2_moe",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/cohere2_moe.yaml",
-    spec_digest: "5f49390ff3e2a84c0848f61cee19e5956c83c90a2fc491bec27a11eecb9942a9",
+    spec_digest: "4a79949b8b6d29fee48dab3de30d6a7312f543152d7c01d5c1b5512abeb8b7a9",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "0437564b162f09ee0e55beabb3867b3a46ab0f3639a3a59da045bb0160a428db",
+    spec_digest: "0b4238b9acba5a4bf0acab14a816da9a97c08b6c78846469b5c04721e2544480",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

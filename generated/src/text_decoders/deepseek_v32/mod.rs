@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "deepseek_v32",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/deepseek_v32.yaml",
-    spec_digest: "0d51166ca9b3249e24be3f2ed36a71d52a030c9fd5810b57c941b337f6d7cbe3",
+    spec_digest: "96644be66778513728fe3350d72d2aead1a070f86fa1befeb8acbedc2058ca68",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "1f1ef9b31f829caea1557345aa99ee82c4def949c2cfc97dc93a07d62214605e",
+    spec_digest: "c90a8fbdd21b75f743069ea74ae9c5d9e56213ba472c21b6034e9cc33cee78cb",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.indexer_keys",

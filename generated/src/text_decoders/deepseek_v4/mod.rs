@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "deepseek_v4",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/deepseek_v4.yaml",
-    spec_digest: "c95234ae35cb728cea487e6557113c155fdfbb14dde165d8fe7bf567163a75fb",
+    spec_digest: "0c6827a2a6c81c178d885c5d563a073ce617c6bb2a07fb871f812cdb760ad75b",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,6 +50,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "10ebb554c577f8d2074f7f35885ac89f378aa4af5a262ad4b99a198dac819d2e",
+    spec_digest: "1bfc1ac967078b0979082f5bc882ed5fd5f28bd3422388533e98cbdc7f6c0925",
     cache: &[],
 };

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "dots3_note_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/dots3_note_text.yaml",
-    spec_digest: "b86a542b47bc40987dba9dd51ca49979a808e9b48df2fd1f6f19008721bf3753",
+    spec_digest: "f3541dc1c3ccabfa569db53bfe03355093ce8f22377842a0ed90fe93ad69285b",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "79c0ea8a47ad62bf527be1d77535c546320ed8203fc067748b5aacf9fd8a1c47",
+    spec_digest: "071446a6bc40ede4bec6cb431f9782cd98f6e3d9ccafcf1366c3d0cd0c3855ea",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.indexer_keys",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "ernie4_5_moe",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/ernie4_5_moe.yaml",
-    spec_digest: "ebb6405494200c8b2ff5423c1e5e7ad0e665193334aea2250b49bc532cc253a0",
+    spec_digest: "ce3473cd602a0397e6a5bfb2855bc93220cebefea3efd8821116f32984c1fc7c",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "caad6794c56529c9c09f7264f3c9e6eff5727e469098eabd450c2f09a6f5c26c",
+    spec_digest: "1aca4d002255f2134a94d153a56043df34481cb35cb4af2aa6e9a56402da1386",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "flex_olmo",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/flex_olmo.yaml",
-    spec_digest: "fc5536c37fc4053cb06e466c74d8d8e33acf98cd554e25be078414635a7de8ae",
+    spec_digest: "d0d231570bd2ee7a4406aa645c7e2943bbfa9c92af91cb843db637b3c0c51cbb",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "6aa543988477471cfc4fd4dc046b13634ec639e98f76f8cfad360b4972daa7f9",
+    spec_digest: "417ee3ebd127e88a354d0428a21f5243e1caecb7c55e9411cf46c10fc0b0bde4",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glm_moe_dsa",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/glm_moe_dsa.yaml",
-    spec_digest: "852d4312427b2d1062eba21baa0e2ec9f9b3f6769b716e0a78509152ad0debe3",
+    spec_digest: "061382389c15d73c3a98add39055828919850c2051164429136b18a0f9ae6ed5",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "2b55e986aeaf2ea63bea82a2b0c23106b647e9f7990ecfcb8e9863b589282bc1",
+    spec_digest: "d6ba8f56f858972aa338574f23f6ba94f76ebede1e5a94bbc7d843f19a34a93d",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.indexer_keys",

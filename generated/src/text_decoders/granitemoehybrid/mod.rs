@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "granitemoehybrid",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/granitemoehybrid.yaml",
-    spec_digest: "e2eab9f55973b0ac0bbf6b35f85e3c3e1b9ff32706a3a1a36ee2a343bf8a6589",
+    spec_digest: "06a2bf2cfc28a8159debc44eb96542345652724e28358282e41c26127f367c65",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,6 +50,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "6664bfbec5fb4e79c11b6a54170ee111d4e96964607f6cd11062220b1ab0e577",
+    spec_digest: "22ea6530a3a131d24586d989971468f51ddc6e4299bfbf96483fe49fa40ab9a0",
     cache: &[],
 };

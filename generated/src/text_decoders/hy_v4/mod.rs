@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "hy_v4",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/hy_v4.yaml",
-    spec_digest: "dec302d788b565c0ebdb7b8ef720e20df385e61b43ff31509eb029d424f7b811",
+    spec_digest: "0ce5212acb3769b7890a784914846dd1ea2e4e5678dc7f36d289ce45380a0b0f",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "ebb66635a6cb70adbaa998e899182653544b957ff2521ad9b6f7cb597db3fa86",
+    spec_digest: "4ff7d3452f242d332585daf11f93f7023c094010376989f303eb497770cc4ff5",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.indexer_keys",

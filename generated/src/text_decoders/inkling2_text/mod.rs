@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "inkling2_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/inkling2_text.yaml",
-    spec_digest: "413a47dc12e9e5630b6a63d2ae494182cdc09af957f461abda472e0b7f80dee1",
+    spec_digest: "a788262a1b1e0bfc4a10c4a0611fa19a213d2999c12199e35503c55778bcd97d",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "6b9b9a21786864f8d372449008a2bd635836de6c483eec6936b88705f8835a08",
+    spec_digest: "bcdd21d2369de8481cf7ab8ac795cd9939d1683dad7122e0194804fbcbf8fb42",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.conv_state",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "nemotron_h",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/nemotron_h.yaml",
-    spec_digest: "23b2df0e056418aab206a1a05b155242b79ebea1b8c5238e42d3a814e543e39e",
+    spec_digest: "cfc354be3e0800f7732f63a47684e7952baee9b306f20fe7fc4ba6f8d4946d39",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "a0ebafd5a4efe63edada976c65172d9969b6ca774cd5fd292156a19d2ea0b392",
+    spec_digest: "a93ae9cf6e97531f18c4d660a4f65c7bb7039b67ee8fadedc7f9851d662cd1fd",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.conv_state",

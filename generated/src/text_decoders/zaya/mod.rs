@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "zaya",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/zaya.yaml",
-    spec_digest: "0964177d33a88072b458f3f02eafb04bec33c527522c6fbaef3f16ceaadfe7eb",
+    spec_digest: "9a401bfffd60b840a7d830fdb8460521d103e8c6fe6eae3befa38aa7e49fedb1",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "326650e09d5bd8fc1d78ce60419b7ea071e4f71f71ebb35537b751548ea29d70",
+    spec_digest: "089f5a75345a53eba32dfa606e72cded2a4d2913ce67d9c0263feb490e21180b",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.conv_state",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "aria",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/aria.yaml",
-    spec_digest: "cd498921f476b17017ada02b1d44ffb45676e0d4350d1893db10cfe65c866be7",
+    spec_digest: "5905dfc24a3e889cbf90909ac69af081b67a151407262ff52f698c650a6f1ba4",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -60,7 +60,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "6e438c9b13d197500b9f9a1b09e0eb3ee2d7c5a0977b9fe0c14c5959368ae2c2",
+    spec_digest: "137b9cf855574fbbb34d85068e89c20d20bfb182fd0c83d0b2fa974f9933187a",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

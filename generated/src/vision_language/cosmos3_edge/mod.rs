@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cosmos3_edge",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/cosmos3_edge.yaml",
-    spec_digest: "62ac0e1cb924fe358210aab737c97bf4cde3555db639cec2d4ea49258da310bd",
+    spec_digest: "d205b4ff62ea4b353095a4f808d29cb68a7618c11418403e7750cd09f3d997e6",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -29,19 +29,19 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             axes: &["batch", "sequence"],
         },
         runtime::TensorDecl {
-            name: "attention_mask",
-            dtype: runtime::DType::Int64,
-            axes: &["batch", "sequence"],
-        },
-        runtime::TensorDecl {
             name: "pixel_values",
             dtype: runtime::DType::Float32,
-            axes: &["batch", "patch_dim"],
+            axes: &["patches", "patch_dim"],
         },
         runtime::TensorDecl {
             name: "image_grid_thw",
             dtype: runtime::DType::Int64,
-            axes: &["batch", "grid"],
+            axes: &["images", "grid"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
         },
         runtime::TensorDecl {
             name: "mm_token_type_ids",
@@ -49,7 +49,13 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             axes: &["batch", "sequence"],
         },
     ],
-    outputs: &[],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,
@@ -59,7 +65,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "e291c476869a957d0a5a99e2048cbee301df497fd016e8f387040fc830be2ae6",
+    spec_digest: "ecbb3256521c267deb4118a36acaaa5a53ac174595d8db84f1fe226f5cc444aa",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

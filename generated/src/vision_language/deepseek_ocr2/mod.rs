@@ -21,9 +21,36 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "deepseek_ocr2",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/deepseek_ocr2.yaml",
-    spec_digest: "59c5c98acdc3e29a7479cac6b0dcc4bf2f6f83d4ff56af38984f623937a4b893",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "1ddadfac4e615527daa38aba621c009441f991ce810a42bee26e819d3a116fc5",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "image_hidden_states_0",
+            dtype: runtime::DType::Float32,
+            axes: &["image_hidden_states_0_0", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,
@@ -33,7 +60,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "998f60e7363a117fb273990e2fb427ea8be356a296071d8779212170b2acd342",
+    spec_digest: "62cbc1f222b8c6c31a3af5b18c3ca7b18f3ad5ae793bcd82d99864f7346da76e",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

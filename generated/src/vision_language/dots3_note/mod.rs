@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "dots3_note",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/dots3_note.yaml",
-    spec_digest: "710556d09c5b2de212513c71afe8061a167c488542b75cdb2465bb8f97577f1b",
+    spec_digest: "0801aa1bb0d6e91773c53a86bf155a78e0c2e79da9ce7fafa8d557932a6f0c4c",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -29,22 +29,28 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             axes: &["batch", "sequence"],
         },
         runtime::TensorDecl {
-            name: "attention_mask",
-            dtype: runtime::DType::Int64,
-            axes: &["batch", "sequence"],
-        },
-        runtime::TensorDecl {
             name: "pixel_values",
             dtype: runtime::DType::Float32,
-            axes: &["batch", "patch_dim"],
+            axes: &["patches", "patch_dim"],
         },
         runtime::TensorDecl {
             name: "image_grid_thw",
             dtype: runtime::DType::Int64,
-            axes: &["batch", "grid"],
+            axes: &["images", "grid"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
         },
     ],
-    outputs: &[],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,
@@ -54,7 +60,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "5ceedf7c92dc1a2cf83dca0bacc87fcb6f2deb36ba6f0aefb15ebf797b91c822",
+    spec_digest: "3976c3fb3c9c10e632e82806c1ff9dfe58ef3bd9762e9e73027c7460fbbbfd7c",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.indexer_keys",

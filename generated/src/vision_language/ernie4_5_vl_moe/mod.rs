@@ -21,12 +21,22 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "ernie4_5_vl_moe",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/ernie4_5_vl_moe.yaml",
-    spec_digest: "112e598471d765ac75a3befb0c0024284ddf1417f6ecb18f6e8d63a4e871d498",
+    spec_digest: "fc142113094752b2c32490fd00c42d0a64b76afef09f75e9694b182ed44d37fd",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
             dtype: runtime::DType::Int64,
             axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["patches", "patch_dim"],
+        },
+        runtime::TensorDecl {
+            name: "image_grid_thw",
+            dtype: runtime::DType::Int64,
+            axes: &["images", "grid"],
         },
         runtime::TensorDecl {
             name: "attention_mask",
@@ -38,18 +48,14 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             dtype: runtime::DType::Int64,
             axes: &["batch", "sequence"],
         },
+    ],
+    outputs: &[
         runtime::TensorDecl {
-            name: "pixel_values",
+            name: "last_hidden_state",
             dtype: runtime::DType::Float32,
-            axes: &["batch", "patch_dim"],
-        },
-        runtime::TensorDecl {
-            name: "image_grid_thw",
-            dtype: runtime::DType::Int64,
-            axes: &["batch", "grid"],
+            axes: &["batch", "sequence", "hidden"],
         },
     ],
-    outputs: &[],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,
@@ -59,7 +65,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "a1dc6a5e99df29301ee0c1a9cb5bb2606870a740917fc3677763d8de502353fb",
+    spec_digest: "47a192f2f69e622e7460cdee2a1def772851d4e8dd7ce33899651a50e2e6d165",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

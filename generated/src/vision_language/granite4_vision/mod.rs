@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "granite4_vision",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/granite4_vision.yaml",
-    spec_digest: "7a2ba4f3a63d9982a549de6917c23b6ea00883fb6de9b723ccd93619ebe1820a",
+    spec_digest: "1cafcca0c472aad59ace5c18649ab2a72733c8b9cf5354461f90d2a16a75a21d",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -39,7 +39,13 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             axes: &["batch", "sequence"],
         },
     ],
-    outputs: &[],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,
@@ -49,6 +55,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "5ae21cdcad7bdce7ac3583559daa75a6f7f7389c98d0356a9c34fcd84145af02",
+    spec_digest: "470c76049187617ad4136fa85f6ccb845267c614c4e375ba93a306ad814d6b18",
     cache: &[],
 };

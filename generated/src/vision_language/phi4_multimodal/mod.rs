@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "phi4_multimodal",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/phi4_multimodal.yaml",
-    spec_digest: "26252c9f7f4aa3c0d70e2331aeb957b9782b94722a5f135bdf698a84cc8c81b3",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "75f89304624a79bd9d93a62d1c508be0ae8ba399b0d433ab6a9c67faffe50ece",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "image_pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "crops", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "image_attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "crops", "patch_rows", "patch_cols"],
+        },
+        runtime::TensorDecl {
+            name: "image_sizes",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "hw"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,41 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pi0",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/pi0.yaml",
-    spec_digest: "8719c80c20b4e87bc28a776a086af8c4b55b8777984f7f57ffeb295f2f50b3c0",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "5daac64085e35c78874eb13810b5bb273de050a5ebb0483a7102b83b6bfa02d6",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "action_embeds",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "actions", "action_width"],
+        },
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "cameras", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_attention_mask",
+            dtype: runtime::DType::Bool,
+            axes: &["batch", "cameras"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "last_hidden_state_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,
@@ -33,6 +65,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "797243a4be2f344e6269f6d82ed51d7ca428eab5dc85a8c6f978ec0bc088771c",
+    spec_digest: "cf250db866eab57e7102c72d921206b79dff49edf126330aad040a6592060472",
     cache: &[],
 };

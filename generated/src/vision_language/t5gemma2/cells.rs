@@ -6,7 +6,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
             stage: runtime::Stage::Reference,
         },
     )
@@ -15,7 +15,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -27,7 +27,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -51,7 +51,7 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
         stage: runtime::Stage::Reference,
     },
 );
@@ -61,7 +61,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
             stage: runtime::Stage::Reference,
         },
     )
@@ -70,7 +70,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -82,7 +82,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -106,7 +106,7 @@ pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
     runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
         stage: runtime::Stage::Reference,
     },
 );
@@ -116,7 +116,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
             stage: runtime::Stage::Reference,
         },
     )
@@ -125,7 +125,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -149,7 +149,7 @@ pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
     runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
         stage: runtime::Stage::Reference,
     },
 );
@@ -159,7 +159,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
             stage: runtime::Stage::Reference,
         },
     )
@@ -168,7 +168,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -192,7 +192,7 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
     runtime::Planned::NotTested {
-        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
         stage: runtime::Stage::Reference,
     },
 );
@@ -202,7 +202,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
             stage: runtime::Stage::Reference,
         },
     )
@@ -211,7 +211,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -235,7 +235,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or qnn): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or qnn): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
             stage: runtime::Stage::Reference,
         },
     )
@@ -244,7 +244,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or qnn): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or qnn): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -256,7 +256,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or qnn): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or qnn): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -290,7 +290,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
             stage: runtime::Stage::Reference,
         },
     )
@@ -299,7 +299,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -311,7 +311,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -335,7 +335,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
             stage: runtime::Stage::Reference,
         },
     )
@@ -344,7 +344,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -356,7 +356,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -368,7 +368,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -392,7 +392,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::NotTested {
-            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
             stage: runtime::Stage::Reference,
         },
     )
@@ -401,7 +401,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -413,7 +413,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -425,7 +425,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -452,7 +452,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -460,7 +460,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -468,7 +468,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -476,7 +476,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -484,7 +484,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: AttributeError: 'T5Gemma2Config' object has no attribute 'vision_config'",
+                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for t5gemma2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: the model does not read its input pixel_values (its outputs stay the same when it changes)",
                 stage: runtime::Stage::Reference,
             },
             expected: None,

@@ -21,8 +21,29 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "t5gemma2",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/t5gemma2.yaml",
-    spec_digest: "568a528aad82a05eb03f18f6c1f33d9ac59e75f197e67aef72fa5dba70204753",
-    inputs: &[],
+    spec_digest: "11799a173898395c2b8e74823c69c75e4aaf416b9bb495f1d86b3d6a9713d1ed",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "decoder_input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "decoder_sequence"],
+        },
+    ],
     outputs: &[],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
@@ -33,6 +54,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "a2d30cdb60c607e6654daddcb903919ffd67175c1bdd8f6f8851207389dafa68",
+    spec_digest: "8c7bc4ec08d1e9dbb42c3566742a470e3821e585595ed7730980d8c9c9d2fd05",
     cache: &[],
 };

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "unlimited_ocr",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/unlimited_ocr.yaml",
-    spec_digest: "0147987baeeadedd8fd9e565b16ce97d4b3cbf291d4aa4fe4e513de03882be7f",
+    spec_digest: "5354a7044cd88b1039c859241bea812d611ec808dca11c1043e6a36fd16fa652",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -60,6 +60,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "7db0394c83b90c7f38b287a9360f472a70cf0d6cd862beaad7c01d7b36c0a5cf",
+    spec_digest: "dc52c3a00835f55017687c18ae026f29b20cdc586a4dfa200fcac31233248102",
     cache: &[],
 };
