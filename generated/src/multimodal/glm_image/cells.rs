@@ -41,12 +41,16 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// glm_image on cpu: run (libtorch, device cpu).
+/// glm_image on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "glm_image on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795801599-30345 on vm, 2026-11-27T17:46:40Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape mismatch: value tensor of shape [3, 12] cannot be broadcast to indexing result of shape [3, 13]",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Run),
+    },
 );
 /// glm_image on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(

@@ -44,7 +44,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "dots3_note's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))",
+            reason: "dots3_note's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795801600-30336 on vm, 2026-11-27T17:46:40Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -104,7 +104,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "dots3_note's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))",
+            reason: "dots3_note's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795801600-30336 on vm, 2026-11-27T17:46:40Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -151,7 +151,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "dots3_note's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))",
+            reason: "dots3_note's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795801600-30336 on vm, 2026-11-27T17:46:40Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -198,7 +198,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "dots3_note's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))",
+            reason: "dots3_note's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795801600-30336 on vm, 2026-11-27T17:46:40Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -245,7 +245,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "dots3_note's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))",
+            reason: "dots3_note's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795801600-30336 on vm, 2026-11-27T17:46:40Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -294,7 +294,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "dots3_note's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))",
+            reason: "dots3_note's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795801600-30336 on vm, 2026-11-27T17:46:40Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -353,7 +353,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "dots3_note's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))",
+            reason: "dots3_note's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795801600-30336 on vm, 2026-11-27T17:46:40Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -415,7 +415,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "dots3_note's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))",
+            reason: "dots3_note's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795801600-30336 on vm, 2026-11-27T17:46:40Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -477,7 +477,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "dots3_note's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795766187-11753 on vm, 2026-11-27T07:56:27Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))",
+            reason: "dots3_note's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795801600-30336 on vm, 2026-11-27T17:46:40Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },

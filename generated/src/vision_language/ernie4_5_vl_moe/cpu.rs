@@ -21,12 +21,12 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
 }
-/// ernie4_5_vl_moe on cpu with libtorch, device cpu: run.
+/// ernie4_5_vl_moe on cpu with libtorch, device cpu: known-issue (ernie4_5_vl_moe on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795801599-30345 on vm, 2026-11-27T17:46:40Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape mismatch: value tensor of shape [3, 12] cannot be broadcast to indexing result of shape [3, 13]).
 ///
 /// Select this cell with `cargo test -p generated vision_language::ernie4_5_vl_moe::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
+        super::super::cells::CPU_TORCH, ignore =
+        "known issue: ernie4_5_vl_moe on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795801599-30345 on vm, 2026-11-27T17:46:40Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape mismatch: value tensor of shape [3, 12] cannot be broadcast to indexing result of shape [3, 13]"
     );
 }

@@ -41,12 +41,16 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// phi4_multimodal on cpu: run (libtorch, device cpu).
+/// phi4_multimodal on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "phi4_multimodal on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795801599-30345 on vm, 2026-11-27T17:46:40Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape mismatch: value tensor of shape [25, 32] cannot be broadcast to indexing result of shape [50, 32]",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Run),
+    },
 );
 /// phi4_multimodal on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
