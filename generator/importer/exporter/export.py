@@ -499,6 +499,30 @@ def ready(model):
     return model
 
 
+# The spread of a drawn weight: transformers' usual initializer_range.
+DRAWN_STD = 0.02
+
+
+def draw_weights(model, names: list[str]) -> None:
+    """Draws the parameters a spec lists in `export.drawn_weights` from a normal distribution
+    (mean 0, DRAWN_STD): weights the architecture initializes to zero and every checkpoint
+    has learned (Gemma 3's image projection, a DiT's zero-initialized final layer), behind
+    which a tiny random model computes nothing a check can see. Each must be a parameter of
+    the model and all zero: a name that is not, or a library that now initializes it, is an
+    error, not a silent no-op. Seeded per name, so derive and export draw the same values."""
+    parameters = dict(model.named_parameters())
+    for name in names:
+        if name not in parameters:
+            raise ValueError(f"export.drawn_weights names {name!r}, which is not a parameter of {type(model).__name__} "
+                             f"(its zero parameters: {[n for n, p in parameters.items() if p.dim() >= 2 and not p.any()]})")
+        parameter = parameters[name]
+        if parameter.any():
+            raise ValueError(f"export.drawn_weights names {name!r}, which {type(model).__name__} does not initialize to zero")
+        generator = torch.Generator().manual_seed(int.from_bytes(name.encode()[-8:].rjust(8, b"\0"), "little") % (2**63))
+        with torch.no_grad():
+            parameter.copy_(torch.randn(parameter.shape, generator=generator) * DRAWN_STD)
+
+
 def build_model(spec: dict, seed: int, checkpoint: str | None = None):
     cls = model_class(spec["export"]["class"])
     if checkpoint:
@@ -506,11 +530,15 @@ def build_model(spec: dict, seed: int, checkpoint: str | None = None):
         model = ready(cls.from_pretrained(checkpoint, attn_implementation="eager", local_files_only=True))
         return model, model.config
     torch.manual_seed(seed)
+    drawn = spec["export"].get("drawn_weights") or []
     if not hasattr(transformers, cls.__name__):  # diffusers: the config is the constructor's arguments
-        model = ready(cls(**(spec.get("tiny_config") or {})))
-        return model, model.config
+        model = cls(**(spec.get("tiny_config") or {}))
+        draw_weights(model, drawn)
+        return ready(model), model.config
     config = own_config(cls, transformers.AutoConfig.for_model(spec["model_type"], **(spec.get("tiny_config") or {})))
-    return ready(instantiate(cls, config)), config
+    model = instantiate(cls, config)
+    draw_weights(model, drawn)
+    return ready(model), config
 
 
 def dynamic_axes(spec: dict) -> dict[str, dict[int, str]]:

@@ -575,12 +575,14 @@ def merge_config(config: dict, overrides: dict) -> dict:
     return out
 
 
-def derive(model_type: str, seed: int = 0, overrides: dict | None = None, layout: tuple | None = None) -> dict:
+def derive(model_type: str, seed: int = 0, overrides: dict | None = None, layout: tuple | None = None,
+           drawn: list | None = None) -> dict:
     """The imported fields of one architecture. Never raises: when transformers cannot build
     or run the tiny model, the result carries `known_issue` with the real error; when the
     registries cannot decide the category, `undecided` says why. `overrides` (the spec's
     curated `tiny_config_overrides`) go over the generic shrink; `layout` (its curated inputs
-    and shapes) replaces the candidate layouts."""
+    and shapes) replaces the candidate layouts; `drawn` (its `export.drawn_weights`) are drawn
+    as the fixture export draws them (export.draw_weights)."""
     overrides = overrides or {}
     row = _row(model_type)
     found = {"registries": row["registries"], "export_class": row["base_class"], **({"from": row["from"]} if "from" in row else {})}
@@ -600,7 +602,7 @@ def derive(model_type: str, seed: int = 0, overrides: dict | None = None, layout
             params = _forward_params(type(model))
             # A spec's curated layout replaces the candidates here too (Flux's packed latents and ids).
             layouts = [layout] if layout else diffusion.candidate_layouts(params, config)
-            io = _derive_io(row, config, decided, seed, found, model, layouts)
+            io = _derive_io(row, config, decided, seed, found, model, layouts, drawn=drawn)
             return {**found, **decided, **io}
         except Exception as error:  # noqa: BLE001
             import export
@@ -610,13 +612,13 @@ def derive(model_type: str, seed: int = 0, overrides: dict | None = None, layout
     # Generic; then every width kept, with small images; then also the images' own size (a
     # model whose image size is tied to its widths), which makes the slowest tiny models.
     for mild, small_images in ((False, True), (True, True), (True, False)):
-        result = _derive_with(row, model_type, dict(found), seed, mild, small_images, overrides, layout)
+        result = _derive_with(row, model_type, dict(found), seed, mild, small_images, overrides, layout, drawn=drawn)
         if "known_issue" not in result:
             return result
         first = first or result
     # Every width the tables know is small, yet some other width kept the model over the limit.
     if "parameters after shrinking" in first.get("known_issue", ""):
-        result = _derive_with(row, model_type, dict(found), seed, False, True, overrides, layout, wide=True)
+        result = _derive_with(row, model_type, dict(found), seed, False, True, overrides, layout, wide=True, drawn=drawn)
         if "known_issue" not in result:
             return result
     return first
@@ -651,7 +653,7 @@ def _tied_config(model_type: str, tiny: dict, overrides: dict, attempts: int = 4
 
 
 def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool, small_images: bool, overrides: dict,
-                 layout: tuple | None, wide: bool = False) -> dict:
+                 layout: tuple | None, wide: bool = False, drawn: list | None = None) -> dict:
     import export
 
     try:
@@ -668,7 +670,7 @@ def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool,
         cls = getattr(transformers, row["base_class"])
         check_size(lambda: export.instantiate(cls, config), MAX_PARAMETERS, mild, wide)
         try:
-            io = _derive_io(row, config, decided, seed, found, layout=layout)  # may add found["constant_outputs"]
+            io = _derive_io(row, config, decided, seed, found, layout=layout, drawn=drawn)  # may add found["constant_outputs"]
         except NoInformativeOutput:
             # Every output flat: activations of a deep stack of narrow layers initialised with
             # std 0.02 vanish (MobileNets, LeViT, SAM's encoder). Wider weights keep them apart; the
@@ -682,7 +684,7 @@ def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool,
                 found.pop("constant_outputs", None)
                 config = transformers.AutoConfig.for_model(model_type, **found["tiny_config"])
                 try:
-                    io = _derive_io(row, config, decided, seed, found, layout=layout)
+                    io = _derive_io(row, config, decided, seed, found, layout=layout, drawn=drawn)
                     break
                 except NoInformativeOutput:
                     if std == INIT_LADDER[-1]:
@@ -766,7 +768,8 @@ def _placeholder_shapes(inputs: list[dict], config, model) -> list[dict]:
     return [{k: v for k, v in s.items() if k in used} for s in shapes]
 
 
-def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=None, layouts=None, layout=None) -> dict:
+def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=None, layouts=None, layout=None,
+               drawn: list | None = None) -> dict:
     import export  # the fixture exporter: inputs are built exactly as fixtures build them
 
     if model is None:
@@ -777,6 +780,7 @@ def _derive_io(row: dict, config, decided: dict, seed: int, found: dict, model=N
         model = export.instantiate(cls, config)
         layouts = [layout] if layout else candidate_layouts(decided["category"], params, config)
     params = _forward_params(type(model))
+    export.draw_weights(model, drawn or [])
     model = export.ready(model)  # as the fixture export runs it
     errors, uninformative = [], False
     for inputs, shapes in layouts:

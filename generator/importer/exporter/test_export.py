@@ -140,6 +140,27 @@ class ImageTokenTest(unittest.TestCase):
         self.assertIs(export.vision_owner(inner), inner)
 
 
+class DrawnWeightsTest(unittest.TestCase):
+    def model(self):
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))
+        torch.nn.init.zeros_(model[1].weight)
+        return model
+
+    def test_a_zero_weight_is_drawn_the_same_way_every_time(self):
+        first, second = self.model(), self.model()
+        export.draw_weights(first, ["1.weight"])
+        export.draw_weights(second, ["1.weight"])
+        self.assertTrue(first[1].weight.any())
+        self.assertTrue(torch.equal(first[1].weight, second[1].weight))
+        self.assertLess(float(first[1].weight.abs().max()), 10 * export.DRAWN_STD)
+
+    def test_a_name_that_is_not_a_zero_parameter_is_refused(self):
+        with self.assertRaisesRegex(ValueError, r"not a parameter of Sequential \(its zero parameters: \['1.weight'\]\)"):
+            export.draw_weights(self.model(), ["2.weight"])
+        with self.assertRaisesRegex(ValueError, "does not initialize to zero"):
+            export.draw_weights(self.model(), ["0.weight"])
+
+
 class RecipeTest(unittest.TestCase):
     def names(self, export_section, second=(1,)):
         return [a.name for a in export.recipe({"export": export_section}, second)]

@@ -7,7 +7,8 @@ given by --answers (stdout, which torch and transformers also print to, goes to 
     {"id": 7, "kind": "list"}                      -> {"id": 7, "ok": true, "result": {"transformers": "5.23.0", "rows": [...]}}
     {"id": 8, "kind": "classify", "model_type": "x"} -> {"id": 8, "ok": true, "result": {category, architecture, ...}}
     {"id": 8, "kind": "derive", "model_type": "x", ...}  -> {"id": 8, "ok": true, "result": {...imported}}
-        (optional: "tiny_config_overrides": {..}, "inputs": [..] with "shapes": [..], a spec's curated fields)
+        (optional: "tiny_config_overrides": {..}, "inputs": [..] with "shapes": [..], "export": {"drawn_weights": [..]},
+        a spec's curated fields)
     {"id": 9, "kind": "export", "job": {...}}      -> {"id": 9, "ok": true, "result": null}
     {"id": 9, "kind": "torchscript", "job": {...}} -> the same, without the ONNX step, for a model
         whose ONNX export failed ("onnx_error" in the job): libtorch's fixture (torchscript.py)
@@ -95,7 +96,8 @@ def main() -> int:
                 result = registry.classify_only(job["model_type"])
             elif job["kind"] == "derive":
                 layout = (job["inputs"], job["shapes"]) if "inputs" in job and "shapes" in job else None
-                result = registry.derive(job["model_type"], overrides=job.get("tiny_config_overrides") or {}, layout=layout)
+                result = registry.derive(job["model_type"], overrides=job.get("tiny_config_overrides") or {}, layout=layout,
+                                         drawn=(job.get("export") or {}).get("drawn_weights"))
                 if job.get("components") and "known_issue" not in result:
                     result.update(components.derive_imported(job["model_type"], result, job["components"]))
                 if "known_issue" in result:

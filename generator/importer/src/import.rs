@@ -724,7 +724,7 @@ pub fn curated_part(text: &str) -> String {
 
 /// What a person wrote that the derive must start from: `tiny_config_overrides` (over the
 /// generic shrink), and `inputs` with `shapes` (the input layout to run, when no generic one
-/// fits: LayoutLM's boxes, an AST spectrogram), and `components`. The derive then measures
+/// fits: LayoutLM's boxes, an AST spectrogram), `components`, and `export.drawn_weights`. The derive then measures
 /// the outputs, and each component's inputs and outputs.
 fn curated_derive_fields(text: &str, path: &Path) -> Result<Vec<(&'static str, Value)>, String> {
     let curated: serde_yaml::Value = serde_yaml::from_str(&curated_part(text)).map_err(|e| {
@@ -736,11 +736,13 @@ fn curated_derive_fields(text: &str, path: &Path) -> Result<Vec<(&'static str, V
     let mut fields = Vec::new();
     let layout = curated.get("inputs").is_some() && curated.get("shapes").is_some();
     // `components` too: the derive measures each one's tensors on the whole model's run.
+    // `export` for its `drawn_weights`: the derive runs the tiny model with them drawn.
     for (key, wanted) in [
         ("tiny_config_overrides", true),
         ("inputs", layout),
         ("shapes", layout),
         ("components", true),
+        ("export", true),
     ] {
         if let (true, Some(v)) = (wanted, curated.get(key)) {
             fields.push((

@@ -83,6 +83,9 @@ struct ExportView<'a> {
     attempt: Option<&'a str>,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     fixed_inputs: &'a [String],
+    /// Absent unless the spec draws zero-initialized weights: no other model's digest moves.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    drawn_weights: &'a [String],
 }
 
 impl LoadedModel {
@@ -109,6 +112,7 @@ impl LoadedModel {
                 exporter: spec.export.exporter,
                 attempt: spec.export.attempt.as_deref(),
                 fixed_inputs: &spec.export.fixed_inputs,
+                drawn_weights: &spec.export.drawn_weights,
             },
             tiny_config: &spec.tiny_config,
             inputs: &spec.inputs,

@@ -126,6 +126,7 @@ pub fn resolve(
             known_issue_measured,
             stage,
             fixed_inputs: export_file.fixed_inputs,
+            drawn_weights: export_file.drawn_weights,
         },
         tiny_config,
         inputs,

@@ -441,6 +441,11 @@ pub struct ExportFile {
     /// inputs: the graph is specialised to the export shape's values.
     #[serde(default)]
     pub fixed_inputs: Vec<String>,
+    /// Parameters the architecture initializes to zero (learned in every
+    /// checkpoint), drawn from a normal distribution in the tiny model so the
+    /// path behind them is checked (export.py `draw_weights`).
+    #[serde(default)]
+    pub drawn_weights: Vec<String>,
 }
 
 /// One architecture with everything resolved (curated, imported, defaults).
@@ -543,6 +548,10 @@ pub struct Export {
     /// the fixture and the cells do not have them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fixed_inputs: Vec<String>,
+    /// Zero-initialized parameters the exporter draws in the tiny model
+    /// (`export.drawn_weights`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub drawn_weights: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
