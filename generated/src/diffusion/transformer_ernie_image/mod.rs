@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_ernie_image",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_ernie_image.yaml",
-    spec_digest: "4afc9d004101d7a10071744e0c27e96a95d13e43f70133a2e56bc4a9a216b99a",
+    spec_digest: "9d353ef520c98b6fc9bd30287d488e635d22f8cfb3dac7d58a86bb8374574224",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",
@@ -44,7 +44,13 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             axes: &["batch"],
         },
     ],
-    outputs: &[],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "hidden", "sample_2", "sample_3"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_sana_wm",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_sana_wm.yaml",
-    spec_digest: "665b2099d43886bb3d54ab2ac1756cc56ad6a625edee8344befbfba0347cc054",
+    spec_digest: "d25efa434a6b2566bcfda3c26c8f23500adf67c32f9962dd34d8fb64ce49b7b4",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",
@@ -54,7 +54,13 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             axes: &["batch", "plucker_channels", "frames", "height", "width"],
         },
     ],
-    outputs: &[],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

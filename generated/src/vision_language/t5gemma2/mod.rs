@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "t5gemma2",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/t5gemma2.yaml",
-    spec_digest: "11799a173898395c2b8e74823c69c75e4aaf416b9bb495f1d86b3d6a9713d1ed",
+    spec_digest: "b3ede189341186229c250ec4264107e70c626142741fb1cca7a017b8ef863c41",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -44,7 +44,18 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             axes: &["batch", "decoder_sequence"],
         },
     ],
-    outputs: &[],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "decoder_sequence", "hidden"],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "hidden"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,
@@ -54,6 +65,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "8c7bc4ec08d1e9dbb42c3566742a470e3821e585595ed7730980d8c9c9d2fd05",
+    spec_digest: "c86bffd815bd85526f86e15ca82f22f49432315f9ff44fbeec1303067294126b",
     cache: &[],
 };
