@@ -250,18 +250,26 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             stage: runtime::Stage::Run,
         },
     );
-/// beam on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// beam on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "beam on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:43:09Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.295e-4; worst at flat index 770: got 0.019065123051404953, expected 0.01946454681456089); beam on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:43:13Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.880e-4; worst at flat index 120: got -0.08875775337219238, expected -0.0884178951382637)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "beam on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:43:09Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.295e-4; worst at flat index 770: got 0.019065123051404953, expected 0.01946454681456089); beam on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:43:13Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.880e-4; worst at flat index 120: got -0.08875775337219238, expected -0.0884178951382637)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -270,7 +278,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "beam on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:43:09Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.295e-4; worst at flat index 770: got 0.019065123051404953, expected 0.01946454681456089); beam on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:43:13Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.880e-4; worst at flat index 120: got -0.08875775337219238, expected -0.0884178951382637)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -279,7 +291,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "beam on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:43:09Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.295e-4; worst at flat index 770: got 0.019065123051404953, expected 0.01946454681456089); beam on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:43:13Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.880e-4; worst at flat index 120: got -0.08875775337219238, expected -0.0884178951382637)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -291,23 +307,31 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "beam on webgpu with browser: generates failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:15:23Z): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 11 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.560e-4; worst at flat index 853: got 0.004646305460482836, expected 0.004496058449149132)",
+            reason: "beam on webgpu with browser: generates failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:43:10Z): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 11 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.560e-4; worst at flat index 853: got 0.004646305460482836, expected 0.004496058449149132)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
     );
-/// beam on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// beam on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "beam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:43:20Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.295e-4; worst at flat index 770: got 0.019065123051404953, expected 0.01946454681456089); beam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:43:26Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.880e-4; worst at flat index 120: got -0.08875775337219238, expected -0.0884178951382637)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "beam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:43:20Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.295e-4; worst at flat index 770: got 0.019065123051404953, expected 0.01946454681456089); beam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:43:26Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.880e-4; worst at flat index 120: got -0.08875775337219238, expected -0.0884178951382637)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -316,7 +340,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "beam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:43:20Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.295e-4; worst at flat index 770: got 0.019065123051404953, expected 0.01946454681456089); beam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:43:26Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.880e-4; worst at flat index 120: got -0.08875775337219238, expected -0.0884178951382637)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -325,7 +353,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "beam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:43:20Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.295e-4; worst at flat index 770: got 0.019065123051404953, expected 0.01946454681456089); beam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:43:26Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 3.880e-4; worst at flat index 120: got -0.08875775337219238, expected -0.0884178951382637)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -337,7 +369,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "beam on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:15:23Z): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 11 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.560e-4; worst at flat index 853: got 0.004646305460482836, expected 0.004496058449149132)",
+            reason: "beam on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:43:24Z): generation diverged from PyTorch's generate() at step 5 of 8 (a decode step with the cache: past length 10): logits: 11 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 1.560e-4; worst at flat index 853: got 0.004646305460482836, expected 0.004496058449149132)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },

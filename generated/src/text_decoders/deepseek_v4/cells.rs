@@ -36,7 +36,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795801081-22635 on vm, 2026-11-27T17:38:01Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -79,7 +79,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795801081-22635 on vm, 2026-11-27T17:38:01Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -113,7 +113,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795801081-22635 on vm, 2026-11-27T17:38:01Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -147,7 +147,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795801081-22635 on vm, 2026-11-27T17:38:01Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -185,7 +185,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795801081-22635 on vm, 2026-11-27T17:38:01Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -233,7 +233,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795801081-22635 on vm, 2026-11-27T17:38:01Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     )
@@ -279,22 +279,30 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795801081-22635 on vm, 2026-11-27T17:38:01Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
-/// deepseek_v4 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// deepseek_v4 on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "deepseek_v4 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:44:55Z): output last_hidden_state: 46 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.419e-4; worst at flat index 217: got 0.012956719845533371, expected 0.013511259108781815); deepseek_v4 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:00Z): output last_hidden_state: 8 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.901e-4; worst at flat index 196: got 0.009673139080405235, expected 0.010170514695346355)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deepseek_v4 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:44:55Z): output last_hidden_state: 46 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.419e-4; worst at flat index 217: got 0.012956719845533371, expected 0.013511259108781815); deepseek_v4 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:00Z): output last_hidden_state: 8 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.901e-4; worst at flat index 196: got 0.009673139080405235, expected 0.010170514695346355)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -303,7 +311,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deepseek_v4 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:44:55Z): output last_hidden_state: 46 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.419e-4; worst at flat index 217: got 0.012956719845533371, expected 0.013511259108781815); deepseek_v4 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:00Z): output last_hidden_state: 8 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.901e-4; worst at flat index 196: got 0.009673139080405235, expected 0.010170514695346355)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -312,7 +324,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deepseek_v4 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:44:55Z): output last_hidden_state: 46 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.419e-4; worst at flat index 217: got 0.012956719845533371, expected 0.013511259108781815); deepseek_v4 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:00Z): output last_hidden_state: 8 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.901e-4; worst at flat index 196: got 0.009673139080405235, expected 0.010170514695346355)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -324,22 +340,30 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795801081-22635 on vm, 2026-11-27T17:38:01Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
-/// deepseek_v4 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// deepseek_v4 on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "deepseek_v4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:13Z): output last_hidden_state: 46 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.419e-4; worst at flat index 217: got 0.012956719845533371, expected 0.013511259108781815); deepseek_v4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:16Z): output last_hidden_state: 8 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.901e-4; worst at flat index 196: got 0.009673139080405235, expected 0.010170514695346355)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deepseek_v4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:13Z): output last_hidden_state: 46 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.419e-4; worst at flat index 217: got 0.012956719845533371, expected 0.013511259108781815); deepseek_v4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:16Z): output last_hidden_state: 8 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.901e-4; worst at flat index 196: got 0.009673139080405235, expected 0.010170514695346355)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -348,7 +372,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deepseek_v4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:13Z): output last_hidden_state: 46 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.419e-4; worst at flat index 217: got 0.012956719845533371, expected 0.013511259108781815); deepseek_v4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:16Z): output last_hidden_state: 8 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.901e-4; worst at flat index 196: got 0.009673139080405235, expected 0.010170514695346355)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -357,7 +385,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deepseek_v4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:13Z): output last_hidden_state: 46 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.419e-4; worst at flat index 217: got 0.012956719845533371, expected 0.013511259108781815); deepseek_v4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:16Z): output last_hidden_state: 8 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.901e-4; worst at flat index 196: got 0.009673139080405235, expected 0.010170514695346355)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -369,7 +401,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795801081-22635 on vm, 2026-11-27T17:38:01Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );

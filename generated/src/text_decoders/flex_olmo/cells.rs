@@ -255,18 +255,26 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             stage: Some(runtime::Stage::Run),
         },
     );
-/// flex_olmo on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// flex_olmo on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "flex_olmo on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:46:31Z): output last_hidden_state: 3 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.021e-4; worst at flat index 252: got 0.09135434031486511, expected 0.09109393507242203); flex_olmo on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:46:35Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.808e-4; worst at flat index 231: got -0.00883687473833561, expected -0.00896160863339901)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "flex_olmo on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:46:31Z): output last_hidden_state: 3 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.021e-4; worst at flat index 252: got 0.09135434031486511, expected 0.09109393507242203); flex_olmo on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:46:35Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.808e-4; worst at flat index 231: got -0.00883687473833561, expected -0.00896160863339901)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -275,7 +283,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "flex_olmo on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:46:31Z): output last_hidden_state: 3 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.021e-4; worst at flat index 252: got 0.09135434031486511, expected 0.09109393507242203); flex_olmo on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:46:35Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.808e-4; worst at flat index 231: got -0.00883687473833561, expected -0.00896160863339901)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -284,7 +296,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "flex_olmo on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:46:31Z): output last_hidden_state: 3 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.021e-4; worst at flat index 252: got 0.09135434031486511, expected 0.09109393507242203); flex_olmo on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:46:35Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.808e-4; worst at flat index 231: got -0.00883687473833561, expected -0.00896160863339901)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -294,18 +310,26 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// flex_olmo on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// flex_olmo on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "flex_olmo on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:46:42Z): output last_hidden_state: 3 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.021e-4; worst at flat index 252: got 0.09135434031486511, expected 0.09109393507242203); flex_olmo on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:46:47Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.808e-4; worst at flat index 231: got -0.00883687473833561, expected -0.00896160863339901)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "flex_olmo on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:46:42Z): output last_hidden_state: 3 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.021e-4; worst at flat index 252: got 0.09135434031486511, expected 0.09109393507242203); flex_olmo on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:46:47Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.808e-4; worst at flat index 231: got -0.00883687473833561, expected -0.00896160863339901)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -314,7 +338,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "flex_olmo on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:46:42Z): output last_hidden_state: 3 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.021e-4; worst at flat index 252: got 0.09135434031486511, expected 0.09109393507242203); flex_olmo on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:46:47Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.808e-4; worst at flat index 231: got -0.00883687473833561, expected -0.00896160863339901)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -323,7 +351,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "flex_olmo on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:46:42Z): output last_hidden_state: 3 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.021e-4; worst at flat index 252: got 0.09135434031486511, expected 0.09109393507242203); flex_olmo on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:46:47Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.808e-4; worst at flat index 231: got -0.00883687473833561, expected -0.00896160863339901)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

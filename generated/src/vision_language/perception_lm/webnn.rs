@@ -20,6 +20,6 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBNN_BROWSER, ignore =
-        "not tested here: perception_lm's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795800779-21249 on vm, 2026-11-27T17:32:59Z): TypeError: 'NoneType' object is not subscriptable"
+        "not tested here: perception_lm's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): TypeError: 'NoneType' object is not subscriptable"
     );
 }

@@ -32,7 +32,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795800779-21249 on vm, 2026-11-27T17:32:59Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -75,7 +75,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795800779-21249 on vm, 2026-11-27T17:32:59Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -109,7 +109,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795800779-21249 on vm, 2026-11-27T17:32:59Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -143,7 +143,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795800779-21249 on vm, 2026-11-27T17:32:59Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -181,22 +181,30 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795800779-21249 on vm, 2026-11-27T17:32:59Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
-/// pi0 on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
+/// pi0 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "pi0 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:56Z): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 44 µs (0%); QNNExecutionProvider: 2 nodes (40%), 93364 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision_language/pi0.yaml only if it may run off QNNExecutionProvider, with the reason; pi0 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:58Z): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 46 µs (0%); QNNExecutionProvider: 2 nodes (40%), 54136 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision_language/pi0.yaml only if it may run off QNNExecutionProvider, with the reason; pi0 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:58Z): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 47 µs (0%); QNNExecutionProvider: 2 nodes (40%), 43660 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision_language/pi0.yaml only if it may run off QNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "pi0 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:56Z): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 44 µs (0%); QNNExecutionProvider: 2 nodes (40%), 93364 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision_language/pi0.yaml only if it may run off QNNExecutionProvider, with the reason; pi0 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:58Z): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 46 µs (0%); QNNExecutionProvider: 2 nodes (40%), 54136 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision_language/pi0.yaml only if it may run off QNNExecutionProvider, with the reason; pi0 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:58Z): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 47 µs (0%); QNNExecutionProvider: 2 nodes (40%), 43660 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision_language/pi0.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -205,7 +213,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "pi0 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:56Z): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 44 µs (0%); QNNExecutionProvider: 2 nodes (40%), 93364 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision_language/pi0.yaml only if it may run off QNNExecutionProvider, with the reason; pi0 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:58Z): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 46 µs (0%); QNNExecutionProvider: 2 nodes (40%), 54136 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision_language/pi0.yaml only if it may run off QNNExecutionProvider, with the reason; pi0 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:58Z): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 47 µs (0%); QNNExecutionProvider: 2 nodes (40%), 43660 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision_language/pi0.yaml only if it may run off QNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -217,7 +229,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795800779-21249 on vm, 2026-11-27T17:32:59Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     )
@@ -263,7 +275,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795800779-21249 on vm, 2026-11-27T17:32:59Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -278,7 +290,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: pi0 on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795804895-7542 on vm, 2026-11-27T18:53:51Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-27 18:53:50.959159 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-27 18:53:50.991264 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 18:53:51.011484 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 18:53:51.058899 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (294, 1, 1) | 2026-11-27 18:53:51.073904 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -296,7 +311,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: pi0 on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795804895-7542 on vm, 2026-11-27T18:54:08Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-27 18:54:07.895999 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-27 18:54:07.958804 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 18:54:07.992224 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 18:54:08.078895 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (294, 1, 1) | 2026-11-27 18:54:08.094914 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -308,7 +326,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795800779-21249 on vm, 2026-11-27T17:32:59Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -323,7 +341,10 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: pi0 on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795804895-7542 on vm, 2026-11-27T18:54:12Z): cannot load <fixtures>/pi0/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -341,7 +362,10 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: pi0 on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795804895-7542 on vm, 2026-11-27T18:54:14Z): cannot load <fixtures>/pi0/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -353,7 +377,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795800779-21249 on vm, 2026-11-27T17:32:59Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
+            reason: "not tested here: pi0's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): AttributeError: 'PI0Config' object has no attribute 'vocab_size'",
             stage: runtime::Stage::Reference,
         },
     );

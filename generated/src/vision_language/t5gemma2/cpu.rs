@@ -19,7 +19,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "not tested here: t5gemma2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795803093-16036 on vm, 2026-11-27T18:11:33Z): RuntimeError: Expected size for first two dimensions of batch2 tensor to be: [8, 6] but got: [8, 1]."
+        "not tested here: t5gemma2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: Expected size for first two dimensions of batch2 tensor to be: [8, 6] but got: [8, 1]."
     );
 }
 /// t5gemma2 on cpu with libtorch, device cpu: known-issue (t5gemma2 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795803081-16014 on vm, 2026-11-27T18:11:21Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; t5gemma2 on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795803081-16014 on vm, 2026-11-27T18:11:21Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; t5gemma2 on cpu with libtorch: runs failed: the model with the standard tool (evidence: run 1795803081-16014 on vm, 2026-11-27T18:11:21Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at).

@@ -20,6 +20,6 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBNN_BROWSER, ignore =
-        "not tested here: t5gemma2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795803093-16036 on vm, 2026-11-27T18:11:33Z): RuntimeError: Expected size for first two dimensions of batch2 tensor to be: [8, 6] but got: [8, 1]."
+        "not tested here: t5gemma2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: Expected size for first two dimensions of batch2 tensor to be: [8, 6] but got: [8, 1]."
     );
 }

@@ -19,7 +19,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795800779-21249 on vm, 2026-11-27T17:32:59Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size"
+        "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size"
     );
 }
 /// unlimited_ocr on cpu with libtorch, device cpu: known-issue (unlimited_ocr on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:22Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; unlimited_ocr on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:22Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; unlimited_ocr on cpu with libtorch: runs failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:22Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at).
