@@ -1280,6 +1280,7 @@ def export_onnx(wrapper, example, input_names, output_names, axes, path: Path, s
         try:
             try:
                 with (patches.applied(attempt.opset) if attempt.patched else contextlib.nullcontext()), \
+                        (patches.complex_attributes(wrapper) if attempt.patched else contextlib.nullcontext()), \
                         (experts_batched(wrapper) if attempt.batched_experts else contextlib.nullcontext()):
                     export_with(attempt, wrapper, traced_on, input_names, output_names, axes, path)
             finally:

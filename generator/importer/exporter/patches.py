@@ -13,6 +13,8 @@ their graph, and meta.json names the patches a graph was exported with.
 from __future__ import annotations
 
 import contextlib
+import inspect
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -75,6 +77,199 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     return solved.flip(-2) if upper else solved
 
 
+def _cumulative_extreme(input, dim, largest: bool):
+    """A cumulative maximum (or minimum) as a masked reduction over every earlier position: ONNX
+    has no cumulative maximum, and torch.export has no decomposition of it. Quadratic in the
+    length of `dim`, which is a text's length here (Grounding DINO's special-token masks). The
+    indices are the last position holding each extreme, as PyTorch's."""
+    x = input.movedim(dim, -1)
+    n = x.shape[-1]
+    earlier = torch.ones(n, n, dtype=torch.bool, device=x.device).tril()  # [i, j]: j <= i
+    info = torch.finfo(x.dtype) if x.dtype.is_floating_point else torch.iinfo(x.dtype)
+    neutral = torch.full((), info.min if largest else info.max, dtype=x.dtype)
+    candidates = torch.where(earlier, x.unsqueeze(-2), neutral)
+    values = candidates.amax(-1) if largest else candidates.amin(-1)
+    positions = torch.arange(n, device=x.device)
+    holding = earlier & (x.unsqueeze(-2) == values.unsqueeze(-1))
+    indices = torch.where(holding, positions, -1).amax(-1)
+    return values.movedim(-1, dim), indices.movedim(-1, dim)
+
+
+def cummax(input, dim):
+    """`torch.cummax` (see `_cumulative_extreme`)."""
+    return torch.return_types.cummax(_cumulative_extreme(input, dim, largest=True))
+
+
+def cummin(input, dim):
+    """`torch.cummin` (see `_cumulative_extreme`)."""
+    return torch.return_types.cummin(_cumulative_extreme(input, dim, largest=False))
+
+
+class Complex:
+    """A complex tensor as its real and imaginary parts, for the rotary embeddings written with
+    complex numbers (`torch.polar`, `view_as_complex`, a product, `view_as_real`): neither
+    torch.onnx exporter translates complex dtypes. It supports what those functions do between
+    building the rotation and applying it (indexing, reshaping, products, `to`); anything else
+    raises, and the attempt fails with that error."""
+
+    SHAPE_METHODS = ("unsqueeze", "reshape", "view", "expand", "flatten", "squeeze", "permute", "transpose",
+                     "contiguous", "repeat", "repeat_interleave", "clone", "detach", "narrow", "unflatten", "__getitem__")
+
+    def __init__(self, real, imag):
+        self.real, self.imag = real, imag
+
+    @classmethod
+    def of(cls, value):
+        """Any operand of a product, as a Complex (a real tensor or number has no imaginary part)."""
+        if isinstance(value, Complex):
+            return value
+        if isinstance(value, torch.Tensor) and value.is_complex():
+            return cls(value.real, value.imag)
+        return None
+
+    @property
+    def shape(self):
+        return self.real.shape
+
+    @property
+    def ndim(self):
+        return self.real.ndim
+
+    @property
+    def device(self):
+        return self.real.device
+
+    def dim(self):
+        return self.real.dim()
+
+    def size(self, *args):
+        return self.real.size(*args)
+
+    def __getattr__(self, name):
+        if name in Complex.SHAPE_METHODS:
+            return lambda *a, **k: Complex(getattr(self.real, name)(*a, **k), getattr(self.imag, name)(*a, **k))
+        raise AttributeError(f"the export patch's complex numbers have no {name!r}")
+
+    def __getitem__(self, index):
+        return Complex(self.real[index], self.imag[index])
+
+    def split(self, *args, **kwargs):
+        return tuple(Complex(r, i) for r, i in zip(self.real.split(*args, **kwargs), self.imag.split(*args, **kwargs)))
+
+    split_with_sizes = split
+
+    def conj(self):
+        return Complex(self.real, -self.imag)
+
+    def chunk(self, *args, **kwargs):
+        return tuple(Complex(r, i) for r, i in zip(self.real.chunk(*args, **kwargs), self.imag.chunk(*args, **kwargs)))
+
+    def to(self, *args, **kwargs):
+        # A complex dtype is the representation itself; a device or real dtype applies to both parts.
+        args = [a for a in args if not (isinstance(a, torch.dtype) and a.is_complex)]
+        if isinstance(kwargs.get("dtype"), torch.dtype) and kwargs["dtype"].is_complex:
+            kwargs.pop("dtype")
+        return Complex(self.real.to(*args, **kwargs), self.imag.to(*args, **kwargs))
+
+    def __mul__(self, other):
+        pair = Complex.of(other)
+        if pair is None:
+            return Complex(self.real * other, self.imag * other)
+        return Complex(self.real * pair.real - self.imag * pair.imag, self.real * pair.imag + self.imag * pair.real)
+
+    __rmul__ = __mul__
+
+
+def polar(abs, angle, *, out=None):
+    """`torch.polar` as a Complex (see `Complex`)."""
+    return Complex(abs * torch.cos(angle), abs * torch.sin(angle))
+
+
+def view_as_complex(input):
+    """`torch.view_as_complex` as a Complex: the last axis of 2 is (real, imaginary)."""
+    return Complex(input[..., 0], input[..., 1])
+
+
+def view_as_real(input):
+    """`torch.view_as_real` of a Complex: (real, imaginary) stacked on a new last axis."""
+    pair = Complex.of(input)
+    if pair is None:
+        return _originals["torch.view_as_real"](input)
+    return torch.stack([pair.real, pair.imag], -1)
+
+
+def _joining(name: str):
+    """`torch.cat` or `torch.stack` of Complex parts (rotary tables built per axis), else
+    PyTorch's own."""
+
+    def join(tensors, dim=0, **kwargs):
+        original = _originals[f"torch.{name}"]
+        if kwargs or not any(isinstance(t, Complex) for t in tensors):
+            return original(tensors, dim, **kwargs)
+        _called.add(f"complex_{name}")
+        parts = [Complex.of(t) or Complex(t, torch.zeros_like(t)) for t in tensors]
+        return Complex(original([p.real for p in parts], dim), original([p.imag for p in parts], dim))
+
+    return join
+
+
+@contextlib.contextmanager
+def complex_attributes(model):
+    """The model's complex tensors held as plain attributes (rotary tables a first call computed
+    and cached: Z-Image, Sana-WM), as Complex parts while a patched export traces it, so no
+    complex constant reaches the exporter; restored after it, however it ends."""
+    def converted(value):
+        if isinstance(value, torch.Tensor) and value.is_complex():
+            return Complex(value.real.clone(), value.imag.clone())
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) and v.is_complex() for v in value):
+            return type(value)(converted(v) for v in value)
+        return None
+
+    # Modules, and the plain helper objects they hold (Z-Image's RopeEmbedder is no Module).
+    holders = list(model.modules())
+    holders += [value for module in model.modules() for value in vars(module).values()
+                if hasattr(value, "__dict__") and not isinstance(value, (torch.nn.Module, torch.Tensor, type))
+                and not inspect.isroutine(value)]
+    undo = []
+    try:
+        for module in holders:
+            for name, value in list(vars(module).items()):
+                replacement = converted(value)
+                if replacement is not None:
+                    _called.add("complex_attributes")
+                    setattr(module, name, replacement)
+                    undo.append((module, name, value))
+        yield
+    finally:
+        for module, name, value in reversed(undo):
+            setattr(module, name, value)
+
+
+def _cast_like(g, value, like):
+    from torch.onnx._internal.torchscript_exporter import _type_utils
+
+    return g.op("Cast", value, to_i=_type_utils.JitScalarType.from_value(like).onnx_type())
+
+
+def _bitwise_or(g, input, other):
+    """A legacy-exporter symbolic for `|` (and `|=`) on integer tensors, ONNX's BitwiseOr
+    (opset 18); booleans keep their `Or`. torch.onnx's own refuses integers."""
+    from torch.onnx._internal.torchscript_exporter import symbolic_helper as helper
+
+    if helper._is_bool(input):
+        return g.op("Or", input, _cast_like(g, other, input))
+    return g.op("BitwiseOr", input, _cast_like(g, other, input))
+
+
+def _scaled_by(factor: float):
+    """A legacy-exporter symbolic for a product by a constant (`rad2deg`, `deg2rad`)."""
+
+    def symbolic(g, input):
+        return g.op("Mul", input, _cast_like(g, g.op("Constant", value_t=torch.tensor(factor)), input))
+
+    return symbolic
+
+
 def _resize_aa(mode: str, cubic_coeff_a: float):
     """A legacy-exporter symbolic for PyTorch's antialiased resize (`interpolate(...,
     antialias=True)`): ONNX's Resize has `antialias` from opset 18, and torch.onnx's legacy
@@ -105,7 +300,13 @@ class Patch:
     serves: tuple[str, ...]
     function: Callable | None = None  # a Python replacement of `replaces`
     symbolic: Callable | None = None  # or a legacy-exporter symbolic for the aten op `replaces`
+    # A replacement that falls back on the original for most calls says itself when it was used.
+    counted_by_itself: bool = False
 
+
+COMPLEX_ROTARY = ("llama4", "llama4_text", "deepseek_v2", "transformer_z_image", "transformer_bria_fibo2",
+                  "transformer_lumina2", "transformer_anyflow", "transformer_sana_wm")
+INTEGER_OR = ("cpmant", "modernvbert", "ultravbert")
 
 PATCHES = (
     Patch("rms_norm", "torch.nn.functional.rms_norm",
@@ -119,6 +320,19 @@ PATCHES = (
           ("siglip2", "siglip2_vision_model", "lfm2_vl", "cosmos3_edge_vision"), symbolic=_resize_aa("linear", -0.5)),
     Patch("antialiased_bicubic_resize", "aten::_upsample_bicubic2d_aa", ("deepseek_ocr2",),
           symbolic=_resize_aa("cubic", -0.5)),
+    Patch("cummax", "torch.cummax", ("grounding-dino", "mm-grounding-dino"), function=cummax),
+    Patch("cummin", "torch.cummin", ("grounding-dino", "mm-grounding-dino"), function=cummin),
+    # The three parts of complex rotary embeddings: a Complex never reaches an exporter.
+    Patch("complex_polar", "torch.polar", COMPLEX_ROTARY, function=polar),
+    Patch("complex_view", "torch.view_as_complex", COMPLEX_ROTARY, function=view_as_complex),
+    Patch("complex_as_real", "torch.view_as_real", COMPLEX_ROTARY, function=view_as_real),
+    Patch("complex_cat", "torch.cat", COMPLEX_ROTARY, function=_joining("cat"), counted_by_itself=True),
+    Patch("complex_stack", "torch.stack", COMPLEX_ROTARY, function=_joining("stack"), counted_by_itself=True),
+    Patch("integer_bitwise_or", "aten::bitwise_or", INTEGER_OR, symbolic=_bitwise_or),
+    Patch("integer_or", "aten::__or_", INTEGER_OR, symbolic=_bitwise_or),
+    Patch("integer_or_in_place", "aten::__ior_", INTEGER_OR, symbolic=_bitwise_or),
+    Patch("rad2deg", "aten::rad2deg", ("transformer_sana_wm",), symbolic=_scaled_by(180.0 / math.pi)),
+    Patch("deg2rad", "aten::deg2rad", ("transformer_sana_wm",), symbolic=_scaled_by(math.pi / 180.0)),
 )
 
 # The unpatched functions, for the replacements that fall back on them.
@@ -156,6 +370,20 @@ def _counting_symbolic(patch: Patch) -> Callable:
     return symbolic
 
 
+def _unregister_symbolic(name: str, opset: int) -> None:
+    """Removes a patch's symbolic, and the registry's entry for the op where torch.onnx had no
+    symbolic of its own: `unregister_custom_op_symbolic` leaves an empty entry behind, and the
+    next legacy export that meets the op fails with "min() arg is an empty sequence" instead of
+    torch.onnx's "Exporting the operator ... is not supported" (a later model in the same worker
+    would record the wrong error)."""
+    from torch.onnx._internal.torchscript_exporter import registration
+
+    torch.onnx.unregister_custom_op_symbolic(name, opset)
+    group = registration.registry._registry.get(name)
+    if group is not None and not group._functions:  # private: the registry has no public removal
+        del registration.registry._registry[name]
+
+
 @contextlib.contextmanager
 def applied(opset: int, patches=PATCHES):
     """Applies every patch for the duration of a block (an export), and restores PyTorch after
@@ -168,7 +396,7 @@ def applied(opset: int, patches=PATCHES):
                 owner, attribute = _owner(patch.replaces)
                 original = getattr(owner, attribute)
                 _originals[patch.replaces] = original
-                setattr(owner, attribute, _counting(patch))
+                setattr(owner, attribute, patch.function if patch.counted_by_itself else _counting(patch))
                 undo.append(lambda owner=owner, attribute=attribute, original=original: setattr(owner, attribute, original))
                 if patch.replaces == "torch.nn.functional.rms_norm":  # also reached as torch.rms_norm
                     torch_original = torch.rms_norm
@@ -176,7 +404,7 @@ def applied(opset: int, patches=PATCHES):
                     undo.append(lambda original=torch_original: setattr(torch, "rms_norm", original))
             else:
                 torch.onnx.register_custom_op_symbolic(patch.replaces, _counting_symbolic(patch), opset)
-                undo.append(lambda name=patch.replaces: torch.onnx.unregister_custom_op_symbolic(name, opset))
+                undo.append(lambda name=patch.replaces: _unregister_symbolic(name, opset))
         yield [p.name for p in patches]
     finally:
         for step in reversed(undo):

@@ -55,6 +55,72 @@ class PatchEquivalenceTest(unittest.TestCase):
                     patches.solve_triangular(tri, b, upper=upper, unitriangular=unit),
                     torch.linalg.solve_triangular(tri, b, upper=upper, unitriangular=unit), rtol=1e-4, atol=1e-5)
 
+    def test_cummax_cummin(self):
+        ints = torch.randint(0, 4, (3, 9), generator=self.gen)  # many ties: the indices must pick the last
+        for x in (ints, self.randn(2, 7, 3)):
+            for dim in (0, 1, -1):
+                for mine, theirs in ((patches.cummax, torch.cummax), (patches.cummin, torch.cummin)):
+                    got, want = mine(x, dim), theirs(x, dim)
+                    self.assertTrue(torch.equal(got.values, want.values) and torch.equal(got.indices, want.indices),
+                                    f"{theirs.__name__} over dim {dim} of {x.dtype}")
+
+    def test_complex_rotary(self):
+        """Llama 4's and DeepSeek-V2's rotary embedding, and a per-axis table joined with cat,
+        in Complex parts against complex PyTorch."""
+        xq, freqs = self.randn(1, 5, 2, 8), self.randn(1, 5, 4)
+
+        def rotary(x, freqs):
+            table = torch.polar(torch.ones_like(freqs), freqs) * 0.7
+            table = torch.cat([table[..., :2], table[..., 2:]], -1).to(torch.complex64)
+            rotated = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2)) * table[:, :, None, :]
+            return torch.view_as_real(rotated).flatten(3)
+
+        want = rotary(xq, freqs)
+        with patches.applied(18):
+            got = rotary(xq, freqs)
+            self.assertEqual(patches.used(), {"complex_polar", "complex_view", "complex_as_real", "complex_cat"})
+        torch.testing.assert_close(got, want)
+        self.assertTrue(torch.cat([xq, xq]).is_contiguous())  # torch.cat is torch's again
+
+    def test_complex_attributes(self):
+        """A cached complex table becomes Complex parts inside the block and is restored after it."""
+        class Rope:  # a plain helper object, as Z-Image's RopeEmbedder
+            def __init__(self):
+                self.table = [torch.polar(torch.ones(3), torch.arange(3.0))]
+
+        module = torch.nn.Module()
+        module.rope = Rope()
+        module.angles = torch.polar(torch.ones(2), torch.ones(2))
+        with self.assertRaises(ZeroDivisionError), patches.complex_attributes(module):
+            self.assertIsInstance(module.angles, patches.Complex)
+            torch.testing.assert_close(module.rope.table[0].imag, torch.sin(torch.arange(3.0)))
+            1 / 0
+        self.assertTrue(module.angles.is_complex() and module.rope.table[0].is_complex())
+
+    def test_symbolics(self):
+        """The legacy-exporter symbolics (integer `|` and `|=`, rad2deg, deg2rad), run by ONNX
+        Runtime, against PyTorch."""
+        import io
+
+        import onnxruntime
+
+        class Ops(torch.nn.Module):
+            def forward(self, ids, angles):
+                mask = ids | (ids + 1)
+                mask |= torch.ones_like(ids)
+                return mask, torch.rad2deg(angles), torch.deg2rad(angles), (ids > 2) | (ids < 1)
+
+        inputs = (torch.randint(0, 5, (2, 6), generator=self.gen), self.randn(2, 3))
+        buffer = io.BytesIO()
+        with patches.applied(18), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(Ops(), inputs, buffer, dynamo=False, opset_version=18, input_names=["ids", "angles"])
+            self.assertEqual(patches.used(), {"integer_or", "integer_or_in_place", "rad2deg", "deg2rad"})
+        session = onnxruntime.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+        got = session.run(None, {"ids": inputs[0].numpy(), "angles": inputs[1].numpy()})
+        for g, w in zip(got, Ops()(*inputs)):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-6)
+
     def test_applied_restores_torch(self):
         before = (torch.isin, torch.diff, torch.linalg.solve_triangular, torch.nn.functional.rms_norm, torch.rms_norm)
         with self.assertRaises(ZeroDivisionError), patches.applied(18):
@@ -62,6 +128,22 @@ class PatchEquivalenceTest(unittest.TestCase):
             self.assertEqual(patches.used(), {"isin"})
             1 / 0
         self.assertEqual(before, (torch.isin, torch.diff, torch.linalg.solve_triangular, torch.nn.functional.rms_norm, torch.rms_norm))
+
+    def test_applied_restores_the_exporter(self):
+        """After a patched export, an op torch.onnx has no symbolic for fails as it did before
+        (not with the empty registry entry `unregister_custom_op_symbolic` leaves behind)."""
+        import io
+
+        class Degrees(torch.nn.Module):
+            def forward(self, x):
+                return torch.rad2deg(x)
+
+        with patches.applied(18):
+            pass
+        with self.assertRaisesRegex(Exception, "aten::rad2deg' to ONNX opset version 18 is not supported"), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(Degrees(), (self.randn(3),), io.BytesIO(), dynamo=False, opset_version=18)
 
     def test_antialiased_resize(self):
         """The legacy exporter's Resize with antialias, run by ONNX Runtime, against PyTorch."""
