@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_anyflow",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_anyflow.yaml",
-    spec_digest: "3177ee5776c5e0d748dac88f165a1c55616c227f5fa9c9ea1ebf8212ad9efc86",
+    spec_digest: "d93fd7acf55aee2dae3974c0eda9a28e7dd4d5c25ae5647c95f080b039e5545d",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_bria_fibo2",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_bria_fibo2.yaml",
-    spec_digest: "6e4d55f2f7d5413e48961751bc200c3a6a7257c26de2497ccedd573c9a73d1fc",
+    spec_digest: "df1a97f6fd7424c6153c3dcb0b16f4ba7d26fc1f2bf1c604038c7b4a83aaac22",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "grounding-dino",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/grounding-dino.yaml",
-    spec_digest: "ed36b07ea7d9f990c7be0172d116ea33776a2b8f4a395342c523e4f5afdf9461",
+    spec_digest: "5a68ffa7a68e1c5b75c140a23c515d29a65c39008c93549f21edfd9f4ce3bce5",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

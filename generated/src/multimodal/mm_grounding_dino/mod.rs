@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mm-grounding-dino",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/mm-grounding-dino.yaml",
-    spec_digest: "54aac96439eb537be7505a5197b3d540e54946e514bd465a17441f7d4974c4d1",
+    spec_digest: "6ca763a1c4bc3efadd3bb1204d8f0aac7c48b4f66bac02553af991b4740a6e60",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "deepseek_v2",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/deepseek_v2.yaml",
-    spec_digest: "e01e3b721278336742cc23f431304dfc4e2d828b322c1ee5985ee38b5036261f",
+    spec_digest: "8b70a712e60bc16574bb9d71f1df0a17c313b0bd205e50791129b16eb35135f1",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "ed0f047a2bcfce2f848fa067a4d7c1bde9557977446d831b159523d028c5d457",
+    spec_digest: "ecbbb02855fee26f504ae1379318aac1bcb92f5640b11dda5dfbe902451525f1",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "llama4_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/llama4_text.yaml",
-    spec_digest: "00d7a8b453571b7564062b4a1f780b25bb2553ec212e351f5858258ed208eee6",
+    spec_digest: "a24e4117ef7ba83b721c8e07baec67cfbae0cd079203fd26c27c73c2dda8418e",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "3b4f709a55938731c0cbf5a2a67ef1ff1bbff62cad394c6f9bf0a0ffb70682fd",
+    spec_digest: "f03d6ed745340665eaef072fd0d8bdd479b389885c195a45fe521a06be036500",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "d_fine",
     category: "vision",
     spec_path: "model-specs/models/vision/d_fine.yaml",
-    spec_digest: "e8bbcb815eeaac468539ca9733829c3c005054b4db94656ebba151b3a7394a02",
+    spec_digest: "c3de50ee424f17ba5b692d3fd72785f2cfea9b53f036222b5d8ad00140f1b9c7",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

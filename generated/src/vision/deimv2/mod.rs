@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "deimv2",
     category: "vision",
     spec_path: "model-specs/models/vision/deimv2.yaml",
-    spec_digest: "8d47f03e8b2ddfc8072741fb9a52cc5f9172bd78c4d7ff0ebb431c2c8de7a3c9",
+    spec_digest: "e1fed0ff9f87b9ba42abb4b48578e0e0a9787b6de199135846c68dcc1c1dbb41",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "rt_detr",
     category: "vision",
     spec_path: "model-specs/models/vision/rt_detr.yaml",
-    spec_digest: "7aa7c21c8b9340eb6a80504aa86322403212a3f9e68d78a29a03fbc8ba083d85",
+    spec_digest: "a5eb3a22270d0ad7e2969389121133e214585d82bff6db22df8c88c0732a7bb2",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",
@@ -56,14 +56,54 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             ],
         },
         runtime::TensorDecl {
+            name: "encoder_last_hidden_state_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "hidden",
+                "encoder_last_hidden_state_0_2",
+                "encoder_last_hidden_state_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "hidden",
+                "encoder_last_hidden_state_1_2",
+                "encoder_last_hidden_state_1_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state_2",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "hidden",
+                "encoder_last_hidden_state_2_2",
+                "encoder_last_hidden_state_2_3",
+            ],
+        },
+        runtime::TensorDecl {
             name: "init_reference_points",
             dtype: runtime::DType::Float32,
             axes: &["batch", "init_reference_points_1", "init_reference_points_2"],
         },
         runtime::TensorDecl {
+            name: "enc_topk_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_topk_logits_1", "enc_topk_logits_2"],
+        },
+        runtime::TensorDecl {
             name: "enc_topk_bboxes",
             dtype: runtime::DType::Float32,
             axes: &["batch", "enc_topk_bboxes_1", "enc_topk_bboxes_2"],
+        },
+        runtime::TensorDecl {
+            name: "enc_outputs_class",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_outputs_class_1", "enc_outputs_class_2"],
         },
         runtime::TensorDecl {
             name: "enc_outputs_coord_logits",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "rt_detr_v2",
     category: "vision",
     spec_path: "model-specs/models/vision/rt_detr_v2.yaml",
-    spec_digest: "513be28bfab112fcff658cfb586f536ba7a9b9322dc5fc4047773e68b40a8a84",
+    spec_digest: "f3d370e7f71320ef0bc436ee2c7c512e2b2a68329fb7393580d7a5d7e93ddbb7",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",
@@ -56,14 +56,54 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             ],
         },
         runtime::TensorDecl {
+            name: "encoder_last_hidden_state_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "hidden",
+                "encoder_last_hidden_state_0_2",
+                "encoder_last_hidden_state_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "hidden",
+                "encoder_last_hidden_state_1_2",
+                "encoder_last_hidden_state_1_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state_2",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "hidden",
+                "encoder_last_hidden_state_2_2",
+                "encoder_last_hidden_state_2_3",
+            ],
+        },
+        runtime::TensorDecl {
             name: "init_reference_points",
             dtype: runtime::DType::Float32,
             axes: &["batch", "init_reference_points_1", "init_reference_points_2"],
         },
         runtime::TensorDecl {
+            name: "enc_topk_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_topk_logits_1", "enc_topk_logits_2"],
+        },
+        runtime::TensorDecl {
             name: "enc_topk_bboxes",
             dtype: runtime::DType::Float32,
             axes: &["batch", "enc_topk_bboxes_1", "enc_topk_bboxes_2"],
+        },
+        runtime::TensorDecl {
+            name: "enc_outputs_class",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_outputs_class_1", "enc_outputs_class_2"],
         },
         runtime::TensorDecl {
             name: "enc_outputs_coord_logits",
