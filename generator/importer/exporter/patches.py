@@ -13,6 +13,7 @@ their graph, and meta.json names the patches a graph was exported with.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import inspect
 import math
 from dataclasses import dataclass
@@ -245,6 +246,92 @@ def complex_attributes(model):
             setattr(module, name, value)
 
 
+def selective_scan(hidden_states, dt, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
+                   return_last_state=False, **_kernel_options):
+    """Mamba's selective scan (transformers' `mamba_selective_scan`, one copy per architecture) in
+    closed form, without its Python loop over the sequence, which the legacy trace unrolls to the
+    example's length (the graph then fails on any other): the state after step t is
+    sum over s <= t of exp(L_t - L_s) * dt_s B_s x_s, where L is the running sum of A * dt, the
+    same recurrence h_t = exp(A dt_t) h_(t-1) + dt_t B_t x_t written as one masked reduction.
+    Quadratic in the sequence length (a [batch, channels, length, length, state] product): for
+    the fixtures' short sequences, as Mamba-2's chunked scan does within a chunk."""
+    input_dtype = hidden_states.dtype
+    if delta_bias is not None:
+        dt = dt + delta_bias.to(dt.dtype)[..., None]
+    if delta_softplus:
+        dt = torch.nn.functional.softplus(dt)
+    B, C = B.transpose(1, 2), C.transpose(1, 2)  # [batch, length, state]
+    decay_log = torch.cumsum(A[None, :, None, :] * dt[:, :, :, None], dim=2)  # L_t: [batch, channels, length, state]
+    inputs = dt[:, :, :, None] * B[:, None, :, :].float() * hidden_states[:, :, :, None].float()
+    positions = torch.arange(hidden_states.shape[-1], device=hidden_states.device)
+    causal = (positions[:, None] >= positions[None, :])[None, None, :, :, None]  # [t, s]: s <= t
+    between = decay_log.unsqueeze(3) - decay_log.unsqueeze(2)  # L_t - L_s: [batch, channels, t, s, state]
+    # Masked before the exponential: L_t - L_s is positive for s > t and could overflow.
+    decay = torch.exp(torch.where(causal, between, torch.full((), float("-inf"), dtype=between.dtype)))
+    states = (decay * inputs.unsqueeze(2)).sum(3)  # [batch, channels, length, state]
+    scan_output = (states.to(input_dtype) * C[:, None, :, :]).sum(-1)
+    if D is not None:
+        scan_output = scan_output + hidden_states * D[None, :, None]
+    if z is not None:
+        scan_output = scan_output * torch.nn.functional.silu(z)
+    return (scan_output, states[:, :, -1].to(input_dtype)) if return_last_state else scan_output
+
+
+def _earlier_or_same(length: int, device) -> torch.Tensor:
+    """[t, s]: whether s <= t, for a sequence of `length`."""
+    positions = torch.arange(length, device=device)
+    return positions[:, None] >= positions[None, :]
+
+
+def rnn_scan(self, hidden_states, recurrent_gate, reset, recurrent_states, acc_dtype=torch.float32):
+    """RecurrentGemma's linear recurrence (`RecurrentGemmaRglru._rnn_scan`) h_t = a_t h_(t-1) + x_t
+    in closed form, without the Python loop over the sequence that the legacy trace unrolls:
+    h_t = sum over s <= t of exp(G_t - G_s) x_s + exp(G_t) h_(-1), G the running sum of log a.
+    A reset gate of 0 is taken as 1e-30 (a product through a document boundary is then 1e-30
+    times the input instead of 0). One step (decoding) is the original's."""
+    if hidden_states.shape[1] == 1:
+        return _originals["transformers.models.recurrent_gemma.modeling_recurrent_gemma.RecurrentGemmaRglru._rnn_scan"](
+            self, hidden_states, recurrent_gate, reset, recurrent_states, acc_dtype)
+    gate = (recurrent_gate * ~reset).type(acc_dtype)  # [batch, length, width]
+    log_gate = torch.cumsum(torch.log(gate.clamp_min(1e-30)), dim=1)  # G_t
+    between = log_gate.unsqueeze(2) - log_gate.unsqueeze(1)  # G_t - G_s: [batch, t, s, width]
+    causal = _earlier_or_same(hidden_states.shape[1], hidden_states.device)[None, :, :, None]
+    decay = torch.exp(torch.where(causal, between, torch.full((), float("-inf"), dtype=between.dtype)))
+    states = (decay * hidden_states.type(acc_dtype).unsqueeze(1)).sum(2)
+    if recurrent_states is not None:
+        states = states + torch.exp(log_gate) * recurrent_states[:, None].to(states.device)
+    return states.type(hidden_states.dtype), states[:, -1]
+
+
+def rwkv_linear_attention_cpu(time_decay, time_first, key, value, state=None, return_state=False):
+    """RWKV's WKV (`rwkv_linear_attention_cpu`) without its Python loop over the sequence: the
+    output at t is a softmax over s <= t of k_s + w (t - 1 - s) (s < t) and u + k_t (s = t),
+    applied to the values, where w = -exp(time_decay) and u = time_first; the state after the
+    last step (numerator, denominator and the running maximum the loop keeps) from the same
+    weights. With a state passed in (decoding), the original's."""
+    if state is not None:
+        return _originals["transformers.models.rwkv.modeling_rwkv.rwkv_linear_attention_cpu"](
+            time_decay, time_first, key, value, state=state, return_state=return_state)
+    length = key.shape[1]
+    w = -torch.exp(time_decay)  # [channels]
+    k, v = key.float(), value.float()  # [batch, length, channels]
+    positions = torch.arange(length, device=key.device).float()
+    steps = (positions[:, None] - positions[None, :])[None, :, :, None]  # t - s: [1, t, s, 1]
+    causal = _earlier_or_same(length, key.device)[None, :, :, None]
+    lowest = torch.full((), float("-inf"))
+    earlier = torch.where(causal & (steps > 0), k.unsqueeze(1) + w * (steps - 1), lowest)  # s < t
+    weights = torch.where(steps == 0, (time_first + k).unsqueeze(2), earlier)  # s = t: u + k_t
+    output = (torch.softmax(weights, dim=2) * v.unsqueeze(1)).sum(2).to(key.dtype)
+    if not return_state:
+        return output, None
+    # The loop's state after the last token: sums over every s of exp(k_s + w (T - 1 - s)), scaled
+    # by its running maximum, max over s of k_s + w (T - 1 - s).
+    decayed = k + w * (length - 1 - positions)[None, :, None]  # [batch, s, channels]
+    maximum = decayed.amax(1)
+    scale = torch.exp(decayed - maximum.unsqueeze(1))
+    return output, [(scale * v).sum(1), scale.sum(1), maximum]
+
+
 def _cast_like(g, value, like):
     from torch.onnx._internal.torchscript_exporter import _type_utils
 
@@ -307,6 +394,8 @@ class Patch:
 COMPLEX_ROTARY = ("llama4", "llama4_text", "deepseek_v2", "transformer_z_image", "transformer_bria_fibo2",
                   "transformer_lumina2", "transformer_anyflow", "transformer_sana_wm")
 INTEGER_OR = ("cpmant", "modernvbert", "ultravbert")
+# Architectures with their own identical copy of transformers' `mamba_selective_scan`.
+SELECTIVE_SCAN = ("mamba", "falcon_mamba", "zamba", "jamba")
 
 PATCHES = (
     Patch("rms_norm", "torch.nn.functional.rms_norm",
@@ -331,6 +420,12 @@ PATCHES = (
     Patch("integer_bitwise_or", "aten::bitwise_or", INTEGER_OR, symbolic=_bitwise_or),
     Patch("integer_or", "aten::__or_", INTEGER_OR, symbolic=_bitwise_or),
     Patch("integer_or_in_place", "aten::__ior_", INTEGER_OR, symbolic=_bitwise_or),
+    *(Patch("selective_scan", f"transformers.models.{name}.modeling_{name}.mamba_selective_scan", SELECTIVE_SCAN,
+            function=selective_scan) for name in SELECTIVE_SCAN),
+    Patch("rnn_scan", "transformers.models.recurrent_gemma.modeling_recurrent_gemma.RecurrentGemmaRglru._rnn_scan",
+          ("recurrent_gemma",), function=rnn_scan),
+    Patch("rwkv_attention", "transformers.models.rwkv.modeling_rwkv.rwkv_linear_attention_cpu", ("rwkv",),
+          function=rwkv_linear_attention_cpu),
     Patch("rad2deg", "aten::rad2deg", ("transformer_sana_wm",), symbolic=_scaled_by(180.0 / math.pi)),
     Patch("deg2rad", "aten::deg2rad", ("transformer_sana_wm",), symbolic=_scaled_by(math.pi / 180.0)),
 )
@@ -355,11 +450,18 @@ def _counting(patch: Patch) -> Callable:
 
 
 def _owner(path: str):
-    module, _, attribute = path.rpartition(".")
-    owner = torch
-    for part in module.split(".")[1:]:
-        owner = getattr(owner, part)
-    return owner, attribute
+    """The module (or class) that holds a replaced function, and the function's name in it."""
+    owner_path, _, attribute = path.rpartition(".")
+    parts = owner_path.split(".")
+    for split in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
+        try:
+            owner = importlib.import_module(".".join(parts[:split]))
+        except ModuleNotFoundError:
+            continue
+        for part in parts[split:]:
+            owner = getattr(owner, part)
+        return owner, attribute
+    raise ModuleNotFoundError(path)
 
 
 def _counting_symbolic(patch: Patch) -> Callable:

@@ -97,6 +97,62 @@ class PatchEquivalenceTest(unittest.TestCase):
             1 / 0
         self.assertTrue(module.angles.is_complex() and module.rope.table[0].is_complex())
 
+    def test_selective_scan(self):
+        """The closed-form scan against transformers' own recurrence, and the legacy graph of it
+        on a sequence length other than the one it was traced on."""
+        import io
+
+        import onnxruntime
+        from transformers.models.mamba import modeling_mamba
+
+        batch, channels, length, state = 2, 6, 9, 4
+        x, dt, z = self.randn(batch, channels, length), self.randn(batch, channels, length), self.randn(batch, channels, length)
+        A = -torch.rand(channels, state, generator=self.gen) * 2
+        B, C = self.randn(batch, state, length), self.randn(batch, state, length)
+        D, bias = self.randn(channels), self.randn(channels)
+        options = dict(D=D, z=z, delta_bias=bias, delta_softplus=True, return_last_state=True)
+        for got, want in zip(patches.selective_scan(x, dt, A, B, C, **options), modeling_mamba.mamba_selective_scan(x, dt, A, B, C, **options)):
+            torch.testing.assert_close(got, want)
+        torch.testing.assert_close(patches.selective_scan(x, dt.exp(), A, B, C), modeling_mamba.mamba_selective_scan(x, dt.exp(), A, B, C))
+
+        class Scan(torch.nn.Module):
+            def forward(self, x, dt, B, C):
+                return patches.selective_scan(x, dt, A, B, C, D=D, delta_softplus=True)
+
+        buffer, names = io.BytesIO(), ["x", "dt", "B", "C"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(Scan(), (x, dt, B, C), buffer, dynamo=False, opset_version=18, input_names=names,
+                              dynamic_axes={n: {2: "length"} for n in names})
+        session = onnxruntime.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+        shorter = [t[:, :, :5].contiguous() for t in (x, dt, B, C)]
+        got = session.run(None, {n: t.numpy() for n, t in zip(names, shorter)})[0]
+        np.testing.assert_allclose(got, Scan()(*shorter).numpy(), rtol=1e-4, atol=1e-5)
+
+    def test_rnn_scan(self):
+        """RecurrentGemma's recurrence in closed form against its loop, with a document boundary
+        inside the sequence and with an initial state."""
+        from transformers.models.recurrent_gemma.modeling_recurrent_gemma import RecurrentGemmaRglru
+
+        x, gate = self.randn(2, 7, 5), torch.rand(2, 7, 5, generator=self.gen)
+        reset = torch.zeros(2, 7, 1, dtype=torch.bool)
+        reset[:, 0], reset[1, 4] = True, True
+        for reset, initial in ((reset, None), (torch.zeros_like(reset), self.randn(2, 5))):
+            for got, want in zip(patches.rnn_scan(None, x, gate, reset, initial), RecurrentGemmaRglru._rnn_scan(None, x, gate, reset, initial)):
+                torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+    def test_rwkv_attention(self):
+        """RWKV's WKV as a masked softmax against its loop: the output and the loop's final state."""
+        from transformers.models.rwkv import modeling_rwkv
+
+        decay, first = self.randn(5), self.randn(5)
+        key, value = self.randn(2, 7, 5) * 3, self.randn(2, 7, 5)
+        got, got_state = patches.rwkv_linear_attention_cpu(decay, first, key, value, return_state=True)
+        want, want_state = modeling_rwkv.rwkv_linear_attention_cpu(decay, first, key, value, return_state=True)
+        torch.testing.assert_close(got, want)
+        for g, w in zip(got_state, want_state):
+            torch.testing.assert_close(g, w)
+
     def test_symbolics(self):
         """The legacy-exporter symbolics (integer `|` and `|=`, rad2deg, deg2rad), run by ONNX
         Runtime, against PyTorch."""
