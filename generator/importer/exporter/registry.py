@@ -576,15 +576,19 @@ def merge_config(config: dict, overrides: dict) -> dict:
 
 
 def derive(model_type: str, seed: int = 0, overrides: dict | None = None, layout: tuple | None = None,
-           drawn: list | None = None) -> dict:
+           drawn: list | None = None, export_class: str | None = None) -> dict:
     """The imported fields of one architecture. Never raises: when transformers cannot build
     or run the tiny model, the result carries `known_issue` with the real error; when the
     registries cannot decide the category, `undecided` says why. `overrides` (the spec's
     curated `tiny_config_overrides`) go over the generic shrink; `layout` (its curated inputs
     and shapes) replaces the candidate layouts; `drawn` (its `export.drawn_weights`) are drawn
-    as the fixture export draws them (export.draw_weights)."""
+    as the fixture export draws them (export.draw_weights); `export_class` (its curated
+    `export.class`) is the class run instead of the registry's base model, built from its own
+    sub-config of the tiny config (export.own_config: a video tracker's image encoder)."""
     overrides = overrides or {}
     row = _row(model_type)
+    if export_class:
+        row = {**row, "base_class": export_class}
     found = {"registries": row["registries"], "export_class": row["base_class"], **({"from": row["from"]} if "from" in row else {})}
     if row.get("library") == "diffusers":
         decided = diffusion.classify(row)
