@@ -11,7 +11,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "transformer_bria_fibo2 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795810528-16616 on vm, 2026-11-27T20:15:28Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (128)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Export),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_wan_animate_2",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_wan_animate_2.yaml",
-    spec_digest: "d4ef09f286bf769ac38647cd2d78f2f3e75177a9cfb494c120cae77cf418c6ee",
+    spec_digest: "3a8ac5d9ac0df1b1cc2cc4ebc91a687810ebfbcb136cea42890e5d181e4dff2c",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "falcon_mamba",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/falcon_mamba.yaml",
-    spec_digest: "96a9b916343175f715c94341ec4ab54b08ae6544387b85855586ba68343ff69c",
+    spec_digest: "b1f0847b8bebb60129f9b2f592e904bc5139461af25c9bb2ae83d55fdd804611",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "3637098590d6273500352fa8366d3cb8fc27223b1214a8e71270196e73cf81af",
+    spec_digest: "919d4ff70f6a1e17c457a7dfff0ed438595a4b78347cce149044e9941b6cdf96",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.conv_state",

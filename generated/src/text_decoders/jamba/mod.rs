@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "jamba",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/jamba.yaml",
-    spec_digest: "3237a5b5765f6c1c1317feda9e5f0dfb2e0ca052342e2db06fd95c6f5bf31927",
+    spec_digest: "d2ab098aaea2b5e35e2b63f089c4fbc6dba98d3933626e34d19685301d391d8f",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,6 +50,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "eff9e64dc14a013f5c909d1aabed38a0f4b4f28a38b12422dde85c0440dbfb87",
+    spec_digest: "55f559bf71fe595cdb1a2027eeacd62610f72cdc07bb80a3bcf0b02da82f7e5b",
     cache: &[],
 };

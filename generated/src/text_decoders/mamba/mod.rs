@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mamba",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/mamba.yaml",
-    spec_digest: "507f7cb674423b82dd643ba1c7357d81292152173abd4d5149907dc8fd08ce40",
+    spec_digest: "23026197412e7dc84bf4b8aa63b70abda1baceb33db2a9e05c0e12f684681de5",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "ca679a8149ef87fe151c98d6d27a0d02e3352c634a8464ad3c783605391e6053",
+    spec_digest: "e552213e6d9b9b46b85a0f0baa56735b8096a2c1f1e94e39f1bc7bcf500cdc40",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.conv_state",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "recurrent_gemma",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/recurrent_gemma.yaml",
-    spec_digest: "eeb2d38f7c493bc8e27d82654e5da8e2cfda50d241a10daf3fa10725348f00ff",
+    spec_digest: "8b628102c306ecf7c333adfaacaa6ac6eb470e4b4c8aa1f5127f264d49a4b32a",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,6 +50,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "cd190817bfe255da2fffb85fd214f52386dd19a2775283685f7c6f6db3c05701",
+    spec_digest: "7a6eb8b28c710d983fc87c81f196d066cc0b1c5bdacdd626fc080ace8c3c5f08",
     cache: &[],
 };

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "rwkv",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/rwkv.yaml",
-    spec_digest: "93f3a15323da325ce1175c42a5a507cc70a59282bddc7876d36ebdebf28a2e4b",
+    spec_digest: "b25b83e5519fc5d1a9e308d98620eedea4c9fc7480ec3dcd462ef5b29b415d4c",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -45,6 +45,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "f5a880bd6e8141ed1cc52a89d86fa7892357ec8be47d44503594e6a9d00269ca",
+    spec_digest: "332b65b14db6eb330e4be0c7e11e58301a475c3d8435ec6098991d60e7d99bf7",
     cache: &[],
 };

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "zamba",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/zamba.yaml",
-    spec_digest: "69dbe8d5d497ceddab4c5add231ada16457b9c592c0cd1a3b535ef1b555a68db",
+    spec_digest: "717e25e19fcb0e5a879cb5e0f7c1242e696ab9b529c320c51385053618a71b03",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "b5cee89d293b13786c4e65715d97b5ddb9207f9f9bd3e6200adac7466769b8c4",
+    spec_digest: "5a12bc023ce69fb8b46ef0f5ef1e6d2321034b6b04ea25bc531d601cfee1ca68",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.conv_state",

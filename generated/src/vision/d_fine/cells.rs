@@ -11,7 +11,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "d_fine on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795810528-16616 on vm, 2026-11-27T20:15:33Z): output last_hidden_state: cosine similarity 0.8149 in its worst row (of 30; mean 0.9376), below 0.98; relative L2 error 0.3532, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/d_fine.yaml) (max abs error 1.698e0; worst at flat index 220: got -2.4709877967834473, expected -0.7728890180587769); output intermediate_hidden_states: cosine similarity 0.3283 in its worst row (of 60; mean 0.8917), below 0.98; relative L2 error 0.4653, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/d_fine.yaml) (max abs error 2.576e0; worst at flat index 507: got 1.0041011571884155, expected -1.5717418193817139); output init_reference_points: cosine similarity 0.8406 in its worst row (of 1; mean 0.8406), below 0.98; relative L2 error 0.5611, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/d_fine.yaml) (max abs error 3.892e0; worst at flat index 37: got 1.9462264776229858, expected -1.9457974433898926); output enc_topk_bboxes: cosine similarity 0.8498 in its worst row (of 1; mean 0.8498), below 0.98; relative L2 error 0.5484, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/d_fine.yaml) (max abs error 7.500e-1; worst at flat index 37: got 0.8750345706939697, expected 0.1250123232603073)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -20,7 +24,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "d_fine on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run 1795810528-16616 on vm, 2026-11-27T20:15:34Z): output last_hidden_state: cosine similarity 0.7462 in its worst row (of 30; mean 0.8979), below 0.95; relative L2 error 0.4519, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/d_fine.yaml) (max abs error 1.712e0; worst at flat index 443: got -0.2097269594669342, expected -1.9217830896377563); output intermediate_hidden_states: cosine similarity 0.5811 in its worst row (of 60; mean 0.8926), below 0.95; relative L2 error 0.4634, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/d_fine.yaml) (max abs error 2.579e0; worst at flat index 507: got 1.007327675819397, expected -1.5717418193817139); output init_reference_points: cosine similarity 0.8989 in its worst row (of 1; mean 0.8989), below 0.95; relative L2 error 0.4513, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/d_fine.yaml) (max abs error 4.174e0; worst at flat index 93: got -2.707953453063965, expected 1.4663749933242798); output enc_topk_bboxes: cosine similarity 0.9071 in its worst row (of 1; mean 0.9071), below 0.95; relative L2 error 0.4283, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/d_fine.yaml) (max abs error 7.500e-1; worst at flat index 93: got 0.06250566244125366, expected 0.8125057816505432)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

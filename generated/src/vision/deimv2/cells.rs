@@ -11,7 +11,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deimv2 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795810528-16616 on vm, 2026-11-27T20:15:36Z): output last_hidden_state: cosine similarity 0.5475 in its worst row (of 30; mean 0.8735), below 0.98; relative L2 error 0.5030, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deimv2.yaml) (max abs error 2.171e0; worst at flat index 737: got -0.3823517858982086, expected 1.7883089780807495); output intermediate_hidden_states: cosine similarity 0.3684 in its worst row (of 60; mean 0.8715), below 0.98; relative L2 error 0.5069, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deimv2.yaml) (max abs error 2.767e0; worst at flat index 446: got -0.6274740695953369, expected -3.394221305847168); output init_reference_points: cosine similarity 0.8503 in its worst row (of 1; mean 0.8503), below 0.98; relative L2 error 0.5508, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deimv2.yaml) (max abs error 5.416e0; worst at flat index 105: got -2.708198070526123, expected 2.70797061920166); output enc_topk_bboxes: cosine similarity 0.8810 in its worst row (of 1; mean 0.8810), below 0.98; relative L2 error 0.4835, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deimv2.yaml) (max abs error 8.750e-1; worst at flat index 105: got 0.06249132752418518, expected 0.9374953508377075)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -20,7 +24,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deimv2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run 1795810528-16616 on vm, 2026-11-27T20:15:36Z): output last_hidden_state: cosine similarity 0.2288 in its worst row (of 30; mean 0.5484), below 0.95; relative L2 error 0.9503, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deimv2.yaml) (max abs error 2.571e0; worst at flat index 664: got 1.1214871406555176, expected -1.4494857788085938); output intermediate_hidden_states: cosine similarity 0.1280 in its worst row (of 60; mean 0.6101), below 0.95; relative L2 error 0.8830, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deimv2.yaml) (max abs error 3.463e0; worst at flat index 407: got -2.4011006355285645, expected 1.0622464418411255); output init_reference_points: cosine similarity 0.7722 in its worst row (of 1; mean 0.7722), below 0.95; relative L2 error 0.6880, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deimv2.yaml) (max abs error 5.416e0; worst at flat index 69: got 2.7079930305480957, expected -2.7081661224365234); output enc_topk_bboxes: cosine similarity 0.8286 in its worst row (of 1; mean 0.8286), below 0.95; relative L2 error 0.5973, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deimv2.yaml) (max abs error 8.750e-1; worst at flat index 69: got 0.9374966621398926, expected 0.062493205070495605)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

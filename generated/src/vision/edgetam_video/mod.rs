@@ -21,9 +21,56 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "edgetam_video",
     category: "vision",
     spec_path: "model-specs/models/vision/edgetam_video.yaml",
-    spec_digest: "77152af8d763086756be3072e9457eef4d12cf18caaee346fdc5f31e6bccfacd",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "356fbb0579e1db123aead1b28f47a758b72e4fa664bf23ced4cd8baa10169580",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "fpn_hidden_states_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_hidden_states_0_1",
+                "fpn_hidden_states_0_2",
+                "fpn_hidden_states_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_0_1",
+                "fpn_position_encoding_0_2",
+                "fpn_position_encoding_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_1_1",
+                "fpn_position_encoding_1_2",
+                "fpn_position_encoding_1_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_2",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_2_1",
+                "fpn_position_encoding_2_2",
+                "fpn_position_encoding_2_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

@@ -21,9 +21,86 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam2_video",
     category: "vision",
     spec_path: "model-specs/models/vision/sam2_video.yaml",
-    spec_digest: "8f45817b502df5c17ad89726cf77677c83d20fa1b612b15cbe71773fe9a8ceb6",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "74578b5a973528c3140f1653db05d1b70e94743f551c49a168eb0008a61f1865",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "last_hidden_state_1",
+                "last_hidden_state_2",
+                "last_hidden_state_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_hidden_states_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_hidden_states_0_1",
+                "fpn_hidden_states_0_2",
+                "fpn_hidden_states_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_hidden_states_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_hidden_states_1_1",
+                "fpn_hidden_states_1_2",
+                "fpn_hidden_states_1_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_hidden_states_2",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_hidden_states_2_1",
+                "fpn_hidden_states_2_2",
+                "fpn_hidden_states_2_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_0_1",
+                "fpn_position_encoding_0_2",
+                "fpn_position_encoding_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_1_1",
+                "fpn_position_encoding_1_2",
+                "fpn_position_encoding_1_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_2",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_2_1",
+                "fpn_position_encoding_2_2",
+                "fpn_position_encoding_2_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

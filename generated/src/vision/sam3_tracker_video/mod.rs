@@ -21,9 +21,81 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam3_tracker_video",
     category: "vision",
     spec_path: "model-specs/models/vision/sam3_tracker_video.yaml",
-    spec_digest: "ad94959ca43fc6d500f7175b3b1983718f350c14c6fb1d61ea44216a8cd5d38b",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "a532fbade309b635d51cba259a8d86a9b058da44a7491316cb2e085e73a91a28",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "last_hidden_state",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "last_hidden_state_1", "last_hidden_state_2"],
+        },
+        runtime::TensorDecl {
+            name: "fpn_hidden_states_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_hidden_states_0_1",
+                "fpn_hidden_states_0_2",
+                "fpn_hidden_states_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_hidden_states_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_hidden_states_1_1",
+                "fpn_hidden_states_1_2",
+                "fpn_hidden_states_1_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_hidden_states_2",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_hidden_states_2_1",
+                "fpn_hidden_states_2_2",
+                "fpn_hidden_states_2_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_0_1",
+                "fpn_position_encoding_0_2",
+                "fpn_position_encoding_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_1_1",
+                "fpn_position_encoding_1_2",
+                "fpn_position_encoding_1_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "fpn_position_encoding_2",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "fpn_position_encoding_2_1",
+                "fpn_position_encoding_2_2",
+                "fpn_position_encoding_2_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,
