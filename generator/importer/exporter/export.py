@@ -741,7 +741,7 @@ def fixture_fields(spec: dict, job: dict, source: str, exported: tuple, wrapper,
         "seed": int(job.get("seed", 0)),
         "cache_key": job.get("cache_key"),
         "exporter": {**exporter, "version": EXPORTER_VERSION, "fallback_errors": errors},
-        "torchscript": export_torchscript(wrapper, example, tmp / "model.pt"),
+        "torchscript": export_torchscript(wrapper, example, tmp / "model.pt", attempt_named(exporter.get("name"))),
         **precision_variants(tmp),
         "integer_nodes": integer_nodes(tmp / "model.onnx"),
         "linear_layers": linear,
@@ -763,14 +763,16 @@ def library_versions() -> dict:
     return {"torch": torch.__version__, "transformers": transformers.__version__, "numpy": np.__version__}
 
 
-def export_torchscript(wrapper, example, path: Path) -> dict:
+def export_torchscript(wrapper, example, path: Path, attempt: "Attempt | None") -> dict:
     """The TorchScript export the libtorch engine runs: the same wrapper traced with the export
-    shape's inputs, returning the spec's outputs in order. Tracing records one path through the
-    model's Python; the second shape's check tells whether it generalises. A model that cannot
-    be traced gets its error in meta.json (its torch cells fail with it, and `gen import
-    --platform cpu` records that as their known issue) instead of failing the fixture."""
+    shape's inputs, returning the spec's outputs in order, with the patches and experts of the
+    recipe's attempt that made the ONNX graph (a loop the ONNX graph needed rewritten is unrolled
+    by this trace alike). Tracing records one path through the model's Python; the second shape's
+    check tells whether it generalises. A model that cannot be traced gets its error in meta.json
+    (its torch cells fail with it, and `gen import --platform cpu` records that as their known
+    issue) instead of failing the fixture."""
     try:
-        with torch.no_grad(), warnings.catch_warnings():
+        with torch.no_grad(), warnings.catch_warnings(), attempt_context(attempt, wrapper):
             warnings.simplefilter("ignore")  # TracerWarnings: the second-shape check measures what they warn of
             traced = torch.jit.trace(wrapper, example, check_trace=False, strict=False)
             traced.save(str(path))
@@ -1202,6 +1204,27 @@ def experts_batched(model):
             config._experts_implementation = before[key]
 
 
+def attempt_named(name: str | None) -> Attempt | None:
+    """The recipe's attempt of that name (meta.json's `exporter.name`); None for a fixture
+    without an ONNX graph (torchscript.py)."""
+    return next((a for a in RECIPE if a.name == name), None)
+
+
+@contextlib.contextmanager
+def attempt_context(attempt: Attempt | None, model):
+    """What an attempt changes while it traces `model`: patches.py's rewrites (and the complex
+    tables the model cached, as parts), and the experts computed batched. Nothing without one."""
+    import patches
+
+    if attempt is None:
+        yield
+        return
+    with (patches.applied(attempt.opset) if attempt.patched else contextlib.nullcontext()), \
+            (patches.complex_attributes(model) if attempt.patched else contextlib.nullcontext()), \
+            (experts_batched(model) if attempt.batched_experts else contextlib.nullcontext()):
+        yield
+
+
 def recipe(spec: dict, second_example) -> list[Attempt]:
     """The attempts for a spec: its `export.exporter` choice keeps one exporter's attempts;
     tracing on the second shape is left out where fixed inputs tie the graph to the export shape
@@ -1279,9 +1302,7 @@ def export_onnx(wrapper, example, input_names, output_names, axes, path: Path, s
         traced_on = second_example if attempt.on_second_shape and second_example is not None else example
         try:
             try:
-                with (patches.applied(attempt.opset) if attempt.patched else contextlib.nullcontext()), \
-                        (patches.complex_attributes(wrapper) if attempt.patched else contextlib.nullcontext()), \
-                        (experts_batched(wrapper) if attempt.batched_experts else contextlib.nullcontext()):
+                with attempt_context(attempt, wrapper):
                     export_with(attempt, wrapper, traced_on, input_names, output_names, axes, path)
             finally:
                 if attempt.patched:

@@ -61,6 +61,12 @@ def _guard_on_data(x):
     return x[:n] * 2 if n > 0 else x
 
 
+def _list_as_long_as_the_batch(x):
+    # A tensor made from a Python list of the batch's length (Chroma's guidance ids,
+    # `torch.tensor([0] * batch_size)`): the legacy trace keeps the example's list as a constant.
+    return torch.cat([x, torch.tensor([0.0] * x.shape[0])[:, None]], 1)
+
+
 def _ints(*shape):
     return lambda index: (torch.randint(0, 4, (shape[0] + index, *shape[1:]), generator=torch.Generator().manual_seed(index)),)
 
@@ -70,7 +76,7 @@ def _floats(*shape):
 
 
 REPROS = (
-    Repro("polar", "complex rotary embeddings built with torch.polar", ("llama4_text", "deepseek_v2"),
+    Repro("polar", "complex rotary embeddings built with torch.polar (patches.py carries them as parts)", ("llama4_text", "deepseek_v2"),
           lambda r, t: torch.view_as_real(torch.polar(r, t)), lambda i: (torch.ones(2, 4), torch.randn(2, 4)), False,
           "Exporting the operator 'aten::polar' to ONNX"),
     Repro("complex_dynamo", "complex tensors in rotary embeddings (dynamo)",
@@ -90,7 +96,10 @@ REPROS = (
           ("dbrx", "flex_olmo", "zaya", "aria_text", "beam"),
           _split_by_counts, lambda i: (torch.randn(6 + i, 3), torch.arange(6 + i) % (3 + i)), False,
           "Cannot split using values in 'split'", on_second_shape=True),
-    Repro("loop_over_sequence", "a Python loop over the sequence (Mamba's slow path, legacy trace)",
+    Repro("list_as_long_as_the_batch", "a tensor made from a Python list as long as the batch (legacy trace)",
+          ("transformer_chroma",), _list_as_long_as_the_batch, _floats(1, 3), False, "Non concat axis dimensions must match",
+          on_second_shape=True),
+    Repro("loop_over_sequence", "a Python loop over the sequence (Mamba's slow path, legacy trace; patches.py's scans replace it)",
           ("mamba", "falcon_mamba", "zamba"),
           _loop_over_sequence, lambda i: (torch.randn(2, 5 + 3 * i, 4),), False, "shape 2: ONNX Runtime's output",
           on_second_shape=True),

@@ -47,7 +47,7 @@ const REPRODUCTIONS: &[(&str, &str)] = &[
     ),
     (
         "the graph does not run or match on the second shape (a size baked in)",
-        "split_by_counts, loop_over_sequence",
+        "split_by_counts, loop_over_sequence, list_as_long_as_the_batch",
     ),
 ];
 
