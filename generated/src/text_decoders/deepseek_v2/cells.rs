@@ -32,7 +32,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795810541-16603 on vm, 2026-11-27T20:15:41Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
+            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -76,7 +76,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795810541-16603 on vm, 2026-11-27T20:15:41Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
+            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -111,7 +111,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795810541-16603 on vm, 2026-11-27T20:15:41Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
+            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -146,7 +146,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795810541-16603 on vm, 2026-11-27T20:15:41Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
+            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -181,23 +181,31 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795810541-16603 on vm, 2026-11-27T20:15:41Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
+            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
-/// deepseek_v2 on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
+/// deepseek_v2 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "deepseek_v2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:16Z): cannot load <fixtures>/deepseek_v2/model.onnx: Failed to compose Qnn graph.; deepseek_v2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:16Z): cannot load <fixtures>/deepseek_v2/model.onnx: Failed to compose Qnn graph.; deepseek_v2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:17Z): cannot load <fixtures>/deepseek_v2/model.onnx: Failed to compose Qnn graph.",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Load),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deepseek_v2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:16Z): cannot load <fixtures>/deepseek_v2/model.onnx: Failed to compose Qnn graph.; deepseek_v2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:16Z): cannot load <fixtures>/deepseek_v2/model.onnx: Failed to compose Qnn graph.; deepseek_v2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:17Z): cannot load <fixtures>/deepseek_v2/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Load),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -206,7 +214,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deepseek_v2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:16Z): cannot load <fixtures>/deepseek_v2/model.onnx: Failed to compose Qnn graph.; deepseek_v2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:16Z): cannot load <fixtures>/deepseek_v2/model.onnx: Failed to compose Qnn graph.; deepseek_v2 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:17Z): cannot load <fixtures>/deepseek_v2/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Load),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -218,7 +230,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795810541-16603 on vm, 2026-11-27T20:15:41Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
+            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -233,18 +245,26 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             min_top1: 0.95f64,
         },
     );
-/// deepseek_v2 on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// deepseek_v2 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "deepseek_v2 on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:31Z): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/deepseek_v2.yaml only if it may run off WebNNExecutionProvider, with the reason; deepseek_v2 on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:35Z): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/deepseek_v2.yaml only if it may run off WebNNExecutionProvider, with the reason; deepseek_v2 on webnn with browser: runs failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:36Z): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/deepseek_v2.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deepseek_v2 on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:31Z): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/deepseek_v2.yaml only if it may run off WebNNExecutionProvider, with the reason; deepseek_v2 on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:35Z): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/deepseek_v2.yaml only if it may run off WebNNExecutionProvider, with the reason; deepseek_v2 on webnn with browser: runs failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:36Z): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/deepseek_v2.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -253,7 +273,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deepseek_v2 on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:31Z): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/deepseek_v2.yaml only if it may run off WebNNExecutionProvider, with the reason; deepseek_v2 on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:35Z): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/deepseek_v2.yaml only if it may run off WebNNExecutionProvider, with the reason; deepseek_v2 on webnn with browser: runs failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:36Z): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, Slice ×16 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 218 nodes (70%), 0 µs (0%); WebNNExecutionProvider: 95 nodes (30%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/deepseek_v2.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -265,7 +289,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795810541-16603 on vm, 2026-11-27T20:15:41Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
+            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -281,7 +305,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: deepseek_v2 on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795811518-3209 on vm, 2026-11-27T20:34:48Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-27 20:34:48.655099 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 20:34:48.675774 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 20:34:48.696774 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-27 20:34:48.815619 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (4, 1, 1) | \u{1b}[1;31m2026-11-27 20:34:48.826804 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -299,7 +326,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: deepseek_v2 on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795811518-3209 on vm, 2026-11-27T20:35:06Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-27 20:35:06.222770 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 20:35:06.239699 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 20:35:06.261054 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-27 20:35:06.385780 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (4, 1, 1) | \u{1b}[1;31m2026-11-27 20:35:06.388690 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -311,7 +341,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795810541-16603 on vm, 2026-11-27T20:15:41Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
+            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -327,7 +357,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deepseek_v2 on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:35:07Z): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -345,7 +379,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deepseek_v2 on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:35:10Z): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -357,7 +395,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795810541-16603 on vm, 2026-11-27T20:15:41Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
+            reason: "deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },

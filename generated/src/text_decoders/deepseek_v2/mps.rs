@@ -15,7 +15,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::MPS_ONNX, ignore =
-        "known issue: deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795810541-16603 on vm, 2026-11-27T20:15:41Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)"
+        "known issue: deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)"
     );
 }
 /// deepseek_v2 on mps with libtorch, device mps: run.

@@ -30,16 +30,12 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// falcon_mamba on cpu: known-issue (libtorch, device cpu).
+/// falcon_mamba on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "falcon_mamba on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:22Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: The size of tensor a (8) must match the size of tensor b (13) at non-singleton dimension 2",
-        basis: runtime::Basis::Evidence,
-        stage: Some(runtime::Stage::Run),
-    },
+    runtime::Planned::Run,
 );
 /// falcon_mamba on cuda: run (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
@@ -145,7 +141,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "falcon_mamba on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795811318-29485 on vm, 2026-11-27T20:28:52Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 93 µs (1%); OpenVINOExecutionProvider: 3 nodes (60%), 8048 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/falcon_mamba.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -155,18 +155,26 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// falcon_mamba on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
+/// falcon_mamba on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "falcon_mamba on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:19Z): output last_hidden_state (the 22 positions the attention mask keeps, of 26): 1 of 704 elements outside 0.1 of the output's spread (3.064e-1 abs) (max abs error 3.105e-1; worst at flat index 587: got -0.9213867783546448, expected -1.2318401336669922); relative L2 error 0.0634, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/text_decoders/falcon_mamba.yaml)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "falcon_mamba on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:19Z): output last_hidden_state (the 22 positions the attention mask keeps, of 26): 1 of 704 elements outside 0.1 of the output's spread (3.064e-1 abs) (max abs error 3.105e-1; worst at flat index 587: got -0.9213867783546448, expected -1.2318401336669922); relative L2 error 0.0634, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/text_decoders/falcon_mamba.yaml)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -175,7 +183,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "falcon_mamba on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:19Z): output last_hidden_state (the 22 positions the attention mask keeps, of 26): 1 of 704 elements outside 0.1 of the output's spread (3.064e-1 abs) (max abs error 3.105e-1; worst at flat index 587: got -0.9213867783546448, expected -1.2318401336669922); relative L2 error 0.0634, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/text_decoders/falcon_mamba.yaml)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -187,7 +199,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "falcon_mamba on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:25:47Z): step 0 (decoder): cannot load <fixtures>/generation/falcon_mamba/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+            reason: "falcon_mamba on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:21Z): step 0 (decoder): cannot load <fixtures>/generation/falcon_mamba/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -222,7 +234,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "falcon_mamba on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:47Z): output last_hidden_state: cosine similarity 0.9671 in its worst row (of 8; mean 0.9873), below 0.98; relative L2 error 0.1590, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/falcon_mamba.yaml) (max abs error 5.188e-1; worst at flat index 174: got 0.32877349853515625, expected 0.8476032018661499)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -243,7 +259,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: falcon_mamba on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795811518-3209 on vm, 2026-11-27T20:35:12Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'/model/embeddings/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-27 20:35:12.480494 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 20:35:12.506889 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 20:35:12.530929 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-27 20:35:12.638259 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (4, 1, 1) | \u{1b}[1;31m2026-11-27 20:35:12.641824 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'/model/embeddings/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -261,7 +280,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: falcon_mamba on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795811518-3209 on vm, 2026-11-27T20:35:30Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'/model/embeddings/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-27 20:35:29.764104 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 20:35:29.793168 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 20:35:29.813343 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-27 20:35:29.973623 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (4, 1, 1) | \u{1b}[1;31m2026-11-27 20:35:29.979273 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'/model/embeddings/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -282,7 +304,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "falcon_mamba on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:35:35Z): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/embeddings/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -300,7 +326,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "falcon_mamba on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:35:40Z): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/embeddings/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

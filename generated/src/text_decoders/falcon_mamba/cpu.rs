@@ -23,12 +23,12 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
 }
-/// falcon_mamba on cpu with libtorch, device cpu: known-issue (falcon_mamba on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:22Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: The size of tensor a (8) must match the size of tensor b (13) at non-singleton dimension 2).
+/// falcon_mamba on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::falcon_mamba::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, ignore =
-        "known issue: falcon_mamba on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:22Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: The size of tensor a (8) must match the size of tensor b (13) at non-singleton dimension 2"
+        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
+        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
     );
 }

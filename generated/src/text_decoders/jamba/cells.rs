@@ -32,20 +32,16 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            reason: "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
             stage: runtime::Stage::Reference,
         },
     );
-/// jamba on cpu: known-issue (libtorch, device cpu).
+/// jamba on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "jamba on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:24Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: The size of tensor a (8) must match the size of tensor b (13) at non-singleton dimension 2",
-        basis: runtime::Basis::Evidence,
-        stage: Some(runtime::Stage::Run),
-    },
+    runtime::Planned::Run,
 );
 /// jamba on cuda: run (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
@@ -79,7 +75,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            reason: "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -113,7 +109,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            reason: "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -147,7 +143,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            reason: "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -169,7 +165,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "jamba on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795811318-29485 on vm, 2026-11-27T20:28:53Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_82 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_82_2' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -181,22 +181,30 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            reason: "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
             stage: runtime::Stage::Reference,
         },
     );
-/// jamba on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
+/// jamba on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "jamba on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:25Z): cannot load <fixtures>/jamba/model.onnx: Failed to compose Qnn graph.; jamba on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:26Z): cannot load <fixtures>/jamba/model.onnx: Failed to compose Qnn graph.; jamba on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:26Z): cannot load <fixtures>/jamba/model.onnx: Failed to compose Qnn graph.",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Load),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "jamba on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:25Z): cannot load <fixtures>/jamba/model.onnx: Failed to compose Qnn graph.; jamba on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:26Z): cannot load <fixtures>/jamba/model.onnx: Failed to compose Qnn graph.; jamba on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:26Z): cannot load <fixtures>/jamba/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Load),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -205,7 +213,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "jamba on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:25Z): cannot load <fixtures>/jamba/model.onnx: Failed to compose Qnn graph.; jamba on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:26Z): cannot load <fixtures>/jamba/model.onnx: Failed to compose Qnn graph.; jamba on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:26Z): cannot load <fixtures>/jamba/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Load),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -217,7 +229,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            reason: "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
             stage: runtime::Stage::Reference,
         },
     )
@@ -231,18 +243,26 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             min_top1: 0.95f64,
         },
     );
-/// jamba on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// jamba on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "jamba on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:50Z): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu ×4 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, ScatterElements ×4 on CPUExecutionProvider, Slice ×8 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 109 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 48 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/jamba.yaml only if it may run off WebNNExecutionProvider, with the reason; jamba on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:52Z): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu ×4 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, ScatterElements ×4 on CPUExecutionProvider, Slice ×8 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 109 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 48 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/jamba.yaml only if it may run off WebNNExecutionProvider, with the reason; jamba on webnn with browser: runs failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:54Z): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu ×4 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, ScatterElements ×4 on CPUExecutionProvider, Slice ×8 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 109 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 48 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/jamba.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "jamba on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:50Z): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu ×4 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, ScatterElements ×4 on CPUExecutionProvider, Slice ×8 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 109 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 48 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/jamba.yaml only if it may run off WebNNExecutionProvider, with the reason; jamba on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:52Z): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu ×4 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, ScatterElements ×4 on CPUExecutionProvider, Slice ×8 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 109 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 48 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/jamba.yaml only if it may run off WebNNExecutionProvider, with the reason; jamba on webnn with browser: runs failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:54Z): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu ×4 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, ScatterElements ×4 on CPUExecutionProvider, Slice ×8 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 109 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 48 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/jamba.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -251,7 +271,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "jamba on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:50Z): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu ×4 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, ScatterElements ×4 on CPUExecutionProvider, Slice ×8 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 109 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 48 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/jamba.yaml only if it may run off WebNNExecutionProvider, with the reason; jamba on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:52Z): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu ×4 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, ScatterElements ×4 on CPUExecutionProvider, Slice ×8 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 109 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 48 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/jamba.yaml only if it may run off WebNNExecutionProvider, with the reason; jamba on webnn with browser: runs failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:45:54Z): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu ×4 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, ScatterElements ×4 on CPUExecutionProvider, Slice ×8 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 109 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 48 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/jamba.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -263,7 +287,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            reason: "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -278,7 +302,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: jamba on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795811518-3209 on vm, 2026-11-27T20:35:42Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-27 20:35:42.493725 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 20:35:42.524760 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 20:35:42.544864 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-27 20:35:42.647149 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (4, 1, 1) | \u{1b}[1;31m2026-11-27 20:35:42.664024 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -296,7 +323,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: jamba on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795811518-3209 on vm, 2026-11-27T20:35:57Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-27 20:35:57.142854 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 20:35:57.159854 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 20:35:57.194004 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-27 20:35:57.309699 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (4, 1, 1) | \u{1b}[1;31m2026-11-27 20:35:57.329319 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -308,7 +338,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            reason: "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -323,7 +353,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "jamba on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:36:01Z): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -341,7 +375,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "jamba on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:36:03Z): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -353,7 +391,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            reason: "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
             stage: runtime::Stage::Reference,
         },
     );

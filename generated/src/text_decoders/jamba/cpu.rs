@@ -20,15 +20,15 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers."
+        "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers."
     );
 }
-/// jamba on cpu with libtorch, device cpu: known-issue (jamba on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:24Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: The size of tensor a (8) must match the size of tensor b (13) at non-singleton dimension 2).
+/// jamba on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::jamba::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, ignore =
-        "known issue: jamba on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:19:24Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: The size of tensor a (8) must match the size of tensor b (13) at non-singleton dimension 2"
+        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
+        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
     );
 }

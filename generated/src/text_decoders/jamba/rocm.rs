@@ -15,7 +15,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::ROCM_ONNX, ignore =
-        "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers."
+        "not tested here: jamba's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers."
     );
 }
 /// jamba on rocm with libtorch, device cuda: run.

@@ -11,7 +11,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "recurrent_gemma on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:14Z): ONNX Runtime run failed: Non-zero status code returned while running MatMulIntegerToFloat node. Name:'/model/layers.0/temporal_block/rg_lru/MatMul_1_quant' Status Message: /onnxruntime_src/onnxruntime/contrib_ops/cpu/quantization/dynamic_quantize_matmul.cc:97 onnxruntime::common::Status onnxruntime::contrib::MatMulIntegerToFloatBase::ComputeCommon(onnxruntime::OpKernelContext*, const uint8_t*, const onnxruntime::TensorShape&, float, uint8_t, bool, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*) const IsBQuantParamSupported(b_zp_constant_tensor->Shape(), b_tensor ? b_tensor->Shape() : b_shape_) was false. MatmulInteger : b zero point is not valid\n",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -32,16 +36,20 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
-/// recurrent_gemma on cpu: run (libtorch, device cpu).
+/// recurrent_gemma on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "recurrent_gemma on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:14Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:; recurrent_gemma on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:14Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:; recurrent_gemma on cpu with libtorch: runs failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:14Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Export),
+    },
 );
 /// recurrent_gemma on cuda: run (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
@@ -75,7 +83,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -109,7 +117,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -143,7 +151,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -165,7 +173,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "recurrent_gemma on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795811318-29485 on vm, 2026-11-27T20:28:55Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 34 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 10995 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/recurrent_gemma.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -177,7 +189,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
@@ -192,7 +204,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "recurrent_gemma on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:36Z): cannot load <fixtures>/recurrent_gemma/model.qdq8.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Load),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -213,7 +229,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     )
@@ -247,7 +263,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "recurrent_gemma on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:48:08Z): not every node ran on WebNNExecutionProvider: Clip ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (17%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (83%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/recurrent_gemma.yaml only if it may run off WebNNExecutionProvider, with the reason; also out-of-tolerance: output last_hidden_state: cosine similarity 0.8261 in its worst row (of 8; mean 0.9162), below 0.98; relative L2 error 0.4094, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/recurrent_gemma.yaml) (max abs error 1.548e0; worst at flat index 237: got 2.5789551734924316, expected 1.0306038856506348)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -259,22 +279,30 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
-/// recurrent_gemma on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// recurrent_gemma on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "recurrent_gemma on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:37:03Z): output last_hidden_state: 5 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.346e-4; worst at flat index 284: got 0.0008271512924693525, expected 0.0006620396161451936)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "recurrent_gemma on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:37:03Z): output last_hidden_state: 5 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.346e-4; worst at flat index 284: got 0.0008271512924693525, expected 0.0006620396161451936)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -283,7 +311,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "recurrent_gemma on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:37:03Z): output last_hidden_state: 5 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.346e-4; worst at flat index 284: got 0.0008271512924693525, expected 0.0006620396161451936)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -292,7 +324,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "recurrent_gemma on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:37:03Z): output last_hidden_state: 5 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.346e-4; worst at flat index 284: got 0.0008271512924693525, expected 0.0006620396161451936)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -304,22 +340,30 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );
-/// recurrent_gemma on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// recurrent_gemma on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "recurrent_gemma on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:37:10Z): output last_hidden_state: 5 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.340e-4; worst at flat index 284: got 0.0008271511760540307, expected 0.0006620396161451936)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "recurrent_gemma on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:37:10Z): output last_hidden_state: 5 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.340e-4; worst at flat index 284: got 0.0008271511760540307, expected 0.0006620396161451936)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -328,7 +372,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "recurrent_gemma on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:37:10Z): output last_hidden_state: 5 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.340e-4; worst at flat index 284: got 0.0008271511760540307, expected 0.0006620396161451936)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -337,7 +385,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "recurrent_gemma on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:37:10Z): output last_hidden_state: 5 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.340e-4; worst at flat index 284: got 0.0008271511760540307, expected 0.0006620396161451936)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -349,7 +401,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            reason: "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
             stage: runtime::Stage::Reference,
         },
     );

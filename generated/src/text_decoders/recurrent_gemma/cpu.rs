@@ -9,9 +9,8 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, features = ["cpu"],
-        off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
+        "known issue: recurrent_gemma on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:14Z): ONNX Runtime run failed: Non-zero status code returned while running MatMulIntegerToFloat node. Name:'/model/layers.0/temporal_block/rg_lru/MatMul_1_quant' Status Message: /onnxruntime_src/onnxruntime/contrib_ops/cpu/quantization/dynamic_quantize_matmul.cc:97 onnxruntime::common::Status onnxruntime::contrib::MatMulIntegerToFloatBase::ComputeCommon(onnxruntime::OpKernelContext*, const uint8_t*, const onnxruntime::TensorShape&, float, uint8_t, bool, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*) const IsBQuantParamSupported(b_zp_constant_tensor->Shape(), b_tensor ? b_tensor->Shape() : b_shape_) was false. MatmulInteger : b zero point is not valid\n"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
@@ -20,15 +19,15 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)"
+        "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)"
     );
 }
-/// recurrent_gemma on cpu with libtorch, device cpu: run.
+/// recurrent_gemma on cpu with libtorch, device cpu: known-issue (recurrent_gemma on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:14Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:; recurrent_gemma on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:14Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:; recurrent_gemma on cpu with libtorch: runs failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:14Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:).
 ///
 /// Select this cell with `cargo test -p generated text_decoders::recurrent_gemma::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
+        super::super::cells::CPU_TORCH, ignore =
+        "known issue: recurrent_gemma on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:14Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:; recurrent_gemma on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:14Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:; recurrent_gemma on cpu with libtorch: runs failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:14Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:"
     );
 }

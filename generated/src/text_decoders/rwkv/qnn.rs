@@ -9,9 +9,8 @@ mod onnx {
         "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
     );
     runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+        "known issue: rwkv on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:38Z): cannot load <fixtures>/rwkv/model.qdq8.onnx: Failed to compose Qnn graph."
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],
@@ -20,6 +19,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)"
+        "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)"
     );
 }

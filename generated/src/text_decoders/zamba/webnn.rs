@@ -14,12 +14,11 @@ mod browser {
         "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
     );
     runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+        "known issue: zamba on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:48:22Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.layers.0.mamba.conv1d.bias_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-27 20:48:22.015285 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Squeeze] index: [1379] name: [_if_then_branch_Squeeze] supported: [1] | 2026-11-27 20:48:22.015475 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Squeeze] index: [1380] name: [_if_then_branch_token_69_Squeeze] supported: [1] | 2026-11-27 20:48:22.015660 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Squeeze] index: [1381] name: [_if_then_branch_token_70_Squeeze] supported: [1] | 2026-11-27 20:48:22.015855 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [1382] name: [/model/Reshape_new_reshape] supported: [1] | 2026-11-27 20:48:22.023884 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 1144 number of nodes supported by WebNN: 1144)"
     );
     runtime::generation_test!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "not tested here: zamba on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795812139-6523 on vm, 2026-11-27T20:49:16Z): step 1 (decoder_with_past): opening the model took longer than its limit of 60 s"
     );
 }

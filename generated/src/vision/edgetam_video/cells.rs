@@ -20,7 +20,10 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::Unsupported {
+                    reason: "edgetam_video on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:20Z): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -137,7 +140,11 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "edgetam_video on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795811318-29485 on vm, 2026-11-27T20:29:13Z): cannot load <fixtures>/edgetam_video/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Load),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -157,7 +164,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "edgetam_video on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:31:09Z): not every node ran on QNNExecutionProvider: Expand ×6 on CPUExecutionProvider, QuantizeLinear ×6 on CPUExecutionProvider, Range ×6 on CPUExecutionProvider, Unsqueeze ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30 nodes (94%), 168 µs (0%); QNNExecutionProvider: 2 nodes (6%), 37328 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision/edgetam_video.yaml only if it may run off QNNExecutionProvider, with the reason; also out-of-tolerance: output fpn_position_encoding_0: cosine similarity 0.8018 in its worst row (of 1; mean 0.8018), below 0.98; relative L2 error 0.6287, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/edgetam_video.yaml) (max abs error 1.996e0; worst at flat index 368: got 0.9960938096046448, expected -1); output fpn_position_encoding_1: cosine similarity 0.7961 in its worst row (of 1; mean 0.7961), below 0.98; relative L2 error 0.6377, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/edgetam_video.yaml) (max abs error 1.996e0; worst at flat index 88: got 0.9960938096046448, expected -1); output fpn_position_encoding_2: cosine similarity 0.7842 in its worst row (of 1; mean 0.7842), below 0.98; relative L2 error 0.6561, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/edgetam_video.yaml) (max abs error 1.996e0; worst at flat index 20: got 0.9960938096046448, expected -1)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -205,7 +216,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "edgetam_video on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:52:30Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [onnx::Conv_1768_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-27 20:52:30.823990 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [1470] name: [/model/neck/position_encoding/Transpose] supported: [1] | 2026-11-27 20:52:30.824114 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [1471] name: [/model/neck/position_encoding/Transpose_output_0_QuantizeLinear] supported: [1] | 2026-11-27 20:52:30.824250 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [1472] name: [/model/neck/position_encoding/Transpose_output_0_DequantizeLinear] supported: [1] | 2026-11-27 20:52:30.824395 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Cast] index: [1473] name: [/model/neck/Cast_4] supported: [1] | \u{1b}[0;93m2026-11-27 20:52:30.829499 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 2 number of nodes in the graph: 463 number of nodes supported by WebNN: 403\u{1b}[m)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Load),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -214,18 +229,26 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// edgetam_video on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// edgetam_video on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "edgetam_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:39:07Z): output fpn_hidden_states_0: 11676 of 16384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.861e-3; worst at flat index 6723: got 0.0011198519496247172, expected -0.0007406686781905591); edgetam_video on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:39:08Z): output fpn_hidden_states_0: 5773 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.533e-3; worst at flat index 7966: got 0.0006668043788522482, expected -0.0008666575304232538)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "edgetam_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:39:07Z): output fpn_hidden_states_0: 11676 of 16384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.861e-3; worst at flat index 6723: got 0.0011198519496247172, expected -0.0007406686781905591); edgetam_video on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:39:08Z): output fpn_hidden_states_0: 5773 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.533e-3; worst at flat index 7966: got 0.0006668043788522482, expected -0.0008666575304232538)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -234,7 +257,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "edgetam_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:39:07Z): output fpn_hidden_states_0: 11676 of 16384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.861e-3; worst at flat index 6723: got 0.0011198519496247172, expected -0.0007406686781905591); edgetam_video on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:39:08Z): output fpn_hidden_states_0: 5773 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.533e-3; worst at flat index 7966: got 0.0006668043788522482, expected -0.0008666575304232538)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -243,7 +270,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "edgetam_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:39:07Z): output fpn_hidden_states_0: 11676 of 16384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.861e-3; worst at flat index 6723: got 0.0011198519496247172, expected -0.0007406686781905591); edgetam_video on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:39:08Z): output fpn_hidden_states_0: 5773 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.533e-3; worst at flat index 7966: got 0.0006668043788522482, expected -0.0008666575304232538)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -252,18 +283,26 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// edgetam_video on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// edgetam_video on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "edgetam_video on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:39:11Z): output fpn_hidden_states_0: 11676 of 16384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.861e-3; worst at flat index 6723: got 0.0011198519496247172, expected -0.0007406686781905591); edgetam_video on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:39:13Z): output fpn_hidden_states_0: 5773 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.533e-3; worst at flat index 7966: got 0.0006668043788522482, expected -0.0008666575304232538)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "edgetam_video on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:39:11Z): output fpn_hidden_states_0: 11676 of 16384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.861e-3; worst at flat index 6723: got 0.0011198519496247172, expected -0.0007406686781905591); edgetam_video on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:39:13Z): output fpn_hidden_states_0: 5773 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.533e-3; worst at flat index 7966: got 0.0006668043788522482, expected -0.0008666575304232538)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -272,7 +311,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "edgetam_video on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:39:11Z): output fpn_hidden_states_0: 11676 of 16384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.861e-3; worst at flat index 6723: got 0.0011198519496247172, expected -0.0007406686781905591); edgetam_video on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:39:13Z): output fpn_hidden_states_0: 5773 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.533e-3; worst at flat index 7966: got 0.0006668043788522482, expected -0.0008666575304232538)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -281,7 +324,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "edgetam_video on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:39:11Z): output fpn_hidden_states_0: 11676 of 16384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.861e-3; worst at flat index 6723: got 0.0011198519496247172, expected -0.0007406686781905591); edgetam_video on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:39:13Z): output fpn_hidden_states_0: 5773 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.533e-3; worst at flat index 7966: got 0.0006668043788522482, expected -0.0008666575304232538)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -10,15 +10,15 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: llama4 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795810528-16616 on vm, 2026-11-27T20:15:40Z): component language: the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)"
+        "known issue: llama4 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:26Z): component language: the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "unsupported: llama4 on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795810528-16616 on vm, 2026-11-27T20:15:40Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)"
+        "unsupported: llama4 on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:26Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)"
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "known issue: llama4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795810541-16603 on vm, 2026-11-27T20:15:41Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)"
+        "known issue: llama4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)"
     );
 }
 /// llama4 on cpu with libtorch, device cpu: run.
