@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glm_image",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/glm_image.yaml",
-    spec_digest: "bcc899e6704f2c45e7835acafe652c115019be30a27fa60b51525d84dd049d85",
+    spec_digest: "b87f4f9c743b55375f93fb50232ef3e9eeafb3a2789b9a61e7ce20df0de7b5a8",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -56,5 +56,99 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         rel: 0.001f64,
     },
     component: None,
-    components: &[],
+    components: &[
+        runtime::ModelDecl {
+            model_type: "glm_image",
+            category: "multimodal",
+            spec_path: "model-specs/models/multimodal/glm_image.yaml",
+            spec_digest: "b87f4f9c743b55375f93fb50232ef3e9eeafb3a2789b9a61e7ce20df0de7b5a8",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "pixel_values",
+                    dtype: runtime::DType::Float32,
+                    axes: &["patches", "patch_dim"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "last_hidden_state_1"],
+                },
+                runtime::TensorDecl {
+                    name: "pooler_output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["pooler_output_0", "pooler_output_1"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("vision"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "glm_image",
+            category: "multimodal",
+            spec_path: "model-specs/models/multimodal/glm_image.yaml",
+            spec_digest: "b87f4f9c743b55375f93fb50232ef3e9eeafb3a2789b9a61e7ce20df0de7b5a8",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "input",
+                    dtype: runtime::DType::Int64,
+                    axes: &["input_0", "sequence"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["output_0", "sequence", "output_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("embed"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "glm_image",
+            category: "multimodal",
+            spec_path: "model-specs/models/multimodal/glm_image.yaml",
+            spec_digest: "b87f4f9c743b55375f93fb50232ef3e9eeafb3a2789b9a61e7ce20df0de7b5a8",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "attention_mask",
+                    dtype: runtime::DType::Int64,
+                    axes: &["batch", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "position_ids",
+                    dtype: runtime::DType::Int64,
+                    axes: &["position_ids_0", "position_ids_1", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "inputs_embeds",
+                    dtype: runtime::DType::Float32,
+                    axes: &["inputs_embeds_0", "sequence", "inputs_embeds_2"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "sequence", "last_hidden_state_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("language"),
+            components: &[],
+        },
+    ],
 };

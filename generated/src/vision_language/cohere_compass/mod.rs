@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cohere_compass",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/cohere_compass.yaml",
-    spec_digest: "1a09cfd9cf19e44227f52c04354a764b20f3fea24c32f5f78cd2e5890233becb",
+    spec_digest: "d9b908a2be7651201811679affd306c8b84be7970b152d03a1dc49557bb6821b",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -61,11 +61,120 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         rel: 0.001f64,
     },
     component: None,
-    components: &[],
+    components: &[
+        runtime::ModelDecl {
+            model_type: "cohere_compass",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/cohere_compass.yaml",
+            spec_digest: "d9b908a2be7651201811679affd306c8b84be7970b152d03a1dc49557bb6821b",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "hidden_states",
+                    dtype: runtime::DType::Float32,
+                    axes: &["hidden_states_0", "hidden_states_1"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "last_hidden_state_1"],
+                },
+                runtime::TensorDecl {
+                    name: "pooler_output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["pooler_output_0", "pooler_output_1"],
+                },
+                runtime::TensorDecl {
+                    name: "deepstack_features_0",
+                    dtype: runtime::DType::Float32,
+                    axes: &["deepstack_features_0_0", "deepstack_features_0_1"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("vision"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "cohere_compass",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/cohere_compass.yaml",
+            spec_digest: "d9b908a2be7651201811679affd306c8b84be7970b152d03a1dc49557bb6821b",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "input",
+                    dtype: runtime::DType::Int64,
+                    axes: &["input_0", "sequence"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["output_0", "sequence", "output_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("embed"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "cohere_compass",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/cohere_compass.yaml",
+            spec_digest: "d9b908a2be7651201811679affd306c8b84be7970b152d03a1dc49557bb6821b",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "attention_mask",
+                    dtype: runtime::DType::Int64,
+                    axes: &["batch", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "position_ids",
+                    dtype: runtime::DType::Int64,
+                    axes: &["position_ids_0", "position_ids_1", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "inputs_embeds",
+                    dtype: runtime::DType::Float32,
+                    axes: &["inputs_embeds_0", "sequence", "inputs_embeds_2"],
+                },
+                runtime::TensorDecl {
+                    name: "visual_pos_masks",
+                    dtype: runtime::DType::Bool,
+                    axes: &["visual_pos_masks_0", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "deepstack_visual_embeds_0",
+                    dtype: runtime::DType::Float32,
+                    axes: &["deepstack_visual_embeds_0_0", "deepstack_visual_embeds_0_1"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "sequence", "last_hidden_state_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("language"),
+            components: &[],
+        },
+    ],
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "5e73e411bba6b070e6ec0b8fe4f1f569137c057bb6739d3231e0de81484a07e5",
+    spec_digest: "f23885ea264ca4bc340005194d5dd98ac169c66e677ccdd0ef8b964a0933b697",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glm_ocr",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/glm_ocr.yaml",
-    spec_digest: "82516e133d6c66d1157f35f4c64b510c25f955ff927f5da0cadbbf7c266c3fb4",
+    spec_digest: "a70ce3703148574ae27cfaa55d60f6cdc4fa14d511f9d2359859d75aa4e91de6",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -61,11 +61,105 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         rel: 0.001f64,
     },
     component: None,
-    components: &[],
+    components: &[
+        runtime::ModelDecl {
+            model_type: "glm_ocr",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/glm_ocr.yaml",
+            spec_digest: "a70ce3703148574ae27cfaa55d60f6cdc4fa14d511f9d2359859d75aa4e91de6",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "hidden_states",
+                    dtype: runtime::DType::Float32,
+                    axes: &["hidden_states_0", "hidden_states_1"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "last_hidden_state_1"],
+                },
+                runtime::TensorDecl {
+                    name: "pooler_output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["pooler_output_0", "pooler_output_1"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("vision"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "glm_ocr",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/glm_ocr.yaml",
+            spec_digest: "a70ce3703148574ae27cfaa55d60f6cdc4fa14d511f9d2359859d75aa4e91de6",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "input",
+                    dtype: runtime::DType::Int64,
+                    axes: &["input_0", "sequence"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["output_0", "sequence", "output_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("embed"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "glm_ocr",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/glm_ocr.yaml",
+            spec_digest: "a70ce3703148574ae27cfaa55d60f6cdc4fa14d511f9d2359859d75aa4e91de6",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "attention_mask",
+                    dtype: runtime::DType::Int64,
+                    axes: &["batch", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "position_ids",
+                    dtype: runtime::DType::Int64,
+                    axes: &["position_ids_0", "position_ids_1", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "inputs_embeds",
+                    dtype: runtime::DType::Float32,
+                    axes: &["inputs_embeds_0", "sequence", "inputs_embeds_2"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "sequence", "last_hidden_state_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("language"),
+            components: &[],
+        },
+    ],
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "cc96a0cb4aec1061f4df8bf7547d9f07ea99c2e38e5a8f2cc6c5d7acb40085b0",
+    spec_digest: "1012026a3e665eef0e749ae9c2f18c271f25546e74bb487b43f8e9d3a173073b",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glmga",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/glmga.yaml",
-    spec_digest: "47148be12dac08dc5b99d4470938b8132855daaa702937b9bb7a2087bbb2b7df",
+    spec_digest: "13936e5f1c8512f39ba6ff089369d0907d340bd5a2876cf71f9910d00fdbf294",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -61,11 +61,105 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         rel: 0.001f64,
     },
     component: None,
-    components: &[],
+    components: &[
+        runtime::ModelDecl {
+            model_type: "glmga",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/glmga.yaml",
+            spec_digest: "13936e5f1c8512f39ba6ff089369d0907d340bd5a2876cf71f9910d00fdbf294",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "hidden_states",
+                    dtype: runtime::DType::Float32,
+                    axes: &["hidden_states_0", "hidden_states_1"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "last_hidden_state_1"],
+                },
+                runtime::TensorDecl {
+                    name: "pooler_output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["pooler_output_0", "pooler_output_1"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("vision"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "glmga",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/glmga.yaml",
+            spec_digest: "13936e5f1c8512f39ba6ff089369d0907d340bd5a2876cf71f9910d00fdbf294",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "input",
+                    dtype: runtime::DType::Int64,
+                    axes: &["input_0", "sequence"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["output_0", "sequence", "output_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("embed"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "glmga",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/glmga.yaml",
+            spec_digest: "13936e5f1c8512f39ba6ff089369d0907d340bd5a2876cf71f9910d00fdbf294",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "attention_mask",
+                    dtype: runtime::DType::Int64,
+                    axes: &["batch", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "position_ids",
+                    dtype: runtime::DType::Int64,
+                    axes: &["position_ids_0", "position_ids_1", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "inputs_embeds",
+                    dtype: runtime::DType::Float32,
+                    axes: &["inputs_embeds_0", "sequence", "inputs_embeds_2"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "sequence", "last_hidden_state_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("language"),
+            components: &[],
+        },
+    ],
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "191018e1e22afd8be8f7661b6475fe7f3630ceee473dad4c994f00e563fd1fe4",
+    spec_digest: "1b7ec01482e6445efb2096bd9517adbc360303ea9de0e93623e714cd0c41900f",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

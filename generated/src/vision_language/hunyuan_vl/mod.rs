@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "hunyuan_vl",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/hunyuan_vl.yaml",
-    spec_digest: "413e06cc365b383bb8cacd4bf2b09abd754c0e877ac5742c702158b052e7bb5d",
+    spec_digest: "c70b1cac4ffb2aa96e55cbd97bf8bace07c0dd9e675a1e361696e57c17db25d7",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -66,11 +66,109 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         rel: 0.001f64,
     },
     component: None,
-    components: &[],
+    components: &[
+        runtime::ModelDecl {
+            model_type: "hunyuan_vl",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/hunyuan_vl.yaml",
+            spec_digest: "c70b1cac4ffb2aa96e55cbd97bf8bace07c0dd9e675a1e361696e57c17db25d7",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "pixel_values",
+                    dtype: runtime::DType::Float32,
+                    axes: &["patches", "patch_dim"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &[
+                        "last_hidden_state_0",
+                        "last_hidden_state_1",
+                        "last_hidden_state_2",
+                    ],
+                },
+                runtime::TensorDecl {
+                    name: "pooler_output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["pooler_output_0", "pooler_output_1", "pooler_output_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("vision"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "hunyuan_vl",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/hunyuan_vl.yaml",
+            spec_digest: "c70b1cac4ffb2aa96e55cbd97bf8bace07c0dd9e675a1e361696e57c17db25d7",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "input",
+                    dtype: runtime::DType::Int64,
+                    axes: &["input_0", "sequence"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["output_0", "sequence", "output_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("embed"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "hunyuan_vl",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/hunyuan_vl.yaml",
+            spec_digest: "c70b1cac4ffb2aa96e55cbd97bf8bace07c0dd9e675a1e361696e57c17db25d7",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "attention_mask",
+                    dtype: runtime::DType::Int64,
+                    axes: &["batch", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "position_ids",
+                    dtype: runtime::DType::Int64,
+                    axes: &["position_ids_0", "position_ids_1", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "inputs_embeds",
+                    dtype: runtime::DType::Float32,
+                    axes: &["inputs_embeds_0", "sequence", "inputs_embeds_2"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "sequence", "last_hidden_state_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("language"),
+            components: &[],
+        },
+    ],
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "ca4efa5a37eac727048bfa41e706e26cbee6d8b6537a37d1253fea9fd5da480d",
+    spec_digest: "8da5c1b27f6ecae0c8ea6edfdee359f3071a71836475783ffd9a4fe46e4e9b45",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

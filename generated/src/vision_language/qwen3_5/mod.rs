@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen3_5",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/qwen3_5.yaml",
-    spec_digest: "57fc57b366b98016a354b6e4303da70e700197c1303f36da06911e436e951829",
+    spec_digest: "6004373d86a3894564974f9c317b63e882d90a6c9b9bfb764f8529782112ee01",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -61,11 +61,105 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         rel: 0.001f64,
     },
     component: None,
-    components: &[],
+    components: &[
+        runtime::ModelDecl {
+            model_type: "qwen3_5",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/qwen3_5.yaml",
+            spec_digest: "6004373d86a3894564974f9c317b63e882d90a6c9b9bfb764f8529782112ee01",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "hidden_states",
+                    dtype: runtime::DType::Float32,
+                    axes: &["hidden_states_0", "hidden_states_1"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "last_hidden_state_1"],
+                },
+                runtime::TensorDecl {
+                    name: "pooler_output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["pooler_output_0", "pooler_output_1"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("vision"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "qwen3_5",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/qwen3_5.yaml",
+            spec_digest: "6004373d86a3894564974f9c317b63e882d90a6c9b9bfb764f8529782112ee01",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "input",
+                    dtype: runtime::DType::Int64,
+                    axes: &["input_0", "sequence"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["output_0", "sequence", "output_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("embed"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "qwen3_5",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/qwen3_5.yaml",
+            spec_digest: "6004373d86a3894564974f9c317b63e882d90a6c9b9bfb764f8529782112ee01",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "attention_mask",
+                    dtype: runtime::DType::Int64,
+                    axes: &["batch", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "position_ids",
+                    dtype: runtime::DType::Int64,
+                    axes: &["position_ids_0", "position_ids_1", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "inputs_embeds",
+                    dtype: runtime::DType::Float32,
+                    axes: &["inputs_embeds_0", "sequence", "inputs_embeds_2"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "sequence", "last_hidden_state_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("language"),
+            components: &[],
+        },
+    ],
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "4a002a7cc70404ac455cbcb7959bea3a283a6f266e63b723054ce34493c5e5ec",
+    spec_digest: "3cc4b7f33ff056f0c38629494b5c4dc2b16df8e07f83189c5d6d523170ce0e1b",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.conv_state",

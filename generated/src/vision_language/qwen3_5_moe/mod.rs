@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen3_5_moe",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/qwen3_5_moe.yaml",
-    spec_digest: "a9c72c0e26e9eba6608d2249c3791f92ed8ad7dea94444c112546dbc37055fdb",
+    spec_digest: "1bea64ea27490ed511bf1e4ed57a06f5d02fc710d5eee2b0d8896dc5dec7a088",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -61,11 +61,105 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         rel: 0.001f64,
     },
     component: None,
-    components: &[],
+    components: &[
+        runtime::ModelDecl {
+            model_type: "qwen3_5_moe",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/qwen3_5_moe.yaml",
+            spec_digest: "1bea64ea27490ed511bf1e4ed57a06f5d02fc710d5eee2b0d8896dc5dec7a088",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "hidden_states",
+                    dtype: runtime::DType::Float32,
+                    axes: &["hidden_states_0", "hidden_states_1"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "last_hidden_state_1"],
+                },
+                runtime::TensorDecl {
+                    name: "pooler_output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["pooler_output_0", "pooler_output_1"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("vision"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "qwen3_5_moe",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/qwen3_5_moe.yaml",
+            spec_digest: "1bea64ea27490ed511bf1e4ed57a06f5d02fc710d5eee2b0d8896dc5dec7a088",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "input",
+                    dtype: runtime::DType::Int64,
+                    axes: &["input_0", "sequence"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["output_0", "sequence", "output_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("embed"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "qwen3_5_moe",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/qwen3_5_moe.yaml",
+            spec_digest: "1bea64ea27490ed511bf1e4ed57a06f5d02fc710d5eee2b0d8896dc5dec7a088",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "attention_mask",
+                    dtype: runtime::DType::Int64,
+                    axes: &["batch", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "position_ids",
+                    dtype: runtime::DType::Int64,
+                    axes: &["position_ids_0", "position_ids_1", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "inputs_embeds",
+                    dtype: runtime::DType::Float32,
+                    axes: &["inputs_embeds_0", "sequence", "inputs_embeds_2"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "sequence", "last_hidden_state_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("language"),
+            components: &[],
+        },
+    ],
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "c60201a3beedace1b1307fa177825aa8a0a57f6ce772056e38f700ab750811f7",
+    spec_digest: "071454e27d7179f5e905c662ffa85859465ca4e5255c38c89269a8e69aac661e",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.conv_state",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen4_exp",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/qwen4_exp.yaml",
-    spec_digest: "1860046bd7593a78748e269a22617e0cf718a58a7291e18a36111d634249e491",
+    spec_digest: "e409478b39ce0cbee39dd3641c5be53a1181d7544745b3ec717749e2555aa6f3",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -61,11 +61,105 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
         rel: 0.001f64,
     },
     component: None,
-    components: &[],
+    components: &[
+        runtime::ModelDecl {
+            model_type: "qwen4_exp",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/qwen4_exp.yaml",
+            spec_digest: "e409478b39ce0cbee39dd3641c5be53a1181d7544745b3ec717749e2555aa6f3",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "hidden_states",
+                    dtype: runtime::DType::Float32,
+                    axes: &["hidden_states_0", "hidden_states_1"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "last_hidden_state_1"],
+                },
+                runtime::TensorDecl {
+                    name: "pooler_output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["pooler_output_0", "pooler_output_1"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("vision"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "qwen4_exp",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/qwen4_exp.yaml",
+            spec_digest: "e409478b39ce0cbee39dd3641c5be53a1181d7544745b3ec717749e2555aa6f3",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "input",
+                    dtype: runtime::DType::Int64,
+                    axes: &["input_0", "sequence"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "output",
+                    dtype: runtime::DType::Float32,
+                    axes: &["output_0", "sequence", "output_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("embed"),
+            components: &[],
+        },
+        runtime::ModelDecl {
+            model_type: "qwen4_exp",
+            category: "vision_language",
+            spec_path: "model-specs/models/vision_language/qwen4_exp.yaml",
+            spec_digest: "e409478b39ce0cbee39dd3641c5be53a1181d7544745b3ec717749e2555aa6f3",
+            inputs: &[
+                runtime::TensorDecl {
+                    name: "attention_mask",
+                    dtype: runtime::DType::Int64,
+                    axes: &["batch", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "position_ids",
+                    dtype: runtime::DType::Int64,
+                    axes: &["position_ids_0", "position_ids_1", "sequence"],
+                },
+                runtime::TensorDecl {
+                    name: "inputs_embeds",
+                    dtype: runtime::DType::Float32,
+                    axes: &["inputs_embeds_0", "sequence", "inputs_embeds_2"],
+                },
+            ],
+            outputs: &[
+                runtime::TensorDecl {
+                    name: "last_hidden_state",
+                    dtype: runtime::DType::Float32,
+                    axes: &["last_hidden_state_0", "sequence", "last_hidden_state_2"],
+                },
+            ],
+            tolerance: runtime::Tolerance {
+                abs: 0.0001f64,
+                rel: 0.001f64,
+            },
+            component: Some("language"),
+            components: &[],
+        },
+    ],
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "c6689c2bbb376cdf1b75aee1a02a469173f75723c418914de0dbe6fcec163014",
+    spec_digest: "c2e56ab1929f0ef4b4ff6aa423d66c00af436eb02584e167c48c39958cd7a8f9",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.conv_state",
